@@ -1,0 +1,98 @@
+package eventstore
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+)
+
+// Sentinel errors. Every error returned by this package and by conforming
+// Storage backends wraps at most one of these; check them with errors.Is.
+var (
+	// ErrNotFound reports that an aggregate, a projection definition or a
+	// projection instance does not exist.
+	ErrNotFound = errors.New("eventstore: not found")
+
+	// ErrConflict reports that a write was refused because it contradicts the
+	// stored state: an expected version that does not match, a batch that
+	// mixes already stored and new event ids, a projection definition whose
+	// name is taken, or (inside Storage) a projection checkpoint that moved.
+	// Nothing was written.
+	ErrConflict = errors.New("eventstore: conflict")
+
+	// ErrInvalid reports input that is well-formed but not acceptable: an
+	// event id that is not a UUID, an empty event type, data that is not a
+	// JSON object, a selector that is not of the documented form, and so on.
+	// The error is usually a *ValidationError that says which field.
+	ErrInvalid = errors.New("eventstore: invalid")
+
+	// ErrClosed reports a call on a Store, Projector or Storage after Close.
+	ErrClosed = errors.New("eventstore: closed")
+
+	// ErrUnavailable reports that the storage could not be reached or failed
+	// transiently (a dropped connection, a database restart). The operation
+	// may be retried; for a save, a retry with the same event ids is safe.
+	ErrUnavailable = errors.New("eventstore: storage unavailable")
+)
+
+// FieldError names one invalid field of an input.
+type FieldError struct {
+	// Field is a JSON-path-like name of the field, such as
+	// "events[2].eventId" or "handlers[0].functions[1].targetSelector".
+	Field string `json:"field"`
+	// Message says what is wrong with it.
+	Message string `json:"message"`
+}
+
+// ValidationError is returned for input that fails validation. It wraps
+// ErrInvalid, so both errors.Is(err, ErrInvalid) and errors.As(err, &ve)
+// work. Fields holds one entry per invalid field, in input order.
+type ValidationError struct {
+	// Op is the operation that rejected the input, e.g. "save" or
+	// "create projection".
+	Op string
+	// Fields lists the invalid fields; it is never empty.
+	Fields []FieldError
+}
+
+// Error implements the error interface.
+func (e *ValidationError) Error() string {
+	var b strings.Builder
+	b.WriteString("eventstore: ")
+	if e.Op != "" {
+		b.WriteString(e.Op)
+		b.WriteString(": ")
+	}
+	b.WriteString("invalid input: ")
+	for i, f := range e.Fields {
+		if i > 0 {
+			b.WriteString("; ")
+		}
+		if f.Field != "" {
+			b.WriteString(f.Field)
+			b.WriteString(": ")
+		}
+		b.WriteString(f.Message)
+	}
+	return b.String()
+}
+
+// Unwrap returns ErrInvalid.
+func (e *ValidationError) Unwrap() error { return ErrInvalid }
+
+// validation collects field errors for one operation.
+type validation struct {
+	op     string
+	fields []FieldError
+}
+
+func (v *validation) add(field, format string, args ...any) {
+	v.fields = append(v.fields, FieldError{Field: field, Message: fmt.Sprintf(format, args...)})
+}
+
+func (v *validation) err() error {
+	if len(v.fields) == 0 {
+		return nil
+	}
+	return &ValidationError{Op: v.op, Fields: v.fields}
+}

@@ -1,0 +1,302 @@
+package eventstore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+	"unicode/utf8"
+
+	"github.com/google/uuid"
+	"github.com/tidwall/gjson"
+)
+
+// Options configures a Store. A nil *Options means all defaults.
+type Options struct {
+	// Now returns the current time; it stamps RecordedAt on saved events.
+	// The default is time.Now.
+	Now func() time.Time
+	// Logger receives the store's and its projectors' diagnostics. The
+	// default discards them.
+	Logger *slog.Logger
+}
+
+func (o *Options) now() func() time.Time {
+	if o == nil || o.Now == nil {
+		return time.Now
+	}
+	return o.Now
+}
+
+func (o *Options) logger() *slog.Logger {
+	if o == nil || o.Logger == nil {
+		return slog.New(slog.DiscardHandler)
+	}
+	return o.Logger
+}
+
+// SaveOptions are optional arguments of Store.Save. A nil *SaveOptions
+// means no options.
+type SaveOptions struct {
+	// ExpectedVersion, when set with ExpectVersion, makes the save fail with
+	// ErrConflict unless the aggregate is at that version.
+	ExpectedVersion VersionCheck
+}
+
+// Store appends events to aggregates and loads them. It is safe for
+// concurrent use. Create one with New; query projections with a Projector
+// made by NewProjector.
+type Store struct {
+	storage Storage
+	now     func() time.Time
+	log     *slog.Logger
+
+	// lastPos is the highest position this Store has saved or seen saved
+	// (including duplicates): projectors wait for it to give read-your-writes.
+	lastPos atomic.Int64
+	closed  atomic.Bool
+
+	mu      sync.Mutex
+	changed chan struct{} // closed and replaced on every save
+}
+
+// New returns a Store on top of s. The Store takes ownership of s: Close
+// closes it.
+func New(s Storage, opts *Options) (*Store, error) {
+	if s == nil {
+		return nil, fmt.Errorf("eventstore: new: nil Storage: %w", ErrInvalid)
+	}
+	return &Store{
+		storage: s,
+		now:     opts.now(),
+		log:     opts.logger(),
+		changed: make(chan struct{}),
+	}, nil
+}
+
+// Save appends events to the aggregate (aggregateType, aggregateID)
+// atomically: all of them are stored, or none. The first save of an
+// aggregate id creates the aggregate with that type.
+//
+// Every successful save that stores events raises the aggregate's version by
+// one, however many events it holds. With opts.ExpectedVersion set, the save
+// fails with ErrConflict unless the aggregate is at that version.
+//
+// Saves are idempotent per event id: when every event of the batch is
+// already stored in the aggregate, Save stores nothing and returns the
+// earlier result with Duplicate set, so a client may retry a save whose
+// outcome it did not learn. A batch that mixes stored and new ids fails with
+// ErrConflict and stores nothing.
+//
+// The whole batch is validated first: an empty batch, an id that is not a
+// UUID, the same id twice, an empty type or data that is not a JSON object
+// fail with a *ValidationError naming the event's index and field. Event
+// ids are stored in lower case.
+func (s *Store) Save(ctx context.Context, aggregateType, aggregateID string, events []NewEvent, opts *SaveOptions) (AppendResult, error) {
+	req, err := s.prepare(aggregateType, aggregateID, events, opts)
+	if err != nil {
+		return AppendResult{}, err
+	}
+	if s.closed.Load() {
+		return AppendResult{}, fmt.Errorf("save %s/%s: %w", aggregateType, aggregateID, ErrClosed)
+	}
+	res, err := s.storage.Append(ctx, req)
+	if err != nil {
+		return AppendResult{}, fmt.Errorf("save %s/%s: %w", aggregateType, aggregateID, err)
+	}
+	s.observe(res.Position)
+	return res, nil
+}
+
+// prepare validates a save and builds the storage request, copying the
+// caller's data.
+func (s *Store) prepare(aggregateType, aggregateID string, events []NewEvent, opts *SaveOptions) (AppendRequest, error) {
+	v := validation{op: "save"}
+	checkName(&v, "aggregateType", aggregateType)
+	checkName(&v, "aggregateId", aggregateID)
+	if len(events) == 0 {
+		v.add("events", "at least one event is required")
+	}
+	req := AppendRequest{AggregateType: aggregateType, AggregateID: aggregateID}
+	if opts != nil {
+		req.ExpectedVersion = opts.ExpectedVersion
+		if n, ok := opts.ExpectedVersion.Version(); ok && n < 0 {
+			v.add("expectedVersion", "must not be negative, got %d", n)
+		}
+	}
+	now := s.now().UTC().Truncate(time.Microsecond)
+	req.Events = make([]Event, len(events))
+	seen := make(map[string]int, len(events))
+	dataLen := 0
+	for _, e := range events {
+		dataLen += len(e.Data)
+	}
+	buf := make([]byte, 0, dataLen)
+	for i, e := range events {
+		id, ok := normalizeUUID(e.ID)
+		switch {
+		case e.ID == "":
+			v.add(fmt.Sprintf("events[%d].eventId", i), "is required")
+		case !ok:
+			v.add(fmt.Sprintf("events[%d].eventId", i), "must be a UUID such as 123e4567-e89b-12d3-a456-426614174000, got %q", clip(e.ID))
+		default:
+			if j, dup := seen[id]; dup {
+				v.add(fmt.Sprintf("events[%d].eventId", i), "repeats the id of events[%d]", j)
+			}
+			seen[id] = i
+		}
+		if e.Type == "" {
+			v.add(fmt.Sprintf("events[%d].eventType", i), "is required")
+		} else if !utf8.ValidString(e.Type) || len(e.Type) > maxNameLen {
+			v.add(fmt.Sprintf("events[%d].eventType", i), "must be valid UTF-8 of at most %d bytes", maxNameLen)
+		}
+		data, msg := checkData(e.Data)
+		if msg != "" {
+			v.add(fmt.Sprintf("events[%d].data", i), "%s", msg)
+		}
+		if data != nil {
+			start := len(buf)
+			buf = append(buf, data...)
+			data = buf[start:len(buf):len(buf)]
+		}
+		req.Events[i] = Event{
+			ID: id, Type: e.Type, Data: data,
+			AggregateType: aggregateType, AggregateID: aggregateID,
+			RecordedAt: now,
+		}
+	}
+	if err := v.err(); err != nil {
+		return AppendRequest{}, err
+	}
+	return req, nil
+}
+
+// maxNameLen bounds aggregate types, ids, event types and projection names.
+const maxNameLen = 256
+
+// checkName validates an aggregate type or id: non-empty UTF-8 of at most
+// maxNameLen bytes, without '/' or control characters, so that it can be
+// used as a path segment.
+func checkName(v *validation, field, s string) {
+	if msg := nameProblem(s); msg != "" {
+		v.add(field, "%s", msg)
+	}
+}
+
+func nameProblem(s string) string {
+	switch {
+	case s == "":
+		return "is required"
+	case len(s) > maxNameLen:
+		return fmt.Sprintf("must be at most %d bytes long", maxNameLen)
+	case !utf8.ValidString(s):
+		return "must be valid UTF-8"
+	}
+	for _, r := range s {
+		if r == '/' || r < 0x20 || r == 0x7f {
+			return fmt.Sprintf("must not contain %q", r)
+		}
+	}
+	return ""
+}
+
+// checkData returns the data to store (nil for none) or a message saying
+// why it is not acceptable.
+func checkData(d []byte) ([]byte, string) {
+	i := 0
+	for i < len(d) && (d[i] == ' ' || d[i] == '\t' || d[i] == '\n' || d[i] == '\r') {
+		i++
+	}
+	if i == len(d) {
+		return nil, ""
+	}
+	if !gjson.ValidBytes(d) {
+		return nil, "is not valid JSON"
+	}
+	switch d[i] {
+	case '{':
+		return d, ""
+	case 'n':
+		return nil, "" // null: no data
+	}
+	return nil, "must be a JSON object"
+}
+
+// normalizeUUID accepts a UUID in the canonical 8-4-4-4-12 form and returns
+// it in lower case.
+func normalizeUUID(s string) (string, bool) {
+	if len(s) != 36 {
+		return "", false
+	}
+	u, err := uuid.Parse(s)
+	if err != nil {
+		return "", false
+	}
+	return u.String(), true
+}
+
+func clip(s string) string {
+	if len(s) > 64 {
+		return s[:64] + "…"
+	}
+	return s
+}
+
+// Load returns the aggregate with all its events in order, or an error
+// wrapping ErrNotFound when no event was saved for it.
+func (s *Store) Load(ctx context.Context, aggregateType, aggregateID string) (Aggregate, error) {
+	v := validation{op: "load"}
+	checkName(&v, "aggregateType", aggregateType)
+	checkName(&v, "aggregateId", aggregateID)
+	if err := v.err(); err != nil {
+		return Aggregate{}, err
+	}
+	if s.closed.Load() {
+		return Aggregate{}, fmt.Errorf("load %s/%s: %w", aggregateType, aggregateID, ErrClosed)
+	}
+	agg, err := s.storage.Load(ctx, aggregateType, aggregateID)
+	if err != nil {
+		return Aggregate{}, fmt.Errorf("load %s/%s: %w", aggregateType, aggregateID, err)
+	}
+	return agg, nil
+}
+
+// Close closes the Store and its Storage. Projectors made from the Store stop
+// working. Close is idempotent.
+func (s *Store) Close() error {
+	if s.closed.Swap(true) {
+		return nil
+	}
+	s.mu.Lock()
+	close(s.changed)
+	s.changed = make(chan struct{})
+	s.mu.Unlock()
+	if err := s.storage.Close(); err != nil && !errors.Is(err, ErrClosed) {
+		return fmt.Errorf("eventstore: close: %w", err)
+	}
+	return nil
+}
+
+// observe records that position p is saved and wakes projectors.
+func (s *Store) observe(p int64) {
+	for {
+		cur := s.lastPos.Load()
+		if p <= cur || s.lastPos.CompareAndSwap(cur, p) {
+			break
+		}
+	}
+	s.mu.Lock()
+	close(s.changed)
+	s.changed = make(chan struct{})
+	s.mu.Unlock()
+}
+
+// watch returns a channel that is closed at the next save or at Close.
+func (s *Store) watch() <-chan struct{} {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.changed
+}
