@@ -1,0 +1,57 @@
+package storagetest
+
+import (
+	"encoding/json"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/eventkit-go/eventstore"
+)
+
+func closeCases() []testCase {
+	return []testCase{
+		{"ClosedStorageFails", "after Close every method fails with ErrClosed, and Close is idempotent", testClosed},
+	}
+}
+
+func testClosed(t *testing.T, h *harness) {
+	ctx := t.Context()
+	mustSave(t, h, "order", "o", evs("Placed", 2), nil)
+	mustCreate(t, h, newDef("p"))
+	checkInvariants(t, h.s)
+	h.closed = true
+	if err := h.s.Close(); err != nil {
+		t.Fatalf("Close: %v", err)
+	}
+	if err := h.s.Close(); err != nil && !errors.Is(err, eventstore.ErrClosed) {
+		t.Errorf("Close is idempotent: a second Close must not fail with another error, got %v", err)
+	}
+	req := eventstore.AppendRequest{AggregateType: "order", AggregateID: "o", Events: []eventstore.Event{{
+		ID: newID(), Type: "Placed", AggregateType: "order", AggregateID: "o",
+		RecordedAt: time.Now().UTC().Truncate(time.Microsecond),
+	}}}
+	_, appendErr := h.s.Append(ctx, req)
+	_, saveErr := h.store.Save(ctx, "order", "o", evs("Placed", 1), nil)
+	_, loadErr := h.s.Load(ctx, "order", "o")
+	_, feedErr := h.s.ReadFeed(ctx, eventstore.FeedQuery{Limit: 10})
+	_, defErr := h.s.Definition(ctx, "p")
+	_, defsErr := h.s.Definitions(ctx)
+	_, stateErr := h.s.LoadProjection(ctx, "p", "o")
+	for name, err := range map[string]error{
+		"Append":           appendErr,
+		"Store.Save":       saveErr,
+		"Load":             loadErr,
+		"ReadFeed":         feedErr,
+		"CreateDefinition": h.s.CreateDefinition(ctx, newDef("q")),
+		"Definition":       defErr,
+		"Definitions":      defsErr,
+		"LoadProjection":   stateErr,
+		"CommitProjection": h.s.CommitProjection(ctx, eventstore.ProjectionCommit{Name: "p", To: 1,
+			States: []eventstore.ProjectionState{{Name: "p", InstanceID: "o", Data: json.RawMessage(`{}`)}}}),
+	} {
+		if !errors.Is(err, eventstore.ErrClosed) {
+			t.Errorf("%s after Close must fail with ErrClosed, got %v", name, err)
+		}
+	}
+}

@@ -1,0 +1,186 @@
+package storagetest
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"testing"
+
+	"github.com/eventkit-go/eventstore"
+	"github.com/google/uuid"
+)
+
+// newID returns a new random event id in lower case.
+func newID() string { return uuid.NewString() }
+
+// ev returns a NewEvent with a fresh id; data is used as given (nil for
+// none).
+func ev(typ, data string) eventstore.NewEvent {
+	e := eventstore.NewEvent{ID: newID(), Type: typ}
+	if data != "" {
+		e.Data = json.RawMessage(data)
+	}
+	return e
+}
+
+// evs returns n events of type typ with small distinct data objects.
+func evs(typ string, n int) []eventstore.NewEvent {
+	out := make([]eventstore.NewEvent, n)
+	for i := range out {
+		out[i] = ev(typ, fmt.Sprintf(`{"n":%d}`, i))
+	}
+	return out
+}
+
+// mustSave saves through the Store and fails the test on error.
+func mustSave(t testing.TB, h *harness, typ, id string, events []eventstore.NewEvent, opts *eventstore.SaveOptions) eventstore.AppendResult {
+	t.Helper()
+	res, err := h.store.Save(t.Context(), typ, id, events, opts)
+	if err != nil {
+		t.Fatalf("Save %s/%s of %d events: %v", typ, id, len(events), err)
+	}
+	return res
+}
+
+// mustLoad loads through the Store and fails the test on error.
+func mustLoad(t testing.TB, h *harness, typ, id string) eventstore.Aggregate {
+	t.Helper()
+	agg, err := h.store.Load(t.Context(), typ, id)
+	if err != nil {
+		t.Fatalf("Load %s/%s: %v", typ, id, err)
+	}
+	return agg
+}
+
+// mustReadAll reads the whole feed selected by q (q.After is the start) and
+// fails the test on error or on a page that breaks the feed contract.
+func mustReadAll(t testing.TB, h *harness, q eventstore.FeedQuery) ([]eventstore.Event, int64) {
+	t.Helper()
+	events, head, err := readFeed(t.Context(), h.s, q)
+	if err != nil {
+		t.Fatalf("reading the feed %+v: %v", q, err)
+	}
+	return events, head
+}
+
+// readFeed pages through the feed from q.After, continuing each read with
+// After = Head, until a read returns no event and does not move Head. It
+// returns the events read and the final Head. Pages that break the
+// contract of ReadFeed are reported as errors.
+func readFeed(ctx context.Context, s eventstore.Storage, q eventstore.FeedQuery) ([]eventstore.Event, int64, error) {
+	var all []eventstore.Event
+	for range 1_000_000 {
+		page, err := s.ReadFeed(ctx, q)
+		if err != nil {
+			return all, q.After, err
+		}
+		if err := checkPage(q, page); err != nil {
+			return all, q.After, err
+		}
+		all = append(all, page.Events...)
+		if len(page.Events) == 0 && page.Head == q.After {
+			return all, page.Head, nil
+		}
+		q.After = page.Head
+	}
+	return all, q.After, fmt.Errorf("the feed did not settle after a million reads (Head keeps moving)")
+}
+
+// checkPage checks one page against the contract of ReadFeed.
+func checkPage(q eventstore.FeedQuery, page eventstore.FeedPage) error {
+	if len(page.Events) > q.Limit {
+		return fmt.Errorf("ReadFeed must return at most Limit events: got %d with Limit %d", len(page.Events), q.Limit)
+	}
+	if page.Head < q.After {
+		return fmt.Errorf("ReadFeed must not move Head backwards: Head %d after %d", page.Head, q.After)
+	}
+	last := q.After
+	for i, e := range page.Events {
+		if e.Position <= last {
+			return fmt.Errorf("ReadFeed must return events after After in strictly increasing position order: event %d has position %d after %d (After %d)", i, e.Position, last, q.After)
+		}
+		if q.AggregateType != "" && e.AggregateType != q.AggregateType {
+			return fmt.Errorf("ReadFeed filtered on %q returned an event of aggregate type %q at position %d", q.AggregateType, e.AggregateType, e.Position)
+		}
+		last = e.Position
+	}
+	if page.Head < last {
+		return fmt.Errorf("FeedPage.Head must be at least the last returned position: Head %d, last event at %d", page.Head, last)
+	}
+	return nil
+}
+
+// contiguous reports, for the events of one aggregate in order, whether
+// their sequences run 1, 2, 3, ... and their versions start at 1 and rise
+// by at most one from event to event. It returns "" when they do.
+func contiguous(events []eventstore.Event) string {
+	var version int64
+	for i, e := range events {
+		if e.Sequence != int64(i)+1 {
+			return fmt.Sprintf("event %d (id %s) has Sequence %d, want %d", i, e.ID, e.Sequence, i+1)
+		}
+		if i == 0 && e.Version != 1 {
+			return fmt.Sprintf("the first event (id %s) has Version %d, want 1", e.ID, e.Version)
+		}
+		if e.Version != version && e.Version != version+1 {
+			return fmt.Sprintf("event %d (id %s) has Version %d after %d", i, e.ID, e.Version, version)
+		}
+		version = e.Version
+	}
+	return ""
+}
+
+// sameEvents compares two lists of stored events field by field and
+// describes the first difference, or returns "".
+func sameEvents(got, want []eventstore.Event) string {
+	if len(got) != len(want) {
+		return fmt.Sprintf("got %d events, want %d", len(got), len(want))
+	}
+	for i := range got {
+		if msg := diffEvent(got[i], want[i]); msg != "" {
+			return fmt.Sprintf("event %d: %s", i, msg)
+		}
+	}
+	return ""
+}
+
+// diffEvent describes how two stored events differ, or returns "".
+func diffEvent(got, want eventstore.Event) string {
+	switch {
+	case got.ID != want.ID:
+		return fmt.Sprintf("ID %q, want %q", got.ID, want.ID)
+	case got.Type != want.Type:
+		return fmt.Sprintf("Type %q, want %q", got.Type, want.Type)
+	case (got.Data == nil) != (want.Data == nil) || !bytes.Equal(got.Data, want.Data):
+		return fmt.Sprintf("Data %s, want %s", showData(got.Data), showData(want.Data))
+	case got.AggregateType != want.AggregateType || got.AggregateID != want.AggregateID:
+		return fmt.Sprintf("aggregate %s/%s, want %s/%s", got.AggregateType, got.AggregateID, want.AggregateType, want.AggregateID)
+	case got.Version != want.Version:
+		return fmt.Sprintf("Version %d, want %d", got.Version, want.Version)
+	case got.Sequence != want.Sequence:
+		return fmt.Sprintf("Sequence %d, want %d", got.Sequence, want.Sequence)
+	case got.Position != want.Position:
+		return fmt.Sprintf("Position %d, want %d", got.Position, want.Position)
+	case !got.RecordedAt.Equal(want.RecordedAt):
+		return fmt.Sprintf("RecordedAt %v, want %v", got.RecordedAt, want.RecordedAt)
+	}
+	return ""
+}
+
+func showData(d json.RawMessage) string {
+	if d == nil {
+		return "nil"
+	}
+	return fmt.Sprintf("%q", d)
+}
+
+// feedLast returns the position of the last event of the whole feed, or 0.
+func feedLast(t testing.TB, h *harness) int64 {
+	t.Helper()
+	events, _ := mustReadAll(t, h, eventstore.FeedQuery{Limit: 1000})
+	if len(events) == 0 {
+		return 0
+	}
+	return events[len(events)-1].Position
+}

@@ -1,0 +1,179 @@
+// Package storagetest is the conformance suite for eventstore.Storage
+// backends, in the spirit of testing/fstest and testing/slogtest.
+//
+// A backend proves it conforms by running the suite from its own tests:
+//
+//	func TestConformance(t *testing.T) {
+//		storagetest.Run(t, func(tb testing.TB) eventstore.Storage { return memory.New() })
+//	}
+//
+// Every subtest gets a fresh, empty Storage from newStorage, drives it
+// mostly through eventstore.Store (what users see) and the Storage methods
+// the Store does not cover (the feed, definitions and projection commits),
+// and checks the store-wide invariants afterwards: feed positions strictly
+// increasing, aggregate versions and sequences contiguous, every
+// projection checkpoint at or below the feed head. The required properties
+// (atomic append, gap-free global order, checkpoint atomic with state) have
+// no capability flags: every backend must pass every subtest.
+//
+// RunBenchmarks measures the same workloads on any backend, so figures of
+// different backends can be compared.
+package storagetest
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/eventkit-go/eventstore"
+)
+
+// testCase is one named subtest of Run, with the rule it checks.
+type testCase struct {
+	name string
+	rule string
+	fn   func(t *testing.T, h *harness)
+}
+
+// cases returns every subtest of Run, in order.
+func cases() []testCase {
+	var all []testCase
+	all = append(all, saveCases()...)
+	all = append(all, idempotencyCases()...)
+	all = append(all, feedCases()...)
+	all = append(all, definitionCases()...)
+	all = append(all, closeCases()...)
+	return all
+}
+
+// Run runs the conformance suite against the Storage returned by
+// newStorage. newStorage is called once per subtest and must return a new,
+// empty Storage (a PostgreSQL backend can use a fresh schema per call);
+// it may register its own clean-up with tb.Cleanup. Run closes every
+// Storage it gets.
+//
+// Each subtest is named after the rule it checks and states that rule when
+// it fails.
+func Run(t *testing.T, newStorage func(tb testing.TB) eventstore.Storage) {
+	t.Helper()
+	for _, c := range cases() {
+		t.Run(c.name, func(t *testing.T) {
+			h := open(t, newStorage)
+			t.Cleanup(func() {
+				if t.Failed() {
+					t.Logf("rule checked by %s: %s", c.name, c.rule)
+				}
+			})
+			c.fn(t, h)
+		})
+	}
+}
+
+// harness holds the Storage of one subtest and a Store on top of it.
+type harness struct {
+	s     eventstore.Storage
+	store *eventstore.Store
+	// closed is set by subtests that close the storage themselves; the
+	// invariant check is skipped for them.
+	closed bool
+}
+
+// open returns a harness on a fresh Storage, closes it when t ends, and
+// checks the invariants before that.
+func open(t *testing.T, newStorage func(tb testing.TB) eventstore.Storage) *harness {
+	t.Helper()
+	s := newStorage(t)
+	if s == nil {
+		t.Fatal("newStorage returned a nil Storage")
+	}
+	t.Cleanup(func() {
+		if err := s.Close(); err != nil && !errors.Is(err, eventstore.ErrClosed) {
+			t.Errorf("Close of the storage failed: %v", err)
+		}
+	})
+	store, err := eventstore.New(s, nil)
+	if err != nil {
+		t.Fatalf("eventstore.New: %v", err)
+	}
+	h := &harness{s: s, store: store}
+	// Cleanups run last-in first-out: this one runs before Close.
+	t.Cleanup(func() {
+		if !h.closed {
+			checkInvariants(t, s)
+		}
+	})
+	page, err := s.ReadFeed(t.Context(), eventstore.FeedQuery{Limit: 1})
+	if err != nil {
+		t.Fatalf("ReadFeed of a fresh storage: %v", err)
+	}
+	if len(page.Events) != 0 {
+		t.Fatalf("newStorage must return an empty Storage; its feed starts with %+v", page.Events[0])
+	}
+	defs, err := s.Definitions(t.Context())
+	if err != nil {
+		t.Fatalf("Definitions of a fresh storage: %v", err)
+	}
+	if len(defs) != 0 {
+		t.Fatalf("newStorage must return an empty Storage; it holds %d projection definitions", len(defs))
+	}
+	return h
+}
+
+// checkInvariants checks the store-wide invariants after a subtest, as
+// bbolt's PostTestCleanup checks the database: the feed is strictly
+// ordered by position, each aggregate's events in the feed are exactly
+// what Load returns, with contiguous sequences and versions, and every
+// projection checkpoint is at or below the feed head.
+func checkInvariants(t *testing.T, s eventstore.Storage) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	feed, head, err := readFeed(ctx, s, eventstore.FeedQuery{Limit: 500})
+	if err != nil {
+		t.Errorf("invariant check: reading the whole feed: %v", err)
+		return
+	}
+	type key struct{ typ, id string }
+	byAgg := make(map[key][]eventstore.Event)
+	var order []key
+	var last int64
+	for i, e := range feed {
+		if e.Position <= last {
+			t.Errorf("invariant: feed positions must be strictly increasing; event %d of the feed has position %d after %d", i, e.Position, last)
+		}
+		last = e.Position
+		k := key{e.AggregateType, e.AggregateID}
+		if _, ok := byAgg[k]; !ok {
+			order = append(order, k)
+		}
+		byAgg[k] = append(byAgg[k], e)
+	}
+	for _, k := range order {
+		events := byAgg[k]
+		if msg := contiguous(events); msg != "" {
+			t.Errorf("invariant: the feed's events of aggregate %s/%s must have contiguous sequences and versions: %s", k.typ, k.id, msg)
+		}
+		agg, err := s.Load(ctx, k.typ, k.id)
+		if err != nil {
+			t.Errorf("invariant: every aggregate in the feed can be loaded; Load %s/%s: %v", k.typ, k.id, err)
+			continue
+		}
+		if msg := sameEvents(agg.Events, events); msg != "" {
+			t.Errorf("invariant: Load %s/%s must return exactly the aggregate's events of the feed: %s", k.typ, k.id, msg)
+		}
+		if n := len(agg.Events); n > 0 && agg.Version != agg.Events[n-1].Version {
+			t.Errorf("invariant: aggregate %s/%s has Version %d but its last event has Version %d", k.typ, k.id, agg.Version, agg.Events[n-1].Version)
+		}
+	}
+	defs, err := s.Definitions(ctx)
+	if err != nil {
+		t.Errorf("invariant check: Definitions: %v", err)
+		return
+	}
+	for _, d := range defs {
+		if d.Checkpoint < 0 || d.Checkpoint > head {
+			t.Errorf("invariant: projection checkpoints must lie in [0, feed head]; %q is at %d, head %d", d.Name, d.Checkpoint, head)
+		}
+	}
+}
