@@ -36,7 +36,6 @@ func orderDef(name string, aggregated bool) eventstore.Definition {
 	}
 }
 
-
 func newProjector(t *testing.T) (*eventstore.Store, *eventstore.Projector) {
 	t.Helper()
 	st := newStore(t)
