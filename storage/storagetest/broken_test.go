@@ -1,0 +1,137 @@
+package storagetest_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/eventkit-go/eventstore"
+	"github.com/eventkit-go/eventstore/storage/memory"
+)
+
+// Deliberately broken storages, each wrapping the memory backend with one
+// defect the suite must catch (as testing/fstest's own tests use shuffledFS
+// and failPermFS).
+
+// noVersionCheck ignores the expected version of a save.
+type noVersionCheck struct{ *memory.Storage }
+
+func (s noVersionCheck) Append(ctx context.Context, req eventstore.AppendRequest) (eventstore.AppendResult, error) {
+	req.ExpectedVersion = eventstore.VersionCheck{}
+	return s.Storage.Append(ctx, req)
+}
+
+// racyVersionCheck checks the expected version outside the atomic step of
+// the append (check, then act), the classic lost-update bug.
+type racyVersionCheck struct{ *memory.Storage }
+
+func (s racyVersionCheck) Append(ctx context.Context, req eventstore.AppendRequest) (eventstore.AppendResult, error) {
+	if want, ok := req.ExpectedVersion.Version(); ok {
+		var current int64
+		agg, err := s.Storage.Load(ctx, req.AggregateType, req.AggregateID)
+		switch {
+		case err == nil:
+			current = agg.Version
+		case !errors.Is(err, eventstore.ErrNotFound):
+			return eventstore.AppendResult{}, err
+		}
+		if current != want {
+			return eventstore.AppendResult{}, fmt.Errorf("version %d, not %d: %w", current, want, eventstore.ErrConflict)
+		}
+		time.Sleep(2 * time.Millisecond) // widen the window a real database has
+		req.ExpectedVersion = eventstore.VersionCheck{}
+	}
+	return s.Storage.Append(ctx, req)
+}
+
+// feedGap drops every event whose position is a multiple of 5 from feed
+// pages, while Head still covers it.
+type feedGap struct{ *memory.Storage }
+
+func (s feedGap) ReadFeed(ctx context.Context, q eventstore.FeedQuery) (eventstore.FeedPage, error) {
+	page, err := s.Storage.ReadFeed(ctx, q)
+	page.Events = slices.DeleteFunc(page.Events, func(e eventstore.Event) bool { return e.Position%5 == 0 })
+	return page, err
+}
+
+// headSkips reports a Head one past the last returned event when a page is
+// full, skipping the event that follows it.
+type headSkips struct{ *memory.Storage }
+
+func (s headSkips) ReadFeed(ctx context.Context, q eventstore.FeedQuery) (eventstore.FeedPage, error) {
+	page, err := s.Storage.ReadFeed(ctx, q)
+	if n := len(page.Events); n > 0 && n == q.Limit {
+		page.Head = page.Events[n-1].Position + 1
+	}
+	return page, err
+}
+
+// reversedLoad returns an aggregate's events newest first.
+type reversedLoad struct{ *memory.Storage }
+
+func (s reversedLoad) Load(ctx context.Context, typ, id string) (eventstore.Aggregate, error) {
+	agg, err := s.Storage.Load(ctx, typ, id)
+	slices.Reverse(agg.Events)
+	return agg, err
+}
+
+// noCAS commits whatever checkpoint the projection is at, ignoring From.
+type noCAS struct{ *memory.Storage }
+
+func (s noCAS) CommitProjection(ctx context.Context, c eventstore.ProjectionCommit) error {
+	for {
+		d, err := s.Storage.Definition(ctx, c.Name)
+		if err != nil {
+			return err
+		}
+		c.From = d.Checkpoint
+		if err := s.Storage.CommitProjection(ctx, c); !errors.Is(err, eventstore.ErrConflict) {
+			return err
+		}
+	}
+}
+
+// splitCommit writes the states and errors in one step and moves the
+// checkpoint in another, so a commit that loses the race leaves its states.
+type splitCommit struct{ *memory.Storage }
+
+func (s splitCommit) CommitProjection(ctx context.Context, c eventstore.ProjectionCommit) error {
+	d, err := s.Storage.Definition(ctx, c.Name)
+	if err != nil {
+		return err
+	}
+	states := eventstore.ProjectionCommit{Name: c.Name, From: d.Checkpoint, To: d.Checkpoint, States: c.States, Errors: c.Errors}
+	if err := s.Storage.CommitProjection(ctx, states); err != nil {
+		return err
+	}
+	return s.Storage.CommitProjection(ctx, eventstore.ProjectionCommit{Name: c.Name, From: c.From, To: c.To})
+}
+
+// variant is one storage the suite runs against in a subprocess, with the
+// subtests that must fail on it (none for a healthy storage).
+type variant struct {
+	open     func() eventstore.Storage
+	wantFail []string
+}
+
+func variants() map[string]variant {
+	return map[string]variant{
+		"healthy": {func() eventstore.Storage { return memory.New() }, nil},
+		"noVersionCheck": {func() eventstore.Storage { return noVersionCheck{memory.New()} },
+			[]string{"ExpectVersion", "ExpectVersionConcurrent"}},
+		"racyVersionCheck": {func() eventstore.Storage { return racyVersionCheck{memory.New()} },
+			[]string{"ExpectVersionConcurrent"}},
+		"feedGap": {func() eventstore.Storage { return feedGap{memory.New()} },
+			[]string{"ReadFeedAll", "ReadFeedPaging", "FeedCompleteUnderConcurrentWriters", "FilteredFeedCompleteUnderConcurrentWriters"}},
+		"headSkips": {func() eventstore.Storage { return headSkips{memory.New()} },
+			[]string{"ReadFeedPaging", "FeedCompleteUnderConcurrentWriters", "FilteredFeedCompleteUnderConcurrentWriters"}},
+		"reversedLoad": {func() eventstore.Storage { return reversedLoad{memory.New()} },
+			[]string{"SaveCreatesAggregate", "VersionsCountSaves"}},
+		"noCAS": {func() eventstore.Storage { return noCAS{memory.New()} },
+			[]string{"CommitProjectionChecksFrom", "CommitProjectionConcurrent"}},
+		"splitCommit": {func() eventstore.Storage { return splitCommit{memory.New()} },
+			[]string{"CommitProjectionChecksFrom", "CommitProjectionConcurrent"}},
+	}
+}
