@@ -1,0 +1,242 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/eventkit-go/eventstore"
+	"github.com/eventkit-go/eventstore/internal/groupcommit"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
+)
+
+// Append implements eventstore.Storage. Concurrent calls are committed
+// together in one transaction (see runBatch); each still gets its own
+// result.
+func (s *Storage) Append(ctx context.Context, req eventstore.AppendRequest) (eventstore.AppendResult, error) {
+	if err := s.check(ctx, "append"); err != nil {
+		return eventstore.AppendResult{}, err
+	}
+	res, err := s.batcher.Do(ctx, req)
+	if err != nil {
+		if errors.Is(err, eventstore.ErrClosed) {
+			return eventstore.AppendResult{}, fmt.Errorf("postgres: append: %w", eventstore.ErrClosed)
+		}
+		return eventstore.AppendResult{}, err
+	}
+	return res, nil
+}
+
+// appendResult is one request's outcome in a batch.
+type appendResult = groupcommit.Result[eventstore.AppendResult]
+
+// runBatch appends a batch of requests in one transaction. The transaction
+// first takes the schema's append lock, which serialises writers across
+// every process, so positions are assigned as head+1, head+2, ... and
+// transactions become visible in position order; the lock is released only
+// after the commit has made the rows visible. Each request runs in its own
+// savepoint, so one that fails rolls back alone.
+//
+// In the common case the whole batch is one round trip: BEGIN, the lock,
+// then for each request SAVEPOINT, the append statement and RELEASE, and
+// COMMIT are sent as one pipeline.
+func (s *Storage) runBatch(ctx context.Context, reqs []eventstore.AppendRequest) []appendResult {
+	results := make([]appendResult, len(reqs))
+	ctx, cancel := context.WithTimeout(ctx, s.writeTimeout)
+	defer cancel()
+	failAll := func(err error) []appendResult {
+		err = s.fail(ctx, "append", err)
+		for i := range results {
+			if results[i].Err == nil {
+				results[i] = appendResult{Err: err}
+			}
+		}
+		return results
+	}
+	conn, err := s.pool.Acquire(ctx)
+	if err != nil {
+		return failAll(err)
+	}
+	defer conn.Release()
+
+	args := make([]appendArgs, len(reqs))
+	for i, r := range reqs {
+		args[i] = newAppendArgs(r)
+	}
+	// pending holds the indexes of the requests still to run. When a
+	// request fails with an error of the server, the transaction is rolled
+	// back to its savepoint and the requests after it run again.
+	pending := make([]int, len(reqs))
+	for i := range pending {
+		pending[i] = i
+	}
+	first := true
+	for {
+		failed, err := s.sendBatch(ctx, conn, reqs, args, pending, results, first)
+		if err != nil {
+			// The transaction cannot go on: nothing of it is committed.
+			rollback(conn)
+			return failAll(err)
+		}
+		if failed < 0 {
+			return results // committed
+		}
+		first = false
+		// Request pending[failed] hit an error of the server, which
+		// aborted the transaction: undo it alone and go on with the rest.
+		if _, err := conn.Exec(ctx, "ROLLBACK TO SAVEPOINT r"); err != nil {
+			rollback(conn)
+			return failAll(err)
+		}
+		pending = pending[failed+1:]
+		if len(pending) == 0 {
+			if _, err := conn.Exec(ctx, "COMMIT"); err != nil {
+				rollback(conn)
+				return failAll(err)
+			}
+			return results
+		}
+	}
+}
+
+// sendBatch sends the requests listed in pending as one pipeline, ending
+// with COMMIT, and stores their results. When first is set, it begins the
+// transaction and takes the append lock. It returns the index in pending of
+// a request that failed with an error of the server (its result is set, the
+// transaction is aborted and waits for ROLLBACK TO SAVEPOINT), or -1 when
+// the transaction committed. An error means the transaction as a whole
+// failed.
+func (s *Storage) sendBatch(ctx context.Context, conn *pgxpool.Conn, reqs []eventstore.AppendRequest,
+	args []appendArgs, pending []int, results []appendResult, first bool) (failed int, err error) {
+	b := &pgx.Batch{}
+	if first {
+		b.Queue("BEGIN")
+		b.Queue("SELECT pg_advisory_xact_lock($1)", s.appendKey)
+	}
+	for _, i := range pending {
+		a := &args[i]
+		b.Queue("SAVEPOINT r")
+		b.Queue(s.sql.append, reqs[i].AggregateType, reqs[i].AggregateID, a.ids, a.expected, a.types, a.data, a.times)
+		b.Queue("RELEASE SAVEPOINT r")
+	}
+	b.Queue("COMMIT")
+
+	br := conn.SendBatch(ctx, b)
+	defer br.Close()
+	if first {
+		for range 2 {
+			if _, err := br.Exec(); err != nil {
+				return 0, err
+			}
+		}
+	}
+	for k, i := range pending {
+		if _, err := br.Exec(); err != nil { // SAVEPOINT
+			return 0, err
+		}
+		res, err := s.readAppend(br, reqs[i])
+		if err != nil {
+			var pgErr *pgconn.PgError
+			if !errors.As(err, &pgErr) || classify(err) == eventstore.ErrUnavailable {
+				return 0, err // not this request's fault
+			}
+			results[i] = appendResult{Err: s.fail(ctx, "append", err)}
+			if cerr := br.Close(); cerr != nil && !errors.As(cerr, &pgErr) {
+				return 0, cerr
+			}
+			return k, nil
+		}
+		results[i] = res
+		if _, err := br.Exec(); err != nil { // RELEASE
+			return 0, err
+		}
+	}
+	tag, err := br.Exec()
+	if err != nil {
+		return 0, err
+	}
+	if tag.String() != "COMMIT" {
+		return 0, fmt.Errorf("%w: commit answered %q", errBug, tag.String())
+	}
+	return -1, nil
+}
+
+// readAppend reads the result of one append statement and applies
+// eventstore.PlanAppend to it. An error of the server is returned as it is;
+// a refused request (conflict) is a result, not an error.
+func (s *Storage) readAppend(br pgx.BatchResults, req eventstore.AppendRequest) (appendResult, error) {
+	rows, err := br.Query()
+	if err != nil {
+		return appendResult{}, err
+	}
+	var (
+		current, written int64
+		stored           []eventstore.Event
+	)
+	for rows.Next() {
+		var kind int
+		var e eventstore.Event
+		if err := rows.Scan(&kind, &e.ID, &e.Version, &e.Position); err != nil {
+			rows.Close()
+			return appendResult{}, err
+		}
+		if kind == 0 {
+			current, written = e.Version, e.Position
+		} else {
+			stored = append(stored, e)
+		}
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return appendResult{}, err
+	}
+	res, done, err := eventstore.PlanAppend(req, current, stored)
+	switch {
+	case err != nil || done:
+		if written != 0 {
+			return appendResult{Err: fmt.Errorf("%w: stored a batch for %s/%s that PlanAppend refused (%v)",
+				errBug, req.AggregateType, req.AggregateID, err)}, nil
+		}
+		return appendResult{Value: res, Err: err}, nil
+	case written == 0:
+		return appendResult{Err: fmt.Errorf("%w: batch for %s/%s not written", errBug, req.AggregateType, req.AggregateID)}, nil
+	}
+	return appendResult{Value: eventstore.AppendResult{Version: current + 1, Position: written}}, nil
+}
+
+// appendArgs are the array arguments of the append statement for one
+// request.
+type appendArgs struct {
+	ids, types []string
+	data       [][]byte
+	times      []time.Time
+	expected   *int64
+}
+
+func newAppendArgs(r eventstore.AppendRequest) appendArgs {
+	a := appendArgs{
+		ids:   make([]string, len(r.Events)),
+		types: make([]string, len(r.Events)),
+		data:  make([][]byte, len(r.Events)),
+		times: make([]time.Time, len(r.Events)),
+	}
+	for i, e := range r.Events {
+		a.ids[i], a.types[i], a.data[i], a.times[i] = e.ID, e.Type, e.Data, e.RecordedAt
+	}
+	if v, ok := r.ExpectedVersion.Version(); ok {
+		a.expected = &v
+	}
+	return a
+}
+
+// rollback ends a failed transaction on conn. If that fails too, the
+// connection is in an unknown state; the pool drops connections that are
+// not idle when released.
+func rollback(conn *pgxpool.Conn) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	_, _ = conn.Exec(ctx, "ROLLBACK")
+}

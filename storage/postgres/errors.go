@@ -1,0 +1,87 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"strings"
+
+	"github.com/eventkit-go/eventstore"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/puddle/v2"
+)
+
+// fail translates an error of the driver into the error Storage returns for
+// operation op: context errors as they are, unique violations wrapping
+// ErrConflict, data exceptions ErrInvalid, connection trouble ErrUnavailable
+// and, after Close, ErrClosed. The driver's error is formatted with %v: only
+// the sentinels are part of the API.
+func (s *Storage) fail(ctx context.Context, op string, err error) error {
+	if err == nil {
+		return nil
+	}
+	if errors.Is(err, eventstore.ErrClosed) || errors.Is(err, eventstore.ErrNotFound) ||
+		errors.Is(err, eventstore.ErrConflict) || errors.Is(err, eventstore.ErrInvalid) ||
+		errors.Is(err, eventstore.ErrUnavailable) {
+		return err // already translated
+	}
+	if s.closed.Load() {
+		return fmt.Errorf("postgres: %s: %w", op, eventstore.ErrClosed)
+	}
+	if ctxErr := ctx.Err(); ctxErr != nil {
+		return ctxErr
+	}
+	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		// A deadline of our own (WriteTimeout), or of the driver: the
+		// database did not answer in time.
+		return fmt.Errorf("postgres: %s: %v: %w", op, err, eventstore.ErrUnavailable)
+	}
+	if sentinel := classify(err); sentinel != nil {
+		return fmt.Errorf("postgres: %s: %v: %w", op, err, sentinel)
+	}
+	return fmt.Errorf("postgres: %s: %v", op, err)
+}
+
+// classify returns the sentinel an error of the driver maps to, or nil.
+func classify(err error) error {
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) {
+		code := pgErr.Code
+		switch {
+		case code == "23505": // unique_violation
+			return eventstore.ErrConflict
+		case strings.HasPrefix(code, "22"): // data_exception
+			return eventstore.ErrInvalid
+		case strings.HasPrefix(code, "08"), // connection_exception
+			code == "57P01",               // admin_shutdown
+			code == "57P02",               // crash_shutdown
+			code == "57P03",               // cannot_connect_now
+			code == "57014",               // query_canceled (statement_timeout, or cancelled by an admin)
+			code == "53300",               // too_many_connections
+			code == "40001",               // serialization_failure
+			code == "40P01",               // deadlock_detected
+			code == "55P03",               // lock_not_available
+			code == "25P03",               // idle_in_transaction_session_timeout
+			strings.HasPrefix(code, "53"): // insufficient_resources
+			return eventstore.ErrUnavailable
+		}
+		return nil
+	}
+	var connectErr *pgconn.ConnectError
+	var netErr net.Error
+	switch {
+	case errors.As(err, &connectErr),
+		errors.As(err, &netErr),
+		errors.Is(err, io.EOF),
+		errors.Is(err, io.ErrUnexpectedEOF),
+		errors.Is(err, net.ErrClosed),
+		errors.Is(err, pgconn.ErrConnClosed),
+		errors.Is(err, puddle.ErrClosedPool),
+		pgconn.SafeToRetry(err),
+		pgconn.Timeout(err):
+		return eventstore.ErrUnavailable
+	}
+	return nil
+}

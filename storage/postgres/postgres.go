@@ -1,0 +1,207 @@
+// Package postgres is an eventstore.Storage backed by PostgreSQL, for when
+// several server processes must share one store.
+//
+// Open it on a pgxpool.Pool the caller owns, or with OpenURL, which creates
+// and owns the pool. Open creates or migrates the tables in Options.Schema;
+// several processes may open the same schema at once.
+//
+// # Several processes, one store
+//
+// Every process that opens the same database and schema sees one store: an
+// event id is stored at most once per aggregate, versions and sequences of an
+// aggregate grow without gaps, and the global feed is the same for everyone.
+// Writes are serialised by a transaction-scoped advisory lock taken before
+// positions are assigned, and that lock is released only after the commit
+// has made the rows visible; so positions are contiguous and become visible
+// in position order, and a reader of the feed never sees position p while a
+// lower position is still in flight, whichever process wrote it. Within one
+// process, concurrent Appends are coalesced into one transaction (group
+// commit), each in its own savepoint, so a request that fails its checks
+// never affects the others.
+//
+// A save acknowledged by one process is committed: from then on Load and
+// ReadFeed on every process return it. Read-your-writes for projections holds
+// within the process that saved (its Store waits for its projectors to reach
+// the save); a Store in another process does not know about that save, so a
+// projection read there shows it once that process's projector has caught up
+// with the feed.
+//
+// Projection checkpoints move with a compare-and-set in the same transaction
+// that stores the states, so when projectors in several processes race, each
+// range of the feed is applied exactly once and the losers get ErrConflict.
+//
+// # Errors
+//
+// Unique violations become eventstore.ErrConflict; lost connections, a server
+// shutting down or unreachable, and a closed pool become
+// eventstore.ErrUnavailable; context errors are returned as they are.
+package postgres
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"hash/fnv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/eventkit-go/eventstore"
+	"github.com/eventkit-go/eventstore/internal/groupcommit"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+)
+
+// DefaultSchema is the schema used when Options.Schema is empty.
+const DefaultSchema = "eventstore"
+
+// DefaultMaxBatch is the MaxBatch used when Options.MaxBatch is zero. It
+// keeps a group transaction within the 64 subtransactions PostgreSQL caches
+// per backend; beyond that every snapshot in the database gets slower.
+const DefaultMaxBatch = 64
+
+// DefaultWriteTimeout is the WriteTimeout used when Options.WriteTimeout is
+// zero.
+const DefaultWriteTimeout = 30 * time.Second
+
+// Options configures a Storage. A nil *Options means all defaults.
+type Options struct {
+	// Schema is the PostgreSQL schema that holds the tables. It is created
+	// when missing. The default is DefaultSchema. Stores that must not see
+	// each other use different schemas.
+	Schema string
+
+	// MaxBatch caps how many concurrent Append calls are committed in one
+	// transaction (group commit). The default is DefaultMaxBatch; 1
+	// disables coalescing. Values above 64 make PostgreSQL's subtransaction
+	// cache overflow and are not advised.
+	MaxBatch int
+
+	// WriteTimeout bounds one group transaction of Append, which does not
+	// run under any caller's context (several callers share it). The
+	// default is DefaultWriteTimeout.
+	WriteTimeout time.Duration
+}
+
+func (o *Options) schema() string {
+	if o == nil || o.Schema == "" {
+		return DefaultSchema
+	}
+	return o.Schema
+}
+
+func (o *Options) maxBatch() int {
+	if o == nil || o.MaxBatch <= 0 {
+		return DefaultMaxBatch
+	}
+	return o.MaxBatch
+}
+
+func (o *Options) writeTimeout() time.Duration {
+	if o == nil || o.WriteTimeout <= 0 {
+		return DefaultWriteTimeout
+	}
+	return o.WriteTimeout
+}
+
+// Storage is the PostgreSQL backend. It is safe for concurrent use. Create
+// it with Open or OpenURL.
+type Storage struct {
+	pool    *pgxpool.Pool
+	ownPool bool
+	sql     statements
+	// appendKey is the advisory lock key that serialises writers of this
+	// schema.
+	appendKey    int64
+	writeTimeout time.Duration
+	batcher      *groupcommit.Batcher[eventstore.AppendRequest, eventstore.AppendResult]
+
+	closed    atomic.Bool
+	closeOnce sync.Once
+}
+
+var _ eventstore.Storage = (*Storage)(nil)
+
+// Open returns a Storage using pool, after creating or migrating its tables
+// in opts.Schema. The caller keeps ownership of pool: Close does not close
+// it, and the pool must stay open until the Storage is closed.
+func Open(ctx context.Context, pool *pgxpool.Pool, opts *Options) (*Storage, error) {
+	if pool == nil {
+		return nil, fmt.Errorf("postgres: open: nil pool: %w", eventstore.ErrInvalid)
+	}
+	schema := opts.schema()
+	s := &Storage{
+		pool:         pool,
+		sql:          newStatements(pgx.Identifier{schema}.Sanitize()),
+		appendKey:    lockKey("append", schema),
+		writeTimeout: opts.writeTimeout(),
+	}
+	if err := migrate(ctx, pool, schema); err != nil {
+		return nil, s.fail(ctx, "open", err)
+	}
+	s.batcher = groupcommit.New(s.runBatch, groupcommit.Options{MaxBatch: opts.maxBatch()})
+	return s, nil
+}
+
+// OpenURL connects to the database at url (a PostgreSQL connection string
+// or URL, as accepted by pgxpool.ParseConfig) and opens a Storage on a new
+// pool, which Close closes.
+func OpenURL(ctx context.Context, url string, opts *Options) (*Storage, error) {
+	cfg, err := pgxpool.ParseConfig(url)
+	if err != nil {
+		return nil, fmt.Errorf("postgres: open: %v: %w", err, eventstore.ErrInvalid)
+	}
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("postgres: open: %v: %w", err, eventstore.ErrUnavailable)
+	}
+	s, err := Open(ctx, pool, opts)
+	if err != nil {
+		pool.Close()
+		return nil, err
+	}
+	s.ownPool = true
+	return s, nil
+}
+
+// Close implements eventstore.Storage. It waits for Appends already queued,
+// then closes the pool if OpenURL created it. Close is idempotent.
+func (s *Storage) Close() error {
+	s.closeOnce.Do(func() {
+		s.closed.Store(true)
+		s.batcher.Close()
+		if s.ownPool {
+			s.pool.Close()
+		}
+	})
+	return nil
+}
+
+// check returns an error when the Storage is closed or ctx is done.
+func (s *Storage) check(ctx context.Context, op string) error {
+	if s.closed.Load() {
+		return fmt.Errorf("postgres: %s: %w", op, eventstore.ErrClosed)
+	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	return nil
+}
+
+// lockKey derives an advisory lock key from a purpose and a schema name, so
+// that stores in different schemas do not serialise each other.
+func lockKey(purpose, schema string) int64 {
+	h := fnv.New64a()
+	h.Write([]byte("eventkit-go/eventstore:" + purpose + ":" + schema))
+	return int64(h.Sum64())
+}
+
+// qualify replaces {{schema}} in a statement with the quoted schema name.
+func qualify(schema, sql string) string {
+	return strings.ReplaceAll(sql, "{{schema}}", schema)
+}
+
+// errBug reports a state the backend's own logic should have made
+// impossible.
+var errBug = errors.New("postgres: internal error")
