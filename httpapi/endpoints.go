@@ -1,0 +1,222 @@
+package httpapi
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"mime"
+	"net/http"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/eventkit-go/eventstore"
+)
+
+// maxSegmentLen mirrors the Store's limit on aggregate types, ids and
+// projection names.
+const maxSegmentLen = 256
+
+// segments returns the named path values, or a *pathError (400) naming
+// every one that the Store would refuse: empty, longer than 256 bytes, not
+// UTF-8, or holding '/' (an escaped %2F) or a control character.
+func segments(r *http.Request, names ...string) ([]string, error) {
+	vals := make([]string, len(names))
+	var fields []eventstore.FieldError
+	for i, n := range names {
+		v := r.PathValue(n)
+		vals[i] = v
+		if msg := segmentProblem(v); msg != "" {
+			fields = append(fields, eventstore.FieldError{Field: pathFieldName(n), Message: msg})
+		}
+	}
+	if fields != nil {
+		return nil, &pathError{msg: fields[0].Field + " " + fields[0].Message, fields: fields}
+	}
+	return vals, nil
+}
+
+// pathFieldName names a path wildcard as the JSON bodies do.
+func pathFieldName(wildcard string) string {
+	switch wildcard {
+	case "type":
+		return "aggregateType"
+	case "id":
+		return "aggregateId"
+	case "name":
+		return "projectionName"
+	}
+	return wildcard
+}
+
+func segmentProblem(s string) string {
+	switch {
+	case s == "":
+		return "is empty"
+	case len(s) > maxSegmentLen:
+		return fmt.Sprintf("is longer than %d bytes", maxSegmentLen)
+	case !utf8.ValidString(s):
+		return "is not UTF-8"
+	}
+	for _, c := range s {
+		if c == '/' || c < 0x20 || c == 0x7f {
+			return fmt.Sprintf("must not contain %q", c)
+		}
+	}
+	return ""
+}
+
+// readJSON checks the Content-Type and reads the body within the limit.
+func (h *handler) readJSON(w http.ResponseWriter, r *http.Request) ([]byte, error) {
+	ct := r.Header.Get("Content-Type")
+	mt, params, err := mime.ParseMediaType(ct)
+	if err != nil || mt != "application/json" {
+		return nil, fmt.Errorf("%w: Content-Type must be application/json, got %q", errMediaType, clip(ct))
+	}
+	if cs, ok := params["charset"]; ok && !strings.EqualFold(cs, "utf-8") {
+		return nil, fmt.Errorf("%w: the charset must be utf-8, got %q", errMediaType, clip(cs))
+	}
+	if r.ContentLength > h.maxBody {
+		return nil, &http.MaxBytesError{Limit: h.maxBody}
+	}
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, h.maxBody))
+	var tooLarge *http.MaxBytesError
+	switch {
+	case errors.As(err, &tooLarge):
+		return nil, fmt.Errorf("read body: %w", err)
+	case err != nil:
+		return nil, fmt.Errorf("%w: reading the body failed: %v", errMalformed, err)
+	}
+	return body, nil
+}
+
+// save serves POST /aggregates/{type}/{id}/events.
+func (h *handler) save(w http.ResponseWriter, r *http.Request) {
+	seg, err := segments(r, "type", "id")
+	if err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	body, err := h.readJSON(w, r)
+	if err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	req, err := decodeSave(body)
+	if err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	if req.AggregateID != nil && *req.AggregateID != seg[1] {
+		h.fail(w, r, &eventstore.ValidationError{Op: "save", Fields: []eventstore.FieldError{{
+			Field:   "aggregateId",
+			Message: fmt.Sprintf("is %q but the path names %q", clip(*req.AggregateID), seg[1]),
+		}}})
+		return
+	}
+	var opts *eventstore.SaveOptions
+	if req.ExpectedVersion != nil {
+		opts = &eventstore.SaveOptions{ExpectedVersion: eventstore.ExpectVersion(*req.ExpectedVersion)}
+	}
+	if _, err := h.st.Save(r.Context(), seg[0], seg[1], req.Events, opts); err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	w.Header().Set("Content-Length", "0")
+	w.WriteHeader(http.StatusOK)
+}
+
+// aggregateJSON is the body of a load.
+type aggregateJSON struct {
+	AggregateID      string      `json:"aggregateId"`
+	AggregateType    string      `json:"aggregateType"`
+	AggregateVersion int64       `json:"aggregateVersion"`
+	Events           []eventJSON `json:"events"`
+}
+
+type eventJSON struct {
+	EventID   string          `json:"eventId"`
+	EventType string          `json:"eventType"`
+	Data      json.RawMessage `json:"data,omitempty"`
+	Version   int64           `json:"version"`
+	Sequence  int64           `json:"sequence"`
+	Position  int64           `json:"position"`
+	// RecordedAt is in milliseconds since the Unix epoch, like updatedAt.
+	RecordedAt int64 `json:"recordedAt"`
+}
+
+// load serves GET /aggregates/{type}/{id}.
+func (h *handler) load(w http.ResponseWriter, r *http.Request) {
+	seg, err := segments(r, "type", "id")
+	if err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	agg, err := h.st.Load(r.Context(), seg[0], seg[1])
+	if err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	out := aggregateJSON{
+		AggregateID: agg.ID, AggregateType: agg.Type, AggregateVersion: agg.Version,
+		Events: make([]eventJSON, len(agg.Events)),
+	}
+	for i, e := range agg.Events {
+		out.Events[i] = eventJSON{
+			EventID: e.ID, EventType: e.Type, Data: e.Data,
+			Version: e.Version, Sequence: e.Sequence, Position: e.Position,
+			RecordedAt: e.RecordedAt.UnixMilli(),
+		}
+	}
+	h.sendValue(w, r, out)
+}
+
+// createDefinition serves POST /projections/definitions. It answers with
+// the definition as stored.
+func (h *handler) createDefinition(w http.ResponseWriter, r *http.Request) {
+	body, err := h.readJSON(w, r)
+	if err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	d, err := decodeDefinition(body)
+	if err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	if err := h.p.Create(r.Context(), d); err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	h.sendValue(w, r, d)
+}
+
+// querySingle serves GET /projections/single/{name}/{id}.
+func (h *handler) querySingle(w http.ResponseWriter, r *http.Request) {
+	seg, err := segments(r, "name", "id")
+	if err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	p, err := h.p.Single(r.Context(), seg[0], seg[1])
+	if err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	h.sendProjection(w, r, p)
+}
+
+// queryAggregated serves GET /projections/aggregated/{name}.
+func (h *handler) queryAggregated(w http.ResponseWriter, r *http.Request) {
+	seg, err := segments(r, "name")
+	if err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	p, err := h.p.Aggregated(r.Context(), seg[0])
+	if err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	h.sendProjection(w, r, p)
+}

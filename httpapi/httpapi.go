@@ -1,0 +1,262 @@
+// Package httpapi serves an eventstore.Store and its Projector over HTTP:
+// the five endpoints of the event store interface.
+//
+//	POST /aggregates/{type}/{id}/events        save events (200, empty body)
+//	GET  /aggregates/{type}/{id}               load an aggregate
+//	POST /projections/definitions              create a projection definition
+//	GET  /projections/single/{name}/{id}       query a single projection
+//	GET  /projections/aggregated/{name}        query an aggregated projection
+//
+// New returns a plain http.Handler with no global state: mount it at the
+// root of a server, or under a prefix of an application's mux with
+// http.StripPrefix:
+//
+//	mux.Handle("/es/", http.StripPrefix("/es", httpapi.New(st, p, opts)))
+//
+// # Authentication
+//
+// Every request must carry the headers Service-Access-Key and
+// Service-Secret-Access-Key holding one of the configured KeyPairs. They are
+// checked in constant time before anything else happens; a missing or wrong
+// pair is answered with 401 and nothing is read or written.
+//
+// # Requests
+//
+// Request bodies must be JSON with Content-Type application/json (a charset
+// parameter, if any, must be utf-8); any other content type is answered with
+// 415. Bodies larger than Options.MaxBodyBytes are answered with 413.
+// Unknown fields are ignored; known fields must have the documented JSON
+// type, or the request is answered with 422 and one errors[] entry per
+// field. Event data is kept byte for byte, never re-encoded through float64.
+//
+// The save body is
+//
+//	{"events": [{"eventId": "<uuid>", "eventType": "...", "data": {...}}],
+//	 "expectedVersion": 3, "aggregateId": "<id>"}
+//
+// where expectedVersion (optional) makes the save fail with 409 unless the
+// aggregate is at that version (0: it must not exist yet), and aggregateId
+// (optional) must equal the id in the path.
+//
+// # Responses
+//
+// Every JSON response carries Content-Type application/json, Content-Length
+// and Vary: Accept-Encoding; bodies of 1 KiB or more are gzip-compressed
+// when the request's Accept-Encoding allows it. A save answers 200 with an
+// empty body. Creating a definition answers 200 with the stored definition
+// as JSON. A load answers
+//
+//	{"aggregateId", "aggregateType", "aggregateVersion",
+//	 "events": [{"eventId", "eventType", "data", "version", "sequence",
+//	             "position", "recordedAt"}]}
+//
+// where data is omitted for events saved without it and recordedAt is in
+// milliseconds since the Unix epoch. A projection query answers
+//
+//	{"projectionId": "...", "updatedAt": <ms since the epoch>, "data": {...}}
+//
+// with an ETag that changes whenever the projection does, and Last-Modified.
+// A request whose If-None-Match matches the ETag (weak comparison, lists
+// and * allowed) is answered with 304 and no body. If-Modified-Since is not
+// used: Last-Modified has one-second resolution, the ETag does not.
+//
+// # Errors
+//
+// Errors are answered with {"code": "...", "message": "..."}, and on 400
+// and 422 also "errors": [{"field", "message"}]. The statuses:
+//
+//	400 malformed               JSON that does not parse, a bad path segment
+//	401 unauthorized            missing or wrong key pair
+//	404 not_found               unknown path, aggregate, projection or instance
+//	405 method_not_allowed      with an Allow header
+//	409 conflict                expectedVersion mismatch, a retried batch mixing
+//	                            stored and new event ids, a duplicate definition
+//	413 too_large               body over Options.MaxBodyBytes
+//	415 unsupported_media_type  Content-Type is not application/json
+//	422 invalid                 well-formed JSON with invalid content
+//	500 internal                anything unexpected; details are only logged
+//	503 unavailable             storage unreachable (with Retry-After) or closed
+package httpapi
+
+import (
+	"crypto/sha256"
+	"crypto/subtle"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"runtime/debug"
+	"strings"
+	"sync"
+
+	"github.com/eventkit-go/eventstore"
+)
+
+// Header names of the credentials every request carries.
+const (
+	HeaderAccessKey       = "Service-Access-Key"
+	HeaderSecretAccessKey = "Service-Secret-Access-Key"
+)
+
+// DefaultMaxBodyBytes is the request body limit used when
+// Options.MaxBodyBytes is zero: 4 MiB.
+const DefaultMaxBodyBytes = 4 << 20
+
+// Options configures the handler returned by New.
+type Options struct {
+	// Keys are the accepted credential pairs. A request is served when its
+	// two headers equal one of them. With no keys (or only pairs with an
+	// empty field, which never match) every request is answered with 401.
+	Keys []KeyPair
+	// MaxBodyBytes limits request bodies; larger ones are answered with
+	// 413. Zero or negative means DefaultMaxBodyBytes.
+	MaxBodyBytes int64
+	// Logger receives request errors: 5xx with their details at Error
+	// level, panics with their stack. The default discards them.
+	Logger *slog.Logger
+}
+
+// KeyPair is one accepted pair of credentials.
+type KeyPair struct {
+	AccessKey       string
+	SecretAccessKey string
+}
+
+// keyHash is a KeyPair hashed to a fixed length, so that comparing it does
+// not reveal the configured lengths.
+type keyHash struct {
+	access, secret [sha256.Size]byte
+}
+
+// handler serves the five endpoints.
+type handler struct {
+	st      *eventstore.Store
+	p       *eventstore.Projector
+	keys    []keyHash
+	maxBody int64
+	log     *slog.Logger
+	mux     *http.ServeMux
+	gzips   sync.Pool // *gzip.Writer
+}
+
+// New returns an http.Handler serving st and p. Both must be non-nil; New
+// panics otherwise. The handler holds no global state; several may serve
+// different stores in one process.
+func New(st *eventstore.Store, p *eventstore.Projector, opts *Options) http.Handler {
+	if st == nil || p == nil {
+		panic("httpapi: New needs a non-nil Store and Projector")
+	}
+	if opts == nil {
+		opts = &Options{}
+	}
+	h := &handler{st: st, p: p, maxBody: opts.MaxBodyBytes, log: opts.Logger}
+	if h.maxBody <= 0 {
+		h.maxBody = DefaultMaxBodyBytes
+	}
+	if h.log == nil {
+		h.log = slog.New(slog.DiscardHandler)
+	}
+	for _, k := range opts.Keys {
+		if k.AccessKey == "" || k.SecretAccessKey == "" {
+			continue
+		}
+		h.keys = append(h.keys, keyHash{sha256.Sum256([]byte(k.AccessKey)), sha256.Sum256([]byte(k.SecretAccessKey))})
+	}
+	// Patterns carry no method: the std mux would answer a wrong method
+	// with a plain-text 405, so each route checks the method itself.
+	mux := http.NewServeMux()
+	mux.HandleFunc("/aggregates/{type}/{id}/events", h.only(http.MethodPost, h.save))
+	mux.HandleFunc("/aggregates/{type}/{id}", h.only(http.MethodGet, h.load))
+	mux.HandleFunc("/projections/definitions", h.only(http.MethodPost, h.createDefinition))
+	mux.HandleFunc("/projections/single/{name}/{id}", h.only(http.MethodGet, h.querySingle))
+	mux.HandleFunc("/projections/aggregated/{name}", h.only(http.MethodGet, h.queryAggregated))
+	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		h.fail(w, r, fmt.Errorf("no endpoint at %s: %w", clip(r.URL.Path), eventstore.ErrNotFound))
+	})
+	h.mux = mux
+	return h
+}
+
+// ServeHTTP authenticates the request, rejects unclean paths and routes it.
+func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	defer h.recoverPanic(w, r)
+	if !h.authorized(r) {
+		h.fail(w, r, errUnauthorized)
+		return
+	}
+	// The mux would redirect a path with empty, "." or ".." segments to
+	// its cleaned form, which may name another endpoint: refuse it.
+	if msg := uncleanPath(r.URL.EscapedPath()); msg != "" {
+		h.fail(w, r, &pathError{msg: msg})
+		return
+	}
+	h.mux.ServeHTTP(w, r)
+}
+
+// authorized compares the request's credentials with every configured pair
+// in constant time, without stopping at the first match.
+func (h *handler) authorized(r *http.Request) bool {
+	access := r.Header.Get(HeaderAccessKey)
+	secret := r.Header.Get(HeaderSecretAccessKey)
+	a := sha256.Sum256([]byte(access))
+	s := sha256.Sum256([]byte(secret))
+	match := 0
+	for i := range h.keys {
+		k := &h.keys[i]
+		match |= subtle.ConstantTimeCompare(a[:], k.access[:]) & subtle.ConstantTimeCompare(s[:], k.secret[:])
+	}
+	return match == 1 && access != "" && secret != ""
+}
+
+// only wraps an endpoint so that other methods get a JSON 405. GET
+// endpoints also answer HEAD.
+func (h *handler) only(method string, fn http.HandlerFunc) http.HandlerFunc {
+	allow := method
+	if method == http.MethodGet {
+		allow = "GET, HEAD"
+	}
+	return func(w http.ResponseWriter, r *http.Request) {
+		if r.Method != method && (method != http.MethodGet || r.Method != http.MethodHead) {
+			w.Header().Set("Allow", allow)
+			h.fail(w, r, fmt.Errorf("%w: %s %s allows %s", errMethod, r.Method, clip(r.URL.Path), allow))
+			return
+		}
+		fn(w, r)
+	}
+}
+
+// recoverPanic turns a panic of an endpoint into a logged 500.
+func (h *handler) recoverPanic(w http.ResponseWriter, r *http.Request) {
+	v := recover()
+	if v == nil {
+		return
+	}
+	if v == http.ErrAbortHandler {
+		panic(v)
+	}
+	h.log.Error("httpapi: panic serving request", "method", r.Method, "path", r.URL.Path,
+		"panic", fmt.Sprint(v), "stack", string(debug.Stack()))
+	writeErrorBody(w, http.StatusInternalServerError, "internal", "internal error", nil)
+}
+
+// uncleanPath reports an empty, "." or ".." segment of an escaped path.
+func uncleanPath(p string) string {
+	if p == "/" || p == "" {
+		return ""
+	}
+	for i, seg := range strings.Split(strings.TrimPrefix(p, "/"), "/") {
+		switch seg {
+		case "":
+			return fmt.Sprintf("path segment %d is empty", i+1)
+		case ".", "..":
+			return fmt.Sprintf("path segment %d is %q", i+1, seg)
+		}
+	}
+	return ""
+}
+
+func clip(s string) string {
+	if len(s) > 64 {
+		return s[:64] + "…"
+	}
+	return s
+}
