@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"slices"
+	"sync"
 	"time"
 
 	"github.com/eventkit-go/eventstore"
@@ -68,6 +70,51 @@ func (s headSkips) ReadFeed(ctx context.Context, q eventstore.FeedQuery) (events
 	return page, err
 }
 
+// inFlightSkip simulates the classic failure of SQL event stores: a save
+// takes its positions, then stays in flight (uncommitted, invisible) for a
+// while, and ReadFeed meanwhile returns later positions and moves Head past
+// the in-flight ones. Sequential tests cannot see it; a follower under
+// concurrent writers must.
+type inFlightSkip struct {
+	*memory.Storage
+	mu       *sync.Mutex
+	inFlight map[int64]bool
+}
+
+func newInFlightSkip() inFlightSkip {
+	return inFlightSkip{memory.New(), new(sync.Mutex), make(map[int64]bool)}
+}
+
+func (s inFlightSkip) Append(ctx context.Context, req eventstore.AppendRequest) (eventstore.AppendResult, error) {
+	s.mu.Lock()
+	res, err := s.Storage.Append(ctx, req)
+	first := res.Position - int64(len(req.Events)) + 1
+	if err == nil && !res.Duplicate {
+		for p := first; p <= res.Position; p++ {
+			s.inFlight[p] = true
+		}
+	}
+	s.mu.Unlock()
+	if err != nil || res.Duplicate {
+		return res, err
+	}
+	time.Sleep(time.Duration(rand.IntN(500)) * time.Microsecond) // the commit takes a while
+	s.mu.Lock()
+	for p := first; p <= res.Position; p++ {
+		delete(s.inFlight, p)
+	}
+	s.mu.Unlock()
+	return res, nil
+}
+
+func (s inFlightSkip) ReadFeed(ctx context.Context, q eventstore.FeedQuery) (eventstore.FeedPage, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	page, err := s.Storage.ReadFeed(ctx, q)
+	page.Events = slices.DeleteFunc(page.Events, func(e eventstore.Event) bool { return s.inFlight[e.Position] })
+	return page, err
+}
+
 // reversedLoad returns an aggregate's events newest first.
 type reversedLoad struct{ *memory.Storage }
 
@@ -127,6 +174,8 @@ func variants() map[string]variant {
 			[]string{"ReadFeedAll", "ReadFeedPaging", "FeedCompleteUnderConcurrentWriters", "FilteredFeedCompleteUnderConcurrentWriters"}},
 		"headSkips": {func() eventstore.Storage { return headSkips{memory.New()} },
 			[]string{"ReadFeedPaging", "FeedCompleteUnderConcurrentWriters", "FilteredFeedCompleteUnderConcurrentWriters"}},
+		"inFlightSkip": {func() eventstore.Storage { return newInFlightSkip() },
+			[]string{"FeedCompleteUnderConcurrentWriters", "FilteredFeedCompleteUnderConcurrentWriters"}},
 		"reversedLoad": {func() eventstore.Storage { return reversedLoad{memory.New()} },
 			[]string{"SaveCreatesAggregate", "VersionsCountSaves"}},
 		"noCAS": {func() eventstore.Storage { return noCAS{memory.New()} },
