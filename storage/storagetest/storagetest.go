@@ -43,6 +43,7 @@ func cases() []testCase {
 	all = append(all, idempotencyCases()...)
 	all = append(all, feedCases()...)
 	all = append(all, definitionCases()...)
+	all = append(all, projectorCases()...)
 	all = append(all, closeCases()...)
 	return all
 }
