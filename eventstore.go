@@ -129,7 +129,10 @@ func (s *Store) prepare(aggregateType, aggregateID string, events []NewEvent, op
 	}
 	now := s.now().UTC().Truncate(time.Microsecond)
 	req.Events = make([]Event, len(events))
-	seen := make(map[string]int, len(events))
+	var seen map[string]int // for large batches; small ones scan
+	if len(events) > 16 {
+		seen = make(map[string]int, len(events))
+	}
 	dataLen := 0
 	for _, e := range events {
 		dataLen += len(e.Data)
@@ -143,10 +146,12 @@ func (s *Store) prepare(aggregateType, aggregateID string, events []NewEvent, op
 		case !ok:
 			v.add(fmt.Sprintf("events[%d].eventId", i), "must be a UUID such as 123e4567-e89b-12d3-a456-426614174000, got %q", clip(e.ID))
 		default:
-			if j, dup := seen[id]; dup {
+			if j := indexOf(seen, req.Events[:i], id); j >= 0 {
 				v.add(fmt.Sprintf("events[%d].eventId", i), "repeats the id of events[%d]", j)
 			}
-			seen[id] = i
+			if seen != nil {
+				seen[id] = i
+			}
 		}
 		if e.Type == "" {
 			v.add(fmt.Sprintf("events[%d].eventType", i), "is required")
@@ -172,6 +177,22 @@ func (s *Store) prepare(aggregateType, aggregateID string, events []NewEvent, op
 		return AppendRequest{}, err
 	}
 	return req, nil
+}
+
+// indexOf returns the index of the event with id among prev, or -1.
+func indexOf(seen map[string]int, prev []Event, id string) int {
+	if seen != nil {
+		if j, ok := seen[id]; ok {
+			return j
+		}
+		return -1
+	}
+	for j := range prev {
+		if prev[j].ID == id {
+			return j
+		}
+	}
+	return -1
 }
 
 // maxNameLen bounds aggregate types, ids, event types and projection names.
@@ -235,7 +256,12 @@ func normalizeUUID(s string) (string, bool) {
 	if err != nil {
 		return "", false
 	}
-	return u.String(), true
+	for i := 0; i < len(s); i++ {
+		if s[i] >= 'A' && s[i] <= 'F' {
+			return u.String(), true
+		}
+	}
+	return s, true
 }
 
 func clip(s string) string {

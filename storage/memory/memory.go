@@ -10,6 +10,7 @@ import (
 	"sync"
 
 	"github.com/eventkit-go/eventstore"
+	"github.com/google/uuid"
 )
 
 // Storage is the in-memory backend. The zero value is not usable; call New.
@@ -17,8 +18,9 @@ type Storage struct {
 	mu     sync.RWMutex
 	closed bool
 
-	aggs   map[aggKey]*aggregate
-	log    []ref              // global feed; log[p-1] holds position p
+	aggs    map[aggKey]int32 // index into aggList
+	aggList []*aggregate
+	log     []ref              // global feed; log[p-1] holds position p
 	byType map[string][]int64 // positions of each aggregate type, ascending
 
 	defs   map[string]*definition
@@ -31,12 +33,13 @@ type aggKey struct{ typ, id string }
 
 type aggregate struct {
 	events []eventstore.Event
-	ids    map[string]int // event id -> index in events
+	ids    map[uuid.UUID]int32 // event id -> index in events
 }
 
+// ref locates a feed event without pointers, so the garbage collector need
+// not scan the feed.
 type ref struct {
-	agg *aggregate
-	idx int
+	agg, idx int32
 }
 
 type definition struct {
@@ -49,7 +52,7 @@ type stateKey struct{ name, instance string }
 // New returns an empty in-memory Storage.
 func New() *Storage {
 	return &Storage{
-		aggs:   make(map[aggKey]*aggregate),
+		aggs:   make(map[aggKey]int32),
 		byType: make(map[string][]int64),
 		defs:   make(map[string]*definition),
 		states: make(map[stateKey]eventstore.ProjectionState),
@@ -70,14 +73,24 @@ func (s *Storage) Append(ctx context.Context, req eventstore.AppendRequest) (eve
 	if err := s.check(ctx); err != nil {
 		return eventstore.AppendResult{}, err
 	}
+	ids := make([]uuid.UUID, len(req.Events))
+	for i, e := range req.Events {
+		id, err := uuid.Parse(e.ID)
+		if err != nil {
+			return eventstore.AppendResult{}, fmt.Errorf("event id %q: %w", e.ID, eventstore.ErrInvalid)
+		}
+		ids[i] = id
+	}
 	key := aggKey{req.AggregateType, req.AggregateID}
-	agg := s.aggs[key]
+	ai, ok := s.aggs[key]
+	var agg *aggregate
 	var current int64
 	var stored []eventstore.Event
-	if agg != nil {
+	if ok {
+		agg = s.aggList[ai]
 		current = agg.events[len(agg.events)-1].Version
-		for _, e := range req.Events {
-			if i, ok := agg.ids[e.ID]; ok {
+		for _, id := range ids {
+			if i, ok := agg.ids[id]; ok {
 				stored = append(stored, agg.events[i])
 			}
 		}
@@ -86,18 +99,20 @@ func (s *Storage) Append(ctx context.Context, req eventstore.AppendRequest) (eve
 		return res, err
 	}
 	if agg == nil {
-		agg = &aggregate{ids: make(map[string]int, len(req.Events))}
-		s.aggs[key] = agg
+		agg = &aggregate{ids: make(map[uuid.UUID]int32, len(req.Events))}
+		ai = int32(len(s.aggList))
+		s.aggList = append(s.aggList, agg)
+		s.aggs[key] = ai
 	}
 	version := current + 1
 	positions := s.byType[req.AggregateType]
-	for _, e := range req.Events {
+	for i, e := range req.Events {
 		e.Version = version
 		e.Sequence = int64(len(agg.events)) + 1
 		e.Position = int64(len(s.log)) + 1
-		agg.ids[e.ID] = len(agg.events)
+		agg.ids[ids[i]] = int32(len(agg.events))
+		s.log = append(s.log, ref{ai, int32(len(agg.events))})
 		agg.events = append(agg.events, e)
-		s.log = append(s.log, ref{agg, len(agg.events) - 1})
 		positions = append(positions, e.Position)
 	}
 	s.byType[req.AggregateType] = positions
@@ -111,11 +126,11 @@ func (s *Storage) Load(ctx context.Context, aggregateType, aggregateID string) (
 	if err := s.check(ctx); err != nil {
 		return eventstore.Aggregate{}, err
 	}
-	agg := s.aggs[aggKey{aggregateType, aggregateID}]
-	if agg == nil {
+	ai, ok := s.aggs[aggKey{aggregateType, aggregateID}]
+	if !ok {
 		return eventstore.Aggregate{}, fmt.Errorf("aggregate %s/%s: %w", aggregateType, aggregateID, eventstore.ErrNotFound)
 	}
-	events := copyEvents(agg.events)
+	events := copyEvents(s.aggList[ai].events)
 	return eventstore.Aggregate{
 		Type:    aggregateType,
 		ID:      aggregateID,
@@ -183,7 +198,7 @@ func (s *Storage) ReadFeed(ctx context.Context, q eventstore.FeedQuery) (eventst
 
 func (s *Storage) at(p int64) eventstore.Event {
 	r := s.log[p-1]
-	return r.agg.events[r.idx]
+	return s.aggList[r.agg].events[r.idx]
 }
 
 // CreateDefinition implements eventstore.Storage.
@@ -294,6 +309,6 @@ func (s *Storage) Close() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.closed = true
-	s.aggs, s.log, s.byType, s.defs, s.states = nil, nil, nil, nil, nil
+	s.aggs, s.aggList, s.log, s.byType, s.defs, s.states = nil, nil, nil, nil, nil, nil
 	return nil
 }
