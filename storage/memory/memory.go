@@ -21,7 +21,7 @@ type Storage struct {
 	aggs    map[aggKey]int32 // index into aggList
 	aggList []*aggregate
 	log     []ref              // global feed; log[p-1] holds position p
-	byType map[string][]int64 // positions of each aggregate type, ascending
+	byType  map[string][]int64 // positions of each aggregate type, ascending
 
 	defs   map[string]*definition
 	states map[stateKey]eventstore.ProjectionState
