@@ -1,0 +1,152 @@
+package eventstore_test
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"testing"
+
+	"github.com/eventkit-go/eventstore"
+	"github.com/eventkit-go/eventstore/storage/memory"
+	"github.com/google/uuid"
+)
+
+// baseline is the trivial store the benchmarks compare against: a map of
+// slices behind a mutex, with no validation, idempotency or feed.
+type baseline struct {
+	mu   sync.Mutex
+	aggs map[string][]eventstore.Event
+}
+
+func (b *baseline) save(id string, events []eventstore.NewEvent) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for _, e := range events {
+		b.aggs[id] = append(b.aggs[id], eventstore.Event{ID: e.ID, Type: e.Type, Data: append([]byte(nil), e.Data...)})
+	}
+}
+
+func (b *baseline) load(id string) []eventstore.Event {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return append([]eventstore.Event(nil), b.aggs[id]...)
+}
+
+// batches pre-generates events so that uuid generation is not measured.
+func batches(n, size int) [][]eventstore.NewEvent {
+	out := make([][]eventstore.NewEvent, n)
+	data := []byte(`{"total": 12.5, "sku": "A-1"}`)
+	for i := range out {
+		out[i] = make([]eventstore.NewEvent, size)
+		for j := range out[i] {
+			out[i][j] = eventstore.NewEvent{ID: uuid.NewString(), Type: "Placed", Data: data}
+		}
+	}
+	return out
+}
+
+func BenchmarkSave(b *testing.B) {
+	ctx := context.Background()
+	for _, size := range []int{1, 10, 100} {
+		b.Run(fmt.Sprintf("store/batch=%d", size), func(b *testing.B) {
+			st, _ := eventstore.New(memory.New(), nil)
+			defer st.Close()
+			evs := batches(b.N, size)
+			b.ReportAllocs()
+			b.ResetTimer()
+			for i := range b.N {
+				if _, err := st.Save(ctx, "order", fmt.Sprint(i%1000), evs[i], nil); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ReportMetric(float64(b.N*size)/b.Elapsed().Seconds(), "events/s")
+		})
+		b.Run(fmt.Sprintf("baseline/batch=%d", size), func(b *testing.B) {
+			bl := &baseline{aggs: map[string][]eventstore.Event{}}
+			evs := batches(b.N, size)
+			b.ReportAllocs()
+			b.ResetTimer()
+			for i := range b.N {
+				bl.save(fmt.Sprint(i%1000), evs[i])
+			}
+			b.ReportMetric(float64(b.N*size)/b.Elapsed().Seconds(), "events/s")
+		})
+	}
+}
+
+func BenchmarkLoad1000(b *testing.B) {
+	ctx := context.Background()
+	st, _ := eventstore.New(memory.New(), nil)
+	defer st.Close()
+	bl := &baseline{aggs: map[string][]eventstore.Event{}}
+	// 100,000 events: the loaded aggregate's 1,000 and 99,000 in others.
+	for i, batch := range batches(1000, 100) {
+		id := fmt.Sprint("other-", i)
+		if i < 10 {
+			id = "target"
+		}
+		if _, err := st.Save(ctx, "order", id, batch, nil); err != nil {
+			b.Fatal(err)
+		}
+		bl.save(id, batch)
+	}
+	b.Run("store", func(b *testing.B) {
+		b.ReportAllocs()
+		for range b.N {
+			agg, err := st.Load(ctx, "order", "target")
+			if err != nil || len(agg.Events) != 1000 {
+				b.Fatal(err, len(agg.Events))
+			}
+		}
+	})
+	b.Run("baseline", func(b *testing.B) {
+		b.ReportAllocs()
+		for range b.N {
+			if len(bl.load("target")) != 1000 {
+				b.Fatal("short")
+			}
+		}
+	})
+}
+
+// BenchmarkProjection measures applying the feed to a definition with set,
+// add and inc (three function applications per event), for a single and an
+// aggregated projection.
+func BenchmarkProjection(b *testing.B) {
+	ctx := context.Background()
+	for _, aggregated := range []bool{false, true} {
+		name := "single"
+		if aggregated {
+			name = "aggregated"
+		}
+		b.Run(name, func(b *testing.B) {
+			st, _ := eventstore.New(memory.New(), nil)
+			defer st.Close()
+			p := eventstore.NewProjector(st, nil)
+			def := eventstore.Definition{Name: "p", Feed: "order", Aggregated: aggregated, Handlers: []eventstore.Handler{{
+				EventType: "Placed", Functions: []eventstore.Function{
+					{Function: "set", TargetSelector: "$.projection.sku", EventSelector: "$.event.sku"},
+					{Function: "add", TargetSelector: "$.projection.total", EventSelector: "$.event.total"},
+					{Function: "inc", TargetSelector: "$.projection.count"},
+				},
+			}}}
+			if err := p.Create(ctx, def); err != nil {
+				b.Fatal(err)
+			}
+			for i, batch := range batches((b.N+99)/100, 100) {
+				if _, err := st.Save(ctx, "order", fmt.Sprint(i%100), batch, nil); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ReportAllocs()
+			b.ResetTimer()
+			if err := p.Sync(ctx, "p"); err != nil {
+				b.Fatal(err)
+			}
+			b.StopTimer()
+			events := (b.N + 99) / 100 * 100
+			b.ReportMetric(float64(events)/b.Elapsed().Seconds(), "events/s")
+			b.ReportMetric(float64(3*events)/b.Elapsed().Seconds(), "funcs/s")
+		})
+	}
+}
