@@ -45,10 +45,14 @@ type appendResult = groupcommit.Result[eventstore.AppendResult]
 // COMMIT are sent as one pipeline.
 func (s *Storage) runBatch(ctx context.Context, reqs []eventstore.AppendRequest) []appendResult {
 	results := make([]appendResult, len(reqs))
+	// ctx is shared by the whole batch and never cancelled by a caller;
+	// errors are translated against it, so that running out of
+	// WriteTimeout reads as ErrUnavailable, not as a caller's deadline.
+	parent := ctx
 	ctx, cancel := context.WithTimeout(ctx, s.writeTimeout)
 	defer cancel()
 	failAll := func(err error) []appendResult {
-		err = s.fail(ctx, "append", err)
+		err = s.fail(parent, "append", err)
 		for i := range results {
 			if results[i].Err == nil {
 				results[i] = appendResult{Err: err}
@@ -143,7 +147,7 @@ func (s *Storage) sendBatch(ctx context.Context, conn *pgxpool.Conn, reqs []even
 			if !errors.As(err, &pgErr) || classify(err) == eventstore.ErrUnavailable {
 				return 0, err // not this request's fault
 			}
-			results[i] = appendResult{Err: s.fail(ctx, "append", err)}
+			results[i] = appendResult{Err: s.fail(context.Background(), "append", err)}
 			if cerr := br.Close(); cerr != nil && !errors.As(cerr, &pgErr) {
 				return 0, cerr
 			}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/url"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -277,4 +278,70 @@ func TestConcurrentMigrations(t *testing.T) {
 	if err != nil || rows != versions || versions == 0 {
 		t.Errorf("schema_migrations: %d rows, %d versions, %v", rows, versions, err)
 	}
+}
+
+// TestRecoversFromTerminatedConnections kills every server connection of a
+// Storage (as a database restart does): calls fail with ErrUnavailable, not
+// with an error that looks like the caller's fault, and the Storage
+// recovers by itself.
+func TestRecoversFromTerminatedConnections(t *testing.T) {
+	ctx := context.Background()
+	schema := newSchema(t)
+	app := "es_" + schema
+	u, err := url.Parse(databaseURL())
+	if err != nil || u.Scheme == "" {
+		t.Skipf("EVENTSTORE_POSTGRES_URL is not a URL (%v); this test needs one", err)
+	}
+	q := u.Query()
+	q.Set("application_name", app)
+	u.RawQuery = q.Encode()
+	s, err := postgres.OpenURL(ctx, u.String(), &postgres.Options{Schema: schema})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	save := func() error {
+		_, err := s.Append(ctx, eventstore.AppendRequest{AggregateType: "t", AggregateID: "x",
+			Events: []eventstore.Event{event("E", "")}})
+		return err
+	}
+	if err := save(); err != nil {
+		t.Fatal(err)
+	}
+	var killed int
+	if err := testPool(t).QueryRow(ctx, `SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity
+WHERE application_name = $1`, app).Scan(&killed); err != nil || killed == 0 {
+		t.Fatalf("terminated %d connections: %v", killed, err)
+	}
+	// Each call may meet a dead connection of the pool once: it must fail
+	// with ErrUnavailable, and a retry must eventually succeed.
+	failures := 0
+	eventually := func(what string, fn func() error) {
+		t.Helper()
+		deadline := time.Now().Add(10 * time.Second)
+		for {
+			err := fn()
+			if err == nil {
+				return
+			}
+			failures++
+			if !errors.Is(err, eventstore.ErrUnavailable) {
+				t.Fatalf("%s after the connections died: %v, want ErrUnavailable", what, err)
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("%s: no recovery after %d failures: %v", what, failures, err)
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
+	eventually("save", save)
+	var agg eventstore.Aggregate
+	eventually("load", func() (err error) {
+		agg, err = s.Load(ctx, "t", "x")
+		return err
+	})
+	if agg.Version != 2 {
+		t.Fatalf("load = version %d; want 2 (nothing lost, nothing doubled)", agg.Version)
+	}
+	t.Logf("%d calls failed with ErrUnavailable before recovery", failures)
 }

@@ -1,0 +1,218 @@
+package postgres_test
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/eventkit-go/eventstore"
+	"github.com/eventkit-go/eventstore/storage/postgres"
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+)
+
+// The benchmarks measure the Storage through eventstore.Store (what users
+// see) next to the raw engine: the same rows written by plain INSERTs
+// through pgx into an identical events table (same indexes), one
+// autocommitted statement per save, so with the same durability (the
+// server's synchronous_commit). Run them with
+//
+//	go test ./storage/postgres -run '^$' -bench . -benchtime 3s
+//
+// and compare the events/s of each store/raw pair.
+
+const benchData = `{"amount":"12.50","note":"benchmark event"}`
+
+// benchPool returns a pool of its own with room for the concurrent
+// benchmarks.
+func benchPool(b *testing.B) *pgxpool.Pool {
+	b.Helper()
+	testPool(b)
+	cfg, err := pgxpool.ParseConfig(databaseURL())
+	if err != nil {
+		b.Fatal(err)
+	}
+	cfg.MaxConns = 16
+	pool, err := pgxpool.NewWithConfig(context.Background(), cfg)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(pool.Close)
+	return pool
+}
+
+// benchStore returns a Store on a fresh schema, and the Storage under it.
+func benchStore(b *testing.B, pool *pgxpool.Pool) (*eventstore.Store, *postgres.Storage, string) {
+	b.Helper()
+	schema := newSchema(b)
+	s, err := postgres.Open(context.Background(), pool, &postgres.Options{Schema: schema})
+	if err != nil {
+		b.Fatal(err)
+	}
+	store, err := eventstore.New(s, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { _ = store.Close() })
+	return store, s, schema
+}
+
+// rawWriter inserts events straight into an events table, numbering
+// positions and sequences itself.
+type rawWriter struct {
+	pool   *pgxpool.Pool
+	insert string
+	pos    atomic.Int64
+	mu     sync.Mutex
+	seq    map[string]int64
+}
+
+func newRawWriter(b *testing.B, pool *pgxpool.Pool) *rawWriter {
+	_, _, schema := benchStore(b, pool) // an identical, empty events table
+	return &rawWriter{
+		pool: pool,
+		insert: `INSERT INTO ` + pgx.Identifier{schema}.Sanitize() + `.events
+(position, aggregate_type, aggregate_id, event_id, event_type, data, version, sequence, recorded_at) VALUES `,
+		seq: make(map[string]int64),
+	}
+}
+
+// save inserts n events into aggregate id in one autocommitted statement.
+func (w *rawWriter) save(ctx context.Context, id string, n int) error {
+	w.mu.Lock()
+	seq := w.seq[id]
+	w.seq[id] = seq + int64(n)
+	w.mu.Unlock()
+	sql := w.insert
+	args := make([]any, 0, 8*n)
+	now := time.Now().UTC()
+	for k := range n {
+		if k > 0 {
+			sql += ","
+		}
+		j := len(args)
+		sql += fmt.Sprintf("($%d,'acct',$%d,$%d,'Deposited',$%d,$%d,$%d,$%d)", j+1, j+2, j+3, j+4, j+5, j+6, j+7)
+		args = append(args, w.pos.Add(1), id, uuid.NewString(), []byte(benchData), seq+1, seq+int64(k)+1, now)
+	}
+	_, err := w.pool.Exec(ctx, sql, args...)
+	return err
+}
+
+func newEvents(n int) []eventstore.NewEvent {
+	events := make([]eventstore.NewEvent, n)
+	for i := range events {
+		events[i] = eventstore.NewEvent{ID: uuid.NewString(), Type: "Deposited", Data: []byte(benchData)}
+	}
+	return events
+}
+
+// runWriters runs b.N saves of perSave events from writers goroutines and
+// reports events/s.
+func runWriters(b *testing.B, writers, perSave int, save func(ctx context.Context, i int) error) {
+	ctx := context.Background()
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	b.ResetTimer()
+	for range writers {
+		wg.Go(func() {
+			for {
+				i := int(next.Add(1)) - 1
+				if i >= b.N {
+					return
+				}
+				if err := save(ctx, i); err != nil {
+					b.Error(err)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	b.StopTimer()
+	b.ReportMetric(float64(b.N*perSave)/b.Elapsed().Seconds(), "events/s")
+}
+
+func benchSaves(b *testing.B, writers, perSave int) {
+	pool := benchPool(b)
+	b.Run("store", func(b *testing.B) {
+		store, _, _ := benchStore(b, pool)
+		runWriters(b, writers, perSave, func(ctx context.Context, i int) error {
+			_, err := store.Save(ctx, "acct", fmt.Sprint("a", i%1000), newEvents(perSave), nil)
+			return err
+		})
+	})
+	b.Run("raw", func(b *testing.B) {
+		w := newRawWriter(b, pool)
+		runWriters(b, writers, perSave, func(ctx context.Context, i int) error {
+			return w.save(ctx, fmt.Sprint("a", i%1000), perSave)
+		})
+	})
+}
+
+func BenchmarkSave1Writer(b *testing.B)          { benchSaves(b, 1, 1) }
+func BenchmarkSave8Writers(b *testing.B)         { benchSaves(b, 8, 1) }
+func BenchmarkSaveBatch10_1Writer(b *testing.B)  { benchSaves(b, 1, 10) }
+func BenchmarkSaveBatch10_8Writers(b *testing.B) { benchSaves(b, 8, 10) }
+
+// BenchmarkLoad1000 loads an aggregate of 1,000 events from a store that
+// holds 10k or 1M other events (inserted in bulk), next to the raw query.
+func BenchmarkLoad1000(b *testing.B) {
+	pool := benchPool(b)
+	for _, others := range []int{10_000, 1_000_000} {
+		b.Run(fmt.Sprintf("others=%d", others), func(b *testing.B) {
+			ctx := context.Background()
+			store, _, schema := benchStore(b, pool)
+			table := pgx.Identifier{schema}.Sanitize() + ".events"
+			_, err := pool.Exec(ctx, `INSERT INTO `+table+`
+SELECT g, 'acct', 'o' || ((g - 1) / 10), gen_random_uuid()::text, 'Deposited', convert_to($2, 'UTF8'),
+       (g - 1) % 10 + 1, (g - 1) % 10 + 1, now()
+FROM generate_series(1, $1::bigint) g`, others, benchData)
+			if err != nil {
+				b.Fatal(err)
+			}
+			_, err = pool.Exec(ctx, `INSERT INTO `+table+`
+SELECT $1::bigint + g, 'acct', 'target', gen_random_uuid()::text, 'Deposited', convert_to($2, 'UTF8'), g, g, now()
+FROM generate_series(1, 1000) g`, others, benchData)
+			if err != nil {
+				b.Fatal(err)
+			}
+			if _, err := pool.Exec(ctx, `ANALYZE `+table); err != nil {
+				b.Fatal(err)
+			}
+			b.Run("store", func(b *testing.B) {
+				for b.Loop() {
+					agg, err := store.Load(ctx, "acct", "target")
+					if err != nil || len(agg.Events) != 1000 {
+						b.Fatalf("load: %d events, %v", len(agg.Events), err)
+					}
+				}
+				b.ReportMetric(float64(b.Elapsed().Microseconds())/float64(b.N)/1000, "ms/load")
+			})
+			b.Run("raw", func(b *testing.B) {
+				type row struct {
+					pos, version, seq int64
+					typ, id, eid, et  string
+					data              []byte
+					at                time.Time
+				}
+				sql := `SELECT position, aggregate_type, aggregate_id, event_id, event_type, data, version, sequence, recorded_at
+FROM ` + table + ` WHERE aggregate_type = $1 AND aggregate_id = $2 ORDER BY sequence`
+				for b.Loop() {
+					rows, _ := pool.Query(ctx, sql, "acct", "target")
+					var out []row
+					var r row
+					_, err := pgx.ForEachRow(rows, []any{&r.pos, &r.typ, &r.id, &r.eid, &r.et, &r.data, &r.version, &r.seq, &r.at},
+						func() error { out = append(out, r); return nil })
+					if err != nil || len(out) != 1000 {
+						b.Fatalf("raw load: %d rows, %v", len(out), err)
+					}
+				}
+				b.ReportMetric(float64(b.Elapsed().Microseconds())/float64(b.N)/1000, "ms/load")
+			})
+		})
+	}
+}
