@@ -49,12 +49,12 @@
 // writes), and everything the feed shows at that moment. A definition
 // created after events exist is built from its feed's whole history.
 //
-// Several processes may share one storage (storage/postgres). A save made
-// through another process is seen by a query once it is visible in the feed
-// of this process's storage connection, which is immediately after that
-// save returned for a storage that commits synchronously. Each event is
-// still applied exactly once, because a projection commit succeeds only
-// from the checkpoint it started from.
+// Several processes may share one storage (storage/postgres). Each event is
+// still applied exactly once, because a projection commit succeeds only from
+// the checkpoint it started from. A save made through another process
+// reaches this process's projections within [ProjectorOptions.PollInterval]
+// while Run is running; without Run, every query catches up with the whole
+// visible feed first.
 //
 // # Numbers
 //
