@@ -141,7 +141,11 @@ func (s *Storage) Load(ctx context.Context, aggregateType, aggregateID string) (
 
 // copyEvents copies events and their data, with one allocation for all data.
 func copyEvents(src []eventstore.Event) []eventstore.Event {
-	out := slices.Clone(src)
+	return ownData(slices.Clone(src))
+}
+
+// ownData replaces the Data of out by copies, with one allocation for all.
+func ownData(out []eventstore.Event) []eventstore.Event {
 	n := 0
 	for i := range out {
 		n += len(out[i].Data)
@@ -192,7 +196,7 @@ func (s *Storage) ReadFeed(ctx context.Context, q eventstore.FeedQuery) (eventst
 			}
 		}
 	}
-	page.Events = copyEvents(page.Events)
+	page.Events = ownData(page.Events)
 	return page, nil
 }
 
