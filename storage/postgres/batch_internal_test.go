@@ -1,0 +1,150 @@
+package postgres
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"os"
+	"testing"
+	"time"
+
+	"github.com/eventkit-go/eventstore"
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+)
+
+// openBatchTest opens a Storage in a fresh schema for white-box tests of
+// runBatch, which build batches by hand instead of hoping that concurrent
+// calls coalesce. The rules about an unreachable database are those of
+// postgres_test.go.
+func openBatchTest(t *testing.T) *Storage {
+	t.Helper()
+	url := os.Getenv("EVENTSTORE_POSTGRES_URL")
+	if url == "" {
+		url = "postgres://postgres@127.0.0.1:5432/test?sslmode=disable"
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	pool, err := pgxpool.New(ctx, url)
+	if err == nil {
+		err = pool.Ping(ctx)
+	}
+	if err != nil {
+		msg := "PostgreSQL at " + url + " is unreachable (" + err.Error() + "); set EVENTSTORE_POSTGRES_URL to run these tests"
+		if os.Getenv("EVENTSTORE_POSTGRES_REQUIRED") == "1" {
+			t.Fatal(msg)
+		}
+		t.Skip(msg)
+	}
+	var b [6]byte
+	_, _ = rand.Read(b[:])
+	schema := "es_test_" + hex.EncodeToString(b[:])
+	t.Cleanup(func() {
+		_, _ = pool.Exec(context.Background(), "DROP SCHEMA IF EXISTS "+pgx.Identifier{schema}.Sanitize()+" CASCADE")
+		pool.Close()
+	})
+	s, err := Open(ctx, pool, &Options{Schema: schema})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = s.Close() })
+	return s
+}
+
+func batchEvent(typ string) eventstore.Event {
+	return eventstore.Event{ID: uuid.NewString(), Type: typ, Data: []byte(`{"k":1}`),
+		RecordedAt: time.Now().UTC().Truncate(time.Microsecond)}
+}
+
+// request returns a request of one event on aggregate id; a type with a
+// NUL byte makes the server reject it.
+func request(id string, expect int64, events ...eventstore.Event) eventstore.AppendRequest {
+	r := eventstore.AppendRequest{AggregateType: "t", AggregateID: id, Events: events}
+	if expect >= 0 {
+		r.ExpectedVersion = eventstore.ExpectVersion(expect)
+	}
+	return r
+}
+
+func TestRunBatchFailingRequestsRollBackAlone(t *testing.T) {
+	s := openBatchTest(t)
+	ctx := context.Background()
+	good := func() eventstore.AppendRequest { return request(uuid.NewString(), -1, batchEvent("Good")) }
+	bad := func() eventstore.AppendRequest { return request(uuid.NewString(), -1, batchEvent("Bad\x00")) }
+	batches := map[string][]eventstore.AppendRequest{
+		"bad alone":        {bad()},
+		"bad last":         {good(), good(), bad()},
+		"bad first":        {bad(), good()},
+		"bad in between":   {good(), bad(), good(), bad(), good()},
+		"bad in a row":     {bad(), bad(), good()},
+		"only good ones":   {good(), good(), good()},
+		"bad ones at ends": {bad(), good(), good(), bad()},
+	}
+	var head int64
+	for name, reqs := range batches {
+		results := s.runBatch(ctx, reqs)
+		if len(results) != len(reqs) {
+			t.Fatalf("%s: %d results for %d requests", name, len(results), len(reqs))
+		}
+		for i, r := range reqs {
+			isBad := r.Events[0].Type != "Good"
+			switch {
+			case isBad && !errors.Is(results[i].Err, eventstore.ErrInvalid):
+				t.Errorf("%s: bad request %d: %v, want ErrInvalid", name, i, results[i].Err)
+			case !isBad && results[i].Err != nil:
+				t.Errorf("%s: good request %d failed: %v", name, i, results[i].Err)
+			case !isBad:
+				head++
+				if results[i].Value.Position != head || results[i].Value.Version != 1 {
+					t.Errorf("%s: good request %d = %+v, want version 1 at position %d", name, i, results[i].Value, head)
+				}
+				if _, err := s.Load(ctx, "t", r.AggregateID); err != nil {
+					t.Errorf("%s: good request %d not stored: %v", name, i, err)
+				}
+			default:
+				if _, err := s.Load(ctx, "t", r.AggregateID); !errors.Is(err, eventstore.ErrNotFound) {
+					t.Errorf("%s: bad request %d: load = %v, want ErrNotFound", name, i, err)
+				}
+			}
+		}
+	}
+	page, err := s.ReadFeed(ctx, eventstore.FeedQuery{Limit: 1000})
+	if err != nil || int64(len(page.Events)) != head || page.Head != head {
+		t.Fatalf("feed holds %d events up to %d (%v), want %d", len(page.Events), page.Head, err, head)
+	}
+}
+
+func TestRunBatchSameAggregate(t *testing.T) {
+	s := openBatchTest(t)
+	ctx := context.Background()
+	a, b, c := batchEvent("A"), batchEvent("B"), batchEvent("C")
+	reqs := []eventstore.AppendRequest{
+		request("x", 0, a),    // creates x at version 1
+		request("x", -1, a),   // duplicate of the first, in the same transaction
+		request("x", 0, b),    // refused: x is at version 1 now
+		request("x", 1, b, c), // version 2
+		request("x", -1, c, batchEvent("D")),
+	}
+	results := s.runBatch(ctx, reqs)
+	want := []struct {
+		res eventstore.AppendResult
+		err error
+	}{
+		{eventstore.AppendResult{Version: 1, Position: 1}, nil},
+		{eventstore.AppendResult{Version: 1, Position: 1, Duplicate: true}, nil},
+		{eventstore.AppendResult{}, eventstore.ErrConflict},
+		{eventstore.AppendResult{Version: 2, Position: 3}, nil},
+		{eventstore.AppendResult{}, eventstore.ErrConflict},
+	}
+	for i, w := range want {
+		if results[i].Value != w.res || !errors.Is(results[i].Err, w.err) || (w.err == nil) != (results[i].Err == nil) {
+			t.Errorf("request %d = %+v, %v; want %+v, %v", i, results[i].Value, results[i].Err, w.res, w.err)
+		}
+	}
+	agg, err := s.Load(ctx, "t", "x")
+	if err != nil || agg.Version != 2 || len(agg.Events) != 3 || agg.Events[2].ID != c.ID || agg.Events[2].Sequence != 3 {
+		t.Fatalf("load = %+v, %v; want a, b, c at version 2", agg, err)
+	}
+}
