@@ -60,7 +60,8 @@ type Store struct {
 	closed  atomic.Bool
 
 	mu      sync.Mutex
-	changed chan struct{} // closed and replaced on every save
+	changed chan struct{} // closed and replaced on a save after watch
+	watched bool          // someone holds changed
 }
 
 // New returns a Store on top of s. The Store takes ownership of s: Close
@@ -315,8 +316,11 @@ func (s *Store) observe(p int64) {
 		}
 	}
 	s.mu.Lock()
-	close(s.changed)
-	s.changed = make(chan struct{})
+	if s.watched {
+		close(s.changed)
+		s.changed = make(chan struct{})
+		s.watched = false
+	}
 	s.mu.Unlock()
 }
 
@@ -324,5 +328,6 @@ func (s *Store) observe(p int64) {
 func (s *Store) watch() <-chan struct{} {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.watched = true
 	return s.changed
 }

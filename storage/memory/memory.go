@@ -73,7 +73,12 @@ func (s *Storage) Append(ctx context.Context, req eventstore.AppendRequest) (eve
 	if err := s.check(ctx); err != nil {
 		return eventstore.AppendResult{}, err
 	}
-	ids := make([]uuid.UUID, len(req.Events))
+	var small [8]uuid.UUID
+	ids := small[:0]
+	if len(req.Events) > len(small) {
+		ids = make([]uuid.UUID, 0, len(req.Events))
+	}
+	ids = ids[:len(req.Events)]
 	for i, e := range req.Events {
 		id, err := uuid.Parse(e.ID)
 		if err != nil {
