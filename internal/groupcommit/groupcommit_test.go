@@ -197,14 +197,19 @@ func TestCloseRunsQueuedRequestsThenRefuses(t *testing.T) {
 	// Close waits for the queued request; new ones are refused meanwhile.
 	deadline := time.Now().Add(5 * time.Second)
 	for {
-		_, err := b.Do(context.Background(), 3)
-		if errors.Is(err, ErrClosed) {
+		b.mu.Lock()
+		c := b.closed
+		b.mu.Unlock()
+		if c {
 			break
 		}
 		if time.Now().After(deadline) {
-			t.Fatal("Do still accepted after Close started")
+			t.Fatal("Close did not start")
 		}
 		time.Sleep(time.Millisecond)
+	}
+	if _, err := b.Do(context.Background(), 3); !errors.Is(err, ErrClosed) {
+		t.Fatalf("Do while closing: %v, want ErrClosed", err)
 	}
 	select {
 	case <-closed:
