@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"net/url"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -288,14 +287,7 @@ func TestRecoversFromTerminatedConnections(t *testing.T) {
 	ctx := context.Background()
 	schema := newSchema(t)
 	app := "es_" + schema
-	u, err := url.Parse(databaseURL())
-	if err != nil || u.Scheme == "" {
-		t.Skipf("EVENTSTORE_POSTGRES_URL is not a URL (%v); this test needs one", err)
-	}
-	q := u.Query()
-	q.Set("application_name", app)
-	u.RawQuery = q.Encode()
-	s, err := postgres.OpenURL(ctx, u.String(), &postgres.Options{Schema: schema})
+	s, err := postgres.OpenURL(ctx, urlWith(t, "application_name", app), &postgres.Options{Schema: schema})
 	if err != nil {
 		t.Fatal(err)
 	}

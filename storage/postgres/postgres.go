@@ -125,10 +125,18 @@ var _ eventstore.Storage = (*Storage)(nil)
 
 // Open returns a Storage using pool, after creating or migrating its tables
 // in opts.Schema. The caller keeps ownership of pool: Close does not close
-// it, and the pool must stay open until the Storage is closed.
+// it, and the pool must stay open until the Storage is closed. The pool may
+// use any query exec mode of pgx but the simple protocol, which Open refuses
+// with ErrInvalid.
 func Open(ctx context.Context, pool *pgxpool.Pool, opts *Options) (*Storage, error) {
 	if pool == nil {
 		return nil, fmt.Errorf("postgres: open: nil pool: %w", eventstore.ErrInvalid)
+	}
+	if pool.Config().ConnConfig.DefaultQueryExecMode == pgx.QueryExecModeSimpleProtocol {
+		// With the simple protocol a batch is one query string: a NUL byte
+		// in one request's input would break the whole group.
+		return nil, fmt.Errorf("postgres: open: the pool uses the simple protocol; use another "+
+			"default_query_exec_mode (\"exec\" suits PgBouncer in transaction mode): %w", eventstore.ErrInvalid)
 	}
 	schema := opts.schema()
 	s := &Storage{

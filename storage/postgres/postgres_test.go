@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
+	"net/url"
 	"os"
 	"sync"
 	"testing"
@@ -26,6 +27,20 @@ func databaseURL() string {
 		return u
 	}
 	return defaultURL
+}
+
+// urlWith returns the database URL with a query parameter set, or skips
+// the test when EVENTSTORE_POSTGRES_URL is not a URL.
+func urlWith(tb testing.TB, key, value string) string {
+	tb.Helper()
+	u, err := url.Parse(databaseURL())
+	if err != nil || u.Scheme == "" {
+		tb.Skipf("EVENTSTORE_POSTGRES_URL is not a URL (%v); this test needs one", err)
+	}
+	q := u.Query()
+	q.Set(key, value)
+	u.RawQuery = q.Encode()
+	return u.String()
 }
 
 // sharedPool is one pool for the tests that do not need their own.
@@ -326,5 +341,13 @@ func TestContextErrorsPassThrough(t *testing.T) {
 	}
 	if _, err := s.ReadFeed(ctx, eventstore.FeedQuery{Limit: 1}); !errors.Is(err, context.Canceled) {
 		t.Errorf("read feed with a cancelled context: %v, want context.Canceled", err)
+	}
+}
+
+func TestOpenRefusesSimpleProtocol(t *testing.T) {
+	testPool(t)
+	_, err := postgres.OpenURL(context.Background(), urlWith(t, "default_query_exec_mode", "simple_protocol"), nil)
+	if !errors.Is(err, eventstore.ErrInvalid) {
+		t.Fatalf("open with the simple protocol: %v, want ErrInvalid", err)
 	}
 }
