@@ -10,6 +10,7 @@ import (
 
 	"github.com/eventkit-go/eventstore"
 	"github.com/eventkit-go/eventstore/storage/postgres"
+	"github.com/eventkit-go/eventstore/storage/storagetest"
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -215,4 +216,51 @@ FROM ` + table + ` WHERE aggregate_type = $1 AND aggregate_id = $2 ORDER BY sequ
 			})
 		})
 	}
+}
+
+// BenchmarkSuite runs the backend-neutral benchmarks of storagetest, so the
+// figures compare with those of the other backends.
+func BenchmarkSuite(b *testing.B) {
+	storagetest.RunBenchmarks(b, newStorage)
+}
+
+// BenchmarkRebuild1M rebuilds a projection (set, add, inc per event) from
+// scratch over 1,000,000 stored events, inserted in bulk; each iteration
+// creates a new definition and syncs it.
+func BenchmarkRebuild1M(b *testing.B) {
+	const events = 1_000_000
+	ctx := context.Background()
+	pool := benchPool(b)
+	store, _, schema := benchStore(b, pool)
+	table := pgx.Identifier{schema}.Sanitize() + ".events"
+	_, err := pool.Exec(ctx, `INSERT INTO `+table+`
+SELECT g, 'order', 'o' || ((g - 1) / 100), gen_random_uuid()::text, 'Placed',
+       convert_to('{"total": 12.5, "sku": "A-1"}', 'UTF8'), (g - 1) % 100 + 1, (g - 1) % 100 + 1, now()
+FROM generate_series(1, $1::bigint) g`, events)
+	if err != nil {
+		b.Fatal(err)
+	}
+	if _, err := pool.Exec(ctx, `ANALYZE `+table); err != nil {
+		b.Fatal(err)
+	}
+	p := eventstore.NewProjector(store, nil)
+	i := 0
+	for b.Loop() {
+		i++
+		name := fmt.Sprint("p", i)
+		def := eventstore.Definition{Name: name, Feed: "order", Handlers: []eventstore.Handler{{
+			EventType: "Placed", Functions: []eventstore.Function{
+				{Function: "set", TargetSelector: "$.projection.sku", EventSelector: "$.event.sku"},
+				{Function: "add", TargetSelector: "$.projection.total", EventSelector: "$.event.total"},
+				{Function: "inc", TargetSelector: "$.projection.count"},
+			},
+		}}}
+		if err := p.Create(ctx, def); err != nil {
+			b.Fatal(err)
+		}
+		if err := p.Sync(ctx, name); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(events*b.N)/b.Elapsed().Seconds(), "events/s")
 }
