@@ -1,0 +1,214 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/eventkit-go/eventstore"
+)
+
+// CreateDefinition implements eventstore.Storage.
+func (s *Storage) CreateDefinition(ctx context.Context, def eventstore.DefinitionRecord) error {
+	if err := s.check(ctx, "create projection"); err != nil {
+		return err
+	}
+	_, err := s.writeDB.ExecContext(ctx,
+		`INSERT INTO definitions (name, spec, created_at, checkpoint) VALUES (?, ?, ?, 0)`,
+		def.Name, blob(def.Spec), def.CreatedAt.UnixMicro())
+	if isConstraint(err) {
+		return fmt.Errorf("sqlite: projection %q exists: %w", def.Name, eventstore.ErrConflict)
+	}
+	return s.fail(ctx, "create projection", err)
+}
+
+// blob returns b as a non-NULL BLOB argument.
+func blob(b []byte) []byte {
+	if b == nil {
+		return []byte{}
+	}
+	return b
+}
+
+// Definition implements eventstore.Storage.
+func (s *Storage) Definition(ctx context.Context, name string) (eventstore.DefinitionRecord, error) {
+	if err := s.check(ctx, "get projection"); err != nil {
+		return eventstore.DefinitionRecord{}, err
+	}
+	defs, err := s.definitions(ctx, name)
+	if err != nil {
+		return eventstore.DefinitionRecord{}, s.fail(ctx, "get projection", err)
+	}
+	if len(defs) == 0 {
+		return eventstore.DefinitionRecord{}, fmt.Errorf("projection %q: %w", name, eventstore.ErrNotFound)
+	}
+	return defs[0], nil
+}
+
+// Definitions implements eventstore.Storage.
+func (s *Storage) Definitions(ctx context.Context) ([]eventstore.DefinitionRecord, error) {
+	if err := s.check(ctx, "list projections"); err != nil {
+		return nil, err
+	}
+	defs, err := s.definitions(ctx, "")
+	if err != nil {
+		return nil, s.fail(ctx, "list projections", err)
+	}
+	if defs == nil {
+		defs = []eventstore.DefinitionRecord{}
+	}
+	return defs, nil
+}
+
+// definitions reads the definition named name, or all of them when name is
+// empty, ordered by name, with their errors, from one snapshot.
+func (s *Storage) definitions(ctx context.Context, name string) ([]eventstore.DefinitionRecord, error) {
+	tx, err := s.readDB.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
+	if err != nil {
+		return nil, err
+	}
+	defer tx.Rollback()
+	const all = `?1 = '' OR name = ?1`
+	rows, err := tx.QueryContext(ctx, `SELECT name, spec, created_at, checkpoint FROM definitions
+		WHERE `+all+` ORDER BY name`, name)
+	if err != nil {
+		return nil, err
+	}
+	var defs []eventstore.DefinitionRecord
+	index := make(map[string]int)
+	for rows.Next() {
+		var d eventstore.DefinitionRecord
+		var spec []byte
+		var created int64
+		if err := rows.Scan(&d.Name, &spec, &created, &d.Checkpoint); err != nil {
+			rows.Close()
+			return nil, err
+		}
+		d.Spec = spec
+		d.CreatedAt = time.UnixMicro(created).UTC()
+		index[d.Name] = len(defs)
+		defs = append(defs, d)
+	}
+	if err := closeRows(rows); err != nil {
+		return nil, err
+	}
+	if len(defs) == 0 {
+		return nil, nil
+	}
+	rows, err = tx.QueryContext(ctx, `SELECT name, position, event_id, event_type, instance_id, message
+		FROM projection_errors WHERE `+all+` ORDER BY name, id`, name)
+	if err != nil {
+		return nil, err
+	}
+	for rows.Next() {
+		var n string
+		var pe eventstore.ProjectionError
+		if err := rows.Scan(&n, &pe.Position, &pe.EventID, &pe.EventType, &pe.InstanceID, &pe.Message); err != nil {
+			rows.Close()
+			return nil, err
+		}
+		if i, ok := index[n]; ok {
+			defs[i].Errors = append(defs[i].Errors, pe)
+		}
+	}
+	if err := closeRows(rows); err != nil {
+		return nil, err
+	}
+	return defs, nil
+}
+
+// LoadProjection implements eventstore.Storage.
+func (s *Storage) LoadProjection(ctx context.Context, name, instanceID string) (eventstore.ProjectionState, error) {
+	if err := s.check(ctx, "get projection state"); err != nil {
+		return eventstore.ProjectionState{}, err
+	}
+	st := eventstore.ProjectionState{Name: name, InstanceID: instanceID}
+	var data []byte
+	var updated int64
+	err := s.readDB.QueryRowContext(ctx, `SELECT data, position, updated_at FROM projection_states
+		WHERE name = ? AND instance_id = ?`, name, instanceID).Scan(&data, &st.Position, &updated)
+	if errors.Is(err, sql.ErrNoRows) {
+		return eventstore.ProjectionState{}, fmt.Errorf("projection %q instance %q: %w", name, instanceID, eventstore.ErrNotFound)
+	}
+	if err != nil {
+		return eventstore.ProjectionState{}, s.fail(ctx, "get projection state", err)
+	}
+	st.Data = data
+	st.UpdatedAt = time.UnixMicro(updated).UTC()
+	return st, nil
+}
+
+// CommitProjection implements eventstore.Storage, in one transaction: the
+// checkpoint moves only if it still is c.From (compare-and-set), together
+// with the states and errors; old errors beyond the last
+// eventstore.MaxRecordedErrors are trimmed.
+func (s *Storage) CommitProjection(ctx context.Context, c eventstore.ProjectionCommit) error {
+	if err := s.check(ctx, "commit projection"); err != nil {
+		return err
+	}
+	return s.fail(ctx, "commit projection", s.commitProjection(ctx, c))
+}
+
+func (s *Storage) commitProjection(ctx context.Context, c eventstore.ProjectionCommit) error {
+	tx, err := s.writeDB.BeginTx(ctx, nil)
+	if err != nil {
+		return err
+	}
+	defer tx.Rollback()
+	r, err := tx.ExecContext(ctx, `UPDATE definitions SET checkpoint = ? WHERE name = ? AND checkpoint = ?`,
+		c.To, c.Name, c.From)
+	if err != nil {
+		return err
+	}
+	if n, err := r.RowsAffected(); err != nil {
+		return err
+	} else if n == 0 {
+		var at int64
+		err := tx.QueryRowContext(ctx, `SELECT checkpoint FROM definitions WHERE name = ?`, c.Name).Scan(&at)
+		if errors.Is(err, sql.ErrNoRows) {
+			return fmt.Errorf("sqlite: projection %q: %w", c.Name, eventstore.ErrNotFound)
+		}
+		if err != nil {
+			return err
+		}
+		return fmt.Errorf("sqlite: projection %q checkpoint is %d, not %d: %w", c.Name, at, c.From, eventstore.ErrConflict)
+	}
+	if len(c.States) > 0 {
+		stmt, err := tx.PrepareContext(ctx, `INSERT INTO projection_states
+			(name, instance_id, data, position, updated_at) VALUES (?, ?, ?, ?, ?)
+			ON CONFLICT (name, instance_id) DO UPDATE
+			SET data = excluded.data, position = excluded.position, updated_at = excluded.updated_at`)
+		if err != nil {
+			return err
+		}
+		defer stmt.Close()
+		for _, st := range c.States {
+			if _, err := stmt.ExecContext(ctx, c.Name, st.InstanceID, blob(st.Data), st.Position, st.UpdatedAt.UnixMicro()); err != nil {
+				return err
+			}
+		}
+	}
+	if len(c.Errors) > 0 {
+		stmt, err := tx.PrepareContext(ctx, `INSERT INTO projection_errors
+			(name, position, event_id, event_type, instance_id, message) VALUES (?, ?, ?, ?, ?, ?)`)
+		if err != nil {
+			return err
+		}
+		defer stmt.Close()
+		for _, pe := range c.Errors {
+			if _, err := stmt.ExecContext(ctx, c.Name, pe.Position, pe.EventID, pe.EventType, pe.InstanceID, pe.Message); err != nil {
+				return err
+			}
+		}
+		// Keep the newest MaxRecordedErrors: delete below the id of the
+		// MaxRecordedErrors-th newest (nothing when there are fewer).
+		if _, err := tx.ExecContext(ctx, `DELETE FROM projection_errors WHERE name = ?1 AND id <
+			(SELECT id FROM projection_errors WHERE name = ?1 ORDER BY id DESC LIMIT 1 OFFSET ?2)`,
+			c.Name, eventstore.MaxRecordedErrors-1); err != nil {
+			return err
+		}
+	}
+	return tx.Commit()
+}

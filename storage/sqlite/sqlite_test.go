@@ -1,0 +1,280 @@
+package sqlite_test
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/eventkit-go/eventstore"
+	"github.com/eventkit-go/eventstore/storage/sqlite"
+	"github.com/eventkit-go/eventstore/storage/storagetest"
+	"github.com/google/uuid"
+)
+
+// openTemp opens a Storage on a new file in tb's temporary directory and
+// closes it when tb ends.
+func openTemp(tb testing.TB) *sqlite.Storage {
+	tb.Helper()
+	s, err := sqlite.Open(filepath.Join(tb.TempDir(), "es.db"), nil)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { _ = s.Close() })
+	return s
+}
+
+func TestConformance(t *testing.T) {
+	storagetest.Run(t, func(tb testing.TB) eventstore.Storage { return openTemp(tb) })
+}
+
+var ctx = context.Background()
+
+// request builds an append request of n new events.
+func request(typ, id string, expect eventstore.VersionCheck, n int) eventstore.AppendRequest {
+	now := time.Now().UTC().Truncate(time.Microsecond)
+	req := eventstore.AppendRequest{AggregateType: typ, AggregateID: id, ExpectedVersion: expect}
+	for i := range n {
+		req.Events = append(req.Events, eventstore.Event{
+			ID: uuid.NewString(), Type: "Happened", RecordedAt: now,
+			Data: json.RawMessage(fmt.Sprintf(`{"i":%d}`, i)),
+		})
+	}
+	return req
+}
+
+func TestDataSurvivesReopen(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "es.db")
+	s, err := sqlite.Open(path, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req := request("order", "1", eventstore.ExpectVersion(0), 3)
+	req.Events[1].Data = nil
+	if _, err := s.Append(ctx, req); err != nil {
+		t.Fatal(err)
+	}
+	rec := eventstore.DefinitionRecord{Name: "p", Spec: json.RawMessage(`{"x":1}`), CreatedAt: req.Events[0].RecordedAt}
+	if err := s.CreateDefinition(ctx, rec); err != nil {
+		t.Fatal(err)
+	}
+	commit := eventstore.ProjectionCommit{Name: "p", From: 0, To: 3,
+		States: []eventstore.ProjectionState{{InstanceID: "1", Data: json.RawMessage(`{"n":3}`), Position: 3, UpdatedAt: rec.CreatedAt}},
+		Errors: []eventstore.ProjectionError{{Position: 2, EventID: req.Events[1].ID, EventType: "Happened", InstanceID: "1", Message: "bad"}},
+	}
+	if err := s.CommitProjection(ctx, commit); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatalf("second Close: %v", err)
+	}
+	if _, err := s.Load(ctx, "order", "1"); !errors.Is(err, eventstore.ErrClosed) {
+		t.Fatalf("Load after Close: %v, want ErrClosed", err)
+	}
+	if _, err := s.Append(ctx, request("order", "2", eventstore.VersionCheck{}, 1)); !errors.Is(err, eventstore.ErrClosed) {
+		t.Fatalf("Append after Close: %v, want ErrClosed", err)
+	}
+
+	s, err = sqlite.Open(path, nil) // migrations are idempotent
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	agg, err := s.Load(ctx, "order", "1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if agg.Version != 1 || len(agg.Events) != 3 {
+		t.Fatalf("reopened aggregate: version %d, %d events", agg.Version, len(agg.Events))
+	}
+	for i, e := range agg.Events {
+		want := req.Events[i]
+		if e.ID != want.ID || e.Type != want.Type || string(e.Data) != string(want.Data) ||
+			(e.Data == nil) != (want.Data == nil) || !e.RecordedAt.Equal(want.RecordedAt) ||
+			e.Sequence != int64(i+1) || e.Position != int64(i+1) || e.AggregateType != "order" || e.AggregateID != "1" {
+			t.Errorf("event %d: got %+v, want %+v", i, e, want)
+		}
+	}
+	def, err := s.Definition(ctx, "p")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if def.Checkpoint != 3 || string(def.Spec) != `{"x":1}` || !def.CreatedAt.Equal(rec.CreatedAt) ||
+		len(def.Errors) != 1 || def.Errors[0] != commit.Errors[0] {
+		t.Fatalf("reopened definition: %+v", def)
+	}
+	st, err := s.LoadProjection(ctx, "p", "1")
+	if err != nil || string(st.Data) != `{"n":3}` || st.Position != 3 || !st.UpdatedAt.Equal(rec.CreatedAt) {
+		t.Fatalf("reopened state: %+v, %v", st, err)
+	}
+	// Positions continue after the reopened store's last one.
+	res, err := s.Append(ctx, request("order", "1", eventstore.ExpectVersion(1), 1))
+	if err != nil || res.Version != 2 || res.Position != 4 {
+		t.Fatalf("append after reopen: %+v, %v", res, err)
+	}
+}
+
+// TestGroupCommitIsolatesFailures runs many concurrent saves, some with a
+// wrong expected version or a partly stored batch, so that batches mix
+// failing and succeeding requests: only the failing ones fail.
+func TestGroupCommitIsolatesFailures(t *testing.T) {
+	s := openTemp(t)
+	const writers, saves = 16, 20
+	stored := request("shared", "dup", eventstore.VersionCheck{}, 2)
+	if _, err := s.Append(ctx, stored); err != nil {
+		t.Fatal(err)
+	}
+	type outcome struct {
+		kind string // "ok", "stale", "partial", "retry"
+		res  eventstore.AppendResult
+		err  error
+	}
+	out := make(chan outcome, writers*saves)
+	var wg sync.WaitGroup
+	for w := range writers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			id := fmt.Sprint("agg-", w)
+			version := int64(0)
+			for i := range saves {
+				switch i % 4 {
+				case 1: // wrong expected version
+					_, err := s.Append(ctx, request("acc", id, eventstore.ExpectVersion(version+5), 1))
+					out <- outcome{kind: "stale", err: err}
+				case 2: // one stored id, one new: refused as a whole
+					req := request("shared", "dup", eventstore.VersionCheck{}, 1)
+					req.Events = append(req.Events, stored.Events[0])
+					_, err := s.Append(ctx, req)
+					out <- outcome{kind: "partial", err: err}
+				case 3: // retry of a stored batch
+					res, err := s.Append(ctx, stored)
+					out <- outcome{kind: "retry", res: res, err: err}
+				default:
+					res, err := s.Append(ctx, request("acc", id, eventstore.ExpectVersion(version), 2))
+					if err == nil {
+						version = res.Version
+					}
+					out <- outcome{kind: "ok", res: res, err: err}
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(out)
+	for o := range out {
+		switch o.kind {
+		case "ok":
+			if o.err != nil {
+				t.Errorf("valid save failed: %v", o.err)
+			}
+		case "stale", "partial":
+			if !errors.Is(o.err, eventstore.ErrConflict) {
+				t.Errorf("%s save: %v, want ErrConflict", o.kind, o.err)
+			}
+		case "retry":
+			if o.err != nil || !o.res.Duplicate || o.res.Version != 1 || o.res.Position != 2 {
+				t.Errorf("retried save: %+v, %v", o.res, o.err)
+			}
+		}
+	}
+	for w := range writers {
+		agg, err := s.Load(ctx, "acc", fmt.Sprint("agg-", w))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := saves / 4 * 2; len(agg.Events) != want || agg.Version != int64(want/2) {
+			t.Errorf("aggregate %d: %d events at version %d, want %d", w, len(agg.Events), agg.Version, want)
+		}
+	}
+	if agg, err := s.Load(ctx, "shared", "dup"); err != nil || len(agg.Events) != 2 {
+		t.Fatalf("shared/dup: %d events, %v", len(agg.Events), err)
+	}
+	// The feed is gap-free: positions 1..n.
+	page, err := s.ReadFeed(ctx, eventstore.FeedQuery{Limit: 10_000})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, e := range page.Events {
+		if e.Position != int64(i+1) {
+			t.Fatalf("feed[%d] at position %d", i, e.Position)
+		}
+	}
+	if want := 2 + writers*saves/4*2; len(page.Events) != want || page.Head != int64(want) {
+		t.Fatalf("feed: %d events, head %d; want %d", len(page.Events), page.Head, want)
+	}
+}
+
+func TestProjectionErrorsAreTrimmed(t *testing.T) {
+	s := openTemp(t)
+	if err := s.CreateDefinition(ctx, eventstore.DefinitionRecord{Name: "p", Spec: json.RawMessage(`{}`)}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.CreateDefinition(ctx, eventstore.DefinitionRecord{Name: "p", Spec: json.RawMessage(`{}`)}); !errors.Is(err, eventstore.ErrConflict) {
+		t.Fatalf("duplicate definition: %v, want ErrConflict", err)
+	}
+	total := eventstore.MaxRecordedErrors + 30
+	for from := 0; from < total; from += 10 {
+		c := eventstore.ProjectionCommit{Name: "p", From: int64(from), To: int64(from + 10)}
+		for p := from + 1; p <= from+10; p++ {
+			c.Errors = append(c.Errors, eventstore.ProjectionError{Position: int64(p), EventID: "e", EventType: "t", Message: "m"})
+		}
+		if err := s.CommitProjection(ctx, c); err != nil {
+			t.Fatal(err)
+		}
+	}
+	def, err := s.Definition(ctx, "p")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(def.Errors) != eventstore.MaxRecordedErrors || def.Errors[0].Position != 31 ||
+		def.Errors[len(def.Errors)-1].Position != int64(total) {
+		t.Fatalf("%d errors kept, from %d to %d", len(def.Errors), def.Errors[0].Position, def.Errors[len(def.Errors)-1].Position)
+	}
+	err = s.CommitProjection(ctx, eventstore.ProjectionCommit{Name: "p", From: 0, To: 5})
+	if !errors.Is(err, eventstore.ErrConflict) {
+		t.Fatalf("stale checkpoint: %v, want ErrConflict", err)
+	}
+	err = s.CommitProjection(ctx, eventstore.ProjectionCommit{Name: "nope", From: 0, To: 5})
+	if !errors.Is(err, eventstore.ErrNotFound) {
+		t.Fatalf("unknown projection: %v, want ErrNotFound", err)
+	}
+}
+
+func TestOpenRejectsNewerSchemaAndEmptyPath(t *testing.T) {
+	if _, err := sqlite.Open("", nil); !errors.Is(err, eventstore.ErrInvalid) {
+		t.Fatalf("empty path: %v", err)
+	}
+	path := filepath.Join(t.TempDir(), "odd?name#1%.db")
+	s, err := sqlite.Open(path, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Append(ctx, request("a", "1", eventstore.VersionCheck{}, 1)); err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	raw, err := sql.Open("sqlite", sqlite.DSN(path, time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := raw.Exec("PRAGMA user_version = 99"); err != nil {
+		t.Fatal(err)
+	}
+	raw.Close()
+	if s, err := sqlite.Open(path, nil); err == nil {
+		s.Close()
+		t.Fatal("Open accepted a schema newer than the program's")
+	}
+	if matches, _ := filepath.Glob(filepath.Join(filepath.Dir(path), "odd*")); len(matches) == 0 || matches[0] != path {
+		t.Fatalf("file not created at %q: %v", path, matches)
+	}
+}
