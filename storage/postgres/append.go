@@ -42,7 +42,8 @@ type appendResult = groupcommit.Result[eventstore.AppendResult]
 //
 // In the common case the whole batch is one round trip: BEGIN, the lock,
 // then for each request SAVEPOINT, the append statement and RELEASE, and
-// COMMIT are sent as one pipeline.
+// COMMIT are sent as one pipeline. A batch of one request skips the
+// transaction and savepoint statements (see runOne).
 func (s *Storage) runBatch(ctx context.Context, reqs []eventstore.AppendRequest) []appendResult {
 	results := make([]appendResult, len(reqs))
 	// ctx is shared by the whole batch and never cancelled by a caller;
@@ -66,6 +67,15 @@ func (s *Storage) runBatch(ctx context.Context, reqs []eventstore.AppendRequest)
 	}
 	defer conn.Release()
 
+	if len(reqs) == 1 {
+		res, err := s.runOne(ctx, conn, reqs[0])
+		if err != nil {
+			rollback(conn)
+			return failAll(err)
+		}
+		results[0] = res
+		return results
+	}
 	args := make([]appendArgs, len(reqs))
 	for i, r := range reqs {
 		args[i] = newAppendArgs(r)
@@ -104,6 +114,38 @@ func (s *Storage) runBatch(ctx context.Context, reqs []eventstore.AppendRequest)
 			return results
 		}
 	}
+}
+
+// runOne appends a lone request. With nobody to isolate it from, it needs
+// no savepoint, nor even BEGIN and COMMIT: the lock and the append
+// statement are sent as one pipeline, which the server runs as one implicit
+// transaction, committed at the pipeline's end (Sync). The request's own
+// failure is a result; an error means the outcome is unknown.
+func (s *Storage) runOne(ctx context.Context, conn *pgxpool.Conn, req eventstore.AppendRequest) (appendResult, error) {
+	a := newAppendArgs(req)
+	b := &pgx.Batch{}
+	b.Queue("SELECT pg_advisory_xact_lock($1)", s.appendKey)
+	b.Queue(s.sql.append, req.AggregateType, req.AggregateID, a.ids, a.expected, a.types, a.data, a.times)
+	br := conn.SendBatch(ctx, b)
+	if _, err := br.Exec(); err != nil {
+		br.Close()
+		return appendResult{}, err
+	}
+	res, err := s.readAppend(br, req)
+	// Close reads the end of the pipeline: only then is the transaction
+	// known to be committed.
+	if cerr := br.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		var pgErr *pgconn.PgError
+		if !errors.As(err, &pgErr) || classify(err) == eventstore.ErrUnavailable {
+			return appendResult{}, err
+		}
+		// Rejected by the server (bad input): rolled back, nothing written.
+		return appendResult{Err: s.fail(context.Background(), "append", err)}, nil
+	}
+	return res, nil
 }
 
 // sendBatch sends the requests listed in pending as one pipeline, ending

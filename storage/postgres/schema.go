@@ -124,8 +124,13 @@ WITH cur AS (
 	WHERE aggregate_type = $1 AND aggregate_id = $2
 	ORDER BY sequence DESC LIMIT 1
 ), stored AS (
-	SELECT event_id, version, position FROM {{schema}}.events
-	WHERE aggregate_type = $1 AND aggregate_id = $2 AND event_id = ANY($3::text[])
+	-- One probe of the (type, id, event_id) index per id: with a plain
+	-- event_id = ANY($3), the generic plan scans the whole aggregate.
+	SELECT e.event_id, e.version, e.position FROM unnest($3::text[]) AS i(id)
+	CROSS JOIN LATERAL (
+		SELECT event_id, version, position FROM {{schema}}.events
+		WHERE aggregate_type = $1 AND aggregate_id = $2 AND event_id = i.id LIMIT 1
+	) e
 ), ok AS (
 	SELECT coalesce((SELECT version FROM cur), 0) AS v,
 	       coalesce((SELECT sequence FROM cur), 0) AS s,
