@@ -1,0 +1,201 @@
+// Command server runs the event store as a standalone HTTP service.
+//
+//	go run ./examples/server [-addr 127.0.0.1:8080] [-storage memory|sqlite:PATH|postgres://...]
+//
+// The accepted key pair comes from EVENTSTORE_ACCESS_KEY and
+// EVENTSTORE_SECRET_ACCESS_KEY; when both are unset, a random pair is
+// generated and printed once at start-up. The server logs with log/slog to
+// stderr and shuts down gracefully on SIGINT or SIGTERM: it stops accepting
+// connections, finishes the requests in flight, stops the projector and
+// closes the storage.
+package main
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/eventkit-go/eventstore"
+	"github.com/eventkit-go/eventstore/httpapi"
+	"github.com/eventkit-go/eventstore/storage/memory"
+	"github.com/eventkit-go/eventstore/storage/postgres"
+	"github.com/eventkit-go/eventstore/storage/sqlite"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := run(ctx, os.Args[1:], os.Getenv, os.Stdout, os.Stderr); err != nil {
+		fmt.Fprintln(os.Stderr, "server:", err)
+		stop()
+		os.Exit(1)
+	}
+}
+
+// config is the parsed command line and environment.
+type config struct {
+	addr            string
+	storage         string
+	shutdownTimeout time.Duration
+	maxBody         int64
+	key             httpapi.KeyPair
+	generatedKey    bool
+}
+
+func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (config, error) {
+	var c config
+	fs := flag.NewFlagSet("server", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.StringVar(&c.addr, "addr", "127.0.0.1:8080", "address to listen on")
+	fs.StringVar(&c.storage, "storage", "memory", `storage backend: "memory", "sqlite:PATH" or a "postgres://..." URL`)
+	fs.DurationVar(&c.shutdownTimeout, "shutdown-timeout", 10*time.Second, "how long to wait for requests in flight at shutdown")
+	fs.Int64Var(&c.maxBody, "max-body", httpapi.DefaultMaxBodyBytes, "request body limit in bytes")
+	if err := fs.Parse(args); err != nil {
+		return config{}, err
+	}
+	if fs.NArg() > 0 {
+		return config{}, fmt.Errorf("unexpected arguments: %q", fs.Args())
+	}
+	c.key = httpapi.KeyPair{AccessKey: getenv("EVENTSTORE_ACCESS_KEY"), SecretAccessKey: getenv("EVENTSTORE_SECRET_ACCESS_KEY")}
+	switch {
+	case c.key.AccessKey == "" && c.key.SecretAccessKey == "":
+		c.key = httpapi.KeyPair{AccessKey: "ak_" + randomHex(8), SecretAccessKey: "sk_" + randomHex(24)}
+		c.generatedKey = true
+	case c.key.AccessKey == "" || c.key.SecretAccessKey == "":
+		return config{}, errors.New("set both EVENTSTORE_ACCESS_KEY and EVENTSTORE_SECRET_ACCESS_KEY, or neither")
+	}
+	return c, nil
+}
+
+func randomHex(n int) string {
+	b := make([]byte, n)
+	_, _ = rand.Read(b) // crypto/rand.Read never fails
+	return hex.EncodeToString(b)
+}
+
+// openStorage opens the backend named by the -storage flag.
+func openStorage(ctx context.Context, spec string) (eventstore.Storage, error) {
+	switch {
+	case spec == "memory":
+		return memory.New(), nil
+	case strings.HasPrefix(spec, "sqlite:"):
+		path := strings.TrimPrefix(spec, "sqlite:")
+		if path == "" {
+			return nil, errors.New(`-storage sqlite: needs a path, as in "sqlite:events.db"`)
+		}
+		return sqlite.Open(path, nil)
+	case strings.HasPrefix(spec, "postgres://"), strings.HasPrefix(spec, "postgresql://"):
+		return postgres.OpenURL(ctx, spec, nil)
+	}
+	return nil, fmt.Errorf(`unknown -storage %q: use "memory", "sqlite:PATH" or "postgres://..."`, spec)
+}
+
+// run starts the server and blocks until ctx is done or the server fails.
+// It prints the address it listens on ("listening on http://ADDR") and, for
+// a generated key pair, the pair and a sample curl line to stdout.
+func run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
+	cfg, err := parseConfig(args, getenv, stderr)
+	if err != nil {
+		return err
+	}
+	log := slog.New(slog.NewTextHandler(stderr, nil))
+
+	storage, err := openStorage(ctx, cfg.storage)
+	if err != nil {
+		return fmt.Errorf("open storage: %w", err)
+	}
+	st, err := eventstore.New(storage, &eventstore.Options{Logger: log})
+	if err != nil {
+		_ = storage.Close()
+		return err
+	}
+	defer func() {
+		if err := st.Close(); err != nil {
+			log.Error("close storage", "err", err)
+		}
+	}()
+	proj := eventstore.NewProjector(st, nil)
+	handler := httpapi.New(st, proj, &httpapi.Options{
+		Keys:         []httpapi.KeyPair{cfg.key},
+		MaxBodyBytes: cfg.maxBody,
+		Logger:       log,
+	})
+
+	ln, err := net.Listen("tcp", cfg.addr)
+	if err != nil {
+		return err
+	}
+	srv := &http.Server{
+		Handler:           handler,
+		ReadHeaderTimeout: 10 * time.Second,
+		ReadTimeout:       time.Minute,
+		WriteTimeout:      time.Minute,
+		IdleTimeout:       2 * time.Minute,
+		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
+	}
+
+	base := "http://" + ln.Addr().String()
+	if cfg.generatedKey {
+		fmt.Fprintf(stdout, "No EVENTSTORE_ACCESS_KEY/EVENTSTORE_SECRET_ACCESS_KEY set; generated a key pair for this run:\n"+
+			"  export EVENTSTORE_ACCESS_KEY=%s\n  export EVENTSTORE_SECRET_ACCESS_KEY=%s\n"+
+			"Try:\n  curl -i -H 'Service-Access-Key: %s' -H 'Service-Secret-Access-Key: %s' %s/aggregates/order/o-1\n",
+			cfg.key.AccessKey, cfg.key.SecretAccessKey, cfg.key.AccessKey, cfg.key.SecretAccessKey, base)
+	}
+	fmt.Fprintf(stdout, "listening on %s\n", base)
+	log.Info("eventstore server started", "addr", ln.Addr().String(), "storage", storageKind(cfg.storage))
+
+	var wg sync.WaitGroup
+	projCtx, stopProjector := context.WithCancel(context.WithoutCancel(ctx))
+	defer stopProjector()
+	wg.Go(func() {
+		if err := proj.Run(projCtx); err != nil {
+			log.Error("projector stopped", "err", err)
+		}
+	})
+
+	serveErr := make(chan error, 1)
+	go func() { serveErr <- srv.Serve(ln) }()
+
+	select {
+	case err = <-serveErr:
+		// Serve failed on its own: nothing to drain.
+	case <-ctx.Done():
+		log.Info("shutting down")
+		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cfg.shutdownTimeout)
+		err = srv.Shutdown(sctx)
+		cancel()
+		if err != nil {
+			_ = srv.Close()
+			err = fmt.Errorf("shutdown: %w", err)
+		} else if serr := <-serveErr; !errors.Is(serr, http.ErrServerClosed) {
+			err = serr
+		}
+	}
+	stopProjector()
+	wg.Wait()
+	if err == nil {
+		log.Info("stopped")
+	}
+	return err
+}
+
+// storageKind names the backend without the credentials a URL may hold.
+func storageKind(spec string) string {
+	if kind, _, ok := strings.Cut(spec, ":"); ok {
+		return kind
+	}
+	return spec
+}
