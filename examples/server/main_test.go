@@ -208,4 +208,3 @@ func TestRunRejectsBadConfig(t *testing.T) {
 		}
 	}
 }
-
