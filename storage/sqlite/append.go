@@ -92,13 +92,17 @@ type writer struct {
 	head, insert, stored           *sql.Stmt
 }
 
-// append applies one request inside a savepoint of w's transaction. An
-// error that only concerns this request is returned as is, after its
-// savepoint was rolled back; an error that breaks the transaction is a
-// fatalError.
+// append applies one request inside a savepoint of w's transaction, so
+// that a failure undoes this request's writes only. A single-event request
+// needs no savepoint: its one INSERT is atomic on its own. An error that
+// only concerns this request is returned as is, after its writes were
+// undone; an error that breaks the transaction is a fatalError.
 func (w *writer) append(ctx context.Context, req *eventstore.AppendRequest) (eventstore.AppendResult, error) {
-	if _, err := w.savepoint.ExecContext(ctx); err != nil {
-		return eventstore.AppendResult{}, fatalError{err}
+	savepoint := len(req.Events) > 1
+	if savepoint {
+		if _, err := w.savepoint.ExecContext(ctx); err != nil {
+			return eventstore.AppendResult{}, fatalError{err}
+		}
 	}
 	res, err := w.write(ctx, req)
 	if err != nil {
@@ -106,8 +110,10 @@ func (w *writer) append(ctx context.Context, req *eventstore.AppendRequest) (eve
 		if errors.As(err, &fatal) {
 			return res, err
 		}
-		if _, rerr := w.rollbackTo.ExecContext(ctx); rerr != nil {
-			return res, fatalError{rerr}
+		if savepoint {
+			if _, rerr := w.rollbackTo.ExecContext(ctx); rerr != nil {
+				return res, fatalError{rerr}
+			}
 		}
 		if isConstraint(err) {
 			// An event id is stored already. Decide with the shared rules,
@@ -115,8 +121,10 @@ func (w *writer) append(ctx context.Context, req *eventstore.AppendRequest) (eve
 			res, err = w.replan(ctx, req)
 		}
 	}
-	if _, rerr := w.release.ExecContext(ctx); rerr != nil {
-		return res, fatalError{rerr}
+	if savepoint {
+		if _, rerr := w.release.ExecContext(ctx); rerr != nil {
+			return res, fatalError{rerr}
+		}
 	}
 	return res, err
 }
