@@ -102,6 +102,7 @@ func writeErrorBody(w http.ResponseWriter, code int, name, msg string, fields []
 	if err != nil { // cannot happen: strings and a slice of strings
 		body = []byte(`{"code":"internal","message":"internal error"}`)
 	}
+	body = append(body, '\n')
 	hd := w.Header()
 	hd.Set("Content-Type", "application/json")
 	hd.Set("Content-Length", strconv.Itoa(len(body)))

@@ -44,7 +44,7 @@ func ExampleNew() {
 			fmt.Println(method, path, res.StatusCode, "(empty body)")
 			return
 		}
-		fmt.Println(method, path, res.StatusCode, string(b))
+		fmt.Println(method, path, res.StatusCode, strings.TrimSpace(string(b)))
 	}
 
 	call("POST", "/es/projections/definitions", `{"projectionName":"orders-per-city","feedName":"order",
@@ -65,7 +65,7 @@ func ExampleNew() {
 	b, _ := io.ReadAll(res.Body)
 	res.Body.Close()
 	// updatedAt varies: print the data only.
-	fmt.Println(res.StatusCode, string(b[strings.Index(string(b), `"data"`):]))
+	fmt.Println(res.StatusCode, strings.TrimSpace(string(b[strings.Index(string(b), `"data"`):])))
 	// Output:
 	// POST /es/projections/definitions 200 {"projectionName":"orders-per-city","feedName":"order","aggregated":true,"handlers":[{"eventType":"OrderPlaced","functions":[{"function":"inc","targetSelector":"$.projection.count"},{"function":"add","targetSelector":"$.projection.revenue","eventSelector":"$.event.total"}]}]}
 	// POST /es/aggregates/order/o-1/events 200 (empty body)

@@ -41,9 +41,9 @@
 // # Responses
 //
 // Every JSON response carries Content-Type application/json, Content-Length
-// and Vary: Accept-Encoding; bodies of 1 KiB or more are gzip-compressed
-// when the request's Accept-Encoding allows it. A save answers 200 with an
-// empty body. Creating a definition answers 200 with the stored definition
+// and Vary: Accept-Encoding, and its body ends with a newline; bodies of
+// 1 KiB or more are gzip-compressed when the request's Accept-Encoding
+// allows it. A save answers 200 with an empty body. Creating a definition answers 200 with the stored definition
 // as JSON. A load answers
 //
 //	{"aggregateId", "aggregateType", "aggregateVersion",

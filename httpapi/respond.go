@@ -25,7 +25,7 @@ func (h *handler) sendValue(w http.ResponseWriter, r *http.Request, v any) {
 		h.fail(w, r, err)
 		return
 	}
-	body := bytes.TrimSuffix(buf.Bytes(), []byte("\n"))
+	body := buf.Bytes() // ends with a newline, as every JSON body here
 	h.send(w, r, body, acceptsGzip(r) && len(body) >= gzipMinBytes)
 }
 
@@ -69,14 +69,14 @@ func (h *handler) sendProjection(w http.ResponseWriter, r *http.Request, p event
 		data = json.RawMessage("{}")
 	}
 	id, _ := json.Marshal(p.ID) // a string: cannot fail
-	body := make([]byte, 0, len(data)+len(id)+48)
+	body := make([]byte, 0, len(data)+len(id)+49)
 	body = append(body, `{"projectionId":`...)
 	body = append(body, id...)
 	body = append(body, `,"updatedAt":`...)
 	body = strconv.AppendInt(body, p.UpdatedAt.UnixMilli(), 10)
 	body = append(body, `,"data":`...)
 	body = append(body, data...)
-	body = append(body, '}')
+	body = append(body, "}\n"...)
 
 	gz := acceptsGzip(r) && len(body) >= gzipMinBytes
 	tag := entityTag(p)
