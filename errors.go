@@ -35,6 +35,15 @@ var (
 	ErrUnavailable = errors.New("eventstore: storage unavailable")
 )
 
+// wrapNotFound adds what to err; when err is a not-found error, whose text
+// would only repeat what, it returns what wrapping ErrNotFound alone.
+func wrapNotFound(what string, err error) error {
+	if errors.Is(err, ErrNotFound) {
+		return fmt.Errorf("%s: %w", what, ErrNotFound)
+	}
+	return fmt.Errorf("%s: %w", what, err)
+}
+
 // FieldError names one invalid field of an input.
 type FieldError struct {
 	// Field is a JSON-path-like name of the field, such as

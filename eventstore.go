@@ -286,7 +286,7 @@ func (s *Store) Load(ctx context.Context, aggregateType, aggregateID string) (Ag
 	}
 	agg, err := s.storage.Load(ctx, aggregateType, aggregateID)
 	if err != nil {
-		return Aggregate{}, fmt.Errorf("load %s/%s: %w", aggregateType, aggregateID, err)
+		return Aggregate{}, wrapNotFound(fmt.Sprintf("aggregate %s/%s", aggregateType, aggregateID), err)
 	}
 	return agg, nil
 }

@@ -165,7 +165,7 @@ func (p *Projector) lookup(ctx context.Context, name string) (*proj, error) {
 	}
 	rec, err := p.storage.Definition(ctx, name)
 	if err != nil {
-		return nil, fmt.Errorf("projection %q: %w", name, err)
+		return nil, wrapNotFound(fmt.Sprintf("projection %q", name), err)
 	}
 	return p.remember(rec)
 }
@@ -250,9 +250,9 @@ func (p *Projector) query(ctx context.Context, name, instance string, aggregated
 	st, err := p.storage.LoadProjection(ctx, name, instance)
 	if err != nil {
 		if aggregated {
-			return Projection{}, fmt.Errorf("projection %q: %w", name, err)
+			return Projection{}, wrapNotFound(fmt.Sprintf("projection %q has no events yet", name), err)
 		}
-		return Projection{}, fmt.Errorf("projection %q of %q: %w", name, instance, err)
+		return Projection{}, wrapNotFound(fmt.Sprintf("projection %q has no instance for %q", name, instance), err)
 	}
 	id := instance
 	if aggregated {

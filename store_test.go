@@ -208,5 +208,5 @@ func TestErrorsNameAggregate(t *testing.T) {
 	st := newStore(t)
 	_, err := st.Load(context.Background(), "order", "missing")
 	require.ErrorIs(t, err, eventstore.ErrNotFound)
-	assert.Equal(t, fmt.Sprintf("load order/missing: aggregate order/missing: %v", eventstore.ErrNotFound), err.Error())
+	assert.Equal(t, fmt.Sprintf("aggregate order/missing: %v", eventstore.ErrNotFound), err.Error())
 }
