@@ -1,6 +1,9 @@
 // Command server runs the event store as a standalone HTTP service.
 //
-//	go run ./examples/server [-addr 127.0.0.1:8080] [-storage memory|sqlite:PATH|postgres://...]
+//	go run ./examples/server [-addr 127.0.0.1:8080] [-storage sqlite:PATH|memory|postgres://...]
+//
+// The default storage is the SQLite file eventstore.db in the working
+// directory, so events survive restarts; -storage memory keeps nothing.
 //
 // The accepted key pair comes from EVENTSTORE_ACCESS_KEY and
 // EVENTSTORE_SECRET_ACCESS_KEY; when both are unset, a random pair is
@@ -60,7 +63,7 @@ func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (c
 	fs := flag.NewFlagSet("server", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.StringVar(&c.addr, "addr", "127.0.0.1:8080", "address to listen on")
-	fs.StringVar(&c.storage, "storage", "memory", `storage backend: "memory", "sqlite:PATH" or a "postgres://..." URL`)
+	fs.StringVar(&c.storage, "storage", "sqlite:eventstore.db", `storage backend: "sqlite:PATH" (durable, embedded), "memory" (lost at exit) or a "postgres://..." URL`)
 	fs.DurationVar(&c.shutdownTimeout, "shutdown-timeout", 10*time.Second, "how long to wait for requests in flight at shutdown")
 	fs.Int64Var(&c.maxBody, "max-body", httpapi.DefaultMaxBodyBytes, "request body limit in bytes")
 	if err := fs.Parse(args); err != nil {

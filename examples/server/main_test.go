@@ -117,7 +117,7 @@ func call(t *testing.T, method, url, access, secret, body string) (int, string) 
 
 func TestRunServesAndStops(t *testing.T) {
 	env := map[string]string{"EVENTSTORE_ACCESS_KEY": "ak", "EVENTSTORE_SECRET_ACCESS_KEY": "sk"}
-	base, before, stop := start(t, []string{"-addr", "127.0.0.1:0"}, env)
+	base, before, stop := start(t, []string{"-addr", "127.0.0.1:0", "-storage", "memory"}, env)
 	if len(before) != 0 {
 		t.Errorf("configured keys must not be printed; got %q", before)
 	}
@@ -144,7 +144,7 @@ func TestRunServesAndStops(t *testing.T) {
 }
 
 func TestRunGeneratesKeys(t *testing.T) {
-	base, before, stop := start(t, []string{"-addr", "127.0.0.1:0"}, nil)
+	base, before, stop := start(t, []string{"-addr", "127.0.0.1:0", "-storage", "memory"}, nil)
 	var access, secret string
 	for _, l := range before {
 		if v, ok := strings.CutPrefix(strings.TrimSpace(l), "export EVENTSTORE_ACCESS_KEY="); ok {
@@ -200,11 +200,21 @@ func TestRunRejectsBadConfig(t *testing.T) {
 		{[]string{"-storage", "sqlite:"}, nil, "needs a path"},
 		{[]string{"extra"}, nil, "unexpected arguments"},
 		{nil, map[string]string{"EVENTSTORE_ACCESS_KEY": "only-one"}, "set both"},
-		{[]string{"-addr", "256.0.0.1:bad"}, nil, ""},
+		{[]string{"-addr", "256.0.0.1:bad", "-storage", "memory"}, nil, ""},
 	} {
 		err := run(context.Background(), c.args, func(k string) string { return c.env[k] }, io.Discard, io.Discard)
 		if err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("run %q: error %v, want one containing %q", c.args, err, c.want)
 		}
+	}
+}
+
+func TestDefaultStorageIsSQLiteFile(t *testing.T) {
+	c, err := parseConfig(nil, func(string) string { return "" }, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.storage != "sqlite:eventstore.db" {
+		t.Errorf("default -storage is %q, want the durable sqlite:eventstore.db", c.storage)
 	}
 }
