@@ -118,19 +118,23 @@ func newStatements(schema string) statements {
 		// writes only when no id is stored and the expected version ($4,
 		// NULL for none) matches: exactly when eventstore.PlanAppend says
 		// to write, which the caller checks.
+		//
+		// Keep it cheap to plan: after five executions PostgreSQL switches
+		// a prepared statement to its generic plan, which saves ~0.3 ms of
+		// planning per call, but only if the generic plan's estimated cost
+		// is close to the custom ones (a LATERAL probe per id of $3 was
+		// never switched and halved throughput). With event_id = ANY($3)
+		// the generic plan probes the aggregate's ids through whichever
+		// index the statistics favour (for small aggregates, a scan of the
+		// aggregate's entries).
 		append: q(`
 WITH cur AS (
 	SELECT version, sequence FROM {{schema}}.events
 	WHERE aggregate_type = $1 AND aggregate_id = $2
 	ORDER BY sequence DESC LIMIT 1
 ), stored AS (
-	-- One probe of the (type, id, event_id) index per id: with a plain
-	-- event_id = ANY($3), the generic plan scans the whole aggregate.
-	SELECT e.event_id, e.version, e.position FROM unnest($3::text[]) AS i(id)
-	CROSS JOIN LATERAL (
-		SELECT event_id, version, position FROM {{schema}}.events
-		WHERE aggregate_type = $1 AND aggregate_id = $2 AND event_id = i.id LIMIT 1
-	) e
+	SELECT event_id, version, position FROM {{schema}}.events
+	WHERE aggregate_type = $1 AND aggregate_id = $2 AND event_id = ANY($3::text[])
 ), ok AS (
 	SELECT coalesce((SELECT version FROM cur), 0) AS v,
 	       coalesce((SELECT sequence FROM cur), 0) AS s,
