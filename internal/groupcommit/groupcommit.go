@@ -1,5 +1,5 @@
-// Package groupcommit coalesces concurrent requests into batches that one
-// goroutine runs, so that a storage backend can commit many small writes in
+// Package groupcommit coalesces concurrent requests into batches that run
+// one at a time, so that a storage backend can commit many small writes in
 // one transaction (group commit) while each caller still gets its own result.
 //
 // There are no timers: a request that arrives while a batch is running waits
@@ -40,9 +40,15 @@ type Result[Res any] struct {
 	Err error
 }
 
-// Batcher coalesces concurrent requests into batches run by one goroutine.
+// Batcher coalesces concurrent requests into batches run one at a time.
 // It is safe for concurrent use. Create it with New and release it with
 // Close.
+//
+// There is no background goroutine: the caller that finds no batch running
+// runs one itself (it leads), so a lone caller pays no hand-off between
+// goroutines. Requests that arrive meanwhile queue up; when the leader's
+// batch is done it promotes the oldest queued caller to lead the next
+// batch, and returns.
 type Batcher[Req, Res any] struct {
 	run      func(ctx context.Context, reqs []Req) []Result[Res]
 	maxBatch int
@@ -51,37 +57,37 @@ type Batcher[Req, Res any] struct {
 	// caller giving up cannot fail its neighbours' writes.
 	ctx context.Context
 
-	mu     sync.Mutex
-	queue  []*call[Req, Res] // waiting to be batched, in arrival order
-	closed bool
-	wake   chan struct{} // buffered(1): the queue may hold work or Close was called
-	done   chan struct{} // closed when the loop goroutine has exited
+	mu      sync.Mutex
+	queue   []*call[Req, Res] // waiting to be batched, in arrival order
+	running bool              // a leader exists; when false, queue is empty
+	closed  bool
+	idle    sync.Cond // signalled when running becomes false
 }
 
 type call[Req, Res any] struct {
-	req  Req
-	res  Result[Res]
-	done chan struct{} // closed when res is set
+	req      Req
+	res      Result[Res]
+	done     chan struct{} // closed when res is set
+	promote  chan struct{} // closed when the caller must lead the next batch
+	promoted bool          // guarded by Batcher.mu
 }
 
-// New returns a Batcher that passes batches of requests to run, from a
-// single goroutine, one batch at a time. run must return exactly one Result
-// per request, in request order; its ctx is not tied to any caller's
-// context. If run panics or returns the wrong number of results, every
-// request of that batch fails with an error. The zero Options selects
-// the defaults.
+// New returns a Batcher that passes batches of requests to run, one batch
+// at a time, from the goroutine of one of the callers. run must return
+// exactly one Result per request, in request order; its ctx is not tied to
+// any caller's context. If run panics or returns the wrong number of
+// results, every request of that batch fails with an error. The zero
+// Options selects the defaults.
 func New[Req, Res any](run func(ctx context.Context, reqs []Req) []Result[Res], opts Options) *Batcher[Req, Res] {
 	b := &Batcher[Req, Res]{
 		run:      run,
 		maxBatch: opts.MaxBatch,
 		ctx:      context.Background(),
-		wake:     make(chan struct{}, 1),
-		done:     make(chan struct{}),
 	}
+	b.idle.L = &b.mu
 	if b.maxBatch <= 0 {
 		b.maxBatch = DefaultMaxBatch
 	}
-	go b.loop()
 	return b
 }
 
@@ -95,18 +101,26 @@ func (b *Batcher[Req, Res]) Do(ctx context.Context, req Req) (Res, error) {
 	if err := ctx.Err(); err != nil {
 		return zero, err
 	}
-	c := &call[Req, Res]{req: req, done: make(chan struct{})}
+	c := &call[Req, Res]{req: req, done: make(chan struct{}), promote: make(chan struct{})}
 	b.mu.Lock()
 	if b.closed {
 		b.mu.Unlock()
 		return zero, ErrClosed
 	}
 	b.queue = append(b.queue, c)
+	if !b.running {
+		b.running = true
+		b.mu.Unlock()
+		b.lead()
+		return c.res.Value, c.res.Err
+	}
 	b.mu.Unlock()
-	b.signal()
 
 	select {
 	case <-c.done:
+		return c.res.Value, c.res.Err
+	case <-c.promote:
+		b.lead()
 		return c.res.Value, c.res.Err
 	case <-ctx.Done():
 	}
@@ -114,6 +128,9 @@ func (b *Batcher[Req, Res]) Do(ctx context.Context, req Req) (Res, error) {
 	for i, q := range b.queue {
 		if q == c {
 			b.queue = append(b.queue[:i], b.queue[i+1:]...)
+			if c.promoted {
+				b.handOff() // lead no batch; pass leadership on
+			}
 			b.mu.Unlock()
 			return zero, ctx.Err()
 		}
@@ -124,51 +141,50 @@ func (b *Batcher[Req, Res]) Do(ctx context.Context, req Req) (Res, error) {
 	return c.res.Value, c.res.Err
 }
 
-func (b *Batcher[Req, Res]) signal() {
-	select {
-	case b.wake <- struct{}{}:
-	default:
-	}
+// lead runs one batch from the head of the queue, which holds the
+// leader's own request, then hands leadership on.
+func (b *Batcher[Req, Res]) lead() {
+	b.mu.Lock()
+	n := min(len(b.queue), b.maxBatch)
+	batch := make([]*call[Req, Res], n)
+	copy(batch, b.queue)
+	// Shift rather than reslice so the queue's array does not grow without
+	// bound.
+	rest := copy(b.queue, b.queue[n:])
+	clear(b.queue[rest:])
+	b.queue = b.queue[:rest]
+	b.mu.Unlock()
+
+	b.runBatch(batch)
+
+	b.mu.Lock()
+	b.handOff()
+	b.mu.Unlock()
 }
 
-// Close stops accepting requests, waits until every request already queued
-// has run and stops the goroutine. It is idempotent and safe to call
-// concurrently with Do.
+// handOff promotes the oldest queued caller to lead, or records that no
+// batch is running. b.mu must be held.
+func (b *Batcher[Req, Res]) handOff() {
+	if len(b.queue) > 0 {
+		next := b.queue[0]
+		next.promoted = true
+		close(next.promote)
+		return
+	}
+	b.running = false
+	b.idle.Broadcast()
+}
+
+// Close stops accepting requests and waits until every request already
+// queued has run. It is idempotent and safe to call concurrently with Do.
 func (b *Batcher[Req, Res]) Close() {
 	b.mu.Lock()
 	b.closed = true
-	b.mu.Unlock()
-	b.signal()
-	<-b.done
-}
-
-func (b *Batcher[Req, Res]) loop() {
-	defer close(b.done)
-	for {
-		<-b.wake
-		for {
-			b.mu.Lock()
-			n := min(len(b.queue), b.maxBatch)
-			batch := make([]*call[Req, Res], n)
-			copy(batch, b.queue)
-			// Shift rather than reslice so the queue's array does not grow
-			// without bound.
-			rest := copy(b.queue, b.queue[n:])
-			clear(b.queue[rest:])
-			b.queue = b.queue[:rest]
-			closed := b.closed
-			b.mu.Unlock()
-			if n == 0 {
-				if closed {
-					return
-				}
-				break
-			}
-			b.runBatch(batch)
-		}
+	for b.running {
+		b.idle.Wait()
 	}
+	b.mu.Unlock()
 }
-
 func (b *Batcher[Req, Res]) runBatch(batch []*call[Req, Res]) {
 	reqs := make([]Req, len(batch))
 	for i, c := range batch {

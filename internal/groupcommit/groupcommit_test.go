@@ -319,3 +319,50 @@ func TestDoWithCancelledContext(t *testing.T) {
 		t.Fatalf("Do = %v, want context.Canceled", err)
 	}
 }
+
+// TestStressWithCancellations mixes callers that give up at random moments
+// with callers that wait: every waiting caller gets its own result, nothing
+// deadlocks, and Close returns.
+func TestStressWithCancellations(t *testing.T) {
+	var ran sync.Map
+	run := func(_ context.Context, reqs []int) []Result[int] {
+		time.Sleep(50 * time.Microsecond)
+		out := make([]Result[int], len(reqs))
+		for i, r := range reqs {
+			if _, dup := ran.LoadOrStore(r, true); dup {
+				out[i].Err = fmt.Errorf("request %d ran twice", r)
+			}
+			out[i].Value = r
+		}
+		return out
+	}
+	b := New(run, Options{MaxBatch: 8})
+	var wg sync.WaitGroup
+	for i := range 2000 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			ctx := context.Background()
+			if i%3 == 0 {
+				var cancel context.CancelFunc
+				ctx, cancel = context.WithTimeout(ctx, time.Duration(i%50)*time.Microsecond)
+				defer cancel()
+			}
+			v, err := b.Do(ctx, i)
+			switch {
+			case err == nil && v != i:
+				t.Errorf("Do(%d) = %d", i, v)
+			case err != nil && (i%3 != 0 || !errors.Is(err, context.DeadlineExceeded)):
+				t.Errorf("Do(%d): %v", i, err)
+			}
+		}()
+	}
+	wg.Wait()
+	done := make(chan struct{})
+	go func() { b.Close(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(5 * time.Second):
+		t.Fatal("Close did not return")
+	}
+}
