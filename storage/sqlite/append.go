@@ -32,8 +32,8 @@ func (e fatalError) Error() string { return e.err.Error() }
 func (e fatalError) Unwrap() error { return e.err }
 
 // runBatch commits a batch of append requests in one transaction, each
-// request inside its own savepoint. It runs on the batcher's goroutine only,
-// which is the only user of the write connection for appends.
+// request inside its own savepoint. The batcher runs one batch at a time;
+// CreateDefinition and CommitProjection wait for the write connection.
 func (s *Storage) runBatch(ctx context.Context, reqs []*eventstore.AppendRequest) []groupcommit.Result[eventstore.AppendResult] {
 	results := make([]groupcommit.Result[eventstore.AppendResult], len(reqs))
 	failAll := func(err error) []groupcommit.Result[eventstore.AppendResult] {

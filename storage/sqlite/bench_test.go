@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"os"
 	"path/filepath"
 	"sync"
 	"sync/atomic"
@@ -334,4 +335,92 @@ func BenchmarkRebuild1M(b *testing.B) {
 		}
 	}
 	b.ReportMetric(float64(events*b.N)/b.Elapsed().Seconds(), "events/s")
+}
+
+// The machine's fsync latency drifts, so figures of sub-benchmarks run one
+// after the other compare badly. The interleaved benchmarks below alternate
+// the two sides within each iteration and report their ratio.
+
+// BenchmarkInterleaved1Writer alternates one store save and one raw save of
+// perSave events, from one goroutine; reports both rates and store/raw in %.
+func BenchmarkInterleaved1Writer(b *testing.B) {
+	swapped := os.Getenv("SWAP") != ""
+	for _, perSave := range []int{1, 10} {
+		b.Run(fmt.Sprintf("events=%d", perSave), func(b *testing.B) {
+			ctx := context.Background()
+			store, _ := benchStore(b)
+			raw := newRawWriter(b)
+			var storeTime, rawTime time.Duration
+			i := 0
+			for b.Loop() {
+				id := fmt.Sprint("a", i%1000)
+				i++
+				if swapped {
+					t0 := time.Now()
+					if err := raw.save(ctx, id, perSave); err != nil {
+						b.Fatal(err)
+					}
+					rawTime += time.Since(t0)
+				}
+				t0 := time.Now()
+				if _, err := store.Save(ctx, "acct", id, newEvents(perSave), nil); err != nil {
+					b.Fatal(err)
+				}
+				t1 := time.Now()
+				storeTime += t1.Sub(t0)
+				if !swapped {
+					if err := raw.save(ctx, id, perSave); err != nil {
+						b.Fatal(err)
+					}
+					rawTime += time.Since(t1)
+				}
+			}
+			events := float64(b.N * perSave)
+			b.ReportMetric(events/storeTime.Seconds(), "store-events/s")
+			b.ReportMetric(events/rawTime.Seconds(), "raw-events/s")
+			b.ReportMetric(100*rawTime.Seconds()/storeTime.Seconds(), "store/raw-%")
+		})
+	}
+}
+
+// BenchmarkInterleavedGroupCommit alternates, on one store, 50 saves of one
+// event by one writer and 800 saves of one event by 32 concurrent writers;
+// reports both rates and their ratio (the gain of group commit).
+func BenchmarkInterleavedGroupCommit(b *testing.B) {
+	const single, concurrent, writers = 50, 800, 32
+	ctx := context.Background()
+	store, _ := benchStore(b)
+	save := func(i int) {
+		if _, err := store.Save(ctx, "acct", fmt.Sprint("a", i%1000), newEvents(1), nil); err != nil {
+			b.Error(err)
+		}
+	}
+	var oneTime, manyTime time.Duration
+	i := 0
+	for b.Loop() {
+		t0 := time.Now()
+		for range single {
+			save(i)
+			i++
+		}
+		t1 := time.Now()
+		var next atomic.Int64
+		var wg sync.WaitGroup
+		for range writers {
+			wg.Go(func() {
+				for k := next.Add(1); k <= concurrent; k = next.Add(1) {
+					save(i + int(k))
+				}
+			})
+		}
+		wg.Wait()
+		i += concurrent
+		oneTime += t1.Sub(t0)
+		manyTime += time.Since(t1)
+	}
+	one := float64(b.N*single) / oneTime.Seconds()
+	many := float64(b.N*concurrent) / manyTime.Seconds()
+	b.ReportMetric(one, "1writer-events/s")
+	b.ReportMetric(many, "32writers-events/s")
+	b.ReportMetric(many/one, "gain-x")
 }

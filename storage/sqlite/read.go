@@ -104,11 +104,48 @@ func closeRows(rows *sql.Rows) error {
 	return err
 }
 
-// scanner scans event rows, keeping its scan targets between rows.
+// scanner scans event rows, keeping its scan targets between rows. It
+// shares the strings of repeated event types and aggregates within one
+// result, and copies data into shared chunks, so a result of many events
+// costs few allocations. Each Data slice is clipped to its length, so a
+// caller appending to one cannot overwrite another.
 type scanner struct {
-	aggType, aggID, id, typ string
-	data                    sql.RawBytes
-	recordedAt              int64
+	aggType, aggID, id, typ, data sql.RawBytes
+	recordedAt                    int64
+	strs                          map[string]string
+	buf                           []byte
+}
+
+// dataChunk is the size of the buffers event data is copied into.
+const dataChunk = 32 << 10
+
+// intern returns b as a string, shared with earlier rows.
+func (sc *scanner) intern(b []byte) string {
+	if v, ok := sc.strs[string(b)]; ok {
+		return v
+	}
+	if sc.strs == nil {
+		sc.strs = make(map[string]string)
+	}
+	v := string(b)
+	sc.strs[v] = v
+	return v
+}
+
+// copyData returns a copy of d, or nil for a NULL column.
+func (sc *scanner) copyData(d []byte) []byte {
+	if d == nil {
+		return nil
+	}
+	if len(d) > dataChunk/4 {
+		return append([]byte(nil), d...)
+	}
+	if cap(sc.buf)-len(sc.buf) < len(d) {
+		sc.buf = make([]byte, 0, dataChunk)
+	}
+	start := len(sc.buf)
+	sc.buf = append(sc.buf, d...)
+	return sc.buf[start:len(sc.buf):len(sc.buf)]
 }
 
 // event scans one row of eventColumns, preceded by aggregate_type and
@@ -122,15 +159,13 @@ func (sc *scanner) event(rows *sql.Rows, withAggregate bool) (eventstore.Event, 
 	if err := rows.Scan(dest...); err != nil {
 		return e, err
 	}
-	e.ID = sc.id
-	e.Type = sc.typ
-	if sc.data != nil {
-		e.Data = append([]byte(nil), sc.data...)
-	}
+	e.ID = string(sc.id)
+	e.Type = sc.intern(sc.typ)
+	e.Data = sc.copyData(sc.data)
 	e.RecordedAt = time.UnixMicro(sc.recordedAt).UTC()
 	if withAggregate {
-		e.AggregateType = sc.aggType
-		e.AggregateID = sc.aggID
+		e.AggregateType = sc.intern(sc.aggType)
+		e.AggregateID = sc.intern(sc.aggID)
 	}
 	return e, nil
 }
