@@ -75,6 +75,7 @@ func (s *Storage) runBatch(ctx context.Context, reqs []*eventstore.AppendRequest
 		return results
 	}
 	if err := tx.Commit(); err != nil {
+		s.abandon(ctx)
 		err = s.fail(ctx, "append: commit", err)
 		for i := range results {
 			if results[i].Err == nil {
@@ -207,4 +208,11 @@ func (w *writer) plan(ctx context.Context, req *eventstore.AppendRequest, curren
 	// PlanAppend allows the write: only reachable from replan, which
 	// reports it.
 	return eventstore.AppendResult{}, nil
+}
+
+// abandon rolls back a transaction that a failed COMMIT may have left open
+// on the write connection (database/sql forgets it either way), so that the
+// next transaction can begin. The write pool has exactly one connection.
+func (s *Storage) abandon(ctx context.Context) {
+	_, _ = s.writeDB.ExecContext(ctx, "ROLLBACK") // fails harmlessly when none is open
 }

@@ -210,5 +210,9 @@ func (s *Storage) commitProjection(ctx context.Context, c eventstore.ProjectionC
 			return err
 		}
 	}
-	return tx.Commit()
+	if err := tx.Commit(); err != nil {
+		s.abandon(ctx)
+		return err
+	}
+	return nil
 }

@@ -278,3 +278,46 @@ func TestOpenRejectsNewerSchemaAndEmptyPath(t *testing.T) {
 		t.Fatalf("file not created at %q: %v", path, matches)
 	}
 }
+
+// TestLockedDatabaseIsUnavailable holds the write lock from another
+// connection (as another process would): Append fails with ErrUnavailable
+// after the busy timeout, and works again once the lock is released.
+func TestLockedDatabaseIsUnavailable(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "es.db")
+	s, err := sqlite.Open(path, &sqlite.Options{BusyTimeout: 50 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	other, err := sql.Open("sqlite", sqlite.DSN(path, time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close()
+	conn, err := other.Conn(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	if _, err := conn.ExecContext(ctx, "BEGIN IMMEDIATE"); err != nil {
+		t.Fatal(err)
+	}
+	_, err = s.Append(ctx, request("a", "1", eventstore.VersionCheck{}, 1))
+	if !errors.Is(err, eventstore.ErrUnavailable) {
+		t.Fatalf("Append while locked: %v, want ErrUnavailable", err)
+	}
+	err = s.CommitProjection(ctx, eventstore.ProjectionCommit{Name: "p", From: 0, To: 1})
+	if !errors.Is(err, eventstore.ErrUnavailable) {
+		t.Fatalf("CommitProjection while locked: %v, want ErrUnavailable", err)
+	}
+	// Reads do not wait for writers.
+	if _, err := s.ReadFeed(ctx, eventstore.FeedQuery{Limit: 10}); err != nil {
+		t.Fatalf("ReadFeed while locked: %v", err)
+	}
+	if _, err := conn.ExecContext(ctx, "ROLLBACK"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Append(ctx, request("a", "1", eventstore.VersionCheck{}, 1)); err != nil {
+		t.Fatalf("Append after the lock was released: %v", err)
+	}
+}
