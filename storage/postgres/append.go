@@ -20,6 +20,17 @@ func (s *Storage) Append(ctx context.Context, req eventstore.AppendRequest) (eve
 	if err := s.check(ctx, "append"); err != nil {
 		return eventstore.AppendResult{}, err
 	}
+	defer s.appending.Add(-1)
+	if s.appending.Add(1) == 1 {
+		// No other Append is under way in this process: there is nothing
+		// to coalesce, so run this one as a batch of one right here and
+		// spare the hand-off to the batcher's goroutine and back. Like a
+		// batch, it is not cut short by ctx once started: its outcome is
+		// returned. Writers are serialised by the append lock whichever
+		// way they come.
+		r := s.runBatch(context.WithoutCancel(ctx), []eventstore.AppendRequest{req})[0]
+		return r.Value, r.Err
+	}
 	res, err := s.batcher.Do(ctx, req)
 	if err != nil {
 		if errors.Is(err, eventstore.ErrClosed) {
