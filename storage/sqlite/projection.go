@@ -216,3 +216,12 @@ func (s *Storage) commitProjection(ctx context.Context, c eventstore.ProjectionC
 	}
 	return nil
 }
+
+// closeRows closes rows and returns the error of the iteration, if any.
+func closeRows(rows *sql.Rows) error {
+	err := rows.Err()
+	if cerr := rows.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}

@@ -2,11 +2,32 @@ package sqlite
 
 import (
 	"context"
-	"database/sql"
+	"database/sql/driver"
 	"fmt"
 	"time"
 
 	"github.com/eventkit-go/eventstore"
+)
+
+// eventColumns are the columns scanner.event reads, in order; feedColumns
+// add the aggregate, which Load knows already.
+const (
+	eventColumns = `event_id, event_type, data, version, sequence, position, recorded_at`
+	feedColumns  = eventColumns + `, aggregate_type, aggregate_id`
+)
+
+const (
+	// loadQuery reads an aggregate's events in order: one range scan of
+	// the (aggregate_type, aggregate_id, sequence) index.
+	loadQuery = `SELECT ` + eventColumns + ` FROM events
+		WHERE aggregate_type = ? AND aggregate_id = ? ORDER BY sequence`
+	// feedQuery and feedTypeQuery read the global feed, or that of one
+	// aggregate type through the (aggregate_type, position) index.
+	feedQuery = `SELECT ` + feedColumns + ` FROM events
+		WHERE position > ? ORDER BY position LIMIT ?`
+	feedTypeQuery = `SELECT ` + feedColumns + ` FROM events
+		WHERE aggregate_type = ? AND position > ? ORDER BY position LIMIT ?`
+	headQuery = `SELECT coalesce(max(position), 0) FROM events`
 )
 
 // Load implements eventstore.Storage. It is one index range scan of the
@@ -15,22 +36,18 @@ func (s *Storage) Load(ctx context.Context, aggregateType, aggregateID string) (
 	if err := s.check(ctx, "load"); err != nil {
 		return eventstore.Aggregate{}, err
 	}
-	rows, err := s.stmts.load.QueryContext(ctx, aggregateType, aggregateID)
-	if err != nil {
-		return eventstore.Aggregate{}, s.fail(ctx, "load", err)
-	}
 	var events []eventstore.Event
 	var sc scanner
-	for rows.Next() {
-		e, err := sc.event(rows, false)
-		if err != nil {
-			rows.Close()
-			return eventstore.Aggregate{}, s.fail(ctx, "load", err)
-		}
-		e.AggregateType, e.AggregateID = aggregateType, aggregateID
-		events = append(events, e)
-	}
-	if err := closeRows(rows); err != nil {
+	args := []driver.NamedValue{{Ordinal: 1, Value: aggregateType}, {Ordinal: 2, Value: aggregateID}}
+	err := withRawConn(ctx, s.readDB, func(dc any) error {
+		return rawQuery(ctx, dc, loadQuery, args, func(r *rawRow) error {
+			e := sc.event(r)
+			e.AggregateType, e.AggregateID = aggregateType, aggregateID
+			events = append(events, e)
+			return nil
+		})
+	})
+	if err != nil {
 		return eventstore.Aggregate{}, s.fail(ctx, "load", err)
 	}
 	if len(events) == 0 {
@@ -55,90 +72,75 @@ func (s *Storage) ReadFeed(ctx context.Context, q eventstore.FeedQuery) (eventst
 	}
 	limit := max(q.Limit, 1)
 	after := max(q.After, 0)
-	tx, err := s.readDB.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
-	if err != nil {
-		return eventstore.FeedPage{}, s.fail(ctx, "read feed", err)
-	}
-	defer tx.Rollback()
-	var rows *sql.Rows
-	if q.AggregateType == "" {
-		rows, err = tx.StmtContext(ctx, s.stmts.feedAll).QueryContext(ctx, after, limit)
-	} else {
-		rows, err = tx.StmtContext(ctx, s.stmts.feedType).QueryContext(ctx, q.AggregateType, after, limit)
-	}
-	if err != nil {
-		return eventstore.FeedPage{}, s.fail(ctx, "read feed", err)
+	query := feedQuery
+	args := []driver.NamedValue{{Ordinal: 1, Value: after}, {Ordinal: 2, Value: int64(limit)}}
+	if q.AggregateType != "" {
+		query = feedTypeQuery
+		args = []driver.NamedValue{{Ordinal: 1, Value: q.AggregateType}, {Ordinal: 2, Value: after}, {Ordinal: 3, Value: int64(limit)}}
 	}
 	page := eventstore.FeedPage{Head: after}
-	var sc scanner
-	for rows.Next() {
-		e, err := sc.event(rows, true)
+	err := withRawConn(ctx, s.readDB, func(dc any) error {
+		tx, err := rawBegin(ctx, dc)
 		if err != nil {
-			rows.Close()
-			return eventstore.FeedPage{}, s.fail(ctx, "read feed", err)
+			return err
 		}
-		page.Events = append(page.Events, e)
-	}
-	if err := closeRows(rows); err != nil {
+		defer tx.Rollback() // read only: nothing to commit
+		var sc scanner
+		err = rawQuery(ctx, dc, query, args, func(r *rawRow) error {
+			page.Events = append(page.Events, sc.event(r))
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+		if n := len(page.Events); n == limit {
+			page.Head = page.Events[n-1].Position
+			return nil
+		}
+		// The snapshot holds nothing more that matches: move Head to its end.
+		return rawQuery(ctx, dc, headQuery, nil, func(r *rawRow) error {
+			page.Head = max(after, r.int64(0))
+			return nil
+		})
+	})
+	if err != nil {
 		return eventstore.FeedPage{}, s.fail(ctx, "read feed", err)
 	}
-	if n := len(page.Events); n == limit {
-		page.Head = page.Events[n-1].Position
-		return page, nil
-	}
-	// The snapshot holds nothing more that matches: move Head to its end.
-	var head int64
-	if err := tx.StmtContext(ctx, s.stmts.maxPosition).QueryRowContext(ctx).Scan(&head); err != nil {
-		return eventstore.FeedPage{}, s.fail(ctx, "read feed", err)
-	}
-	page.Head = max(after, head)
 	return page, nil
 }
 
-// closeRows closes rows and returns the error of the iteration, if any.
-func closeRows(rows *sql.Rows) error {
-	err := rows.Err()
-	if cerr := rows.Close(); err == nil {
-		err = cerr
-	}
-	return err
-}
-
-// scanner scans event rows, keeping its scan targets between rows. It
-// shares the strings of repeated event types and aggregates within one
-// result, and copies data into shared chunks, so a result of many events
-// costs few allocations. Each Data slice is clipped to its length, so a
-// caller appending to one cannot overwrite another.
+// scanner converts event rows. It shares the strings of repeated event
+// types and aggregates within one result, and copies data into shared
+// chunks, so a result of many events costs few allocations. Each Data slice
+// is clipped to its length, so a caller appending to one cannot overwrite
+// another.
 type scanner struct {
-	aggType, aggID, id, typ, data sql.RawBytes
-	recordedAt                    int64
-	strs                          map[string]string
-	buf                           []byte
+	strs map[string]string
+	buf  []byte
 }
 
 // dataChunk is the size of the buffers event data is copied into.
 const dataChunk = 32 << 10
 
-// intern returns b as a string, shared with earlier rows.
-func (sc *scanner) intern(b []byte) string {
-	if v, ok := sc.strs[string(b)]; ok {
-		return v
+// intern returns a string equal to v, shared with earlier rows.
+func (sc *scanner) intern(v string) string {
+	if u, ok := sc.strs[v]; ok {
+		return u
 	}
 	if sc.strs == nil {
 		sc.strs = make(map[string]string)
 	}
-	v := string(b)
 	sc.strs[v] = v
 	return v
 }
 
-// copyData returns a copy of d, or nil for a NULL column.
+// copyData returns a copy of d, or nil for nil (a NULL column).
 func (sc *scanner) copyData(d []byte) []byte {
 	if d == nil {
 		return nil
 	}
 	if len(d) > dataChunk/4 {
-		return append([]byte(nil), d...)
+		return append([]byte{}, d...)
 	}
 	if cap(sc.buf)-len(sc.buf) < len(d) {
 		sc.buf = make([]byte, 0, dataChunk)
@@ -148,24 +150,20 @@ func (sc *scanner) copyData(d []byte) []byte {
 	return sc.buf[start:len(sc.buf):len(sc.buf)]
 }
 
-// event scans one row of eventColumns, preceded by aggregate_type and
-// aggregate_id when withAggregate is set.
-func (sc *scanner) event(rows *sql.Rows, withAggregate bool) (eventstore.Event, error) {
-	var e eventstore.Event
-	dest := []any{&sc.id, &sc.typ, &sc.data, &e.Version, &e.Sequence, &e.Position, &sc.recordedAt}
-	if withAggregate {
-		dest = append([]any{&sc.aggType, &sc.aggID}, dest...)
+// event converts one row of eventColumns or feedColumns.
+func (sc *scanner) event(r *rawRow) eventstore.Event {
+	e := eventstore.Event{
+		ID:         r.string(0),
+		Type:       sc.intern(r.string(1)),
+		Data:       sc.copyData(r.bytes(2)),
+		Version:    r.int64(3),
+		Sequence:   r.int64(4),
+		Position:   r.int64(5),
+		RecordedAt: time.UnixMicro(r.int64(6)).UTC(),
 	}
-	if err := rows.Scan(dest...); err != nil {
-		return e, err
+	if len(r.dest) > 7 {
+		e.AggregateType = sc.intern(r.string(7))
+		e.AggregateID = sc.intern(r.string(8))
 	}
-	e.ID = string(sc.id)
-	e.Type = sc.intern(sc.typ)
-	e.Data = sc.copyData(sc.data)
-	e.RecordedAt = time.UnixMicro(sc.recordedAt).UTC()
-	if withAggregate {
-		e.AggregateType = sc.intern(sc.aggType)
-		e.AggregateID = sc.intern(sc.aggID)
-	}
-	return e, nil
+	return e
 }

@@ -115,7 +115,7 @@ func Open(path string, opts *Options) (*Storage, error) {
 	readDB.SetConnMaxIdleTime(0)
 	s.readDB = readDB
 
-	if err := s.stmts.prepare(ctx, writeDB, readDB); err != nil {
+	if err := s.stmts.prepare(ctx, writeDB); err != nil {
 		s.stmts.close()
 		readDB.Close()
 		writeDB.Close()

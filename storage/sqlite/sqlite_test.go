@@ -321,3 +321,38 @@ func TestLockedDatabaseIsUnavailable(t *testing.T) {
 		t.Fatalf("Append after the lock was released: %v", err)
 	}
 }
+
+// TestReturnedDataIsTheCallers: events read together share buffers
+// internally; a caller appending to one event's Data must not change
+// another's, and a read feed carries the aggregate of every event.
+func TestReturnedDataIsTheCallers(t *testing.T) {
+	s := openTemp(t)
+	if _, err := s.Append(ctx, request("a", "1", eventstore.VersionCheck{}, 3)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Append(ctx, request("b", "2", eventstore.VersionCheck{}, 1)); err != nil {
+		t.Fatal(err)
+	}
+	agg, err := s.Load(ctx, "a", "1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = append(agg.Events[0].Data, "garbage"...)
+	agg.Events[0].Data[0] = 'X'
+	if got := string(agg.Events[1].Data); got != `{"i":1}` {
+		t.Fatalf("event 1 data changed to %s", got)
+	}
+	page, err := s.ReadFeed(ctx, eventstore.FeedQuery{Limit: 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = append(page.Events[0].Data, "garbage"...)
+	if len(page.Events) != 4 || string(page.Events[1].Data) != `{"i":1}` ||
+		page.Events[0].AggregateType != "a" || page.Events[3].AggregateType != "b" || page.Events[3].AggregateID != "2" {
+		t.Fatalf("feed: %+v", page.Events)
+	}
+	page, err = s.ReadFeed(ctx, eventstore.FeedQuery{Limit: 10, AggregateType: "b"})
+	if err != nil || len(page.Events) != 1 || page.Events[0].Position != 4 || page.Head != 4 {
+		t.Fatalf("feed of b: %+v, %v", page, err)
+	}
+}
