@@ -40,7 +40,7 @@ import (
 // defaults.
 type Options struct {
 	// MaxBatch caps how many concurrent Append calls are committed in one
-	// transaction. Default groupcommit.DefaultMaxBatch (128).
+	// transaction. Default 128.
 	MaxBatch int
 
 	// ReadConns is the size of the pool of read-only connections used by
