@@ -15,21 +15,11 @@ import (
 
 // Append implements eventstore.Storage. Concurrent calls are committed
 // together in one transaction (see runBatch); each still gets its own
-// result.
+// result. A lone call runs in the caller's goroutine (the batcher lets the
+// first caller lead its batch).
 func (s *Storage) Append(ctx context.Context, req eventstore.AppendRequest) (eventstore.AppendResult, error) {
 	if err := s.check(ctx, "append"); err != nil {
 		return eventstore.AppendResult{}, err
-	}
-	defer s.appending.Add(-1)
-	if s.appending.Add(1) == 1 {
-		// No other Append is under way in this process: there is nothing
-		// to coalesce, so run this one as a batch of one right here and
-		// spare the hand-off to the batcher's goroutine and back. Like a
-		// batch, it is not cut short by ctx once started: its outcome is
-		// returned. Writers are serialised by the append lock whichever
-		// way they come.
-		r := s.runBatch(context.WithoutCancel(ctx), []eventstore.AppendRequest{req})[0]
-		return r.Value, r.Err
 	}
 	res, err := s.batcher.Do(ctx, req)
 	if err != nil {
@@ -63,6 +53,8 @@ func (s *Storage) runBatch(ctx context.Context, reqs []eventstore.AppendRequest)
 	parent := ctx
 	ctx, cancel := context.WithTimeout(ctx, s.writeTimeout)
 	defer cancel()
+	var conn *pgxpool.Conn
+	var err error
 	failAll := func(err error) []appendResult {
 		err = s.fail(parent, "append", err)
 		for i := range results {
@@ -72,7 +64,7 @@ func (s *Storage) runBatch(ctx context.Context, reqs []eventstore.AppendRequest)
 		}
 		return results
 	}
-	conn, err := s.pool.Acquire(ctx)
+	conn, err = s.pool.Acquire(ctx)
 	if err != nil {
 		return failAll(err)
 	}
@@ -100,7 +92,7 @@ func (s *Storage) runBatch(ctx context.Context, reqs []eventstore.AppendRequest)
 	}
 	first := true
 	for {
-		failed, err := s.sendBatch(ctx, conn, reqs, args, pending, results, first)
+		failed, retry, err := s.sendBatch(ctx, conn, reqs, args, pending, results, first)
 		if err != nil {
 			// The transaction cannot go on: nothing of it is committed.
 			rollback(conn)
@@ -116,7 +108,11 @@ func (s *Storage) runBatch(ctx context.Context, reqs []eventstore.AppendRequest)
 			rollback(conn)
 			return failAll(err)
 		}
-		pending = pending[failed+1:]
+		if retry {
+			pending = pending[failed:] // again, with the full check
+		} else {
+			pending = pending[failed+1:]
+		}
 		if len(pending) == 0 {
 			if _, err := conn.Exec(ctx, "COMMIT"); err != nil {
 				rollback(conn)
@@ -128,35 +124,67 @@ func (s *Storage) runBatch(ctx context.Context, reqs []eventstore.AppendRequest)
 }
 
 // runOne appends a lone request. With nobody to isolate it from, it needs
-// no savepoint, nor even BEGIN and COMMIT: the lock and the append
-// statement are sent as one pipeline, which the server runs as one implicit
-// transaction, committed at the pipeline's end (Sync). The request's own
-// failure is a result; an error means the outcome is unknown.
+// no savepoint, nor even BEGIN and COMMIT: the lock and appendLean are sent
+// as one pipeline, which the server runs as one implicit transaction,
+// committed at the pipeline's end (Sync). When appendLean cannot decide,
+// append decides in a second transaction. The request's own failure is a
+// result; an error means the outcome is unknown.
 func (s *Storage) runOne(ctx context.Context, conn *pgxpool.Conn, req eventstore.AppendRequest) (appendResult, error) {
 	a := newAppendArgs(req)
-	b := &pgx.Batch{}
-	b.Queue("SELECT pg_advisory_xact_lock($1)", s.appendKey)
-	b.Queue(s.sql.append, req.AggregateType, req.AggregateID, a.ids, a.expected, a.types, a.data, a.times)
-	br := conn.SendBatch(ctx, b)
-	if _, err := br.Exec(); err != nil {
-		br.Close()
-		return appendResult{}, err
-	}
-	res, err := s.readAppend(br, req)
-	// Close reads the end of the pipeline: only then is the transaction
-	// known to be committed.
-	if cerr := br.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
+	for _, full := range []bool{false, true} {
+		b := &pgx.Batch{}
+		b.Queue("SELECT pg_advisory_xact_lock($1)", s.appendKey)
+		sql := s.sql.appendLean
+		if full {
+			sql = s.sql.append
+		}
+		b.Queue(sql, req.AggregateType, req.AggregateID, a.ids, a.expected, a.types, a.data, a.times)
+		br := conn.SendBatch(ctx, b)
+		if _, err := br.Exec(); err != nil {
+			br.Close()
+			return appendResult{}, err
+		}
+		var res appendResult
+		var err error
+		if full {
+			res, err = s.readAppend(br, req)
+		} else {
+			res, err = readLean(br)
+		}
+		// Close reads the end of the pipeline: only then is the
+		// transaction known to be committed.
+		if cerr := br.Close(); err == nil {
+			err = cerr
+		}
+		if err == nil {
+			return res, nil
+		}
 		var pgErr *pgconn.PgError
 		if !errors.As(err, &pgErr) || classify(err) == eventstore.ErrUnavailable {
 			return appendResult{}, err
 		}
+		if !full && needsCheck(pgErr) {
+			continue // rolled back; decide with append
+		}
 		// Rejected by the server (bad input): rolled back, nothing written.
 		return appendResult{Err: s.fail(context.Background(), "append", err)}, nil
 	}
-	return res, nil
+	return appendResult{}, fmt.Errorf("%w: append undecided", errBug)
+}
+
+// needsCheck reports whether appendLean failed because it could not decide
+// (an id already stored, or nothing written), rather than on bad input.
+func needsCheck(err *pgconn.PgError) bool {
+	return err.Code == "23505" || err.Code == "22012" // unique_violation, division_by_zero
+}
+
+// readLean reads the result of appendLean.
+func readLean(br pgx.BatchResults) (appendResult, error) {
+	var current, written int64
+	if err := br.QueryRow().Scan(&current, &written); err != nil {
+		return appendResult{}, err
+	}
+	return appendResult{Value: eventstore.AppendResult{Version: current + 1, Position: written}}, nil
 }
 
 // sendBatch sends the requests listed in pending as one pipeline, ending
@@ -167,7 +195,7 @@ func (s *Storage) runOne(ctx context.Context, conn *pgxpool.Conn, req eventstore
 // the transaction committed. An error means the transaction as a whole
 // failed.
 func (s *Storage) sendBatch(ctx context.Context, conn *pgxpool.Conn, reqs []eventstore.AppendRequest,
-	args []appendArgs, pending []int, results []appendResult, first bool) (failed int, err error) {
+	args []appendArgs, pending []int, results []appendResult, first bool) (failed int, retry bool, err error) {
 	b := &pgx.Batch{}
 	if first {
 		b.Queue("BEGIN")
@@ -176,7 +204,11 @@ func (s *Storage) sendBatch(ctx context.Context, conn *pgxpool.Conn, reqs []even
 	for _, i := range pending {
 		a := &args[i]
 		b.Queue("SAVEPOINT r")
-		b.Queue(s.sql.append, reqs[i].AggregateType, reqs[i].AggregateID, a.ids, a.expected, a.types, a.data, a.times)
+		sql := s.sql.appendLean
+		if a.full {
+			sql = s.sql.append
+		}
+		b.Queue(sql, reqs[i].AggregateType, reqs[i].AggregateID, a.ids, a.expected, a.types, a.data, a.times)
 		b.Queue("RELEASE SAVEPOINT r")
 	}
 	b.Queue("COMMIT")
@@ -186,39 +218,48 @@ func (s *Storage) sendBatch(ctx context.Context, conn *pgxpool.Conn, reqs []even
 	if first {
 		for range 2 {
 			if _, err := br.Exec(); err != nil {
-				return 0, err
+				return 0, false, err
 			}
 		}
 	}
 	for k, i := range pending {
 		if _, err := br.Exec(); err != nil { // SAVEPOINT
-			return 0, err
+			return 0, false, err
 		}
-		res, err := s.readAppend(br, reqs[i])
+		var res appendResult
+		if args[i].full {
+			res, err = s.readAppend(br, reqs[i])
+		} else {
+			res, err = readLean(br)
+		}
 		if err != nil {
 			var pgErr *pgconn.PgError
 			if !errors.As(err, &pgErr) || classify(err) == eventstore.ErrUnavailable {
-				return 0, err // not this request's fault
+				return 0, false, err // not this request's fault
+			}
+			if cerr := br.Close(); cerr != nil && !errors.As(cerr, &pgErr) {
+				return 0, false, cerr
+			}
+			if !args[i].full && needsCheck(pgErr) {
+				args[i].full = true
+				return k, true, nil
 			}
 			results[i] = appendResult{Err: s.fail(context.Background(), "append", err)}
-			if cerr := br.Close(); cerr != nil && !errors.As(cerr, &pgErr) {
-				return 0, cerr
-			}
-			return k, nil
+			return k, false, nil
 		}
 		results[i] = res
 		if _, err := br.Exec(); err != nil { // RELEASE
-			return 0, err
+			return 0, false, err
 		}
 	}
 	tag, err := br.Exec()
 	if err != nil {
-		return 0, err
+		return 0, false, err
 	}
 	if tag.String() != "COMMIT" {
-		return 0, fmt.Errorf("%w: commit answered %q", errBug, tag.String())
+		return 0, false, fmt.Errorf("%w: commit answered %q", errBug, tag.String())
 	}
-	return -1, nil
+	return -1, false, nil
 }
 
 // readAppend reads the result of one append statement and applies
@@ -271,6 +312,9 @@ type appendArgs struct {
 	data       [][]byte
 	times      []time.Time
 	expected   *int64
+	// full selects append over appendLean, once appendLean could not
+	// decide.
+	full bool
 }
 
 func newAppendArgs(r eventstore.AppendRequest) appendArgs {

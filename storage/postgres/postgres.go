@@ -116,8 +116,6 @@ type Storage struct {
 	appendKey    int64
 	writeTimeout time.Duration
 	batcher      *groupcommit.Batcher[eventstore.AppendRequest, eventstore.AppendResult]
-	// appending counts the Append calls under way.
-	appending atomic.Int64
 
 	closed    atomic.Bool
 	closeOnce sync.Once

@@ -101,7 +101,7 @@ CREATE TABLE IF NOT EXISTS {{schema}}.schema_migrations (
 
 // statements holds the SQL of every query, with the schema filled in.
 type statements struct {
-	append, load, feed, feedType                string
+	append, appendLean, load, feed, feedType    string
 	createDef, def, defs, defErrors, allErrors  string
 	loadState, commit, checkpoint, upsertStates string
 	insertErrors, trimErrors                    string
@@ -151,6 +151,34 @@ SELECT 0 AS kind, '' AS event_id, coalesce((SELECT version FROM cur), 0) AS vers
        coalesce((SELECT max(position) FROM ins), 0) AS position
 UNION ALL
 SELECT 1, event_id, version, position FROM stored`),
+		// appendLean is the fast path of append: it writes the request
+		// when the expected version ($4, NULL for none) matches, and
+		// returns the aggregate's current version and the last position
+		// written. It does not look for stored ids: when one is stored,
+		// the unique index on event ids fails the statement
+		// (unique_violation); when the version does not match, it writes
+		// nothing and fails on purpose with division_by_zero (1 / the
+		// count of rows written), so that a pipeline stops right there.
+		// Either way the caller rolls back to the request's savepoint and
+		// runs append, which decides with eventstore.PlanAppend. Skipping
+		// the look-up and the result rows makes the common case about a
+		// quarter cheaper for the server.
+		appendLean: q(`
+WITH cur AS (
+	SELECT coalesce(max(version), 0) AS v, coalesce(max(sequence), 0) AS s FROM (
+		SELECT version, sequence FROM {{schema}}.events
+		WHERE aggregate_type = $1 AND aggregate_id = $2
+		ORDER BY sequence DESC LIMIT 1
+	) last
+), ins AS (
+	INSERT INTO {{schema}}.events (` + eventCols + `)
+	SELECT (SELECT coalesce(max(position), 0) FROM {{schema}}.events) + t.ord, $1, $2, t.id, t.typ, t.data,
+	       cur.v + 1, cur.s + t.ord, t.at
+	FROM cur, unnest($3::text[], $5::text[], $6::bytea[], $7::timestamptz[]) WITH ORDINALITY AS t(id, typ, data, at, ord)
+	WHERE $4::bigint IS NULL OR $4::bigint = cur.v
+	RETURNING position
+)
+SELECT cur.v, (SELECT max(position) FROM ins) + 0 * (1 / (SELECT count(*) FROM ins)) FROM cur`),
 		load: q(`SELECT ` + eventCols + ` FROM {{schema}}.events
 WHERE aggregate_type = $1 AND aggregate_id = $2 ORDER BY sequence`),
 		feed: q(`SELECT ` + eventCols + ` FROM {{schema}}.events
