@@ -2,8 +2,14 @@
 // several server processes must share one store.
 //
 // Open it on a pgxpool.Pool the caller owns, or with OpenURL, which creates
-// and owns the pool. Open creates or migrates the tables in Options.Schema;
-// several processes may open the same schema at once.
+// and owns the pool. Open creates or migrates the tables in Options.Schema
+// (recording the version in its schema_migrations table); several processes
+// may open the same schema at once. The pool may use any query exec mode of
+// pgx but the simple protocol ("exec" suits PgBouncer in transaction mode).
+//
+//	s, err := postgres.OpenURL(ctx, "postgres://user@host:5432/db", &postgres.Options{Schema: "orders"})
+//	...
+//	store, err := eventstore.New(s, nil)
 //
 // # Several processes, one store
 //
@@ -32,9 +38,11 @@
 //
 // # Errors
 //
-// Unique violations become eventstore.ErrConflict; lost connections, a server
-// shutting down or unreachable, and a closed pool become
-// eventstore.ErrUnavailable; context errors are returned as they are.
+// Unique violations become eventstore.ErrConflict; input PostgreSQL refuses
+// (a data exception, such as a NUL byte in a text) eventstore.ErrInvalid;
+// lost connections, a server shutting down or unreachable, a closed pool and
+// running out of Options.WriteTimeout eventstore.ErrUnavailable; context
+// errors are returned as they are.
 package postgres
 
 import (
