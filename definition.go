@@ -108,8 +108,8 @@ func compile(d Definition) (*compiled, error) {
 	seen := make(map[string]int)
 	for i, h := range d.Handlers {
 		hf := fmt.Sprintf("handlers[%d]", i)
-		if h.EventType == "" {
-			v.add(hf+".eventType", "is required")
+		if msg := typeProblem(h.EventType); msg != "" {
+			v.add(hf+".eventType", "%s", msg)
 		} else if j, dup := seen[h.EventType]; dup {
 			v.add(hf+".eventType", "%q is already handled by handlers[%d]", clip(h.EventType), j)
 		} else {

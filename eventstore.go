@@ -154,10 +154,8 @@ func (s *Store) prepare(aggregateType, aggregateID string, events []NewEvent, op
 				seen[id] = i
 			}
 		}
-		if e.Type == "" {
-			v.add(fmt.Sprintf("events[%d].eventType", i), "is required")
-		} else if !utf8.ValidString(e.Type) || len(e.Type) > maxNameLen {
-			v.add(fmt.Sprintf("events[%d].eventType", i), "must be valid UTF-8 of at most %d bytes", maxNameLen)
+		if msg := typeProblem(e.Type); msg != "" {
+			v.add(fmt.Sprintf("events[%d].eventType", i), "%s", msg)
 		}
 		data, msg := checkData(e.Data)
 		if msg != "" {
@@ -208,7 +206,16 @@ func checkName(v *validation, field, s string) {
 	}
 }
 
+// typeProblem validates an event type: a name that may contain '/'.
+func typeProblem(s string) string {
+	return problem(s, false)
+}
+
 func nameProblem(s string) string {
+	return problem(s, true)
+}
+
+func problem(s string, path bool) string {
 	switch {
 	case s == "":
 		return "is required"
@@ -218,7 +225,7 @@ func nameProblem(s string) string {
 		return "must be valid UTF-8"
 	}
 	for _, r := range s {
-		if r == '/' || r < 0x20 || r == 0x7f {
+		if (path && r == '/') || r < 0x20 || r == 0x7f {
 			return fmt.Sprintf("must not contain %q", r)
 		}
 	}

@@ -51,6 +51,7 @@ func TestSaveValidation(t *testing.T) {
 		{"uuid without hyphens", "order", "1", []eventstore.NewEvent{{ID: strings.ReplaceAll(uuid.NewString(), "-", ""), Type: "X"}}, "events[0].eventId"},
 		{"missing id", "order", "1", []eventstore.NewEvent{{Type: "X"}}, "events[0].eventId"},
 		{"empty type", "order", "1", []eventstore.NewEvent{{ID: uuid.NewString()}}, "events[0].eventType"},
+		{"NUL in type", "order", "1", []eventstore.NewEvent{good, ev("A\x00B", "")}, "events[1].eventType"},
 		{"data array", "order", "1", []eventstore.NewEvent{good, ev("X", `[1,2]`)}, "events[1].data"},
 		{"data string", "order", "1", []eventstore.NewEvent{ev("X", `"s"`)}, "events[0].data"},
 		{"data invalid json", "order", "1", []eventstore.NewEvent{ev("X", `{"a":`)}, "events[0].data"},
