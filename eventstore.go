@@ -5,12 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 	"unicode/utf8"
 
-	"github.com/google/uuid"
 	"github.com/tidwall/gjson"
 )
 
@@ -254,20 +254,29 @@ func checkData(d []byte) ([]byte, string) {
 	return nil, "must be a JSON object"
 }
 
-// normalizeUUID accepts a UUID in the canonical 8-4-4-4-12 form and returns
-// it in lower case.
+// normalizeUUID accepts a UUID in the canonical 8-4-4-4-12 hexadecimal
+// form and returns it in lower case.
 func normalizeUUID(s string) (string, bool) {
 	if len(s) != 36 {
 		return "", false
 	}
-	u, err := uuid.Parse(s)
-	if err != nil {
-		return "", false
-	}
-	for i := 0; i < len(s); i++ {
-		if s[i] >= 'A' && s[i] <= 'F' {
-			return u.String(), true
+	upper := false
+	for i := 0; i < 36; i++ {
+		c := s[i]
+		switch {
+		case i == 8 || i == 13 || i == 18 || i == 23:
+			if c != '-' {
+				return "", false
+			}
+		case '0' <= c && c <= '9', 'a' <= c && c <= 'f':
+		case 'A' <= c && c <= 'F':
+			upper = true
+		default:
+			return "", false
 		}
+	}
+	if upper {
+		return strings.ToLower(s), true
 	}
 	return s, true
 }
