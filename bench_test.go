@@ -8,6 +8,7 @@ import (
 
 	"github.com/eventkit-go/eventstore"
 	"github.com/eventkit-go/eventstore/storage/memory"
+	"github.com/eventkit-go/eventstore/storage/storagetest"
 	"github.com/google/uuid"
 )
 
@@ -109,11 +110,12 @@ func BenchmarkLoad1000(b *testing.B) {
 	})
 }
 
-// BenchmarkProjection measures applying the feed to a definition with set,
-// add and inc (three function applications per event), for a single and an
-// aggregated projection.
+// BenchmarkProjection measures applying the feed to a new definition with
+// set, add and inc (three function applications per event), for a single
+// and an aggregated projection, over 100,000 stored events.
 func BenchmarkProjection(b *testing.B) {
 	ctx := context.Background()
+	const events = 100_000
 	for _, aggregated := range []bool{false, true} {
 		name := "single"
 		if aggregated {
@@ -122,31 +124,13 @@ func BenchmarkProjection(b *testing.B) {
 		b.Run(name, func(b *testing.B) {
 			st, _ := eventstore.New(memory.New(), nil)
 			defer st.Close()
-			p := eventstore.NewProjector(st, nil)
-			def := eventstore.Definition{Name: "p", Feed: "order", Aggregated: aggregated, Handlers: []eventstore.Handler{{
-				EventType: "Placed", Functions: []eventstore.Function{
-					{Function: "set", TargetSelector: "$.projection.sku", EventSelector: "$.event.sku"},
-					{Function: "add", TargetSelector: "$.projection.total", EventSelector: "$.event.total"},
-					{Function: "inc", TargetSelector: "$.projection.count"},
-				},
-			}}}
-			if err := p.Create(ctx, def); err != nil {
-				b.Fatal(err)
-			}
-			for i, batch := range batches((b.N+99)/100, 100) {
+			for i, batch := range batches(events/100, 100) {
 				if _, err := st.Save(ctx, "order", fmt.Sprint(i%100), batch, nil); err != nil {
 					b.Fatal(err)
 				}
 			}
 			b.ReportAllocs()
-			b.ResetTimer()
-			if err := p.Sync(ctx, "p"); err != nil {
-				b.Fatal(err)
-			}
-			b.StopTimer()
-			events := (b.N + 99) / 100 * 100
-			b.ReportMetric(float64(events)/b.Elapsed().Seconds(), "events/s")
-			b.ReportMetric(float64(3*events)/b.Elapsed().Seconds(), "funcs/s")
+			storagetest.BenchmarkRebuild(b, st, "order", "Placed", events, aggregated)
 		})
 	}
 }

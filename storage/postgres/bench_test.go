@@ -262,24 +262,5 @@ FROM generate_series(1, $1::bigint) g`, events)
 	if _, err := pool.Exec(ctx, `ANALYZE `+table); err != nil {
 		b.Fatal(err)
 	}
-	p := eventstore.NewProjector(store, nil)
-	i := 0
-	for b.Loop() {
-		i++
-		name := fmt.Sprint("p", i)
-		def := eventstore.Definition{Name: name, Feed: "order", Handlers: []eventstore.Handler{{
-			EventType: "Placed", Functions: []eventstore.Function{
-				{Function: "set", TargetSelector: "$.projection.sku", EventSelector: "$.event.sku"},
-				{Function: "add", TargetSelector: "$.projection.total", EventSelector: "$.event.total"},
-				{Function: "inc", TargetSelector: "$.projection.count"},
-			},
-		}}}
-		if err := p.Create(ctx, def); err != nil {
-			b.Fatal(err)
-		}
-		if err := p.Sync(ctx, name); err != nil {
-			b.Fatal(err)
-		}
-	}
-	b.ReportMetric(float64(events*b.N)/b.Elapsed().Seconds(), "events/s")
+	storagetest.BenchmarkRebuild(b, store, "order", "Placed", events, false)
 }

@@ -289,7 +289,6 @@ func BenchmarkSuite(b *testing.B) {
 // creates a new definition and syncs it.
 func BenchmarkRebuild1M(b *testing.B) {
 	const events = 1_000_000
-	ctx := context.Background()
 	path := filepath.Join(b.TempDir(), "es.db")
 	s, err := sqlite.Open(path, nil)
 	if err != nil {
@@ -315,26 +314,7 @@ func BenchmarkRebuild1M(b *testing.B) {
 		b.Fatal(err)
 	}
 	b.Cleanup(func() { _ = store.Close() })
-	p := eventstore.NewProjector(store, nil)
-	i := 0
-	for b.Loop() {
-		i++
-		name := fmt.Sprint("p", i)
-		def := eventstore.Definition{Name: name, Feed: "order", Handlers: []eventstore.Handler{{
-			EventType: "Placed", Functions: []eventstore.Function{
-				{Function: "set", TargetSelector: "$.projection.sku", EventSelector: "$.event.sku"},
-				{Function: "add", TargetSelector: "$.projection.total", EventSelector: "$.event.total"},
-				{Function: "inc", TargetSelector: "$.projection.count"},
-			},
-		}}}
-		if err := p.Create(ctx, def); err != nil {
-			b.Fatal(err)
-		}
-		if err := p.Sync(ctx, name); err != nil {
-			b.Fatal(err)
-		}
-	}
-	b.ReportMetric(float64(events*b.N)/b.Elapsed().Seconds(), "events/s")
+	storagetest.BenchmarkRebuild(b, store, "order", "Placed", events, false)
 }
 
 // The machine's fsync latency drifts, so figures of sub-benchmarks run one
