@@ -29,7 +29,10 @@ type Definition struct {
 // Handler applies Functions, in order, to the projection instance of every
 // event of type EventType.
 type Handler struct {
-	EventType string     `json:"eventType"`
+	// EventType is the event type the handler reacts to; it is unique
+	// within a definition.
+	EventType string `json:"eventType"`
+	// Functions are applied in order; at most 100.
 	Functions []Function `json:"functions"`
 }
 

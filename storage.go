@@ -88,6 +88,7 @@ type Storage interface {
 
 // AppendRequest is the input of Storage.Append.
 type AppendRequest struct {
+	// AggregateType and AggregateID identify the aggregate appended to.
 	AggregateType string
 	AggregateID   string
 	// ExpectedVersion, when set, is compared with the aggregate's version.
@@ -171,6 +172,7 @@ type ProjectionState struct {
 
 // ProjectionCommit is the input of Storage.CommitProjection.
 type ProjectionCommit struct {
+	// Name is the projection committed.
 	Name string
 	// From is the checkpoint the projector read; To the new checkpoint.
 	From, To int64

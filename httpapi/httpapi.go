@@ -117,7 +117,9 @@ type Options struct {
 
 // KeyPair is one accepted pair of credentials.
 type KeyPair struct {
-	AccessKey       string
+	// AccessKey is expected in the Service-Access-Key header.
+	AccessKey string
+	// SecretAccessKey is expected in the Service-Secret-Access-Key header.
 	SecretAccessKey string
 }
 
