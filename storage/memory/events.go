@@ -47,13 +47,18 @@ func (s *Storage) Append(ctx context.Context, req eventstore.AppendRequest) (eve
 		return res, err
 	}
 	if agg == nil {
-		agg = &aggregate{typ: req.AggregateType, id: req.AggregateID, ids: make(map[uuid.UUID]int32, len(req.Events))}
+		f := s.byType[req.AggregateType]
+		if f == nil {
+			f = &feed{}
+			s.byType[req.AggregateType] = f
+		}
+		agg = &aggregate{typ: req.AggregateType, id: req.AggregateID, feed: f, ids: make(map[uuid.UUID]int32, len(req.Events))}
 		ai = int32(len(s.aggList))
 		s.aggList = append(s.aggList, agg)
 		s.aggs[key] = ai
 	}
 	version := current + 1
-	positions := s.byType[req.AggregateType]
+	positions := agg.feed.positions
 	for i, e := range req.Events {
 		r := record{
 			id:       ids[i],
@@ -69,7 +74,7 @@ func (s *Storage) Append(ctx context.Context, req eventstore.AppendRequest) (eve
 		agg.events = append(agg.events, r)
 		positions = append(positions, r.position)
 	}
-	s.byType[req.AggregateType] = positions
+	agg.feed.positions = positions
 	return eventstore.AppendResult{Version: version, Position: int64(len(s.log))}, nil
 }
 
@@ -128,7 +133,10 @@ func (s *Storage) ReadFeed(ctx context.Context, q eventstore.FeedQuery) (eventst
 			page.Head = end
 		}
 	} else {
-		all := s.byType[q.AggregateType]
+		var all []int64
+		if f := s.byType[q.AggregateType]; f != nil {
+			all = f.positions
+		}
 		i := sort.Search(len(all), func(i int) bool { return all[i] > after })
 		j := min(len(all), i+limit)
 		positions = all[i:j]

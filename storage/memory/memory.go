@@ -22,9 +22,9 @@ type Storage struct {
 
 	aggs    map[aggKey]int32 // index into aggList
 	aggList []*aggregate
-	log     []ref              // global feed; log[p-1] holds position p
-	byType  map[string][]int64 // positions of each aggregate type, ascending
-	types   []string           // interned event types
+	log     []ref            // global feed; log[p-1] holds position p
+	byType  map[string]*feed // the positions of each aggregate type
+	types   []string         // interned event types
 	typeIdx map[string]uint32
 	arena   arena
 
@@ -36,8 +36,14 @@ var _ eventstore.Storage = (*Storage)(nil)
 
 type aggKey struct{ typ, id string }
 
+// feed holds the positions of the events of one aggregate type, ascending.
+type feed struct {
+	positions []int64
+}
+
 type aggregate struct {
 	typ, id string
+	feed    *feed // of typ
 	events  []record
 	ids     map[uuid.UUID]int32 // event id -> index in events
 }
@@ -69,7 +75,7 @@ type stateKey struct{ name, instance string }
 func New() *Storage {
 	return &Storage{
 		aggs:    make(map[aggKey]int32),
-		byType:  make(map[string][]int64),
+		byType:  make(map[string]*feed),
 		typeIdx: make(map[string]uint32),
 		defs:    make(map[string]*definition),
 		states:  make(map[stateKey]eventstore.ProjectionState),
