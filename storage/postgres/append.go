@@ -41,10 +41,13 @@ type appendResult = groupcommit.Result[eventstore.AppendResult]
 // after the commit has made the rows visible. Each request runs in its own
 // savepoint, so one that fails rolls back alone.
 //
-// In the common case the whole batch is one round trip: BEGIN, the lock,
-// then for each request SAVEPOINT, the append statement and RELEASE, and
-// COMMIT are sent as one pipeline. A batch of one request skips the
-// transaction and savepoint statements (see runOne).
+// In the common case (requests on distinct aggregates that all pass their
+// checks) the whole batch is one statement, appendGroup, sent with the lock
+// as one pipeline (see runGroup). When that statement cannot decide, it
+// writes nothing and the requests run one by one in one round trip: BEGIN,
+// the lock, then for each request SAVEPOINT, the append statement and
+// RELEASE, and COMMIT are sent as one pipeline. A batch of one request
+// skips the transaction and savepoint statements (see runOne).
 func (s *Storage) runBatch(ctx context.Context, reqs []eventstore.AppendRequest) []appendResult {
 	results := make([]appendResult, len(reqs))
 	// ctx is shared by the whole batch and never cancelled by a caller;
@@ -82,6 +85,15 @@ func (s *Storage) runBatch(ctx context.Context, reqs []eventstore.AppendRequest)
 	args := make([]appendArgs, len(reqs))
 	for i, r := range reqs {
 		args[i] = newAppendArgs(r)
+	}
+	// The common case: every request written by one statement.
+	done, err := s.runGroup(ctx, conn, reqs, args, results)
+	if err != nil {
+		rollback(conn)
+		return failAll(err)
+	}
+	if done {
+		return results
 	}
 	// pending holds the indexes of the requests still to run. When a
 	// request fails with an error of the server, the transaction is rolled

@@ -21,6 +21,14 @@ import (
 // postgres_test.go.
 func openBatchTest(t *testing.T) *Storage {
 	t.Helper()
+	s, _ := openBatchTestSchema(t)
+	return s
+}
+
+// openBatchTestSchema is openBatchTest, also returning the quoted schema
+// name, for tests that look at the tables.
+func openBatchTestSchema(t *testing.T) (*Storage, string) {
+	t.Helper()
 	url := os.Getenv("EVENTSTORE_POSTGRES_URL")
 	if url == "" {
 		url = "postgres://postgres@127.0.0.1:5432/test?sslmode=disable"
@@ -50,7 +58,7 @@ func openBatchTest(t *testing.T) *Storage {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = s.Close() })
-	return s
+	return s, pgx.Identifier{schema}.Sanitize()
 }
 
 func batchEvent(typ string) eventstore.Event {

@@ -22,7 +22,8 @@
 // in position order, and a reader of the feed never sees position p while a
 // lower position is still in flight, whichever process wrote it. Within one
 // process, concurrent Appends are coalesced into one transaction (group
-// commit), each in its own savepoint, so a request that fails its checks
+// commit), written by one statement when they all pass their checks and
+// otherwise each in its own savepoint, so a request that fails its checks
 // never affects the others.
 //
 // A save acknowledged by one process is committed: from then on Load and

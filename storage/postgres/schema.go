@@ -101,7 +101,8 @@ CREATE TABLE IF NOT EXISTS {{schema}}.schema_migrations (
 
 // statements holds the SQL of every query, with the schema filled in.
 type statements struct {
-	append, appendLean, load, feed, feedType    string
+	append, appendLean, appendGroup             string
+	load, feed, feedType                        string
 	createDef, def, defs, defErrors, allErrors  string
 	loadState, commit, checkpoint, upsertStates string
 	insertErrors, trimErrors                    string
@@ -179,6 +180,43 @@ WITH cur AS (
 	RETURNING position
 )
 SELECT cur.v, (SELECT max(position) FROM ins) + 0 * (1 / (SELECT count(*) FROM ins)) FROM cur`),
+		// appendGroup is appendLean for a whole group of requests on
+		// distinct aggregates, in one statement. The requests come as
+		// arrays ($1 aggregate types, $2 ids, $3 expected versions, NULL
+		// for none, $4 how many events precede the request's own), the
+		// events of all requests concatenated ($5 the index of the
+		// request, from 1, $6 ids, $7 types, $8 data, $9 times). It
+		// writes every request at its aggregate's current version + 1,
+		// positions following the head in array order, and returns one
+		// row per request, in order: the aggregate's current version and
+		// the head it wrote after. It writes all or nothing: an id already
+		// stored fails it with unique_violation, and a version that does
+		// not match with division_by_zero (1 / whether every event was
+		// written); the caller then runs the requests one by one.
+		appendGroup: q(`
+WITH cur AS MATERIALIZED (
+	SELECT r.ri, r.atype, r.aid, r.expected, r.off,
+	       coalesce(l.version, 0) AS v, coalesce(l.sequence, 0) AS s
+	FROM unnest((SELECT $1::text[]), (SELECT $2::text[]), (SELECT $3::bigint[]), (SELECT $4::bigint[])) WITH ORDINALITY AS r(atype, aid, expected, off, ri)
+	LEFT JOIN LATERAL (
+		SELECT version, sequence FROM {{schema}}.events
+		WHERE aggregate_type = r.atype AND aggregate_id = r.aid
+		ORDER BY sequence DESC LIMIT 1
+	) l ON true
+), head AS MATERIALIZED (
+	SELECT coalesce(max(position), 0) AS p FROM {{schema}}.events
+), ins AS (
+	INSERT INTO {{schema}}.events (` + eventCols + `)
+	SELECT head.p + t.ord, cur.atype, cur.aid, t.id, t.typ, t.data, cur.v + 1, cur.s + t.ord - cur.off, t.at
+	FROM head, unnest((SELECT $5::bigint[]), (SELECT $6::text[]), (SELECT $7::text[]), (SELECT $8::bytea[]),
+		(SELECT $9::timestamptz[]))
+		WITH ORDINALITY AS t(ri, id, typ, data, at, ord)
+	JOIN cur ON cur.ri = t.ri
+	WHERE cur.expected IS NULL OR cur.expected = cur.v
+	RETURNING 1
+)
+SELECT cur.v, head.p + 0 * (1 / (SELECT (count(*) = cardinality($6::text[]))::int FROM ins))
+FROM cur, head ORDER BY cur.ri`),
 		load: q(`SELECT ` + eventCols + ` FROM {{schema}}.events
 WHERE aggregate_type = $1 AND aggregate_id = $2 ORDER BY sequence`),
 		feed: q(`SELECT ` + eventCols + ` FROM {{schema}}.events

@@ -1,0 +1,156 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+	"testing"
+
+	"github.com/eventkit-go/eventstore"
+	"github.com/google/uuid"
+)
+
+// xmins returns how many distinct transactions (or subtransactions) wrote
+// the events at positions from..to: 1 when appendGroup wrote them all, one
+// per request when they ran in savepoints.
+func xmins(t *testing.T, s *Storage, schema string, from, to int64) int {
+	t.Helper()
+	var n int
+	err := s.pool.QueryRow(context.Background(), qualify(schema,
+		`SELECT count(DISTINCT xmin::text) FROM {{schema}}.events WHERE position BETWEEN $1 AND $2`), from, to).Scan(&n)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+// checkResults compares the results of a batch with what is wanted; a nil
+// want error means success with that value.
+func checkResults(t *testing.T, results []appendResult, want []appendResult) {
+	t.Helper()
+	if len(results) != len(want) {
+		t.Fatalf("%d results, want %d", len(results), len(want))
+	}
+	for i, w := range want {
+		r := results[i]
+		if w.Err == nil && (r.Err != nil || r.Value != w.Value) || w.Err != nil && !errors.Is(r.Err, w.Err) {
+			t.Errorf("request %d = %+v, %v; want %+v, %v", i, r.Value, r.Err, w.Value, w.Err)
+		}
+	}
+}
+
+func ok(version, position int64) appendResult {
+	return appendResult{Value: eventstore.AppendResult{Version: version, Position: position}}
+}
+
+func TestRunBatchGroupStatement(t *testing.T) {
+	s, schema := openBatchTestSchema(t)
+	ctx := context.Background()
+	// x at version 1 (position 1), y at version 2 (positions 2, 3).
+	checkResults(t, s.runBatch(ctx, []eventstore.AppendRequest{request("x", 0, batchEvent("A"))}), []appendResult{ok(1, 1)})
+	checkResults(t, s.runBatch(ctx, []eventstore.AppendRequest{request("y", -1, batchEvent("A"))}), []appendResult{ok(1, 2)})
+	checkResults(t, s.runBatch(ctx, []eventstore.AppendRequest{request("y", 1, batchEvent("B"))}), []appendResult{ok(2, 3)})
+
+	results := s.runBatch(ctx, []eventstore.AppendRequest{
+		request("x", 1, batchEvent("B"), batchEvent("C")),                   // positions 4, 5
+		request("z", 0, batchEvent("A")),                                    // 6
+		request("y", -1, batchEvent("C"), batchEvent("D"), batchEvent("E")), // 7..9
+	})
+	checkResults(t, results, []appendResult{ok(2, 5), ok(1, 6), ok(3, 9)})
+	if n := xmins(t, s, schema, 4, 9); n != 1 {
+		t.Errorf("the group was written by %d transactions, want 1 (one statement)", n)
+	}
+	for _, c := range []struct {
+		id      string
+		version int64
+		seqs    int
+	}{{"x", 2, 3}, {"y", 3, 5}, {"z", 1, 1}} {
+		agg, err := s.Load(ctx, "t", c.id)
+		if err != nil || agg.Version != c.version || len(agg.Events) != c.seqs {
+			t.Fatalf("load %s = %+v, %v; want version %d with %d events", c.id, agg, err, c.version, c.seqs)
+		}
+		for i, e := range agg.Events {
+			if e.Sequence != int64(i+1) {
+				t.Errorf("%s: event %d has sequence %d", c.id, i, e.Sequence)
+			}
+		}
+	}
+	page, err := s.ReadFeed(ctx, eventstore.FeedQuery{Limit: 100})
+	if err != nil || len(page.Events) != 9 || page.Head != 9 {
+		t.Fatalf("feed holds %d events up to %d (%v), want 9", len(page.Events), page.Head, err)
+	}
+	for i, e := range page.Events {
+		if e.Position != int64(i+1) {
+			t.Errorf("feed event %d at position %d", i, e.Position)
+		}
+	}
+}
+
+func TestRunBatchGroupFallsBack(t *testing.T) {
+	s, schema := openBatchTestSchema(t)
+	ctx := context.Background()
+	stored := batchEvent("A")
+	checkResults(t, s.runBatch(ctx, []eventstore.AppendRequest{request("d", 0, stored)}), []appendResult{ok(1, 1)})
+
+	cases := []struct {
+		name string
+		reqs []eventstore.AppendRequest
+		want []appendResult
+	}{{
+		name: "version conflict",
+		reqs: []eventstore.AppendRequest{
+			request(uuid.NewString(), 0, batchEvent("A")),
+			request("d", 0, batchEvent("B")), // d is at version 1
+			request(uuid.NewString(), -1, batchEvent("A"), batchEvent("B")),
+		},
+		want: []appendResult{ok(1, 2), {Err: eventstore.ErrConflict}, ok(1, 4)},
+	}, {
+		name: "duplicate retry",
+		reqs: []eventstore.AppendRequest{
+			request(uuid.NewString(), -1, batchEvent("A")),
+			request("d", 0, stored), // the first save, again
+			request(uuid.NewString(), 0, batchEvent("A")),
+		},
+		want: []appendResult{ok(1, 5), {Value: eventstore.AppendResult{Version: 1, Position: 1, Duplicate: true}}, ok(1, 6)},
+	}, {
+		name: "some ids stored",
+		reqs: []eventstore.AppendRequest{
+			request("d", -1, batchEvent("B"), stored),
+			request(uuid.NewString(), -1, batchEvent("A")),
+		},
+		want: []appendResult{{Err: eventstore.ErrConflict}, ok(1, 7)},
+	}, {
+		name: "same aggregate twice",
+		reqs: []eventstore.AppendRequest{
+			request("d", 1, batchEvent("B")),
+			request(uuid.NewString(), -1, batchEvent("A")),
+			request("d", 2, batchEvent("C"), batchEvent("D")),
+		},
+		want: []appendResult{ok(2, 8), ok(1, 9), ok(3, 11)},
+	}}
+	for _, c := range cases {
+		before := int64(0)
+		if p, err := s.ReadFeed(ctx, eventstore.FeedQuery{Limit: 1000}); err == nil {
+			before = p.Head
+		}
+		results := s.runBatch(ctx, c.reqs)
+		t.Run(c.name, func(t *testing.T) { checkResults(t, results, c.want) })
+		var written int64
+		for _, w := range c.want {
+			if w.Err == nil && !w.Value.Duplicate {
+				written++
+			}
+		}
+		// The savepoint path wrote each request in a subtransaction.
+		if n := xmins(t, s, schema, before+1, before+100); int64(n) != written {
+			t.Errorf("%s: written by %d (sub)transactions, want %d (one per request)", c.name, n, written)
+		}
+	}
+	agg, err := s.Load(ctx, "t", "d")
+	if err != nil || agg.Version != 3 || len(agg.Events) != 4 || agg.Events[3].Sequence != 4 {
+		t.Fatalf("load d = %+v, %v; want version 3 with 4 events", agg, err)
+	}
+	page, err := s.ReadFeed(ctx, eventstore.FeedQuery{Limit: 1000})
+	if err != nil || len(page.Events) != 11 || page.Head != 11 {
+		t.Fatalf("feed holds %d events up to %d (%v), want 11", len(page.Events), page.Head, err)
+	}
+}
