@@ -112,8 +112,7 @@ func (s *Store) Save(ctx context.Context, aggregateType, aggregateID string, eve
 	return res, nil
 }
 
-// prepare validates a save and builds the storage request, copying the
-// caller's data.
+// prepare validates a save and builds the storage request.
 func (s *Store) prepare(aggregateType, aggregateID string, events []NewEvent, opts *SaveOptions) (AppendRequest, error) {
 	v := validation{op: "save"}
 	checkName(&v, "aggregateType", aggregateType)
@@ -134,11 +133,6 @@ func (s *Store) prepare(aggregateType, aggregateID string, events []NewEvent, op
 	if len(events) > 16 {
 		seen = make(map[string]int, len(events))
 	}
-	dataLen := 0
-	for _, e := range events {
-		dataLen += len(e.Data)
-	}
-	buf := make([]byte, 0, dataLen)
 	for i, e := range events {
 		id, ok := normalizeUUID(e.ID)
 		switch {
@@ -161,11 +155,8 @@ func (s *Store) prepare(aggregateType, aggregateID string, events []NewEvent, op
 		if msg != "" {
 			v.add(fmt.Sprintf("events[%d].data", i), "%s", msg)
 		}
-		if data != nil {
-			start := len(buf)
-			buf = append(buf, data...)
-			data = buf[start:len(buf):len(buf)]
-		}
+		// data still belongs to the caller: Storage copies what it keeps
+		// and retains nothing after Append returns.
 		req.Events[i] = Event{
 			ID: id, Type: e.Type, Data: data,
 			AggregateType: aggregateType, AggregateID: aggregateID,
