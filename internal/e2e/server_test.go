@@ -38,6 +38,12 @@ var (
 func serverBinary(t *testing.T) string {
 	t.Helper()
 	buildOnce.Do(func() {
+		// The go test cache keys a result on the files a test opens; the
+		// server is built in a subprocess, so read its sources here to make
+		// a change to any of them invalidate a cached pass.
+		if buildErr = readSources("../.."); buildErr != nil {
+			return
+		}
 		dir, err := os.MkdirTemp("", "eventstore-e2e")
 		if err != nil {
 			buildErr = err
@@ -51,6 +57,24 @@ func serverBinary(t *testing.T) string {
 	})
 	require.NoError(t, buildErr)
 	return binary
+}
+
+// readSources reads every non-test Go file of the module, and go.mod and
+// go.sum.
+func readSources(root string) error {
+	return filepath.WalkDir(root, func(path string, d os.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		name := d.Name()
+		if d.IsDir() && (strings.HasPrefix(name, ".") && path != root || name == "testdata") {
+			return filepath.SkipDir
+		}
+		if !d.IsDir() && (strings.HasSuffix(name, ".go") && !strings.HasSuffix(name, "_test.go") || name == "go.mod" || name == "go.sum") {
+			_, err = os.ReadFile(path)
+		}
+		return err
+	})
 }
 
 // server is a running examples/server process.
