@@ -245,28 +245,42 @@ func checkData(d []byte) ([]byte, string) {
 	return nil, "must be a JSON object"
 }
 
+// hexClass classifies bytes for normalizeUUID: 0 for lower-case hex digits,
+// hexUpper for upper-case ones, hexBad for anything else.
+var hexClass = func() (t [256]uint8) {
+	for c := range t {
+		switch {
+		case '0' <= c && c <= '9', 'a' <= c && c <= 'f':
+		case 'A' <= c && c <= 'F':
+			t[c] = hexUpper
+		default:
+			t[c] = hexBad
+		}
+	}
+	return t
+}()
+
+const (
+	hexUpper = 1
+	hexBad   = 2
+)
+
 // normalizeUUID accepts a UUID in the canonical 8-4-4-4-12 hexadecimal
 // form and returns it in lower case.
 func normalizeUUID(s string) (string, bool) {
-	if len(s) != 36 {
+	if len(s) != 36 || s[8] != '-' || s[13] != '-' || s[18] != '-' || s[23] != '-' {
 		return "", false
 	}
-	upper := false
-	for i := 0; i < 36; i++ {
-		c := s[i]
-		switch {
-		case i == 8 || i == 13 || i == 18 || i == 23:
-			if c != '-' {
-				return "", false
-			}
-		case '0' <= c && c <= '9', 'a' <= c && c <= 'f':
-		case 'A' <= c && c <= 'F':
-			upper = true
-		default:
-			return "", false
+	var acc uint8
+	for _, part := range [...]string{s[0:8], s[9:13], s[14:18], s[19:23], s[24:36]} {
+		for i := 0; i < len(part); i++ {
+			acc |= hexClass[part[i]]
 		}
 	}
-	if upper {
+	switch {
+	case acc&hexBad != 0:
+		return "", false
+	case acc&hexUpper != 0:
 		return strings.ToLower(s), true
 	}
 	return s, true
