@@ -61,7 +61,7 @@ type Store struct {
 
 	mu      sync.Mutex
 	changed chan struct{} // closed and replaced on a save after watch
-	watched bool          // someone holds changed
+	watched atomic.Bool   // someone holds changed
 }
 
 // New returns a Store on top of s. The Store takes ownership of s: Close
@@ -336,11 +336,16 @@ func (s *Store) observe(p int64) {
 			break
 		}
 	}
+	// A watcher that set watched after this load runs its catch-up after
+	// this save is visible, so it misses nothing.
+	if !s.watched.Load() {
+		return
+	}
 	s.mu.Lock()
-	if s.watched {
+	if s.watched.Load() {
 		close(s.changed)
 		s.changed = make(chan struct{})
-		s.watched = false
+		s.watched.Store(false)
 	}
 	s.mu.Unlock()
 }
@@ -349,6 +354,6 @@ func (s *Store) observe(p int64) {
 func (s *Store) watch() <-chan struct{} {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.watched = true
+	s.watched.Store(true)
 	return s.changed
 }
