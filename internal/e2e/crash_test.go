@@ -62,6 +62,20 @@ func saveBody(b *batch) map[string]any {
 	return map[string]any{"events": events}
 }
 
+// loadAccount loads aggregate account/agg; ok is false when it has no
+// events.
+func (s *server) loadAccount(agg string) (a loadedAggregate, ok bool) {
+	s.t.Helper()
+	status, body, err := s.do(context.Background(), "GET", "/aggregates/account/"+agg, nil)
+	require.NoError(s.t, err)
+	if status == http.StatusNotFound {
+		return a, false
+	}
+	require.Equal(s.t, http.StatusOK, status, "%s", body)
+	require.NoError(s.t, json.Unmarshal(body, &a))
+	return a, true
+}
+
 // crashAndCheck saves from many clients, SIGKILLs the server mid-load,
 // restarts it on the same storage and checks that every acknowledged save is
 // there, no batch is partly there, and the projections equal a rebuild.
@@ -127,14 +141,10 @@ func crashAndCheck(t *testing.T, storageArg string) {
 	perAgg := map[string]int{}
 	for i := range aggregates {
 		agg := fmt.Sprint("acct-", i)
-		status, body, err := s.do(context.Background(), "GET", "/aggregates/account/"+agg, nil)
-		require.NoError(t, err)
-		if status == http.StatusNotFound {
+		a, ok := s.loadAccount(agg)
+		if !ok {
 			continue
 		}
-		require.Equal(t, http.StatusOK, status, "%s", body)
-		var a loadedAggregate
-		require.NoError(t, json.Unmarshal(body, &a))
 		perAgg[agg] = len(a.Events)
 		for _, e := range a.Events {
 			stored[e.EventID] = int(e.Version)
