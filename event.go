@@ -18,7 +18,13 @@ type NewEvent struct {
 	// or a JSON object. Save copies it; the caller may reuse the slice
 	// afterwards.
 	Data json.RawMessage
+	// EncryptedData is an opaque string the store keeps with the event and
+	// returns unchanged, at most MaxEncryptedData bytes; "" for none.
+	EncryptedData string
 }
+
+// MaxEncryptedData bounds NewEvent.EncryptedData.
+const MaxEncryptedData = 65535
 
 // Event is a stored event.
 type Event struct {
@@ -29,6 +35,8 @@ type Event struct {
 	// Data is the JSON object saved with the event, or nil when the event was
 	// saved without data.
 	Data json.RawMessage
+	// EncryptedData is the opaque string saved with the event, or "".
+	EncryptedData string
 
 	// AggregateType and AggregateID identify the aggregate the event belongs
 	// to. AggregateType is also the name of the feed that carries it.
@@ -44,8 +52,13 @@ type Event struct {
 	Sequence int64
 	// Position orders every event of the store. Positions are strictly
 	// increasing in the order events become visible in the feed; they need
-	// not be contiguous (a backend may leave holes, never reorder).
+	// not be contiguous (a backend may leave holes, never reorder). The
+	// events of one batch have consecutive positions.
 	Position int64
+	// FeedSequence numbers the batches of one aggregate type: every event
+	// of a batch has the same FeedSequence, the type's first batch has 1,
+	// and each later batch of that type the next number.
+	FeedSequence int64
 	// RecordedAt is when the event was saved, in UTC, with microsecond
 	// precision.
 	RecordedAt time.Time
@@ -57,8 +70,10 @@ type Aggregate struct {
 	Type string
 	ID   string
 	// Version is the number of successful saves that added events to the
-	// aggregate; it equals the Version of its last event.
+	// aggregate: its current version, also when Events holds only part of
+	// its history.
 	Version int64
-	// Events holds every event of the aggregate in Sequence order.
+	// Events holds the aggregate's events (all of them, or the range that
+	// was asked for) in Sequence order.
 	Events []Event
 }

@@ -158,7 +158,7 @@ func (s *Store) prepare(aggregateType, aggregateID string, events []NewEvent, op
 		// data still belongs to the caller: Storage copies what it keeps
 		// and retains nothing after Append returns.
 		req.Events[i] = Event{
-			ID: id, Type: e.Type, Data: data,
+			ID: id, Type: e.Type, Data: data, EncryptedData: e.EncryptedData,
 			AggregateType: aggregateType, AggregateID: aggregateID,
 			RecordedAt: now,
 		}
@@ -305,7 +305,7 @@ func (s *Store) Load(ctx context.Context, aggregateType, aggregateID string) (Ag
 	if s.closed.Load() {
 		return Aggregate{}, fmt.Errorf("load %s/%s: %w", aggregateType, aggregateID, ErrClosed)
 	}
-	agg, err := s.storage.Load(ctx, aggregateType, aggregateID)
+	agg, err := s.storage.Load(ctx, LoadQuery{AggregateType: aggregateType, AggregateID: aggregateID})
 	if err != nil {
 		return Aggregate{}, wrapNotFound(fmt.Sprintf("aggregate %s/%s", aggregateType, aggregateID), err)
 	}

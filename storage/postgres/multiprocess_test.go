@@ -127,7 +127,7 @@ func TestFeedCompleteAcrossProcesses(t *testing.T) {
 	}
 	// Versions and sequences of every aggregate are contiguous.
 	for a := range aggregates {
-		agg, err := instances[0].Load(ctx, "acct", fmt.Sprint("a", a))
+		agg, err := instances[0].Load(ctx, eventstore.LoadQuery{AggregateType: "acct", AggregateID: fmt.Sprint("a", a)})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -329,7 +329,7 @@ WHERE application_name = $1`, app).Scan(&killed); err != nil || killed == 0 {
 	eventually("save", save)
 	var agg eventstore.Aggregate
 	eventually("load", func() (err error) {
-		agg, err = s.Load(ctx, "t", "x")
+		agg, err = s.Load(ctx, eventstore.LoadQuery{AggregateType: "t", AggregateID: "x"})
 		return err
 	})
 	if agg.Version != 2 {

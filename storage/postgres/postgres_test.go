@@ -156,7 +156,7 @@ func TestAppendLoadRoundTrip(t *testing.T) {
 	if res != (eventstore.AppendResult{Version: 1, Position: 2}) {
 		t.Fatalf("append = %+v, want version 1 position 2", res)
 	}
-	agg, err := s.Load(ctx, "acct", "a-1")
+	agg, err := s.Load(ctx, eventstore.LoadQuery{AggregateType: "acct", AggregateID: "a-1"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -172,7 +172,7 @@ func TestAppendLoadRoundTrip(t *testing.T) {
 	if agg.Events[1].Data != nil {
 		t.Errorf("event saved without data loads with data %q", agg.Events[1].Data)
 	}
-	if _, err := s.Load(ctx, "acct", "nope"); !errors.Is(err, eventstore.ErrNotFound) {
+	if _, err := s.Load(ctx, eventstore.LoadQuery{AggregateType: "acct", AggregateID: "nope"}); !errors.Is(err, eventstore.ErrNotFound) {
 		t.Errorf("load unknown: %v, want ErrNotFound", err)
 	}
 }
@@ -207,7 +207,7 @@ func TestAppendRules(t *testing.T) {
 	if err != nil || res.Version != 2 || res.Position != 3 {
 		t.Errorf("append at version 1 = %+v, %v; want version 2 position 3", res, err)
 	}
-	agg, err := s.Load(ctx, "t", "x")
+	agg, err := s.Load(ctx, eventstore.LoadQuery{AggregateType: "t", AggregateID: "x"})
 	if err != nil || len(agg.Events) != 3 || agg.Events[2].Sequence != 3 || agg.Events[2].Version != 2 {
 		t.Errorf("load after refused appends = %+v, %v", agg, err)
 	}
@@ -292,7 +292,7 @@ func TestCloseAndOwnership(t *testing.T) {
 	if err := s.Close(); err != nil {
 		t.Fatalf("second Close: %v", err)
 	}
-	if _, err := s.Load(ctx, "t", "x"); !errors.Is(err, eventstore.ErrClosed) {
+	if _, err := s.Load(ctx, eventstore.LoadQuery{AggregateType: "t", AggregateID: "x"}); !errors.Is(err, eventstore.ErrClosed) {
 		t.Errorf("load after close: %v, want ErrClosed", err)
 	}
 	if _, err := s.Append(ctx, eventstore.AppendRequest{AggregateType: "t", AggregateID: "x",
@@ -318,7 +318,7 @@ func TestUnavailable(t *testing.T) {
 	}
 	defer s.Close()
 	pool.Close() // the database "goes away" under the Storage
-	if _, err := s.Load(ctx, "t", "x"); !errors.Is(err, eventstore.ErrUnavailable) {
+	if _, err := s.Load(ctx, eventstore.LoadQuery{AggregateType: "t", AggregateID: "x"}); !errors.Is(err, eventstore.ErrUnavailable) {
 		t.Errorf("load on a closed pool: %v, want ErrUnavailable", err)
 	}
 	if _, err := s.Append(ctx, eventstore.AppendRequest{AggregateType: "t", AggregateID: "x",
@@ -336,7 +336,7 @@ func TestContextErrorsPassThrough(t *testing.T) {
 	s := newStorage(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	if _, err := s.Load(ctx, "t", "x"); !errors.Is(err, context.Canceled) {
+	if _, err := s.Load(ctx, eventstore.LoadQuery{AggregateType: "t", AggregateID: "x"}); !errors.Is(err, context.Canceled) {
 		t.Errorf("load with a cancelled context: %v, want context.Canceled", err)
 	}
 	if _, err := s.ReadFeed(ctx, eventstore.FeedQuery{Limit: 1}); !errors.Is(err, context.Canceled) {

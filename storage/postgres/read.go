@@ -9,7 +9,8 @@ import (
 )
 
 // Load implements eventstore.Storage.
-func (s *Storage) Load(ctx context.Context, aggregateType, aggregateID string) (eventstore.Aggregate, error) {
+func (s *Storage) Load(ctx context.Context, q eventstore.LoadQuery) (eventstore.Aggregate, error) {
+	aggregateType, aggregateID := q.AggregateType, q.AggregateID // TODO(contract): honour q.AfterVersion and q.Limit
 	if err := s.check(ctx, "load"); err != nil {
 		return eventstore.Aggregate{}, err
 	}

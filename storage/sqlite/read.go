@@ -32,7 +32,8 @@ const (
 
 // Load implements eventstore.Storage. It is one index range scan of the
 // aggregate's events, so its cost does not depend on the size of the store.
-func (s *Storage) Load(ctx context.Context, aggregateType, aggregateID string) (eventstore.Aggregate, error) {
+func (s *Storage) Load(ctx context.Context, q eventstore.LoadQuery) (eventstore.Aggregate, error) {
+	aggregateType, aggregateID := q.AggregateType, q.AggregateID // TODO(contract): honour q.AfterVersion and q.Limit
 	if err := s.check(ctx, "load"); err != nil {
 		return eventstore.Aggregate{}, err
 	}

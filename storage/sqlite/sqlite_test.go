@@ -76,7 +76,7 @@ func TestDataSurvivesReopen(t *testing.T) {
 	if err := s.Close(); err != nil {
 		t.Fatalf("second Close: %v", err)
 	}
-	if _, err := s.Load(ctx, "order", "1"); !errors.Is(err, eventstore.ErrClosed) {
+	if _, err := s.Load(ctx, eventstore.LoadQuery{AggregateType: "order", AggregateID: "1"}); !errors.Is(err, eventstore.ErrClosed) {
 		t.Fatalf("Load after Close: %v, want ErrClosed", err)
 	}
 	if _, err := s.Append(ctx, request("order", "2", eventstore.VersionCheck{}, 1)); !errors.Is(err, eventstore.ErrClosed) {
@@ -88,7 +88,7 @@ func TestDataSurvivesReopen(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	agg, err := s.Load(ctx, "order", "1")
+	agg, err := s.Load(ctx, eventstore.LoadQuery{AggregateType: "order", AggregateID: "1"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -187,7 +187,7 @@ func TestGroupCommitIsolatesFailures(t *testing.T) {
 		}
 	}
 	for w := range writers {
-		agg, err := s.Load(ctx, "acc", fmt.Sprint("agg-", w))
+		agg, err := s.Load(ctx, eventstore.LoadQuery{AggregateType: "acc", AggregateID: fmt.Sprint("agg-", w)})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -195,7 +195,7 @@ func TestGroupCommitIsolatesFailures(t *testing.T) {
 			t.Errorf("aggregate %d: %d events at version %d, want %d", w, len(agg.Events), agg.Version, want)
 		}
 	}
-	if agg, err := s.Load(ctx, "shared", "dup"); err != nil || len(agg.Events) != 2 {
+	if agg, err := s.Load(ctx, eventstore.LoadQuery{AggregateType: "shared", AggregateID: "dup"}); err != nil || len(agg.Events) != 2 {
 		t.Fatalf("shared/dup: %d events, %v", len(agg.Events), err)
 	}
 	// The feed is gap-free: positions 1..n.
@@ -333,7 +333,7 @@ func TestReturnedDataIsTheCallers(t *testing.T) {
 	if _, err := s.Append(ctx, request("b", "2", eventstore.VersionCheck{}, 1)); err != nil {
 		t.Fatal(err)
 	}
-	agg, err := s.Load(ctx, "a", "1")
+	agg, err := s.Load(ctx, eventstore.LoadQuery{AggregateType: "a", AggregateID: "1"})
 	if err != nil {
 		t.Fatal(err)
 	}

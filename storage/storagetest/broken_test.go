@@ -32,7 +32,7 @@ type racyVersionCheck struct{ *memory.Storage }
 func (s racyVersionCheck) Append(ctx context.Context, req eventstore.AppendRequest) (eventstore.AppendResult, error) {
 	if want, ok := req.ExpectedVersion.Version(); ok {
 		var current int64
-		agg, err := s.Storage.Load(ctx, req.AggregateType, req.AggregateID)
+		agg, err := s.Storage.Load(ctx, eventstore.LoadQuery{AggregateType: req.AggregateType, AggregateID: req.AggregateID})
 		switch {
 		case err == nil:
 			current = agg.Version
@@ -118,8 +118,8 @@ func (s inFlightSkip) ReadFeed(ctx context.Context, q eventstore.FeedQuery) (eve
 // reversedLoad returns an aggregate's events newest first.
 type reversedLoad struct{ *memory.Storage }
 
-func (s reversedLoad) Load(ctx context.Context, typ, id string) (eventstore.Aggregate, error) {
-	agg, err := s.Storage.Load(ctx, typ, id)
+func (s reversedLoad) Load(ctx context.Context, q eventstore.LoadQuery) (eventstore.Aggregate, error) {
+	agg, err := s.Storage.Load(ctx, q)
 	slices.Reverse(agg.Events)
 	return agg, err
 }

@@ -33,7 +33,7 @@ func testClosed(t *testing.T, h *harness) {
 	}}}
 	_, appendErr := h.s.Append(ctx, req)
 	_, saveErr := h.store.Save(ctx, "order", "o", evs("Placed", 1), nil)
-	_, loadErr := h.s.Load(ctx, "order", "o")
+	_, loadErr := h.s.Load(ctx, eventstore.LoadQuery{AggregateType: "order", AggregateID: "o"})
 	_, feedErr := h.s.ReadFeed(ctx, eventstore.FeedQuery{Limit: 10})
 	_, defErr := h.s.Definition(ctx, "p")
 	_, defsErr := h.s.Definitions(ctx)

@@ -196,7 +196,7 @@ func testLoadUnknown(t *testing.T, h *harness) {
 			t.Errorf("Load of unknown aggregate %s/%s must wrap ErrNotFound, got %v (%d events)", k[0], k[1], err, len(agg.Events))
 		}
 	}
-	if _, err := h.s.Load(t.Context(), "order", "o-2"); !errors.Is(err, eventstore.ErrNotFound) {
+	if _, err := h.s.Load(t.Context(), eventstore.LoadQuery{AggregateType: "order", AggregateID: "o-2"}); !errors.Is(err, eventstore.ErrNotFound) {
 		t.Errorf("Storage.Load of an unknown aggregate must wrap ErrNotFound, got %v", err)
 	}
 }

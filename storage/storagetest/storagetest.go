@@ -155,7 +155,7 @@ func checkInvariants(t *testing.T, s eventstore.Storage) {
 		if msg := contiguous(events); msg != "" {
 			t.Errorf("invariant: the feed's events of aggregate %s/%s must have contiguous sequences and versions: %s", k.typ, k.id, msg)
 		}
-		agg, err := s.Load(ctx, k.typ, k.id)
+		agg, err := s.Load(ctx, eventstore.LoadQuery{AggregateType: k.typ, AggregateID: k.id})
 		if err != nil {
 			t.Errorf("invariant: every aggregate in the feed can be loaded; Load %s/%s: %v", k.typ, k.id, err)
 			continue
