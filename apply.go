@@ -1,144 +1,581 @@
 package eventstore
 
 import (
+	"errors"
 	"fmt"
+	"slices"
+	"strconv"
+	"time"
+	"unicode/utf8"
 
 	"github.com/eventkit-go/eventstore/internal/decimal"
 	"github.com/tidwall/gjson"
-	"github.com/tidwall/sjson"
 )
 
-// emptyObject is the state of a projection instance no event has changed.
-var emptyObject = []byte("{}")
-
-// applyOps applies one handler's ops for an event with the given data to
-// state, a JSON object, and returns the new state. On error the caller
-// discards the result, so an event is applied whole or not at all. state is
-// not modified.
-func applyOps(state []byte, ops []op, data []byte) ([]byte, error) {
-	var buf [64]byte
-	for i := range ops {
-		o := &ops[i]
-		var in gjson.Result
-		if o.hasSel {
-			if data == nil {
-				continue
-			}
-			in = gjson.GetBytes(data, o.event.gpath)
-			if !in.Exists() {
-				continue // a missing event field leaves the target unchanged
-			}
-		}
-		var value []byte
-		switch o.kind {
-		case opSet:
-			switch {
-			case o.hasRaw:
-				value = o.raw
-			case in.Type == gjson.Number:
-				d, err := decimal.Parse(in.Raw)
-				if err != nil {
-					return nil, fmt.Errorf("%s: %s: %v", o.event, clip(in.Raw), err)
-				}
-				value = quoteNumber(buf[:0], d)
-			default:
-				value = []byte(in.Raw)
-			}
-		case opAdd, opInc:
-			delta := decimal.Int(1)
-			if o.kind == opAdd {
-				if o.hasRaw {
-					delta = o.rawNum
-				} else {
-					d, err := number(in)
-					if err != nil {
-						return nil, fmt.Errorf("add %s: input %s %v", o.target, o.event, err)
-					}
-					delta = d
-				}
-			}
-			cur := decimal.Int(0)
-			if r := gjson.GetBytes(state, o.target.gpath); r.Exists() {
-				d, err := number(r)
-				if err != nil {
-					return nil, fmt.Errorf("%s %s: target %v", opName(o.kind), o.target, err)
-				}
-				cur = d
-			}
-			sum, err := cur.Add(delta)
-			if err != nil {
-				return nil, fmt.Errorf("%s %s: %v", opName(o.kind), o.target, err)
-			}
-			value = quoteNumber(buf[:0], sum)
-		}
-		if err := checkParents(state, o.target); err != nil {
-			return nil, err
-		}
-		next, err := sjson.SetRawBytes(state, o.target.spath, value)
-		if err != nil {
-			return nil, fmt.Errorf("%s %s: %v", opName(o.kind), o.target, err)
-		}
-		state = next
-	}
-	return state, nil
+// instance is a projection instance being changed by a page of events.
+type instance struct {
+	id      string
+	root    *object
+	state   ProjectionState // metadata; Data is encoded at commit
+	stored  bool            // the storage holds the instance
+	deleted bool
+	changed bool
+	size    int // an upper estimate of the encoded size
 }
 
-// number reads a decimal from a JSON number or from a string holding one
-// (numbers in projection states are stored as strings).
-func number(r gjson.Result) (decimal.Dec, error) {
-	var (
-		d   decimal.Dec
-		err error
-	)
-	switch r.Type {
-	case gjson.Number:
-		d, err = decimal.Parse(r.Raw)
-	case gjson.String:
-		d, err = decimal.Parse(r.Str)
-	default:
-		return d, fmt.Errorf("is not a number: %s", clip(r.Raw))
+// applier applies the functions of one event to one instance.
+type applier struct {
+	inst  *instance
+	ev    *eventScope
+	undo  undoLog
+	grown int // bytes added by this event, an estimate
+}
+
+// eventScope is the event being applied, as functions and filters read it.
+type eventScope struct {
+	e      *Event
+	parsed bool
+	whole  any // the event data as a tree, when a filter needs it
+}
+
+// errTooLarge reports an instance over the size limit.
+var errTooLarge = errors.New("instance too large")
+
+// applyEvent applies h's functions for e to in, whole or not at all.
+func (a *applier) applyEvent(h *chandler, limit int) error {
+	in := a.inst
+	saved := *in
+	a.undo.reset()
+	a.grown = 0
+	if in.deleted {
+		in.root, in.deleted, in.size = &object{}, false, 2
+		in.state.CreatedAt, in.state.Reference = a.ev.e.RecordedAt, Reference{}
+	}
+	if in.state.CreatedAt.IsZero() {
+		in.state.CreatedAt = a.ev.e.RecordedAt
+	}
+	err := a.run(h)
+	if err == nil && in.size+a.grown > limit {
+		if n := encodedSize(in.root); n > limit {
+			err = fmt.Errorf("the instance would grow to %d bytes, over the limit of %d: %w", n, limit, errTooLarge)
+		} else {
+			in.size, a.grown = n, 0
+		}
 	}
 	if err != nil {
-		return d, fmt.Errorf("is not a number: %s (%v)", clip(r.Raw), err)
+		a.undo.rollback()
+		*in = saved
+		return err
 	}
-	return d, nil
+	in.size += a.grown
+	in.changed = true
+	in.state.Position = a.ev.e.Position
+	in.state.UpdatedAt = a.ev.e.RecordedAt
+	return nil
 }
 
-// checkParents fails when a field on the path to target exists but is not
-// an object, so that a write never silently replaces or corrupts it.
-func checkParents(state []byte, target selector) error {
-	if len(target.keys) < 2 {
-		return nil
-	}
-	path := ""
-	for i, k := range target.keys[:len(target.keys)-1] {
-		if i > 0 {
-			path += "."
+func (a *applier) run(h *chandler) error {
+	for i := range h.ops {
+		o := &h.ops[i]
+		if a.inst.deleted {
+			return nil // delete ends the handler
 		}
-		path += k
-		r := gjson.GetBytes(state, path)
-		if !r.Exists() {
-			return nil
+		if o.cond {
+			sc := filterScope{at: a.ev.data(), ev: a.ev, inst: a.inst}
+			if !o.efilter.match(&sc) {
+				continue
+			}
 		}
-		if !r.IsObject() {
-			return fmt.Errorf("%s: %s.%s is %s, not an object", target, target.root, path, clip(r.Raw))
+		if o.fn.whole != nil {
+			if err := o.fn.whole(a, o); err != nil {
+				return fmt.Errorf("%s: %w", o.fn.name, err)
+			}
+			continue
+		}
+		var in any
+		switch {
+		case o.hasRaw:
+			in = o.raw
+			a.grown += o.rawSize
+		case o.hasEvent:
+			v, ok := a.input(o)
+			if !ok {
+				continue // a missing event field leaves the target unchanged
+			}
+			in = v
+		}
+		slots, err := a.resolve(o)
+		if err != nil {
+			return fmt.Errorf("%s %s: %w", o.fn.name, o.target, err)
+		}
+		for j := len(slots) - 1; j >= 0; j-- { // backwards: removals keep earlier indexes valid
+			if err := o.fn.apply(a, o, slots[j], in); err != nil {
+				return fmt.Errorf("%s %s: %w", o.fn.name, o.target, err)
+			}
 		}
 	}
 	return nil
 }
 
-func quoteNumber(b []byte, d decimal.Dec) []byte {
-	b = append(b, '"')
-	b = d.Append(b)
-	return append(b, '"')
+// data returns the event data as a tree.
+func (ev *eventScope) data() any {
+	if !ev.parsed {
+		ev.parsed = true
+		if ev.e.Data != nil {
+			ev.whole = fromJSON(gjson.ParseBytes(ev.e.Data))
+		} else {
+			ev.whole = &object{}
+		}
+	}
+	return ev.whole
 }
 
-func opName(k opKind) string {
-	switch k {
-	case opSet:
-		return FuncSet
-	case opAdd:
-		return FuncAdd
+// read returns the value an $.event selector without [?] names.
+func (ev *eventScope) read(sel *selector) (any, bool) {
+	if ev.parsed || sel.isRoot() {
+		return walkKeys(ev.data(), sel.steps)
 	}
-	return FuncInc
+	if ev.e.Data == nil {
+		return nil, false
+	}
+	steps := sel.steps
+	var r gjson.Result
+	if n := len(steps); n > 0 && steps[n-1].kind == stepKeys {
+		if n == 1 {
+			r = gjson.ParseBytes(ev.e.Data)
+		} else {
+			r = gjson.GetBytes(ev.e.Data, sel.gpath)
+		}
+		if !r.Exists() {
+			return nil, false
+		}
+		return walkKeys(fromJSON(r), steps[n-1:])
+	}
+	r = gjson.GetBytes(ev.e.Data, sel.gpath)
+	if !r.Exists() {
+		return nil, false
+	}
+	return fromJSON(r), true
+}
+
+// walkKeys is walk that also serves a final ['a','b'] step.
+func walkKeys(v any, steps []step) (any, bool) {
+	n := len(steps)
+	if n == 0 || steps[n-1].kind != stepKeys {
+		return walk(v, steps)
+	}
+	v, ok := walk(v, steps[:n-1])
+	if !ok {
+		return nil, false
+	}
+	src, ok := v.(*object)
+	if !ok {
+		return nil, false
+	}
+	out := &object{}
+	for _, k := range steps[n-1].keys {
+		if x, ok := src.get(k); ok {
+			out.members = append(out.members, member{k, x})
+		}
+	}
+	return out, true
+}
+
+// metadata returns the value of a $.metadata selector.
+func (ev *eventScope) metadata(sel *selector, in *instance) (any, bool) {
+	e := ev.e
+	switch sel.steps[0].key {
+	case "aggregateId":
+		return e.AggregateID, true
+	case "aggregateType", "feedName":
+		return e.AggregateType, true
+	case "eventId":
+		return e.ID, true
+	case "eventType":
+		return e.Type, true
+	case "timestamp":
+		return millis(e.RecordedAt), true
+	case "sequenceNumber":
+		return number(strconv.FormatInt(e.Position, 10)), true
+	case "createdAt":
+		if in == nil || in.state.CreatedAt.IsZero() {
+			return millis(e.RecordedAt), true
+		}
+		return millis(in.state.CreatedAt), true
+	case "updatedAt":
+		if in == nil || in.state.UpdatedAt.IsZero() {
+			return millis(e.RecordedAt), true
+		}
+		return millis(in.state.UpdatedAt), true
+	}
+	return nil, false
+}
+
+func millis(t time.Time) number {
+	return number(strconv.FormatInt(t.UnixMilli(), 10))
+}
+
+// input returns the input of o read from the event.
+func (a *applier) input(o *op) (any, bool) {
+	sel := &o.event
+	if sel.root == metadataRoot {
+		return a.ev.metadata(sel, a.inst)
+	}
+	if sel.filterAt < 0 {
+		v, ok := a.ev.read(sel)
+		if ok {
+			a.grown += encodedSize(v)
+		}
+		return v, ok
+	}
+	base, ok := walk(a.ev.data(), sel.steps[:sel.filterAt])
+	arr, isArr := base.(*array)
+	if !ok || !isArr {
+		return nil, false
+	}
+	out := &array{}
+	for _, el := range arr.items {
+		sc := filterScope{at: el, ev: a.ev, inst: a.inst}
+		if !o.efilter.match(&sc) {
+			continue
+		}
+		if v, ok := walkKeys(el, sel.steps[sel.filterAt+1:]); ok {
+			out.items = append(out.items, v)
+		}
+	}
+	a.grown += encodedSize(out)
+	return out, true
+}
+
+// slot is a place in the instance a function writes: the root, a member
+// of an object or an element of an array.
+type slot struct {
+	root bool
+	obj  *object
+	key  string
+	arr  *array
+	idx  int
+}
+
+func (s slot) get(a *applier) (any, bool) {
+	switch {
+	case s.root:
+		return a.inst.root, true
+	case s.obj != nil:
+		return s.obj.get(s.key)
+	}
+	return s.arr.items[s.idx], true
+}
+
+func (s slot) set(a *applier, v any) error {
+	switch {
+	case s.root:
+		o, ok := v.(*object)
+		if !ok {
+			return fmt.Errorf("the whole projection can only be set to an object, not %s", describe(v))
+		}
+		a.inst.root.replace(&a.undo, o.members)
+	case s.obj != nil:
+		s.obj.set(&a.undo, s.key, v)
+	default:
+		s.arr.setItem(&a.undo, s.idx, v)
+	}
+	return nil
+}
+
+// resolve returns the slots o's target names, creating missing objects on
+// the way (but not through a [?], whose missing array matches nothing).
+func (a *applier) resolve(o *op) ([]slot, error) {
+	if o.target.isRoot() {
+		return []slot{{root: true}}, nil
+	}
+	var out []slot
+	err := a.descend(a.inst.root, o.target.steps, o, &out)
+	return out, err
+}
+
+func (a *applier) descend(cur any, steps []step, o *op, out *[]slot) error {
+	st := steps[0]
+	last := len(steps) == 1
+	switch st.kind {
+	case stepKey:
+		obj, ok := cur.(*object)
+		if !ok {
+			return fmt.Errorf("%q is under %s, not an object", st.key, describe(cur))
+		}
+		if last {
+			*out = append(*out, slot{obj: obj, key: st.key})
+			return nil
+		}
+		next, ok := obj.get(st.key)
+		if !ok {
+			if steps[1].kind != stepKey {
+				return nil // no array to index or filter
+			}
+			child := &object{}
+			obj.set(&a.undo, st.key, child)
+			next = child
+		}
+		return a.descend(next, steps[1:], o, out)
+	case stepIndex:
+		arr, ok := cur.(*array)
+		if !ok {
+			return fmt.Errorf("[%d] is applied to %s, not an array", st.index, describe(cur))
+		}
+		if st.index >= len(arr.items) {
+			return fmt.Errorf("index %d is out of range: the array has %d elements", st.index, len(arr.items))
+		}
+		if last {
+			*out = append(*out, slot{arr: arr, idx: st.index})
+			return nil
+		}
+		return a.descend(arr.items[st.index], steps[1:], o, out)
+	case stepFilter:
+		arr, ok := cur.(*array)
+		if !ok {
+			return fmt.Errorf("[?] is applied to %s, not an array", describe(cur))
+		}
+		for i, el := range arr.items {
+			sc := filterScope{at: el, ev: a.ev, inst: a.inst}
+			if !o.tfilter.match(&sc) {
+				continue
+			}
+			if last {
+				*out = append(*out, slot{arr: arr, idx: i})
+			} else if err := a.descend(el, steps[1:], o, out); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	return fmt.Errorf("cannot write through ['a','b']")
+}
+
+// describe names the JSON type of v for messages.
+func describe(v any) string {
+	switch v.(type) {
+	case *object:
+		return "an object"
+	case *array:
+		return "an array"
+	case string:
+		return "a string"
+	case number:
+		return "a number"
+	case bool:
+		return "a boolean"
+	}
+	return "null"
+}
+
+func applySet(a *applier, o *op, s slot, in any) error {
+	if n, ok := in.(number); ok { // numbers are rendered as strings
+		d, err := decimal.Parse(string(n))
+		if err != nil {
+			return fmt.Errorf("input %s: %v", clip(string(n)), err)
+		}
+		in = d.String()
+	}
+	return s.set(a, clone(in))
+}
+
+func applyUnset(a *applier, o *op, s slot, _ any) error {
+	switch {
+	case s.obj != nil:
+		s.obj.remove(&a.undo, s.key)
+	case s.arr != nil:
+		items := slices.Delete(slices.Clone(s.arr.items), s.idx, s.idx+1)
+		s.arr.setItems(&a.undo, items)
+	}
+	return nil
+}
+
+func applyRemove(a *applier, o *op, s slot, _ any) error { return applyUnset(a, o, s, nil) }
+
+func applyMerge(a *applier, o *op, s slot, in any) error {
+	src, ok := in.(*object)
+	if !ok {
+		return fmt.Errorf("input is %s, not an object", describe(in))
+	}
+	cur, exists := s.get(a)
+	if !exists {
+		if err := s.set(a, clone(src)); err != nil {
+			return err
+		}
+		return nil
+	}
+	dst, ok := cur.(*object)
+	if !ok {
+		return fmt.Errorf("target is %s, not an object", describe(cur))
+	}
+	for _, m := range src.members {
+		dst.set(&a.undo, m.key, clone(m.val))
+	}
+	return nil
+}
+
+func applyClear(a *applier, o *op, s slot, _ any) error {
+	cur, ok := s.get(a)
+	if !ok {
+		return nil
+	}
+	var empty any
+	switch t := cur.(type) {
+	case *object:
+		if s.root {
+			a.inst.root.replace(&a.undo, nil)
+			return nil
+		}
+		empty = &object{}
+	case *array:
+		empty = &array{}
+	case string:
+		empty = ""
+		if _, err := decimal.Parse(t); err == nil {
+			empty = "0" // a number, as projections keep them
+		}
+	case number:
+		empty = "0"
+	case bool:
+		empty = false
+	default:
+		return nil
+	}
+	return s.set(a, empty)
+}
+
+func applyDelete(a *applier, _ *op) error {
+	in := a.inst
+	saved := *in
+	a.undo.push(func() { *in = saved })
+	in.deleted = true
+	in.root = &object{}
+	return nil
+}
+
+func applyAppend(a *applier, o *op, s slot, in any) error  { return addToArray(a, s, in, false) }
+func applyPrepend(a *applier, o *op, s slot, in any) error { return addToArray(a, s, in, true) }
+
+func addToArray(a *applier, s slot, in any, front bool) error {
+	cur, ok := s.get(a)
+	if !ok {
+		return s.set(a, &array{items: []any{clone(in)}})
+	}
+	arr, isArr := cur.(*array)
+	if !isArr {
+		return fmt.Errorf("target is %s, not an array", describe(cur))
+	}
+	if len(arr.items) >= maxArrayIndex {
+		return fmt.Errorf("the array holds %d elements, the most allowed", maxArrayIndex)
+	}
+	if front {
+		items := make([]any, 0, len(arr.items)+1)
+		arr.setItems(&a.undo, append(append(items, clone(in)), arr.items...))
+	} else {
+		arr.setItems(&a.undo, append(arr.items, clone(in)))
+	}
+	return nil
+}
+
+func applyArith(negate, unit bool) func(a *applier, o *op, s slot, in any) error {
+	return func(a *applier, o *op, s slot, in any) error {
+		delta := decimal.Int(1)
+		if !unit {
+			if o.hasRaw {
+				delta = o.rawNum
+			} else {
+				d, ok := toDecimal(in)
+				if !ok {
+					return fmt.Errorf("input %s is not a number", preview(in))
+				}
+				delta = d
+			}
+		}
+		if negate {
+			delta = delta.Neg()
+		}
+		cur := decimal.Int(0)
+		if v, ok := s.get(a); ok {
+			d, ok := toDecimal(v)
+			if !ok {
+				return fmt.Errorf("target %s is not a number", preview(v))
+			}
+			cur = d
+		}
+		sum, err := cur.Add(delta)
+		if err != nil {
+			return err
+		}
+		return s.set(a, sum.String())
+	}
+}
+
+func applySetRef(a *applier, o *op, s slot, _ any) error {
+	v, ok := s.get(a)
+	if !ok {
+		return fmt.Errorf("the target has no value to use as reference")
+	}
+	var ref Reference
+	switch t := v.(type) {
+	case number:
+		ref = numberRef(string(t))
+	case string:
+		ref = textOrNumberRef(t)
+	default:
+		return fmt.Errorf("a reference must be a string or a number, not %s", describe(v))
+	}
+	in := a.inst
+	old := in.state.Reference
+	in.state.Reference = ref
+	a.undo.push(func() { in.state.Reference = old })
+	return nil
+}
+
+func applyClearRef(a *applier, _ *op) error {
+	in := a.inst
+	old := in.state.Reference
+	in.state.Reference = Reference{}
+	a.undo.push(func() { in.state.Reference = old })
+	return nil
+}
+
+// maxRefText bounds a reference.
+const maxRefText = 256
+
+// truncate cuts s to at most n bytes on a rune boundary.
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n]
+}
+
+// textOrNumberRef makes the reference of a string: a number when it holds
+// one, else text.
+func textOrNumberRef(s string) Reference {
+	if d, err := decimal.Parse(s); err == nil && s != "" {
+		return Reference{Kind: RefNumber, Text: s, Number: d.Float()}
+	}
+	return Reference{Kind: RefText, Text: truncate(s, maxRefText)}
+}
+
+func numberRef(s string) Reference {
+	d, err := decimal.Parse(s)
+	if err != nil {
+		return Reference{Kind: RefText, Text: truncate(s, maxRefText)}
+	}
+	return Reference{Kind: RefNumber, Text: s, Number: d.Float()}
+}
+
+// ParseReference reads a reference given as text, as in a query: a
+// decimal number is a RefNumber, anything else a RefText.
+func ParseReference(s string) Reference {
+	return textOrNumberRef(s)
+}
+
+func preview(v any) string {
+	return clip(string(appendJSON(nil, v)))
 }

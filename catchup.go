@@ -1,10 +1,15 @@
 package eventstore
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
 	"time"
+
+	"github.com/tidwall/gjson"
 )
 
 // catchUp applies the feed to pr until the projection covers target and
@@ -12,7 +17,7 @@ import (
 // a given projection at a time; other processes are excluded by the
 // checkpoint compare-and-set of CommitProjection.
 func (p *Projector) catchUp(ctx context.Context, pr *proj, target int64) error {
-	name := pr.c.def.Name
+	name := pr.name
 	pr.mu.Lock()
 	defer pr.mu.Unlock()
 	if pr.checkpoint.Load() >= target && target > 0 && p.running.Load() > 0 {
@@ -20,18 +25,28 @@ func (p *Projector) catchUp(ctx context.Context, pr *proj, target int64) error {
 	}
 	rec, err := p.storage.Definition(ctx, name)
 	if err != nil {
+		if errors.Is(err, ErrNotFound) {
+			p.forget(name)
+		}
 		return fmt.Errorf("projection %q: %w", name, err)
+	}
+	c := pr.c.Load()
+	if !bytes.Equal(rec.Spec, pr.spec) {
+		// Replaced or recreated, perhaps by another process.
+		if c, err = p.refresh(pr, rec); err != nil {
+			return err
+		}
 	}
 	stored := rec.Checkpoint // what the storage has committed
 	at := stored             // how far this call has verified the feed
 	wait := time.Millisecond
 	for {
-		page, err := p.storage.ReadFeed(ctx, FeedQuery{After: at, Limit: p.batch, AggregateType: pr.c.def.Feed})
+		page, err := p.storage.ReadFeed(ctx, FeedQuery{After: at, Limit: p.batch, AggregateType: c.feed})
 		if err != nil {
 			return fmt.Errorf("projection %q: read feed: %w", name, err)
 		}
 		if len(page.Events) > 0 {
-			commit, err := p.apply(ctx, pr.c, stored, page)
+			commit, err := p.apply(ctx, name, c, stored, page)
 			if err != nil {
 				return err
 			}
@@ -43,6 +58,11 @@ func (p *Projector) catchUp(ctx context.Context, pr *proj, target int64) error {
 				rec, err := p.storage.Definition(ctx, name)
 				if err != nil {
 					return fmt.Errorf("projection %q: %w", name, err)
+				}
+				if !bytes.Equal(rec.Spec, pr.spec) {
+					if c, err = p.refresh(pr, rec); err != nil {
+						return err
+					}
 				}
 				stored, at = rec.Checkpoint, rec.Checkpoint
 				continue
@@ -79,58 +99,118 @@ func (pr *proj) advance(to int64) {
 	}
 }
 
-// instance is a projection instance being changed by a page of events.
-type instance struct {
-	state   ProjectionState
-	changed bool
-}
-
 // apply computes the commit that moves the projection from checkpoint from
-// over page.
-func (p *Projector) apply(ctx context.Context, c *compiled, from int64, page FeedPage) (ProjectionCommit, error) {
-	name := c.def.Name
+// over page. The instances the page touches are loaded in one call,
+// changed as trees, and encoded once.
+func (p *Projector) apply(ctx context.Context, name string, c *compiled, from int64, page FeedPage) (ProjectionCommit, error) {
 	commit := ProjectionCommit{Name: name, From: from, To: page.Head}
-	insts := make(map[string]*instance)
-	var order []*instance
-	for _, e := range page.Events {
-		ops, ok := c.handlers[e.Type]
-		if !ok {
+	type item struct {
+		e  *Event
+		h  *chandler
+		id string
+	}
+	items := make([]item, 0, len(page.Events))
+	var ids []string
+	seen := make(map[string]bool)
+	for i := range page.Events {
+		e := &page.Events[i]
+		h := c.handler(e)
+		if h == nil {
 			continue
 		}
-		id := e.AggregateID
-		if c.def.Aggregated {
-			id = ""
+		id, err := instanceID(c, h, e)
+		if err != nil {
+			commit.Errors = append(commit.Errors, projectionError(e, "", err))
+			continue
 		}
+		items = append(items, item{e, h, id})
+		if !seen[id] {
+			seen[id] = true
+			ids = append(ids, id)
+		}
+	}
+	if len(items) == 0 {
+		return commit, nil
+	}
+	insts := make(map[string]*instance, len(ids))
+	for chunk := range slices.Chunk(ids, 1000) {
+		states, err := p.storage.LoadProjections(ctx, name, chunk)
+		if err != nil {
+			return ProjectionCommit{}, fmt.Errorf("projection %q: load instances: %w", name, err)
+		}
+		for _, st := range states {
+			insts[st.InstanceID] = &instance{id: st.InstanceID, root: parseObject(st.Data), state: st, stored: true, size: len(st.Data)}
+		}
+	}
+	order := make([]*instance, 0, len(ids))
+	for _, id := range ids {
 		in := insts[id]
 		if in == nil {
-			st, err := p.storage.LoadProjection(ctx, name, id)
-			switch {
-			case errors.Is(err, ErrNotFound):
-				st = ProjectionState{Name: name, InstanceID: id, Data: emptyObject}
-			case err != nil:
-				return ProjectionCommit{}, fmt.Errorf("projection %q: load %q: %w", name, id, err)
-			}
-			in = &instance{state: st}
+			in = &instance{id: id, root: &object{}, state: ProjectionState{Name: name, InstanceID: id}, size: 2}
 			insts[id] = in
-			order = append(order, in)
 		}
-		data, err := applyOps(in.state.Data, ops, e.Data)
-		if err != nil {
-			commit.Errors = append(commit.Errors, ProjectionError{
-				Position: e.Position, EventID: e.ID, EventType: e.Type,
-				InstanceID: id, Message: err.Error(),
-			})
-			continue
+		order = append(order, in)
+	}
+	a := &applier{}
+	for _, it := range items {
+		a.inst = insts[it.id]
+		a.ev = &eventScope{e: it.e}
+		if err := a.applyEvent(it.h, p.maxInstance); err != nil {
+			commit.Errors = append(commit.Errors, projectionError(it.e, it.id, err))
 		}
-		in.state.Data = data
-		in.state.Position = e.Position
-		in.state.UpdatedAt = e.RecordedAt
-		in.changed = true
 	}
 	for _, in := range order {
-		if in.changed {
+		switch {
+		case !in.changed:
+		case in.deleted:
+			if in.stored {
+				commit.Deletes = append(commit.Deletes, in.id)
+			}
+		default:
+			in.state.Data = appendJSON(make([]byte, 0, in.size), in.root)
 			commit.States = append(commit.States, in.state)
 		}
 	}
 	return commit, nil
+}
+
+// instanceID returns the id of the instance event e changes.
+func instanceID(c *compiled, h *chandler, e *Event) (string, error) {
+	switch {
+	case c.def.Aggregated:
+		return "", nil
+	case h.idField == nil:
+		return e.AggregateID, nil
+	}
+	var r gjson.Result
+	if e.Data != nil {
+		r = gjson.GetBytes(e.Data, h.idField.gpath)
+	}
+	var id string
+	switch r.Type {
+	case gjson.String:
+		id = r.Str
+	case gjson.Number:
+		id = r.Raw
+	default:
+		if !r.Exists() {
+			return "", fmt.Errorf("idField %s is missing from the event", h.idField)
+		}
+		return "", fmt.Errorf("idField %s must be a string or a number, not %s", h.idField, clip(r.Raw))
+	}
+	if msg := nameProblem(id); msg != "" {
+		return "", fmt.Errorf("idField %s: the id %s", h.idField, msg)
+	}
+	return id, nil
+}
+
+// maxErrorText bounds the message of a recorded error.
+const maxErrorText = 512
+
+// projectionError records that e could not be applied.
+func projectionError(e *Event, id string, err error) ProjectionError {
+	return ProjectionError{
+		Position: e.Position, EventID: e.ID, EventType: e.Type,
+		InstanceID: id, Message: truncate(strings.ToValidUTF8(err.Error(), "\ufffd"), maxErrorText),
+	}
 }

@@ -3,191 +3,218 @@ package eventstore
 import (
 	"encoding/json"
 	"fmt"
-
-	"github.com/eventkit-go/eventstore/internal/decimal"
+	"slices"
 )
 
-// Definition describes a projection: which event types of a feed it
-// processes and how each changes the projection's JSON object. Its JSON form
-// is the body of the HTTP create-definition call.
+// Definition describes a projection: which event types of which feeds it
+// processes and how each changes the projection's JSON object. Its JSON
+// form is the body of the HTTP definition calls; DecodeDefinition reads it
+// strictly.
 type Definition struct {
 	// Name is the projection name used in queries. It follows the rules of
 	// aggregate ids: non-empty, at most 256 bytes, no '/' or control
 	// characters.
 	Name string `json:"projectionName"`
 	// Feed is the feed the projection reads: the events of the aggregate
-	// type of that name.
-	Feed string `json:"feedName"`
+	// type of that name. It may be empty when every handler names its own
+	// feed.
+	Feed string `json:"feedName,omitempty"`
 	// Aggregated makes the projection one instance over all aggregates of
 	// the feed, addressed by Name. When false there is one instance per
-	// aggregate id.
+	// aggregate id (or per IDField value).
 	Aggregated bool `json:"aggregated"`
-	// Handlers hold one handler per processed event type.
+	// IDField, for a single projection, keys instances by this field of
+	// the event data instead of the aggregate id. Handlers may override it.
+	IDField string `json:"idField,omitempty"`
+	// Handlers hold one handler per processed event type and feed.
 	Handlers []Handler `json:"handlers"`
 }
 
 // Handler applies Functions, in order, to the projection instance of every
 // event of type EventType.
 type Handler struct {
-	// EventType is the event type the handler reacts to; it is unique
-	// within a definition.
+	// EventType is the event type the handler reacts to; it is unique per
+	// feed within a definition.
 	EventType string `json:"eventType"`
-	// Functions are applied in order; at most 100.
+	// Feed, when set, is the feed this handler reads instead of the
+	// definition's, so one projection may read several aggregate types.
+	Feed string `json:"feedName,omitempty"`
+	// IDField overrides the definition's IDField for this handler.
+	IDField string `json:"idField,omitempty"`
+	// Functions are applied in order.
 	Functions []Function `json:"functions"`
 }
 
-// Function names.
-const (
-	// FuncSet assigns the input (EventSelector or RawData) to the target.
-	FuncSet = "set"
-	// FuncAdd adds the input number to the target, which starts at 0.
-	FuncAdd = "add"
-	// FuncInc adds one to the target, which starts at 0.
-	FuncInc = "inc"
-)
-
-// Function is one operation of a handler.
+// Function is one operation of a handler. The README lists the functions
+// and what each takes; the function table in functions.go is the source.
 type Function struct {
-	// Function is FuncSet, FuncAdd or FuncInc.
+	// Function is the name of the operation, such as "set" or "append".
 	Function string `json:"function"`
-	// TargetSelector is the projection field changed, of the form
-	// $.projection.<field>[.<field>...].
-	TargetSelector string `json:"targetSelector"`
-	// EventSelector is the event data field read as input, of the form
-	// $.event.<field>[.<field>...]. When the event lacks the field the
-	// target is left unchanged.
+	// TargetSelector is the projection field changed, such as
+	// $.projection.items[?].status; the default is $.projection, the
+	// whole instance.
+	TargetSelector string `json:"targetSelector,omitempty"`
+	// TargetFilter selects the array elements a [?] in TargetSelector
+	// stands for, such as @.id == $.event.id.
+	TargetFilter string `json:"targetFilter,omitempty"`
+	// EventSelector is the event field read as input, such as
+	// $.event.total or $.metadata.timestamp; the default is $.event, the
+	// whole event data. When the event lacks the field the function does
+	// nothing.
 	EventSelector string `json:"eventSelector,omitempty"`
-	// RawData is a literal input used instead of an event field. For set it
-	// is stored as a JSON string; for add it must be a decimal number. An
-	// empty RawData counts as absent.
-	RawData string `json:"rawData,omitempty"`
+	// EventFilter, with a [?] in EventSelector, selects the elements of an
+	// event array read as input; without one it is a condition on the
+	// event (@ is the event data) that decides whether the function runs.
+	EventFilter string `json:"eventFilter,omitempty"`
+	// RawData is a literal JSON input used instead of an event field. A
+	// JSON string stays a string.
+	RawData json.RawMessage `json:"rawData,omitempty"`
 }
 
-// Limits of a definition.
+// Limits of a definition, also enforced while decoding one.
 const (
-	maxHandlers  = 1000
-	maxFunctions = 100
+	// MaxHandlers bounds the handlers of one definition.
+	MaxHandlers = 1000
+	// MaxFunctions bounds the functions of one handler.
+	MaxFunctions = 100
+	// maxRawData bounds a function's rawData.
+	maxRawData = 64 << 10
 )
 
 // compiled is a validated definition, ready to apply.
 type compiled struct {
-	def      Definition
-	handlers map[string][]op
+	def Definition
+	// spec is the canonical JSON encoding of def.
+	spec []byte
+	// handlers maps feed and event type to their handler.
+	handlers map[handlerKey]*chandler
+	// feeds lists the feeds read, sorted; feed is set when there is one.
+	feeds []string
+	feed  string
 }
 
-type opKind uint8
+type handlerKey struct{ feed, eventType string }
 
-const (
-	opSet opKind = iota
-	opAdd
-	opInc
-)
-
-// op is a compiled Function.
-type op struct {
-	kind   opKind
-	target selector
-	event  selector // zero when the input is raw or none
-	hasSel bool
-	raw    []byte      // set: the JSON encoding of RawData
-	rawNum decimal.Dec // add: RawData as a number
-	hasRaw bool
+// chandler is a compiled handler.
+type chandler struct {
+	idField *selector // nil: the aggregate id
+	ops     []op
 }
 
-// compile validates d and compiles its selectors. Every problem is reported
-// in one *ValidationError naming the field, e.g.
+// compile validates d and compiles it. Every problem is reported in one
+// *ValidationError naming the field, e.g.
 // "handlers[0].functions[1].targetSelector".
 func compile(d Definition) (*compiled, error) {
-	v := validation{op: "create projection"}
+	v := validation{op: "projection definition"}
 	checkName(&v, "projectionName", d.Name)
-	checkName(&v, "feedName", d.Feed)
+	if d.Feed != "" {
+		checkName(&v, "feedName", d.Feed)
+	}
 	switch {
 	case len(d.Handlers) == 0:
 		v.add("handlers", "at least one handler is required")
-	case len(d.Handlers) > maxHandlers:
-		v.add("handlers", "at most %d handlers are allowed", maxHandlers)
+	case len(d.Handlers) > MaxHandlers:
+		v.add("handlers", "at most %d handlers are allowed", MaxHandlers)
+		d.Handlers = d.Handlers[:MaxHandlers]
 	}
-	c := &compiled{def: d, handlers: make(map[string][]op, len(d.Handlers))}
-	seen := make(map[string]int)
+	defID := compileIDField(&v, "idField", d.IDField, d.Aggregated)
+	c := &compiled{def: d, handlers: make(map[handlerKey]*chandler, len(d.Handlers))}
+	seen := make(map[handlerKey]int)
 	for i, h := range d.Handlers {
 		hf := fmt.Sprintf("handlers[%d]", i)
+		feed := h.Feed
+		switch {
+		case feed != "":
+			checkName(&v, hf+".feedName", feed)
+		case d.Feed == "":
+			v.add(hf+".feedName", "is required when the definition has no feedName")
+		default:
+			feed = d.Feed
+		}
+		key := handlerKey{feed, h.EventType}
 		if msg := typeProblem(h.EventType); msg != "" {
 			v.add(hf+".eventType", "%s", msg)
-		} else if j, dup := seen[h.EventType]; dup {
-			v.add(hf+".eventType", "%q is already handled by handlers[%d]", clip(h.EventType), j)
+		} else if j, dup := seen[key]; dup {
+			v.add(hf+".eventType", "%q of feed %q is already handled by handlers[%d]", clip(h.EventType), clip(feed), j)
 		} else {
-			seen[h.EventType] = i
+			seen[key] = i
+		}
+		ch := &chandler{idField: defID}
+		if h.IDField != "" {
+			ch.idField = compileIDField(&v, hf+".idField", h.IDField, d.Aggregated)
 		}
 		switch {
 		case len(h.Functions) == 0:
 			v.add(hf+".functions", "at least one function is required")
-		case len(h.Functions) > maxFunctions:
-			v.add(hf+".functions", "at most %d functions are allowed", maxFunctions)
+		case len(h.Functions) > MaxFunctions:
+			v.add(hf+".functions", "at most %d functions are allowed", MaxFunctions)
+			h.Functions = h.Functions[:MaxFunctions]
 		}
-		ops := make([]op, 0, len(h.Functions))
+		ch.ops = make([]op, 0, len(h.Functions))
 		for j, f := range h.Functions {
-			o, ok := compileFunc(&v, fmt.Sprintf("%s.functions[%d]", hf, j), f)
-			if ok {
-				ops = append(ops, o)
+			if v.full() {
+				break
+			}
+			if o, ok := compileFunc(&v, fmt.Sprintf("%s.functions[%d]", hf, j), f); ok {
+				ch.ops = append(ch.ops, o)
 			}
 		}
-		c.handlers[h.EventType] = ops
+		c.handlers[key] = ch
+		if !slices.Contains(c.feeds, feed) {
+			c.feeds = append(c.feeds, feed)
+		}
+		if v.full() {
+			break
+		}
 	}
 	if err := v.err(); err != nil {
 		return nil, err
 	}
+	slices.Sort(c.feeds)
+	if len(c.feeds) == 1 {
+		c.feed = c.feeds[0]
+	}
+	spec, err := json.Marshal(d)
+	if err != nil {
+		return nil, fmt.Errorf("projection definition: %w", err)
+	}
+	c.spec = spec
 	return c, nil
 }
 
-func compileFunc(v *validation, field string, f Function) (op, bool) {
-	n := len(v.fields)
-	var o op
-	switch f.Function {
-	case FuncSet:
-		o.kind = opSet
-	case FuncAdd:
-		o.kind = opAdd
-	case FuncInc:
-		o.kind = opInc
-	case "":
-		v.add(field+".function", "is required (one of set, add, inc)")
-	default:
-		v.add(field+".function", "unknown function %q (use set, add or inc)", clip(f.Function))
+// compileIDField compiles an idField: a field name or an $.event selector.
+func compileIDField(v *validation, field, s string, aggregated bool) *selector {
+	if s == "" {
+		return nil
 	}
-	if f.TargetSelector == "" {
-		v.add(field+".targetSelector", "is required")
-	} else if sel, err := parseSelector(f.TargetSelector, projectionRoot); err != nil {
-		v.add(field+".targetSelector", "%v", err)
-	} else {
-		o.target = sel
+	if aggregated {
+		v.add(field, "applies to single projections only")
+		return nil
 	}
-	if f.EventSelector != "" {
-		if sel, err := parseSelector(f.EventSelector, eventRoot); err != nil {
-			v.add(field+".eventSelector", "%v", err)
-		} else {
-			o.event, o.hasSel = sel, true
-		}
+	text := s
+	if len(s) < 2 || s[0] != '$' {
+		text = eventRoot + "." + s
 	}
-	o.hasRaw = f.RawData != ""
+	sel, err := parseSelector(text, eventRoot)
 	switch {
-	case o.kind == opInc && (f.EventSelector != "" || o.hasRaw):
-		v.add(field, "inc takes no eventSelector or rawData")
-	case f.Function != FuncInc && f.EventSelector != "" && o.hasRaw:
-		v.add(field, "give eventSelector or rawData, not both")
-	case (o.kind == opSet || o.kind == opAdd) && f.Function != "" && f.EventSelector == "" && !o.hasRaw:
-		v.add(field, "%s needs an eventSelector or rawData", f.Function)
+	case err != nil:
+		v.add(field, "%v", err)
+		return nil
+	case sel.isRoot() || sel.filterAt >= 0 || sel.steps[len(sel.steps)-1].kind == stepKeys:
+		v.add(field, "must name one field of the event, such as customerId or $.event.customer.id")
+		return nil
 	}
-	if o.hasRaw {
-		switch o.kind {
-		case opSet:
-			o.raw, _ = json.Marshal(f.RawData)
-		case opAdd:
-			d, err := decimal.Parse(f.RawData)
-			if err != nil {
-				v.add(field+".rawData", "add needs a decimal number: %v", err)
-			}
-			o.rawNum = d
-		}
-	}
-	return o, len(v.fields) == n
+	return &sel
+}
+
+// reads reports whether the definition handles events of aggregate type
+// feed.
+func (c *compiled) reads(feed string) bool {
+	_, ok := slices.BinarySearch(c.feeds, feed)
+	return ok
+}
+
+// handler returns the handler of an event, or nil.
+func (c *compiled) handler(e *Event) *chandler {
+	return c.handlers[handlerKey{e.AggregateType, e.Type}]
 }

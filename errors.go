@@ -105,3 +105,9 @@ func (v *validation) err() error {
 	}
 	return &ValidationError{Op: v.op, Fields: v.fields}
 }
+
+// maxProblems caps the problems one ValidationError lists.
+const maxProblems = 100
+
+// full reports whether the collector holds as many problems as it lists.
+func (v *validation) full() bool { return len(v.fields) >= maxProblems }

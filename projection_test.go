@@ -24,13 +24,13 @@ func orderDef(name string, aggregated bool) eventstore.Definition {
 		Name: name, Feed: "order", Aggregated: aggregated,
 		Handlers: []eventstore.Handler{
 			{EventType: "Placed", Functions: []eventstore.Function{
-				{Function: "set", TargetSelector: "$.projection.status", RawData: "placed"},
+				{Function: "set", TargetSelector: "$.projection.status", RawData: []byte(`"placed"`)},
 				fn("add", "$.projection.total", "$.event.total"),
 				fn("inc", "$.projection.count", ""),
 				fn("set", "$.projection.address.city", "$.event.address.city"),
 			}},
 			{EventType: "Shipped", Functions: []eventstore.Function{
-				{Function: "set", TargetSelector: "$.projection.status", RawData: "shipped"},
+				{Function: "set", TargetSelector: "$.projection.status", RawData: []byte(`"shipped"`)},
 			}},
 		},
 	}
@@ -171,7 +171,7 @@ func TestAddOnNonNumberTargetIsRecordedError(t *testing.T) {
 	ctx := context.Background()
 	st, p := newProjector(t)
 	require.NoError(t, p.Create(ctx, eventstore.Definition{Name: "p", Feed: "f", Handlers: []eventstore.Handler{
-		{EventType: "S", Functions: []eventstore.Function{{Function: "set", TargetSelector: "$.projection.x", RawData: "text"}}},
+		{EventType: "S", Functions: []eventstore.Function{{Function: "set", TargetSelector: "$.projection.x", RawData: []byte(`"text"`)}}},
 		{EventType: "I", Functions: []eventstore.Function{fn("inc", "$.projection.x", "")}},
 		{EventType: "N", Functions: []eventstore.Function{fn("inc", "$.projection.x.y", "")}},
 	}}))
@@ -240,10 +240,10 @@ func TestDefinitionValidation(t *testing.T) {
 		{"wildcard", func(d *eventstore.Definition) { d.Handlers[0].Functions[1].EventSelector = "$.event.t*" }, "handlers[0].functions[1].eventSelector"},
 		{"add without input", func(d *eventstore.Definition) { d.Handlers[0].Functions[1].EventSelector = "" }, "handlers[0].functions[1]"},
 		{"add with non-number raw", func(d *eventstore.Definition) {
-			d.Handlers[0].Functions[1] = eventstore.Function{Function: "add", TargetSelector: "$.projection.t", RawData: "x"}
+			d.Handlers[0].Functions[1] = eventstore.Function{Function: "add", TargetSelector: "$.projection.t", RawData: []byte(`"x"`)}
 		}, "handlers[0].functions[1].rawData"},
 		{"inc with input", func(d *eventstore.Definition) { d.Handlers[0].Functions[2].EventSelector = "$.event.n" }, "handlers[0].functions[2]"},
-		{"set with both inputs", func(d *eventstore.Definition) { d.Handlers[0].Functions[3].RawData = "x" }, "handlers[0].functions[3]"},
+		{"set with both inputs", func(d *eventstore.Definition) { d.Handlers[0].Functions[3].RawData = []byte(`"x"`) }, "handlers[0].functions[3]"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

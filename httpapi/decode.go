@@ -168,57 +168,8 @@ func decodeSave(body []byte) (saveRequest, error) {
 	return req, nil
 }
 
-// decodeDefinition decodes a create-definition body.
+// decodeDefinition decodes a definition body with the library's strict
+// decoder.
 func decodeDefinition(body []byte) (eventstore.Definition, error) {
-	fe := &fieldErrors{op: "create projection"}
-	root, err := parseBody(body, fe)
-	if err != nil {
-		return eventstore.Definition{}, err
-	}
-	f := fields(root, "", fe, "projectionName", "feedName", "aggregated", "handlers")
-	d := eventstore.Definition{
-		Name: str(f[0], "projectionName", fe),
-		Feed: str(f[1], "feedName", fe),
-	}
-	switch v := f[2]; {
-	case !present(v):
-	case v.Type == gjson.True || v.Type == gjson.False:
-		d.Aggregated = v.Bool()
-	default:
-		fe.add("aggregated", "must be true or false")
-	}
-	if items := array(f[3], "handlers", fe); items != nil {
-		d.Handlers = make([]eventstore.Handler, 0, len(items))
-		for i, item := range items {
-			prefix := fmt.Sprintf("handlers[%d].", i)
-			if !item.IsObject() {
-				fe.add(prefix[:len(prefix)-1], "must be an object")
-				continue
-			}
-			hf := fields(item, prefix, fe, "eventType", "functions")
-			h := eventstore.Handler{EventType: str(hf[0], prefix+"eventType", fe)}
-			if fns := array(hf[1], prefix+"functions", fe); fns != nil {
-				h.Functions = make([]eventstore.Function, 0, len(fns))
-				for j, fn := range fns {
-					fp := fmt.Sprintf("%sfunctions[%d].", prefix, j)
-					if !fn.IsObject() {
-						fe.add(fp[:len(fp)-1], "must be an object")
-						continue
-					}
-					ff := fields(fn, fp, fe, "function", "targetSelector", "eventSelector", "rawData")
-					h.Functions = append(h.Functions, eventstore.Function{
-						Function:       str(ff[0], fp+"function", fe),
-						TargetSelector: str(ff[1], fp+"targetSelector", fe),
-						EventSelector:  str(ff[2], fp+"eventSelector", fe),
-						RawData:        str(ff[3], fp+"rawData", fe),
-					})
-				}
-			}
-			d.Handlers = append(d.Handlers, h)
-		}
-	}
-	if err := fe.err(); err != nil {
-		return eventstore.Definition{}, err
-	}
-	return d, nil
+	return eventstore.DecodeDefinition(body)
 }

@@ -39,7 +39,7 @@ func status(err error) (int, string) {
 		return http.StatusUnsupportedMediaType, "unsupported_media_type"
 	case errors.As(err, &tooLarge):
 		return http.StatusRequestEntityTooLarge, "too_large"
-	case errors.Is(err, errMalformed):
+	case errors.Is(err, errMalformed), errors.Is(err, eventstore.ErrMalformed):
 		return http.StatusBadRequest, "malformed"
 	case errors.Is(err, eventstore.ErrInvalid):
 		return http.StatusUnprocessableEntity, "invalid"

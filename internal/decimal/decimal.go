@@ -228,3 +228,17 @@ func (d Dec) Append(b []byte) []byte {
 	b = append(b, '.')
 	return append(b, digits[len(digits)-sc:]...)
 }
+
+// Neg returns -d.
+func (d Dec) Neg() Dec {
+	if d.big != nil {
+		return Dec{big: new(big.Int).Neg(d.big), scale: d.scale}
+	}
+	return Dec{small: -d.small, scale: d.scale}
+}
+
+// Float returns d as the nearest float64 (for ordering, not arithmetic).
+func (d Dec) Float() float64 {
+	f, _ := d.Rat().Float64()
+	return f
+}

@@ -1,0 +1,206 @@
+package eventstore
+
+import (
+	"errors"
+	"fmt"
+	"unicode/utf8"
+
+	"github.com/tidwall/gjson"
+)
+
+// ErrMalformed reports input that is not well-formed JSON. DecodeDefinition
+// returns it wrapped with where the problem is; the HTTP API answers 400.
+var ErrMalformed = errors.New("eventstore: malformed JSON")
+
+// Function names kept for callers of earlier versions; FunctionNames lists
+// them all.
+const (
+	// FuncSet assigns the input to the target.
+	FuncSet = "set"
+	// FuncAdd adds the input number to the target, which starts at 0.
+	FuncAdd = "add"
+	// FuncInc adds one to the target, which starts at 0.
+	FuncInc = "inc"
+)
+
+// maxDefinitionBytes bounds the JSON text of one definition.
+const maxDefinitionBytes = 4 << 20
+
+// DecodeDefinition reads a definition from its JSON form strictly: a body
+// that is not JSON wraps ErrMalformed; an unknown field, a known field of
+// the wrong type or given twice, or more than MaxHandlers handlers or
+// MaxFunctions functions is a *ValidationError naming the field. It does
+// not validate values (names, selectors, functions): the Projector does
+// when the definition is created.
+func DecodeDefinition(body []byte) (Definition, error) {
+	v := validation{op: "projection definition"}
+	if len(body) > maxDefinitionBytes {
+		return Definition{}, fmt.Errorf("%w: a definition may be at most %d bytes", ErrInvalid, maxDefinitionBytes)
+	}
+	if depthOver(body, maxDataDepth) {
+		return Definition{}, fmt.Errorf("%w: nested deeper than %d levels", ErrMalformed, maxDataDepth)
+	}
+	if !gjson.ValidBytes(body) {
+		if len(body) == 0 {
+			return Definition{}, fmt.Errorf("%w: the body is empty, a JSON object is required", ErrMalformed)
+		}
+		return Definition{}, fmt.Errorf("%w: the body is not valid JSON", ErrMalformed)
+	}
+	if !utf8.Valid(body) {
+		v.add("", "must be UTF-8")
+		return Definition{}, v.err()
+	}
+	root := gjson.ParseBytes(body)
+	if !root.IsObject() {
+		v.add("", "must be a JSON object")
+		return Definition{}, v.err()
+	}
+	var d Definition
+	members(&v, root, "", func(key string, val gjson.Result, field string) {
+		switch key {
+		case "projectionName":
+			d.Name = str(&v, val, field)
+		case "feedName":
+			d.Feed = str(&v, val, field)
+		case "idField":
+			d.IDField = str(&v, val, field)
+		case "aggregated":
+			switch val.Type {
+			case gjson.True, gjson.False:
+				d.Aggregated = val.Bool()
+			case gjson.Null:
+			default:
+				v.add(field, "must be true or false")
+			}
+		case "handlers":
+			d.Handlers = decodeHandlers(&v, val, field)
+		default:
+			v.add(field, "is not a field of a projection definition")
+		}
+	})
+	if err := v.err(); err != nil {
+		return Definition{}, err
+	}
+	return d, nil
+}
+
+func decodeHandlers(v *validation, val gjson.Result, field string) []Handler {
+	items := arrayOf(v, val, field, MaxHandlers)
+	out := make([]Handler, 0, len(items))
+	for i, item := range items {
+		hf := fmt.Sprintf("%s[%d]", field, i)
+		if !item.IsObject() {
+			v.add(hf, "must be an object")
+			continue
+		}
+		var h Handler
+		members(v, item, hf+".", func(key string, val gjson.Result, field string) {
+			switch key {
+			case "eventType":
+				h.EventType = str(v, val, field)
+			case "feedName":
+				h.Feed = str(v, val, field)
+			case "idField":
+				h.IDField = str(v, val, field)
+			case "functions":
+				h.Functions = decodeFunctions(v, val, field)
+			default:
+				v.add(field, "is not a field of a handler")
+			}
+		})
+		out = append(out, h)
+		if v.full() {
+			break
+		}
+	}
+	return out
+}
+
+func decodeFunctions(v *validation, val gjson.Result, field string) []Function {
+	items := arrayOf(v, val, field, MaxFunctions)
+	out := make([]Function, 0, len(items))
+	for i, item := range items {
+		ff := fmt.Sprintf("%s[%d]", field, i)
+		if !item.IsObject() {
+			v.add(ff, "must be an object")
+			continue
+		}
+		var f Function
+		members(v, item, ff+".", func(key string, val gjson.Result, field string) {
+			switch key {
+			case "function":
+				f.Function = str(v, val, field)
+			case "targetSelector":
+				f.TargetSelector = str(v, val, field)
+			case "targetFilter":
+				f.TargetFilter = str(v, val, field)
+			case "eventSelector":
+				f.EventSelector = str(v, val, field)
+			case "eventFilter":
+				f.EventFilter = str(v, val, field)
+			case "rawData":
+				if val.Type != gjson.Null {
+					f.RawData = []byte(val.Raw)
+				}
+			default:
+				v.add(field, "is not a field of a function")
+			}
+		})
+		out = append(out, f)
+		if v.full() {
+			break
+		}
+	}
+	return out
+}
+
+// members calls fn for each member of obj, reporting keys given twice.
+func members(v *validation, obj gjson.Result, prefix string, fn func(key string, val gjson.Result, field string)) {
+	var seen []string
+	obj.ForEach(func(k, val gjson.Result) bool {
+		key := k.String()
+		field := prefix + clip(key)
+		if lookupString(seen, key) >= 0 {
+			v.add(field, "is given more than once")
+			return !v.full()
+		}
+		if len(seen) < 32 {
+			seen = append(seen, key)
+		}
+		fn(key, val, field)
+		return !v.full()
+	})
+}
+
+// arrayOf returns the elements of an array of at most limit elements,
+// counting before it builds anything.
+func arrayOf(v *validation, val gjson.Result, field string, limit int) []gjson.Result {
+	switch {
+	case val.Type == gjson.Null:
+		return nil
+	case !val.IsArray():
+		v.add(field, "must be an array")
+		return nil
+	}
+	n := 0
+	val.ForEach(func(_, _ gjson.Result) bool {
+		n++
+		return n <= limit
+	})
+	if n > limit {
+		v.add(field, "at most %d are allowed", limit)
+		return nil
+	}
+	return val.Array()
+}
+
+func str(v *validation, val gjson.Result, field string) string {
+	switch val.Type {
+	case gjson.String:
+		return val.Str
+	case gjson.Null:
+		return ""
+	}
+	v.add(field, "must be a string")
+	return ""
+}

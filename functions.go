@@ -1,0 +1,315 @@
+package eventstore
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/eventkit-go/eventstore/internal/decimal"
+	"github.com/tidwall/gjson"
+)
+
+// targetRule says what target a function takes.
+type targetRule uint8
+
+const (
+	targetNone     targetRule = iota // no targetSelector
+	targetOptional                   // default $.projection, the whole instance
+	targetField                      // a field below $.projection is required
+)
+
+// inputRule says what input a function takes.
+type inputRule uint8
+
+const (
+	inputNone     inputRule = iota // no eventSelector or rawData
+	inputOptional                  // default $.event, the whole event data
+	inputRequired                  // an eventSelector or rawData is required
+)
+
+// rawRule says what a rawData literal must be.
+type rawRule uint8
+
+const (
+	rawAny rawRule = iota
+	rawObject
+	rawNumber
+)
+
+// funcSpec is one entry of the function table: what the function takes
+// and how it applies. Validation messages and the README's table are
+// built from it.
+type funcSpec struct {
+	name   string
+	target targetRule
+	filter bool // whether the target may hold [?]
+	input  inputRule
+	raw    rawRule
+	apply  func(a *applier, o *op, s slot, in any) error
+	// whole marks functions that act on the instance, not on slots.
+	whole func(a *applier, o *op) error
+}
+
+// functions is the function table.
+var functions = []*funcSpec{
+	{name: "set", target: targetOptional, filter: true, input: inputRequired, apply: applySet},
+	{name: "unset", target: targetField, filter: true, apply: applyUnset},
+	{name: "merge", target: targetOptional, filter: true, input: inputOptional, raw: rawObject, apply: applyMerge},
+	{name: "clear", target: targetOptional, filter: true, apply: applyClear},
+	{name: "delete", whole: applyDelete},
+	{name: "append", target: targetField, filter: true, input: inputOptional, apply: applyAppend},
+	{name: "push", target: targetField, filter: true, input: inputOptional, apply: applyAppend},
+	{name: "prepend", target: targetField, filter: true, input: inputOptional, apply: applyPrepend},
+	{name: "remove", target: targetField, filter: true, input: inputNone, apply: applyRemove},
+	{name: "add", target: targetField, filter: true, input: inputRequired, raw: rawNumber, apply: applyArith(false, false)},
+	{name: "subtract", target: targetField, filter: true, input: inputRequired, raw: rawNumber, apply: applyArith(true, false)},
+	{name: "inc", target: targetField, filter: true, apply: applyArith(false, true)},
+	{name: "dec", target: targetField, filter: true, apply: applyArith(true, true)},
+	{name: "setref", target: targetField, apply: applySetRef},
+	{name: "clearref", whole: applyClearRef},
+}
+
+// FunctionNames returns the names of the projection functions, in the
+// order of the README's table.
+func FunctionNames() []string {
+	names := make([]string, len(functions))
+	for i, f := range functions {
+		names[i] = f.name
+	}
+	return names
+}
+
+func lookupFunction(name string) *funcSpec {
+	for _, f := range functions {
+		if f.name == name {
+			return f
+		}
+	}
+	return nil
+}
+
+// op is a compiled Function.
+type op struct {
+	fn      *funcSpec
+	target  selector
+	tfilter *filter
+	// input
+	hasEvent bool
+	event    selector
+	efilter  *filter // elements of event[?], or a condition when cond
+	cond     bool
+	raw      any // a tree value; cloned at each use
+	hasRaw   bool
+	rawNum   decimal.Dec
+	rawSize  int
+}
+
+// compileFunc validates one function against the table.
+func compileFunc(v *validation, field string, f Function) (op, bool) {
+	n := len(v.fields)
+	var o op
+	o.target.filterAt, o.event.filterAt = -1, -1
+	o.fn = lookupFunction(f.Function)
+	if o.fn == nil {
+		if f.Function == "" {
+			v.add(field+".function", "is required (one of %s)", strings.Join(FunctionNames(), ", "))
+		} else {
+			v.add(field+".function", "unknown function %q (use one of %s)", clip(f.Function), strings.Join(FunctionNames(), ", "))
+		}
+		return o, false
+	}
+	name := o.fn.name
+	// Target.
+	switch {
+	case (o.fn.target == targetNone || o.fn.whole != nil) && f.TargetSelector != "":
+		v.add(field+".targetSelector", "%s takes no targetSelector", name)
+	case o.fn.target == targetNone || o.fn.whole != nil:
+	case f.TargetSelector == "" && o.fn.target == targetField:
+		v.add(field+".targetSelector", "is required: %s needs a field such as $.projection.total", name)
+	default:
+		text := f.TargetSelector
+		if text == "" {
+			text = projectionRoot
+		}
+		sel, err := parseSelector(text, projectionRoot)
+		switch {
+		case err != nil:
+			v.add(field+".targetSelector", "%v", err)
+		case o.fn.target == targetField && sel.isRoot():
+			v.add(field+".targetSelector", "%s needs a field below $.projection, such as $.projection.total", name)
+		case len(sel.steps) > 0 && sel.steps[len(sel.steps)-1].kind == stepKeys:
+			v.add(field+".targetSelector", "['a','b'] can only be read, not written")
+		case sel.filterAt >= 0 && !o.fn.filter:
+			v.add(field+".targetSelector", "%s cannot use [?]", name)
+		default:
+			o.target = sel
+		}
+	}
+	if f.TargetFilter != "" || o.target.filterAt >= 0 {
+		switch {
+		case f.TargetFilter == "":
+			v.add(field+".targetFilter", "is required with [?] in targetSelector")
+		case o.target.filterAt < 0:
+			v.add(field+".targetFilter", "needs a [?] in targetSelector marking the array it filters")
+		default:
+			if flt, err := parseFilter(f.TargetFilter); err != nil {
+				v.add(field+".targetFilter", "%v", err)
+			} else {
+				o.tfilter = &flt
+			}
+		}
+	}
+	// Input.
+	hasSel, hasRaw := f.EventSelector != "", len(f.RawData) > 0
+	switch {
+	case o.fn.input == inputNone && (hasSel || hasRaw):
+		v.add(field, "%s takes no eventSelector or rawData", name)
+	case hasSel && hasRaw:
+		v.add(field, "give eventSelector or rawData, not both")
+	case o.fn.input == inputRequired && !hasSel && !hasRaw:
+		v.add(field, "%s needs an eventSelector or rawData", name)
+	case hasRaw:
+		compileRaw(v, field+".rawData", &o, f.RawData)
+	case hasSel || o.fn.input == inputOptional:
+		text := f.EventSelector
+		if text == "" {
+			text = eventRoot
+		}
+		sel, err := parseSelector(text, eventRoot, metadataRoot)
+		if err == nil {
+			err = checkMetadata(sel)
+		}
+		if err != nil {
+			v.add(field+".eventSelector", "%v", err)
+		} else {
+			o.event, o.hasEvent = sel, true
+		}
+	}
+	if f.EventFilter != "" {
+		if flt, err := parseFilter(f.EventFilter); err != nil {
+			v.add(field+".eventFilter", "%v", err)
+		} else {
+			o.efilter = &flt
+			o.cond = o.event.filterAt < 0
+		}
+	} else if o.event.filterAt >= 0 {
+		v.add(field+".eventFilter", "is required with [?] in eventSelector")
+	}
+	return o, len(v.fields) == n
+}
+
+func compileRaw(v *validation, field string, o *op, raw []byte) {
+	if len(raw) > maxRawData {
+		v.add(field, "is longer than %d bytes", maxRawData)
+		return
+	}
+	if err := checkJSON(raw); err != "" {
+		v.add(field, "%s", err)
+		return
+	}
+	r := gjson.ParseBytes(raw)
+	switch o.fn.raw {
+	case rawObject:
+		if !r.IsObject() {
+			v.add(field, "%s needs a JSON object", o.fn.name)
+			return
+		}
+	case rawNumber:
+		d, err := readNumber(r)
+		if err != nil {
+			v.add(field, "%s needs a decimal number: %v", o.fn.name, err)
+			return
+		}
+		o.rawNum = d
+	}
+	o.raw, o.hasRaw, o.rawSize = fromJSON(r), true, len(raw)
+}
+
+// checkJSON returns why raw is not one JSON value within the depth limit,
+// or "".
+func checkJSON(raw []byte) string {
+	if !gjson.ValidBytes(raw) {
+		return "is not valid JSON"
+	}
+	if depthOver(raw, maxDataDepth) {
+		return fmt.Sprintf("nests deeper than %d levels", maxDataDepth)
+	}
+	return ""
+}
+
+// maxDataDepth bounds the nesting of JSON given to the projection engine.
+const maxDataDepth = 64
+
+// depthOver reports whether the JSON text b nests arrays or objects more
+// than limit levels deep. It scans without recursion.
+func depthOver(b []byte, limit int) bool {
+	depth := 0
+	inString := false
+	for i := 0; i < len(b); i++ {
+		c := b[i]
+		if inString {
+			switch c {
+			case '\\':
+				i++
+			case '"':
+				inString = false
+			}
+			continue
+		}
+		switch c {
+		case '"':
+			inString = true
+		case '[', '{':
+			depth++
+			if depth > limit {
+				return true
+			}
+		case ']', '}':
+			depth--
+		}
+	}
+	return false
+}
+
+// metadataFields are the fields of $.metadata.
+var metadataFields = []string{"aggregateId", "aggregateType", "feedName", "eventId", "eventType", "timestamp", "sequenceNumber", "createdAt", "updatedAt"}
+
+// checkMetadata validates a $.metadata selector: one known field.
+func checkMetadata(sel selector) error {
+	if sel.root != metadataRoot {
+		return nil
+	}
+	if len(sel.steps) != 1 || sel.steps[0].kind != stepKey || lookupString(metadataFields, sel.steps[0].key) < 0 {
+		return fmt.Errorf("$.metadata has the fields %s, as in $.metadata.eventId", strings.Join(metadataFields, ", "))
+	}
+	return nil
+}
+
+func lookupString(list []string, s string) int {
+	for i, x := range list {
+		if x == s {
+			return i
+		}
+	}
+	return -1
+}
+
+// number reads a decimal from a JSON number or from a string holding one
+// (numbers in projection states are stored as strings).
+func readNumber(r gjson.Result) (decimal.Dec, error) {
+	var (
+		d   decimal.Dec
+		err error
+	)
+	switch r.Type {
+	case gjson.Number:
+		d, err = decimal.Parse(r.Raw)
+	case gjson.String:
+		d, err = decimal.Parse(r.Str)
+	default:
+		return d, fmt.Errorf("is not a number: %s", clip(r.Raw))
+	}
+	if err != nil {
+		return d, fmt.Errorf("is not a number: %s (%v)", clip(r.Raw), err)
+	}
+	return d, nil
+}

@@ -1,0 +1,333 @@
+package eventstore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+)
+
+// Single returns the instance of the single projection name with the
+// given id (the aggregate id, or the idField value), up to date with every
+// save this process made before the call. It fails with ErrNotFound when
+// the projection does not exist, is an aggregated one, or no handled event
+// has created the instance (or it was deleted).
+func (p *Projector) Single(ctx context.Context, name, id string) (Projection, error) {
+	if msg := nameProblem(id); msg != "" {
+		return Projection{}, &ValidationError{Op: "projection", Fields: []FieldError{{Field: "projectionId", Message: msg}}}
+	}
+	return p.query(ctx, name, id, false)
+}
+
+// AwaitSingle is Single that, while the instance does not exist, waits for
+// it to be created until ctx is done; then it fails as Single does.
+func (p *Projector) AwaitSingle(ctx context.Context, name, id string) (Projection, error) {
+	for {
+		changed := p.store.watch()
+		pj, err := p.Single(ctx, name, id)
+		if err == nil || !errors.Is(err, ErrNotFound) {
+			return pj, err
+		}
+		if _, lerr := p.lookup(ctx, name); lerr != nil {
+			return Projection{}, lerr // the projection itself is unknown
+		}
+		t := time.NewTimer(p.poll)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return Projection{}, err
+		case <-changed:
+		case <-t.C:
+		}
+		t.Stop()
+	}
+}
+
+// Aggregated returns the aggregated projection name, up to date with every
+// save this process made before the call. It fails with ErrNotFound when
+// the projection does not exist, is a single one, or no handled event has
+// arrived yet.
+func (p *Projector) Aggregated(ctx context.Context, name string) (Projection, error) {
+	return p.query(ctx, name, "", true)
+}
+
+func (p *Projector) query(ctx context.Context, name, instance string, aggregated bool) (Projection, error) {
+	pr, err := p.kind(ctx, name, aggregated)
+	if err != nil {
+		return Projection{}, err
+	}
+	if err := p.sync(ctx, pr); err != nil {
+		return Projection{}, err
+	}
+	st, err := p.storage.LoadProjection(ctx, name, instance)
+	if err != nil {
+		if aggregated {
+			return Projection{}, wrapNotFound(fmt.Sprintf("projection %q has no events yet", name), err)
+		}
+		return Projection{}, wrapNotFound(fmt.Sprintf("projection %q has no instance %q", name, instance), err)
+	}
+	return toProjection(name, st, aggregated), nil
+}
+
+// kind looks name up and checks it is of the kind asked for.
+func (p *Projector) kind(ctx context.Context, name string, aggregated bool) (*proj, error) {
+	pr, err := p.lookup(ctx, name)
+	if err != nil {
+		return nil, err
+	}
+	if a := pr.c.Load().def.Aggregated; a != aggregated {
+		k := "a single"
+		if a {
+			k = "an aggregated"
+		}
+		return nil, fmt.Errorf("projection %q is %s projection: %w", name, k, ErrNotFound)
+	}
+	return pr, nil
+}
+
+func toProjection(name string, st ProjectionState, aggregated bool) Projection {
+	id := st.InstanceID
+	if aggregated {
+		id = name
+	}
+	return Projection{
+		Name: name, ID: id, Aggregated: aggregated, Data: st.Data,
+		CreatedAt: st.CreatedAt, UpdatedAt: st.UpdatedAt, Reference: st.Reference, Position: st.Position,
+	}
+}
+
+// ListOptions select, order and page the instances Projector.List returns.
+// The zero value lists the first DefaultListLimit instances by id.
+type ListOptions struct {
+	// Skip leaves out that many of the sorted matches; Limit returns at
+	// most that many (0 means DefaultListLimit; at most MaxListLimit).
+	Skip, Limit int
+	// Sort and Descending order the instances.
+	Sort       ProjectionSort
+	Descending bool
+	// Reference, when its Kind is set, keeps only instances with that
+	// reference; From and To, when set, an inclusive range of references.
+	Reference, From, To Reference
+	// IDs, when not empty, keeps only those instances.
+	IDs []string
+}
+
+// Limits of ListOptions.
+const (
+	DefaultListLimit = 100
+	MaxListLimit     = 1000
+	maxListIDs       = 1000
+	maxListSkip      = 1 << 30
+)
+
+// ProjectionPage is one page of Projector.List.
+type ProjectionPage struct {
+	// Projections are the instances of the page, in order.
+	Projections []Projection
+	// Total counts every matching instance, not only this page's.
+	Total int64
+	// HasMore reports that instances follow this page.
+	HasMore bool
+}
+
+// List returns instances of the single projection name, up to date with
+// this process's saves, filtered, sorted and paged as opts says.
+func (p *Projector) List(ctx context.Context, name string, opts ListOptions) (ProjectionPage, error) {
+	q, err := listQuery(name, opts)
+	if err != nil {
+		return ProjectionPage{}, err
+	}
+	pr, err := p.kind(ctx, name, false)
+	if err != nil {
+		return ProjectionPage{}, err
+	}
+	if err := p.sync(ctx, pr); err != nil {
+		return ProjectionPage{}, err
+	}
+	list, err := p.storage.ListProjections(ctx, q)
+	if err != nil {
+		return ProjectionPage{}, fmt.Errorf("projection %q: list: %w", name, err)
+	}
+	page := ProjectionPage{Projections: make([]Projection, len(list.States)), Total: list.Total}
+	for i, st := range list.States {
+		page.Projections[i] = toProjection(name, st, false)
+	}
+	page.HasMore = int64(q.Skip+len(list.States)) < list.Total
+	return page, nil
+}
+
+// Count returns how many instances the single projection name has,
+// restricted to those with reference ref when ref.Kind is set.
+func (p *Projector) Count(ctx context.Context, name string, ref Reference) (int64, error) {
+	pr, err := p.kind(ctx, name, false)
+	if err != nil {
+		return 0, err
+	}
+	if err := p.sync(ctx, pr); err != nil {
+		return 0, err
+	}
+	list, err := p.storage.ListProjections(ctx, ProjectionQuery{Name: name, Reference: ref})
+	if err != nil {
+		return 0, fmt.Errorf("projection %q: count: %w", name, err)
+	}
+	return list.Total, nil
+}
+
+func listQuery(name string, o ListOptions) (ProjectionQuery, error) {
+	v := validation{op: "list projections"}
+	if msg := nameProblem(name); msg != "" {
+		v.add("projectionName", "%s", msg)
+	}
+	switch {
+	case o.Limit < 0 || o.Limit > MaxListLimit:
+		v.add("limit", "must be between 1 and %d", MaxListLimit)
+	case o.Limit == 0:
+		o.Limit = DefaultListLimit
+	}
+	if o.Skip < 0 || o.Skip > maxListSkip {
+		v.add("skip", "must be between 0 and %d", maxListSkip)
+	}
+	if o.Sort > SortByUpdatedAt {
+		v.add("sort", "is not a known order")
+	}
+	if len(o.IDs) > maxListIDs {
+		v.add("id", "at most %d ids are allowed", maxListIDs)
+	}
+	for i, id := range o.IDs {
+		if msg := nameProblem(id); msg != "" {
+			v.add(fmt.Sprintf("id[%d]", i), "%s", msg)
+		}
+	}
+	if err := v.err(); err != nil {
+		return ProjectionQuery{}, err
+	}
+	return ProjectionQuery{
+		Name: name, IDs: o.IDs, Reference: o.Reference, From: o.From, To: o.To,
+		Sort: o.Sort, Descending: o.Descending, Skip: o.Skip, Limit: o.Limit,
+	}, nil
+}
+
+// ParseSort reads a sort parameter: projectionId, reference, createdAt or
+// updatedAt, with an optional '+' (ascending, the default) or '-' prefix.
+func ParseSort(s string) (ProjectionSort, bool, error) {
+	desc := false
+	switch {
+	case strings.HasPrefix(s, "-"):
+		desc, s = true, s[1:]
+	case strings.HasPrefix(s, "+"):
+		s = s[1:]
+	}
+	switch s {
+	case "projectionId", "":
+		return SortByID, desc, nil
+	case "reference":
+		return SortByReference, desc, nil
+	case "createdAt":
+		return SortByCreatedAt, desc, nil
+	case "updatedAt":
+		return SortByUpdatedAt, desc, nil
+	}
+	return 0, false, &ValidationError{Op: "list projections", Fields: []FieldError{{Field: "sort", Message: "must be projectionId, reference, createdAt or updatedAt, with an optional + or - prefix"}}}
+}
+
+// Sync brings the projection named name up to date with every save this
+// process's Store has made and with what the feed shows. A pending
+// replacement of it is built too, and takes over when it has caught up.
+func (p *Projector) Sync(ctx context.Context, name string) error {
+	pr, err := p.lookup(ctx, name)
+	if err != nil {
+		return err
+	}
+	if err := p.sync(ctx, pr); err != nil {
+		return err
+	}
+	if _, err := p.storage.Definition(ctx, name+replacementSuffix); err == nil {
+		return p.catchUpStored(ctx, name+replacementSuffix)
+	}
+	return nil
+}
+
+// sync applies the feed to pr. When Run is keeping projections current and
+// pr already covers this process's saves, it returns at once.
+func (p *Projector) sync(ctx context.Context, pr *proj) error {
+	target := p.store.lastPos.Load()
+	if p.running.Load() > 0 && target > 0 && pr.checkpoint.Load() >= target {
+		return nil
+	}
+	return p.catchUp(ctx, pr, target)
+}
+
+// Run keeps every projection current until ctx is done or the Store is
+// closed; it returns nil then. It wakes on every save through this
+// process's Store, on Create and Put, and every PollInterval for saves
+// made by other processes. It also builds replacements and swaps them in.
+// Errors are logged and retried. Run is optional: queries catch up by
+// themselves.
+func (p *Projector) Run(ctx context.Context) error {
+	p.running.Add(1)
+	defer p.running.Add(-1)
+	ticker := time.NewTicker(p.poll)
+	defer ticker.Stop()
+	for {
+		changed := p.store.watch()
+		if p.store.closed.Load() || ctx.Err() != nil {
+			return nil
+		}
+		if err := p.CatchUp(ctx); err != nil && ctx.Err() == nil && !errors.Is(err, ErrClosed) {
+			p.log.Warn("eventstore: projector", "err", err)
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-changed:
+		case <-p.kick:
+		case <-ticker.C:
+		}
+	}
+}
+
+// CatchUp brings every projection up to date, as Sync does for one, and
+// swaps in replacements that have caught up.
+func (p *Projector) CatchUp(ctx context.Context) error {
+	recs, err := p.storage.Definitions(ctx)
+	if err != nil {
+		return fmt.Errorf("projections: %w", err)
+	}
+	var errs []error
+	for _, rec := range recs {
+		if err := p.catchUpStored(ctx, rec.Name); err != nil && !errors.Is(err, ErrNotFound) {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// catchUpStored catches up the stored definition of that name; for a
+// replacement, it then swaps it in.
+func (p *Projector) catchUpStored(ctx context.Context, storeName string) error {
+	pr, err := p.lookupStored(ctx, storeName)
+	if err != nil {
+		return err
+	}
+	if err := p.catchUp(ctx, pr, p.store.lastPos.Load()); err != nil {
+		return err
+	}
+	name, ok := strings.CutSuffix(storeName, replacementSuffix)
+	if !ok {
+		return nil
+	}
+	// Hold the current definition's lock so no apply of it in this process
+	// is in flight across the swap.
+	if cur, err := p.lookupStored(ctx, name); err == nil {
+		cur.mu.Lock()
+		defer cur.mu.Unlock()
+	}
+	if err := p.storage.RenameProjection(ctx, storeName, name); err != nil {
+		return fmt.Errorf("projection %q: swap in the replacement: %w", name, err)
+	}
+	p.forget(storeName)
+	p.forget(name)
+	p.log.Info("eventstore: projection replaced", "projection", name)
+	return nil
+}
