@@ -191,21 +191,6 @@ func (h *handler) createDefinition(w http.ResponseWriter, r *http.Request) {
 	h.sendValue(w, r, d)
 }
 
-// querySingle serves GET /projections/single/{name}/{id}.
-func (h *handler) querySingle(w http.ResponseWriter, r *http.Request) {
-	seg, err := segments(r, "name", "id")
-	if err != nil {
-		h.fail(w, r, err)
-		return
-	}
-	p, err := h.p.Single(r.Context(), seg[0], seg[1])
-	if err != nil {
-		h.fail(w, r, err)
-		return
-	}
-	h.sendProjection(w, r, p)
-}
-
 // queryAggregated serves GET /projections/aggregated/{name}.
 func (h *handler) queryAggregated(w http.ResponseWriter, r *http.Request) {
 	seg, err := segments(r, "name")

@@ -168,9 +168,17 @@ func New(st *eventstore.Store, p *eventstore.Projector, opts *Options) http.Hand
 	mux := http.NewServeMux()
 	mux.HandleFunc("/aggregates/{type}/{id}/events", h.only(http.MethodPost, h.save))
 	mux.HandleFunc("/aggregates/{type}/{id}", h.only(http.MethodGet, h.load))
-	mux.HandleFunc("/projections/definitions", h.only(http.MethodPost, h.createDefinition))
+	mux.HandleFunc("/projections", h.only(http.MethodGet, h.overview))
+	mux.HandleFunc("/projections/definitions", h.methods(map[string]http.HandlerFunc{
+		http.MethodGet: h.listDefinitions, http.MethodPost: h.createDefinition}))
+	mux.HandleFunc("/projections/definitions/{name}", h.methods(map[string]http.HandlerFunc{
+		http.MethodGet: h.getDefinition, http.MethodPut: h.putDefinition, http.MethodDelete: h.deleteDefinition}))
+	mux.HandleFunc("/projections/single/{name}", h.methods(map[string]http.HandlerFunc{
+		http.MethodGet: h.listSingle, http.MethodDelete: h.resetProjection(false)}))
+	mux.HandleFunc("/projections/single/{name}/_count", h.only(http.MethodGet, h.countSingle))
 	mux.HandleFunc("/projections/single/{name}/{id}", h.only(http.MethodGet, h.querySingle))
-	mux.HandleFunc("/projections/aggregated/{name}", h.only(http.MethodGet, h.queryAggregated))
+	mux.HandleFunc("/projections/aggregated/{name}", h.methods(map[string]http.HandlerFunc{
+		http.MethodGet: h.queryAggregated, http.MethodDelete: h.resetProjection(true)}))
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		h.fail(w, r, fmt.Errorf("no endpoint at %s: %w", clip(r.URL.Path), eventstore.ErrNotFound))
 	})

@@ -72,6 +72,8 @@ func (h *handler) sendProjection(w http.ResponseWriter, r *http.Request, p event
 	body := make([]byte, 0, len(data)+len(id)+49)
 	body = append(body, `{"projectionId":`...)
 	body = append(body, id...)
+	body = append(body, `,"createdAt":`...)
+	body = strconv.AppendInt(body, p.CreatedAt.UnixMilli(), 10)
 	body = append(body, `,"updatedAt":`...)
 	body = strconv.AppendInt(body, p.UpdatedAt.UnixMilli(), 10)
 	body = append(body, `,"data":`...)

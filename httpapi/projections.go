@@ -1,0 +1,348 @@
+package httpapi
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/eventkit-go/eventstore"
+)
+
+// paramError is a query parameter that does not parse: 400, naming it.
+type paramError struct {
+	name, msg string
+}
+
+func (e *paramError) Error() string { return "query parameter " + e.name + " " + e.msg }
+func (e *paramError) Unwrap() error { return errMalformed }
+
+// intParam reads an integer query parameter within [lo, hi], or def when
+// it is absent.
+func intParam(r *http.Request, name string, def, lo, hi int64) (int64, error) {
+	s := r.URL.Query().Get(name)
+	if s == "" {
+		if r.URL.Query().Has(name) {
+			return 0, &paramError{name, "is empty"}
+		}
+		return def, nil
+	}
+	n, err := strconv.ParseInt(s, 10, 64)
+	if err != nil || n < lo || n > hi {
+		return 0, &paramError{name, fmt.Sprintf("must be an integer from %d to %d", lo, hi)}
+	}
+	return n, nil
+}
+
+// methods routes one path by method; other methods get a JSON 405. GET
+// routes also answer HEAD.
+func (h *handler) methods(routes map[string]http.HandlerFunc) http.HandlerFunc {
+	allow := ""
+	for _, m := range []string{http.MethodGet, http.MethodHead, http.MethodPost, http.MethodPut, http.MethodDelete} {
+		if _, ok := routes[m]; ok || (m == http.MethodHead && routes[http.MethodGet] != nil) {
+			if allow != "" {
+				allow += ", "
+			}
+			allow += m
+		}
+	}
+	return func(w http.ResponseWriter, r *http.Request) {
+		fn := routes[r.Method]
+		if fn == nil && r.Method == http.MethodHead {
+			fn = routes[http.MethodGet]
+		}
+		if fn == nil {
+			w.Header().Set("Allow", allow)
+			h.fail(w, r, fmt.Errorf("%w: %s %s allows %s", errMethod, r.Method, clip(r.URL.Path), allow))
+			return
+		}
+		fn(w, r)
+	}
+}
+
+// listDefinitions serves GET /projections/definitions?skip=&limit=.
+func (h *handler) listDefinitions(w http.ResponseWriter, r *http.Request) {
+	skip, err := intParam(r, "skip", 0, 0, 1<<30)
+	if err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	limit, err := intParam(r, "limit", eventstore.DefaultListLimit, 1, eventstore.MaxListLimit)
+	if err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	defs, err := h.p.Definitions(r.Context())
+	if err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	total := len(defs)
+	page := defs[min(int(skip), total):min(int(skip+limit), total)]
+	h.sendValue(w, r, struct {
+		Definitions []eventstore.Definition `json:"definitions"`
+		HasMore     bool                    `json:"hasMore"`
+		TotalCount  int                     `json:"totalCount"`
+	}{page, int(skip)+len(page) < total, total})
+}
+
+// getDefinition serves GET /projections/definitions/{name}.
+func (h *handler) getDefinition(w http.ResponseWriter, r *http.Request) {
+	seg, err := segments(r, "name")
+	if err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	d, err := h.p.Definition(r.Context(), seg[0])
+	if err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	h.sendValue(w, r, d)
+}
+
+// putDefinition serves PUT /projections/definitions/{name}: create or
+// replace.
+func (h *handler) putDefinition(w http.ResponseWriter, r *http.Request) {
+	seg, err := segments(r, "name")
+	if err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	body, err := h.readJSON(w, r)
+	if err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	d, err := decodeDefinition(body)
+	if err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	if d.Name == "" {
+		d.Name = seg[0]
+	}
+	if d.Name != seg[0] {
+		h.fail(w, r, &paramError{"projectionName", fmt.Sprintf("%q in the body differs from %q in the path", clip(d.Name), clip(seg[0]))})
+		return
+	}
+	if _, err := h.p.Put(r.Context(), d); err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	h.sendValue(w, r, d)
+}
+
+// deleteDefinition serves DELETE /projections/definitions/{name}.
+func (h *handler) deleteDefinition(w http.ResponseWriter, r *http.Request) {
+	seg, err := segments(r, "name")
+	if err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	if err := h.p.Delete(r.Context(), seg[0]); err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	h.send(w, r, nil, false)
+}
+
+// resetProjection serves DELETE /projections/single/{name} and
+// /projections/aggregated/{name}: drop every instance and rebuild.
+func (h *handler) resetProjection(aggregated bool) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		seg, err := segments(r, "name")
+		if err != nil {
+			h.fail(w, r, err)
+			return
+		}
+		d, err := h.p.Definition(r.Context(), seg[0])
+		if err == nil && d.Aggregated != aggregated {
+			err = fmt.Errorf("projection %q is not of this kind: %w", seg[0], eventstore.ErrNotFound)
+		}
+		if err == nil {
+			err = h.p.Reset(r.Context(), seg[0])
+		}
+		if err != nil {
+			h.fail(w, r, err)
+			return
+		}
+		h.send(w, r, nil, false)
+	}
+}
+
+// overviewEntry is one projection in GET /projections.
+type overviewEntry struct {
+	ProjectionName    string                       `json:"projectionName"`
+	FeedName          string                       `json:"feedName,omitempty"`
+	Aggregated        bool                         `json:"aggregated"`
+	ProjectionsCount  int64                        `json:"projectionsCount"`
+	Checkpoint        int64                        `json:"checkpoint"`
+	Head              int64                        `json:"head"`
+	Behind            int64                        `json:"behind"`
+	Rebuilding        bool                         `json:"rebuilding"`
+	RebuildCheckpoint int64                        `json:"rebuildCheckpoint,omitempty"`
+	Errors            []eventstore.ProjectionError `json:"errors"`
+}
+
+// overview serves GET /projections.
+func (h *handler) overview(w http.ResponseWriter, r *http.Request) {
+	all, err := h.p.Overview(r.Context())
+	if err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	out := make([]overviewEntry, len(all))
+	for i, s := range all {
+		errs := s.Errors
+		if errs == nil {
+			errs = []eventstore.ProjectionError{}
+		}
+		out[i] = overviewEntry{
+			ProjectionName: s.Definition.Name, FeedName: s.Definition.Feed, Aggregated: s.Definition.Aggregated,
+			ProjectionsCount: s.Instances, Checkpoint: s.Checkpoint, Head: s.Head, Behind: max(s.Head-s.Checkpoint, 0),
+			Rebuilding: s.Rebuilding, RebuildCheckpoint: s.RebuildCheckpoint, Errors: errs,
+		}
+	}
+	h.sendValue(w, r, struct {
+		Projections []overviewEntry `json:"projections"`
+	}{out})
+}
+
+// instanceJSON is a projection instance in a list.
+type instanceJSON struct {
+	ProjectionID string          `json:"projectionId"`
+	CreatedAt    int64           `json:"createdAt"`
+	UpdatedAt    int64           `json:"updatedAt"`
+	Reference    *string         `json:"reference,omitempty"`
+	Data         rawJSONOrObject `json:"data"`
+}
+
+// rawJSONOrObject is instance data, {} when empty.
+type rawJSONOrObject []byte
+
+// MarshalJSON implements json.Marshaler.
+func (d rawJSONOrObject) MarshalJSON() ([]byte, error) {
+	if len(d) == 0 {
+		return []byte("{}"), nil
+	}
+	return d, nil
+}
+
+func toInstanceJSON(p eventstore.Projection) instanceJSON {
+	out := instanceJSON{ProjectionID: p.ID, CreatedAt: p.CreatedAt.UnixMilli(), UpdatedAt: p.UpdatedAt.UnixMilli(), Data: rawJSONOrObject(p.Data)}
+	if p.Reference.Kind != eventstore.RefNone {
+		ref := p.Reference.Text
+		out.Reference = &ref
+	}
+	return out
+}
+
+// listSingle serves GET /projections/single/{name}.
+func (h *handler) listSingle(w http.ResponseWriter, r *http.Request) {
+	seg, err := segments(r, "name")
+	if err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	var opts eventstore.ListOptions
+	skip, err := intParam(r, "skip", 0, 0, 1<<30)
+	if err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	limit, err := intParam(r, "limit", eventstore.DefaultListLimit, 1, eventstore.MaxListLimit)
+	if err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	opts.Skip, opts.Limit = int(skip), int(limit)
+	q := r.URL.Query()
+	if s := q.Get("sort"); s != "" {
+		if opts.Sort, opts.Descending, err = eventstore.ParseSort(s); err != nil {
+			h.fail(w, r, &paramError{"sort", "must be projectionId, reference, createdAt or updatedAt, with an optional + or - prefix"})
+			return
+		}
+	}
+	for name, dst := range map[string]*eventstore.Reference{"reference": &opts.Reference, "from": &opts.From, "to": &opts.To} {
+		if q.Has(name) {
+			*dst = eventstore.ParseReference(q.Get(name))
+		}
+	}
+	opts.IDs = q["id"]
+	if len(opts.IDs) > eventstore.MaxListLimit {
+		h.fail(w, r, &paramError{"id", fmt.Sprintf("may be given at most %d times", eventstore.MaxListLimit)})
+		return
+	}
+	page, err := h.p.List(r.Context(), seg[0], opts)
+	if err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	out := make([]instanceJSON, len(page.Projections))
+	for i, p := range page.Projections {
+		out[i] = toInstanceJSON(p)
+	}
+	h.sendValue(w, r, struct {
+		Projections []instanceJSON `json:"projections"`
+		HasMore     bool           `json:"hasMore"`
+		TotalCount  int64          `json:"totalCount"`
+	}{out, page.HasMore, page.Total})
+}
+
+// countSingle serves GET /projections/single/{name}/_count.
+func (h *handler) countSingle(w http.ResponseWriter, r *http.Request) {
+	seg, err := segments(r, "name")
+	if err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	var ref eventstore.Reference
+	if q := r.URL.Query(); q.Has("reference") {
+		ref = eventstore.ParseReference(q.Get("reference"))
+	}
+	n, err := h.p.Count(r.Context(), seg[0], ref)
+	if err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	h.sendValue(w, r, struct {
+		Count int64 `json:"count"`
+	}{n})
+}
+
+// maxAwaitCreation bounds awaitCreation, in milliseconds.
+const maxAwaitCreation = 60_000
+
+// querySingle serves GET /projections/single/{name}/{id}, waiting up to
+// awaitCreation milliseconds for the instance to appear.
+func (h *handler) querySingle(w http.ResponseWriter, r *http.Request) {
+	seg, err := segments(r, "name", "id")
+	if err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	wait, err := intParam(r, "awaitCreation", 0, 1, maxAwaitCreation)
+	if err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	var p eventstore.Projection
+	if wait > 0 {
+		ctx, cancel := context.WithTimeout(r.Context(), time.Duration(wait)*time.Millisecond)
+		p, err = h.p.AwaitSingle(ctx, seg[0], seg[1])
+		cancel()
+		if errors.Is(err, context.DeadlineExceeded) && r.Context().Err() == nil {
+			err = fmt.Errorf("projection %q has no instance %q after %d ms: %w", seg[0], seg[1], wait, eventstore.ErrNotFound)
+		}
+	} else {
+		p, err = h.p.Single(r.Context(), seg[0], seg[1])
+	}
+	if err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	h.sendProjection(w, r, p)
+}
