@@ -24,7 +24,7 @@ func TestFilter(t *testing.T) {
 	}{
 		{"@.id == $.event.id", `{"id":"1"}`, `{"id":"1"}`, true},
 		{"[?(@.id == $.event.id)]", `{"id":"1"}`, `{"id":"2"}`, false},
-		{"@.n > 2", `{"n":"10"}`, `{}`, true}, // numbers kept as strings compare as numbers against a number
+		{"@.n > 2", `{"n":"10"}`, `{}`, true},    // numbers kept as strings compare as numbers against a number
 		{"@.n > '2'", `{"n":"10"}`, `{}`, false}, // two strings compare as text
 		{"@.n >= 1.5 && @.n <= 2", `{"n":1.5}`, `{}`, true},
 		{"@.a == 1 || @.b == 2", `{"b":2}`, `{}`, true},

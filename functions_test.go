@@ -119,8 +119,8 @@ func TestDeleteAndReferences(t *testing.T) {
 		t.Fatalf("delete: deleted=%v err=%v", deleted, err)
 	}
 	for state, want := range map[string]Reference{
-		`{"r":"abc"}`: {Kind: RefText, Text: "abc"},
-		`{"r":"12.5"}`: {Kind: RefNumber, Text: "12.5", Number: 12.5},
+		`{"r":"abc"}`:         {Kind: RefText, Text: "abc"},
+		`{"r":"12.5"}`:        {Kind: RefNumber, Text: "12.5", Number: 12.5},
 		`{"r":1700000000000}`: {Kind: RefNumber, Text: "1700000000000", Number: 1700000000000},
 	} {
 		_, ref, _, err := applyOne(t, state, ``, Function{Function: "setref", TargetSelector: "$.projection.r"})
