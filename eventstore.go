@@ -11,7 +11,7 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/tidwall/gjson"
+	"github.com/eventkit-go/eventstore/internal/jsonscan"
 )
 
 // Options configures a Store. A nil *Options means all defaults.
@@ -92,9 +92,11 @@ func New(s Storage, opts *Options) (*Store, error) {
 // outcome it did not learn. A batch that mixes stored and new ids fails with
 // ErrConflict and stores nothing.
 //
-// The whole batch is validated first: an empty batch, an id that is not a
-// UUID, the same id twice, an empty type or data that is not a JSON object
-// fail with a *ValidationError naming the event's index and field. Event
+// The whole batch is validated first: an empty batch or one of more than
+// MaxEventsPerSave events, an id that is not a UUID, the same id twice, an
+// empty type, or data that is not a JSON object or nests deeper than
+// MaxDataDepth fail with a *ValidationError naming the event's index and
+// field. Event
 // ids are stored in lower case.
 func (s *Store) Save(ctx context.Context, aggregateType, aggregateID string, events []NewEvent, opts *SaveOptions) (AppendResult, error) {
 	req, err := s.prepare(aggregateType, aggregateID, events, opts)
@@ -233,7 +235,10 @@ func checkData(d []byte) ([]byte, string) {
 	if i == len(d) {
 		return nil, ""
 	}
-	if !gjson.ValidBytes(d) {
+	if err := jsonscan.Check(d, MaxDataDepth); err != nil {
+		if errors.Is(err, jsonscan.ErrDepth) {
+			return nil, fmt.Sprintf("nests deeper than %d levels", MaxDataDepth)
+		}
 		return nil, "is not valid JSON"
 	}
 	switch d[i] {

@@ -1,0 +1,54 @@
+package eventstore_test
+
+import (
+	"encoding/json"
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/eventkit-go/eventstore"
+)
+
+// nested returns a JSON object nested depth levels deep.
+func nested(depth int) string {
+	return strings.Repeat(`{"a":`, depth-1) + "{}" + strings.Repeat("}", depth-1)
+}
+
+// fieldOf returns the single field a *ValidationError names, or fails.
+func validationFields(t *testing.T, err error) []eventstore.FieldError {
+	t.Helper()
+	var ve *eventstore.ValidationError
+	if !errors.As(err, &ve) || !errors.Is(err, eventstore.ErrInvalid) {
+		t.Fatalf("want a *ValidationError wrapping ErrInvalid, got %v", err)
+	}
+	return ve.Fields
+}
+
+// TestSaveRefusesDeepData: data nested deeper than MaxDataDepth is refused
+// at save, naming the event, so that nothing stored is unreadable later.
+func TestSaveRefusesDeepData(t *testing.T) {
+	st := newStore(t)
+	ctx := t.Context()
+	if _, err := st.Save(ctx, "order", "ok", []eventstore.NewEvent{ev("A", nested(eventstore.MaxDataDepth))}, nil); err != nil {
+		t.Fatalf("data exactly MaxDataDepth (%d) deep must be accepted: %v", eventstore.MaxDataDepth, err)
+	}
+	for _, depth := range []int{eventstore.MaxDataDepth + 1, 20000} {
+		_, err := st.Save(ctx, "order", "deep", []eventstore.NewEvent{ev("A", `{}`), ev("A", nested(depth))}, nil)
+		f := validationFields(t, err)
+		if len(f) != 1 || f[0].Field != "events[1].data" || !strings.Contains(f[0].Message, "64") {
+			t.Errorf("data %d levels deep: fields %+v, want one for events[1].data naming the limit", depth, f)
+		}
+	}
+	if _, err := st.Load(ctx, "order", "deep"); !errors.Is(err, eventstore.ErrNotFound) {
+		t.Errorf("nothing of a refused batch may be stored: Load = %v", err)
+	}
+	// Deep data that is not valid JSON either is still refused.
+	_, err := st.Save(ctx, "order", "bad", []eventstore.NewEvent{ev("A", strings.Repeat("[", 1<<20))}, nil)
+	if f := validationFields(t, err); len(f) != 1 || f[0].Field != "events[0].data" {
+		t.Errorf("1 MiB of '[': fields %+v", f)
+	}
+	agg, err := st.Load(ctx, "order", "ok")
+	if err != nil || !json.Valid(agg.Events[0].Data) {
+		t.Errorf("the accepted aggregate must load: %v", err)
+	}
+}
