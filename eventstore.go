@@ -119,8 +119,12 @@ func (s *Store) prepare(aggregateType, aggregateID string, events []NewEvent, op
 	v := validation{op: "save"}
 	checkName(&v, "aggregateType", aggregateType)
 	checkName(&v, "aggregateId", aggregateID)
-	if len(events) == 0 {
+	switch {
+	case len(events) == 0:
 		v.add("events", "at least one event is required")
+	case len(events) > MaxEventsPerSave:
+		v.add("events", "at most %d events are allowed in one save, got %d", MaxEventsPerSave, len(events))
+		return AppendRequest{}, v.err()
 	}
 	req := AppendRequest{AggregateType: aggregateType, AggregateID: aggregateID}
 	if opts != nil {

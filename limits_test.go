@@ -52,3 +52,44 @@ func TestSaveRefusesDeepData(t *testing.T) {
 		t.Errorf("the accepted aggregate must load: %v", err)
 	}
 }
+
+// TestSaveLimitsEventsPerSave: a save of more than MaxEventsPerSave events
+// is refused as a whole, with one problem.
+func TestSaveLimitsEventsPerSave(t *testing.T) {
+	st := newStore(t)
+	batch := make([]eventstore.NewEvent, eventstore.MaxEventsPerSave+1)
+	for i := range batch {
+		batch[i] = ev("A", "")
+	}
+	_, err := st.Save(t.Context(), "order", "o", batch, nil)
+	if f := validationFields(t, err); len(f) != 1 || f[0].Field != "events" || !strings.Contains(f[0].Message, "10000") {
+		t.Errorf("fields %+v, want one for events naming the limit", f)
+	}
+	if _, err := st.Save(t.Context(), "order", "o", batch[:eventstore.MaxEventsPerSave], nil); err != nil {
+		t.Errorf("a save of exactly MaxEventsPerSave events must succeed: %v", err)
+	}
+}
+
+// TestValidationErrorsAreCapped: a ValidationError lists the first
+// MaxFieldErrors problems and counts the rest.
+func TestValidationErrorsAreCapped(t *testing.T) {
+	st := newStore(t)
+	batch := make([]eventstore.NewEvent, 150)
+	for i := range batch {
+		batch[i] = eventstore.NewEvent{ID: "x", Type: "A"}
+	}
+	_, err := st.Save(t.Context(), "order", "o", batch, nil)
+	var ve *eventstore.ValidationError
+	if !errors.As(err, &ve) {
+		t.Fatalf("want a *ValidationError, got %v", err)
+	}
+	if len(ve.Fields) != eventstore.MaxFieldErrors || ve.Omitted != 150-eventstore.MaxFieldErrors {
+		t.Errorf("%d fields and %d omitted, want %d and %d", len(ve.Fields), ve.Omitted, eventstore.MaxFieldErrors, 150-eventstore.MaxFieldErrors)
+	}
+	if ve.Fields[99].Field != "events[99].eventId" {
+		t.Errorf("the first problems are listed, in input order; the last listed is %q", ve.Fields[99].Field)
+	}
+	if !strings.HasSuffix(err.Error(), "; and 50 more") {
+		t.Errorf("Error() must say how many problems it leaves out: %.100q", err.Error()[len(err.Error())-60:])
+	}
+}
