@@ -194,9 +194,27 @@ func indexOf(seen map[string]int, prev []Event, id string) int {
 // maxNameLen bounds aggregate types, ids, event types and projection names.
 const maxNameLen = 256
 
-// checkName validates an aggregate type or id: non-empty UTF-8 of at most
-// maxNameLen bytes, without '/' or control characters, so that it can be
-// used as a path segment.
+// CheckName reports whether s is acceptable as an aggregate type, an
+// aggregate id, a projection name or a feed name: non-empty UTF-8 of at
+// most 256 bytes, without '/' or control characters, and neither "." nor
+// "..", so that it can serve as a URL path segment. It returns nil or an
+// error wrapping ErrInvalid whose text is the problem alone, such as
+// "must not contain '/'", for the caller to prefix with the field it
+// checked.
+func CheckName(s string) error {
+	if msg := nameProblem(s); msg != "" {
+		return &nameError{msg}
+	}
+	return nil
+}
+
+// nameError is the error of CheckName.
+type nameError struct{ msg string }
+
+func (e *nameError) Error() string { return e.msg }
+func (e *nameError) Unwrap() error { return ErrInvalid }
+
+// checkName validates an aggregate type or id with the rule of CheckName.
 func checkName(v *validation, field, s string) {
 	if msg := nameProblem(s); msg != "" {
 		v.add(field, "%s", msg)
@@ -208,7 +226,12 @@ func typeProblem(s string) string {
 	return problem(s, false)
 }
 
+// nameProblem is the rule of CheckName: it returns what is wrong with s,
+// or "".
 func nameProblem(s string) string {
+	if s == "." || s == ".." {
+		return fmt.Sprintf("must not be %q", s)
+	}
 	return problem(s, true)
 }
 

@@ -93,3 +93,26 @@ func TestValidationErrorsAreCapped(t *testing.T) {
 		t.Errorf("Error() must say how many problems it leaves out: %.100q", err.Error()[len(err.Error())-60:])
 	}
 }
+
+// TestCheckName: the one rule for aggregate types, ids and projection
+// names, which must also be usable as URL path segments.
+func TestCheckName(t *testing.T) {
+	for _, s := range []string{"order", "o-1", "é", ".x", "..x", "a.b", strings.Repeat("a", 256)} {
+		if err := eventstore.CheckName(s); err != nil {
+			t.Errorf("CheckName(%q) = %v, want nil", s, err)
+		}
+	}
+	for _, s := range []string{"", ".", "..", "a/b", "/", "a\x00", "a\x7f", "\xff", strings.Repeat("a", 257)} {
+		err := eventstore.CheckName(s)
+		if !errors.Is(err, eventstore.ErrInvalid) || err.Error() == "" || strings.HasPrefix(err.Error(), "eventstore") {
+			t.Errorf("CheckName(%q) = %v, want an ErrInvalid whose text is the bare problem", s, err)
+		}
+	}
+	st := newStore(t)
+	for _, id := range []string{".", ".."} {
+		_, err := st.Save(t.Context(), "order", id, []eventstore.NewEvent{ev("A", "")}, nil)
+		if f := validationFields(t, err); f[0].Field != "aggregateId" {
+			t.Errorf("Save to aggregate id %q: fields %+v", id, f)
+		}
+	}
+}
