@@ -237,10 +237,13 @@ func (h *handler) recoverPanic(w http.ResponseWriter, r *http.Request) {
 	}
 	h.log.Error("httpapi: panic serving request", "method", r.Method, "path", r.URL.Path,
 		"panic", fmt.Sprint(v), "stack", string(debug.Stack()))
-	writeErrorBody(w, http.StatusInternalServerError, "internal", "internal error", nil)
+	writeErrorBody(w, http.StatusInternalServerError, errorBody{Code: "internal", Message: "internal error"})
 }
 
-// uncleanPath reports an empty, "." or ".." segment of an escaped path.
+// uncleanPath reports an empty, "." or ".." segment of an escaped path, and
+// a segment that is an escaped '/' alone (%2F), which the mux cannot route.
+// Escaped dots and other escaped slashes reach the endpoints, which check
+// the unescaped names with eventstore.CheckName.
 func uncleanPath(p string) string {
 	if p == "/" || p == "" {
 		return ""
@@ -251,6 +254,9 @@ func uncleanPath(p string) string {
 			return fmt.Sprintf("path segment %d is empty", i+1)
 		case ".", "..":
 			return fmt.Sprintf("path segment %d is %q", i+1, seg)
+		}
+		if strings.EqualFold(seg, "%2F") {
+			return fmt.Sprintf("path segment %d must not contain '/'", i+1)
 		}
 	}
 	return ""
