@@ -118,7 +118,7 @@ func (p *Projector) apply(ctx context.Context, c *compiled, from int64, page Fee
 		if err != nil {
 			commit.Errors = append(commit.Errors, ProjectionError{
 				Position: e.Position, EventID: e.ID, EventType: e.Type,
-				InstanceID: id, Message: err.Error(),
+				InstanceID: id, Message: sanitizeMessage(err.Error()),
 			})
 			continue
 		}

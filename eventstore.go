@@ -318,13 +318,6 @@ func normalizeUUID(s string) (string, bool) {
 	return s, true
 }
 
-func clip(s string) string {
-	if len(s) > 64 {
-		return s[:64] + "…"
-	}
-	return s
-}
-
 // Load returns the aggregate with all its events in order, or an error
 // wrapping ErrNotFound when no event was saved for it.
 func (s *Store) Load(ctx context.Context, aggregateType, aggregateID string) (Aggregate, error) {

@@ -89,6 +89,7 @@ import (
 	"sync"
 
 	"github.com/eventkit-go/eventstore"
+	"github.com/eventkit-go/eventstore/internal/safetext"
 )
 
 // Header names of the credentials every request carries.
@@ -262,9 +263,7 @@ func uncleanPath(p string) string {
 	return ""
 }
 
+// clip shortens s for quoting in a message, as eventstore does.
 func clip(s string) string {
-	if len(s) > 64 {
-		return s[:64] + "…"
-	}
-	return s
+	return safetext.Clip(s, 64+len(safetext.Ellipsis))
 }
