@@ -44,6 +44,7 @@ func cases() []testCase {
 	all = append(all, feedCases()...)
 	all = append(all, definitionCases()...)
 	all = append(all, projectorCases()...)
+	all = append(all, errorTextCases()...)
 	all = append(all, closeCases()...)
 	return all
 }
