@@ -116,3 +116,43 @@ func TestCheckName(t *testing.T) {
 		}
 	}
 }
+
+// TestAddBeyondMaxDigitsIsOneError: an add whose result would exceed 1,000
+// digits is an error for that event only; later events keep applying.
+func TestAddBeyondMaxDigitsIsOneError(t *testing.T) {
+	ctx := t.Context()
+	st, p := newProjector(t)
+	createOrderDef(t, p, "orders", false)
+	nines := strings.Repeat("9", 1000)
+	save(t, st, "order", "o1", ev("Placed", `{"total": `+nines+`}`))
+	over := ev("Placed", `{"total": 1}`)
+	save(t, st, "order", "o1", over)
+	save(t, st, "order", "o1", ev("Placed", `{"total": -9}`))
+	got, err := p.Single(ctx, "orders", "o1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := `"` + strings.Repeat("9", 999) + `0"`; field(t, got, "total") != want || field(t, got, "count") != `"2"` {
+		t.Errorf("the event after the one that overflowed must apply: total %.20s…, count %s", field(t, got, "total"), field(t, got, "count"))
+	}
+	s, err := p.Status(ctx, "orders")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(s.Errors) != 1 || s.Errors[0].EventID != over.ID || !strings.Contains(s.Errors[0].Message, "1000 digits") {
+		t.Errorf("want one error, for the event that overflowed, naming the limit: %+v", s.Errors)
+	}
+}
+
+// TestRawDataNumberTooLong: add's rawData of more than 1,000 digits is
+// refused when the definition is created.
+func TestRawDataNumberTooLong(t *testing.T) {
+	_, p := newProjector(t)
+	d := eventstore.Definition{Name: "p", Feed: "order", Handlers: []eventstore.Handler{{EventType: "A", Functions: []eventstore.Function{
+		{Function: eventstore.FuncAdd, TargetSelector: "$.projection.n", RawData: strings.Repeat("1", 1001)},
+	}}}}
+	f := validationFields(t, p.Create(t.Context(), d))
+	if len(f) != 1 || f[0].Field != "handlers[0].functions[0].rawData" || !strings.Contains(f[0].Message, "more than 1000 digits") {
+		t.Errorf("fields %+v: want one for rawData naming the limit", f)
+	}
+}
