@@ -27,7 +27,12 @@
 // 415. Bodies larger than Options.MaxBodyBytes are answered with 413.
 // Unknown fields are ignored; known fields must have the documented JSON
 // type, or the request is answered with 422 and one errors[] entry per
-// field. Event data is kept byte for byte, never re-encoded through float64.
+// problem. Bodies are checked in one pass without recursion and may nest 256
+// levels (event data eventstore.MaxDataDepth); arrays are counted before
+// they are decoded: more than eventstore.MaxEventsPerSave events, 1,000
+// handlers or 100 functions per handler are answered with 422. Event data
+// is stored exactly as it appears in the body and never re-encoded through
+// float64; a load returns it compacted (insignificant whitespace removed).
 //
 // The save body is
 //
@@ -63,7 +68,10 @@
 // # Errors
 //
 // Errors are answered with {"code": "...", "message": "..."}, and on 400
-// and 422 also "errors": [{"field", "message"}]. The statuses:
+// and 422 also "errors": [{"field", "message"}]. Each problem is written
+// once: with several, the message only counts them. At most
+// eventstore.MaxFieldErrors problems are listed, and "omitted" counts the
+// rest. The statuses:
 //
 //	400 malformed               JSON that does not parse, a bad path segment
 //	401 unauthorized            missing or wrong key pair
