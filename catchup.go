@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"strings"
 	"time"
 
 	"github.com/tidwall/gjson"
@@ -204,13 +203,10 @@ func instanceID(c *compiled, h *chandler, e *Event) (string, error) {
 	return id, nil
 }
 
-// maxErrorText bounds the message of a recorded error.
-const maxErrorText = 512
-
 // projectionError records that e could not be applied.
 func projectionError(e *Event, id string, err error) ProjectionError {
 	return ProjectionError{
 		Position: e.Position, EventID: e.ID, EventType: e.Type,
-		InstanceID: id, Message: truncate(strings.ToValidUTF8(err.Error(), "\ufffd"), maxErrorText),
+		InstanceID: id, Message: sanitizeMessage(err.Error()),
 	}
 }

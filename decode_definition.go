@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"unicode/utf8"
 
+	"github.com/eventkit-go/eventstore/internal/jsonscan"
+
 	"github.com/tidwall/gjson"
 )
 
@@ -37,14 +39,11 @@ func DecodeDefinition(body []byte) (Definition, error) {
 	if len(body) > maxDefinitionBytes {
 		return Definition{}, fmt.Errorf("%w: a definition may be at most %d bytes", ErrInvalid, maxDefinitionBytes)
 	}
-	if depthOver(body, maxDataDepth) {
-		return Definition{}, fmt.Errorf("%w: nested deeper than %d levels", ErrMalformed, maxDataDepth)
+	if len(body) == 0 {
+		return Definition{}, fmt.Errorf("%w: the body is empty, a JSON object is required", ErrMalformed)
 	}
-	if !gjson.ValidBytes(body) {
-		if len(body) == 0 {
-			return Definition{}, fmt.Errorf("%w: the body is empty, a JSON object is required", ErrMalformed)
-		}
-		return Definition{}, fmt.Errorf("%w: the body is not valid JSON", ErrMalformed)
+	if err := jsonscan.Check(body, MaxDataDepth); err != nil {
+		return Definition{}, fmt.Errorf("%w: %v", ErrMalformed, err)
 	}
 	if !utf8.Valid(body) {
 		v.add("", "must be UTF-8")

@@ -60,9 +60,17 @@ type ValidationError struct {
 	// Op is the operation that rejected the input, e.g. "save" or
 	// "create projection".
 	Op string
-	// Fields lists the invalid fields; it is never empty.
+	// Fields lists the invalid fields, at most MaxFieldErrors of them; it
+	// is never empty.
 	Fields []FieldError
+	// Omitted counts the further problems found, beyond the first
+	// MaxFieldErrors, that Fields does not list.
+	Omitted int
 }
+
+// MaxFieldErrors is how many problems a ValidationError lists; the rest are
+// only counted, in ValidationError.Omitted.
+const MaxFieldErrors = 100
 
 // Error implements the error interface.
 func (e *ValidationError) Error() string {
@@ -83,19 +91,28 @@ func (e *ValidationError) Error() string {
 		}
 		b.WriteString(f.Message)
 	}
+	if e.Omitted > 0 {
+		fmt.Fprintf(&b, "; and %d more", e.Omitted)
+	}
 	return b.String()
 }
 
 // Unwrap returns ErrInvalid.
 func (e *ValidationError) Unwrap() error { return ErrInvalid }
 
-// validation collects field errors for one operation.
+// validation collects field errors for one operation. Beyond
+// MaxFieldErrors it only counts them, without formatting their messages.
 type validation struct {
-	op     string
-	fields []FieldError
+	op      string
+	fields  []FieldError
+	omitted int
 }
 
 func (v *validation) add(field, format string, args ...any) {
+	if len(v.fields) >= MaxFieldErrors {
+		v.omitted++
+		return
+	}
 	v.fields = append(v.fields, FieldError{Field: field, Message: fmt.Sprintf(format, args...)})
 }
 
@@ -103,11 +120,8 @@ func (v *validation) err() error {
 	if len(v.fields) == 0 {
 		return nil
 	}
-	return &ValidationError{Op: v.op, Fields: v.fields}
+	return &ValidationError{Op: v.op, Fields: v.fields, Omitted: v.omitted}
 }
 
-// maxProblems caps the problems one ValidationError lists.
-const maxProblems = 100
-
 // full reports whether the collector holds as many problems as it lists.
-func (v *validation) full() bool { return len(v.fields) >= maxProblems }
+func (v *validation) full() bool { return len(v.fields) >= MaxFieldErrors }

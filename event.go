@@ -15,8 +15,9 @@ type NewEvent struct {
 	// not be empty.
 	Type string
 	// Data is the event's payload. It is either nil (the event has no data)
-	// or a JSON object. Save copies it; the caller may reuse the slice
-	// afterwards.
+	// or a JSON object nested at most MaxDataDepth levels deep. It is stored
+	// byte for byte, as given. Save copies it; the caller may reuse the
+	// slice afterwards.
 	Data json.RawMessage
 	// EncryptedData is an opaque string the store keeps with the event and
 	// returns unchanged, at most MaxEncryptedData bytes; "" for none.

@@ -11,7 +11,7 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/tidwall/gjson"
+	"github.com/eventkit-go/eventstore/internal/jsonscan"
 )
 
 // Options configures a Store. A nil *Options means all defaults.
@@ -92,9 +92,11 @@ func New(s Storage, opts *Options) (*Store, error) {
 // outcome it did not learn. A batch that mixes stored and new ids fails with
 // ErrConflict and stores nothing.
 //
-// The whole batch is validated first: an empty batch, an id that is not a
-// UUID, the same id twice, an empty type or data that is not a JSON object
-// fail with a *ValidationError naming the event's index and field. Event
+// The whole batch is validated first: an empty batch or one of more than
+// MaxEventsPerSave events, an id that is not a UUID, the same id twice, an
+// empty type, or data that is not a JSON object or nests deeper than
+// MaxDataDepth fail with a *ValidationError naming the event's index and
+// field. Event
 // ids are stored in lower case.
 func (s *Store) Save(ctx context.Context, aggregateType, aggregateID string, events []NewEvent, opts *SaveOptions) (AppendResult, error) {
 	req, err := s.prepare(aggregateType, aggregateID, events, opts)
@@ -117,8 +119,12 @@ func (s *Store) prepare(aggregateType, aggregateID string, events []NewEvent, op
 	v := validation{op: "save"}
 	checkName(&v, "aggregateType", aggregateType)
 	checkName(&v, "aggregateId", aggregateID)
-	if len(events) == 0 {
+	switch {
+	case len(events) == 0:
 		v.add("events", "at least one event is required")
+	case len(events) > MaxEventsPerSave:
+		v.add("events", "at most %d events are allowed in one save, got %d", MaxEventsPerSave, len(events))
+		return AppendRequest{}, v.err()
 	}
 	req := AppendRequest{AggregateType: aggregateType, AggregateID: aggregateID}
 	if opts != nil {
@@ -188,9 +194,27 @@ func indexOf(seen map[string]int, prev []Event, id string) int {
 // maxNameLen bounds aggregate types, ids, event types and projection names.
 const maxNameLen = 256
 
-// checkName validates an aggregate type or id: non-empty UTF-8 of at most
-// maxNameLen bytes, without '/' or control characters, so that it can be
-// used as a path segment.
+// CheckName reports whether s is acceptable as an aggregate type, an
+// aggregate id, a projection name or a feed name: non-empty UTF-8 of at
+// most 256 bytes, without '/' or control characters, and neither "." nor
+// "..", so that it can serve as a URL path segment. It returns nil or an
+// error wrapping ErrInvalid whose text is the problem alone, such as
+// "must not contain '/'", for the caller to prefix with the field it
+// checked.
+func CheckName(s string) error {
+	if msg := nameProblem(s); msg != "" {
+		return &nameError{msg}
+	}
+	return nil
+}
+
+// nameError is the error of CheckName.
+type nameError struct{ msg string }
+
+func (e *nameError) Error() string { return e.msg }
+func (e *nameError) Unwrap() error { return ErrInvalid }
+
+// checkName validates an aggregate type or id with the rule of CheckName.
 func checkName(v *validation, field, s string) {
 	if msg := nameProblem(s); msg != "" {
 		v.add(field, "%s", msg)
@@ -202,7 +226,12 @@ func typeProblem(s string) string {
 	return problem(s, false)
 }
 
+// nameProblem is the rule of CheckName: it returns what is wrong with s,
+// or "".
 func nameProblem(s string) string {
+	if s == "." || s == ".." {
+		return fmt.Sprintf("must not be %q", s)
+	}
 	return problem(s, true)
 }
 
@@ -233,7 +262,10 @@ func checkData(d []byte) ([]byte, string) {
 	if i == len(d) {
 		return nil, ""
 	}
-	if !gjson.ValidBytes(d) {
+	if err := jsonscan.Check(d, MaxDataDepth); err != nil {
+		if errors.Is(err, jsonscan.ErrDepth) {
+			return nil, fmt.Sprintf("nests deeper than %d levels", MaxDataDepth)
+		}
 		return nil, "is not valid JSON"
 	}
 	switch d[i] {
@@ -284,13 +316,6 @@ func normalizeUUID(s string) (string, bool) {
 		return strings.ToLower(s), true
 	}
 	return s, true
-}
-
-func clip(s string) string {
-	if len(s) > 64 {
-		return s[:64] + "…"
-	}
-	return s
 }
 
 // Load returns the aggregate with all its events in order, or an error

@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/eventkit-go/eventstore/internal/decimal"
+	"github.com/eventkit-go/eventstore/internal/jsonscan"
 	"github.com/tidwall/gjson"
 )
 
@@ -227,47 +228,10 @@ func compileRaw(v *validation, field string, o *op, raw []byte) {
 // checkJSON returns why raw is not one JSON value within the depth limit,
 // or "".
 func checkJSON(raw []byte) string {
-	if !gjson.ValidBytes(raw) {
-		return "is not valid JSON"
-	}
-	if depthOver(raw, maxDataDepth) {
-		return fmt.Sprintf("nests deeper than %d levels", maxDataDepth)
+	if err := jsonscan.Check(raw, MaxDataDepth); err != nil {
+		return err.Error()
 	}
 	return ""
-}
-
-// maxDataDepth bounds the nesting of JSON given to the projection engine.
-const maxDataDepth = 64
-
-// depthOver reports whether the JSON text b nests arrays or objects more
-// than limit levels deep. It scans without recursion.
-func depthOver(b []byte, limit int) bool {
-	depth := 0
-	inString := false
-	for i := 0; i < len(b); i++ {
-		c := b[i]
-		if inString {
-			switch c {
-			case '\\':
-				i++
-			case '"':
-				inString = false
-			}
-			continue
-		}
-		switch c {
-		case '"':
-			inString = true
-		case '[', '{':
-			depth++
-			if depth > limit {
-				return true
-			}
-		case ']', '}':
-			depth--
-		}
-	}
-	return false
 }
 
 // metadataFields are the fields of $.metadata.

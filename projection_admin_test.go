@@ -15,7 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-func ev(id int, typ, data string) eventstore.NewEvent {
+func pev(id int, typ, data string) eventstore.NewEvent {
 	return eventstore.NewEvent{ID: fmt.Sprintf("00000000-0000-4000-8000-%012d", id), Type: typ, Data: json.RawMessage(data)}
 }
 
@@ -34,8 +34,8 @@ func TestPutCreatesReplacesAndIsIdempotent(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, eventstore.Unchanged, res, "a program may Put at every start")
 
-	save(t, st, "order", "o1", ev(1, "Placed", `{"total":5}`))
-	save(t, st, "order", "o1", ev(2, "Placed", `{"total":7}`))
+	save(t, st, "order", "o1", pev(1, "Placed", `{"total":5}`))
+	save(t, st, "order", "o1", pev(2, "Placed", `{"total":7}`))
 	pj, err := p.Single(ctx, "n", "o1")
 	require.NoError(t, err)
 	assert.JSONEq(t, `{"count":"2"}`, string(pj.Data))
@@ -71,7 +71,7 @@ func TestReplaceKeepsAnsweringUnderRun(t *testing.T) {
 	_, err := p.Put(ctx, countDef("n", eventstore.Function{Function: "inc", TargetSelector: "$.projection.count"}))
 	require.NoError(t, err)
 	for i := range 2000 {
-		save(t, st, "order", "o1", ev(i+1, "Placed", `{"total":1}`))
+		save(t, st, "order", "o1", pev(i+1, "Placed", `{"total":1}`))
 	}
 	_, err = p.Single(ctx, "n", "o1")
 	require.NoError(t, err)
@@ -107,7 +107,7 @@ func TestDeleteAndResetDefinitions(t *testing.T) {
 	st, p := newProjector(t)
 	d := countDef("n", eventstore.Function{Function: "inc", TargetSelector: "$.projection.count"})
 	require.NoError(t, p.Create(ctx, d))
-	save(t, st, "order", "o1", ev(1, "Placed", `{}`))
+	save(t, st, "order", "o1", pev(1, "Placed", `{}`))
 	_, err := p.Single(ctx, "n", "o1")
 	require.NoError(t, err)
 
@@ -130,7 +130,7 @@ func TestListAndCount(t *testing.T) {
 		eventstore.Function{Function: "set", TargetSelector: "$.projection.total", EventSelector: "$.event.total"},
 		eventstore.Function{Function: "setref", TargetSelector: "$.projection.total"})))
 	for i := range 25 {
-		save(t, st, "order", fmt.Sprintf("o%02d", i), ev(i+1, "Placed", fmt.Sprintf(`{"total":%d}`, (i*7)%25)))
+		save(t, st, "order", fmt.Sprintf("o%02d", i), pev(i+1, "Placed", fmt.Sprintf(`{"total":%d}`, (i*7)%25)))
 	}
 	page, err := p.List(ctx, "l", eventstore.ListOptions{Limit: 10, Sort: eventstore.SortByReference, Descending: true})
 	require.NoError(t, err)
@@ -164,10 +164,10 @@ func TestIDFieldAndHandlerFeeds(t *testing.T) {
 			{EventType: "Paid", Feed: "payment", Functions: []eventstore.Function{{Function: "add", TargetSelector: "$.projection.paid", EventSelector: "$.event.amount"}}},
 		},
 	}))
-	save(t, st, "order", "o1", ev(1, "Placed", `{"customerId":"c1"}`))
-	save(t, st, "order", "o2", ev(2, "Placed", `{"customerId":"c1"}`))
-	save(t, st, "payment", "p1", ev(3, "Paid", `{"customerId":"c1","amount":"9.5"}`))
-	save(t, st, "order", "o3", ev(4, "Placed", `{}`))
+	save(t, st, "order", "o1", pev(1, "Placed", `{"customerId":"c1"}`))
+	save(t, st, "order", "o2", pev(2, "Placed", `{"customerId":"c1"}`))
+	save(t, st, "payment", "p1", pev(3, "Paid", `{"customerId":"c1","amount":"9.5"}`))
+	save(t, st, "order", "o3", pev(4, "Placed", `{}`))
 	pj, err := p.Single(ctx, "customers", "c1")
 	require.NoError(t, err)
 	assert.JSONEq(t, `{"orders":"2","paid":"9.5"}`, string(pj.Data))
@@ -184,13 +184,13 @@ func TestDeleteFunctionRemovesInstance(t *testing.T) {
 		{EventType: "Placed", Functions: []eventstore.Function{{Function: "set", TargetSelector: "$.projection.open", RawData: json.RawMessage(`true`)}}},
 		{EventType: "Closed", Functions: []eventstore.Function{{Function: "delete"}}},
 	}}))
-	save(t, st, "order", "o1", ev(1, "Placed", `{}`))
+	save(t, st, "order", "o1", pev(1, "Placed", `{}`))
 	_, err := p.Single(ctx, "open", "o1")
 	require.NoError(t, err)
-	save(t, st, "order", "o1", ev(2, "Closed", `{}`))
+	save(t, st, "order", "o1", pev(2, "Closed", `{}`))
 	_, err = p.Single(ctx, "open", "o1")
 	assert.ErrorIs(t, err, eventstore.ErrNotFound)
-	save(t, st, "order", "o1", ev(3, "Placed", `{}`))
+	save(t, st, "order", "o1", pev(3, "Placed", `{}`))
 	pj, err := p.Single(ctx, "open", "o1")
 	require.NoError(t, err, "a later event creates the instance again")
 	assert.JSONEq(t, `{"open":true}`, string(pj.Data))
@@ -203,7 +203,7 @@ func TestInstanceLimitIsARecordedError(t *testing.T) {
 	require.NoError(t, p.Create(ctx, countDef("big", eventstore.Function{Function: "append", TargetSelector: "$.projection.l"})))
 	pad := fmt.Sprintf(`{"pad":%q}`, string(make([]byte, 0))+fmt.Sprintf("%01000d", 0))
 	for i := range 6 {
-		save(t, st, "order", "o1", ev(i+1, "Placed", pad))
+		save(t, st, "order", "o1", pev(i+1, "Placed", pad))
 	}
 	pj, err := p.Single(ctx, "big", "o1")
 	require.NoError(t, err)

@@ -396,6 +396,11 @@ type ProjectionCommit struct {
 // ProjectionError records an event that a projection could not apply, for
 // example an add whose input is not a number. The event's changes to that
 // projection instance were discarded; later events were still applied.
+//
+// Its text fields may hold any bytes. Backends store them as valid UTF-8
+// without NUL bytes, as strings.ToValidUTF8(s, "\uFFFD") with NUL bytes
+// then removed, so that no recorded error can make a commit fail; valid
+// text without NUL is stored unchanged.
 type ProjectionError struct {
 	// Position, EventID and EventType identify the event.
 	Position  int64  `json:"position"`

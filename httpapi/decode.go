@@ -2,20 +2,36 @@ package httpapi
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strconv"
 	"unicode/utf8"
 
 	"github.com/eventkit-go/eventstore"
+	"github.com/eventkit-go/eventstore/internal/jsonscan"
 	"github.com/tidwall/gjson"
 )
 
 // The decoders below are strict about JSON types and lenient about unknown
 // fields: a body that is not JSON is errMalformed (400); a known field of
-// the wrong type, a known field given twice, or a body that is not UTF-8 is
-// a *eventstore.ValidationError (422) listing every such field; unknown
-// fields are ignored. JSON null counts as an absent field. Values are
-// checked further by the Store and the Projector.
+// the wrong type, a known field given twice, a body that is not UTF-8 or
+// nests deeper than maxBodyDepth, or an array longer than its limit is a
+// *eventstore.ValidationError (422) listing such fields (at most
+// eventstore.MaxFieldErrors of them); unknown fields are ignored. JSON null
+// counts as an absent field. Values are checked further by the Store and
+// the Projector.
+//
+// The body is scanned once, without recursion, before anything is decoded,
+// and arrays are counted before their elements are: a refused body costs a
+// small multiple of its size.
+
+// Limits checked while decoding.
+const (
+	// maxBodyDepth bounds the nesting of a body. It leaves room above
+	// eventstore.MaxDataDepth so that event data nested too deeply is
+	// refused by the Store, naming the event.
+	maxBodyDepth = 256
+)
 
 // saveRequest is a decoded save body.
 type saveRequest struct {
@@ -25,13 +41,19 @@ type saveRequest struct {
 	AggregateID     *string
 }
 
-// fieldErrors collects the type errors of one body.
+// fieldErrors collects the type errors of one body. Beyond
+// eventstore.MaxFieldErrors it only counts them.
 type fieldErrors struct {
-	op     string
-	fields []eventstore.FieldError
+	op      string
+	fields  []eventstore.FieldError
+	omitted int
 }
 
 func (f *fieldErrors) add(field, format string, args ...any) {
+	if len(f.fields) >= eventstore.MaxFieldErrors {
+		f.omitted++
+		return
+	}
 	f.fields = append(f.fields, eventstore.FieldError{Field: field, Message: fmt.Sprintf(format, args...)})
 }
 
@@ -39,13 +61,17 @@ func (f *fieldErrors) err() error {
 	if len(f.fields) == 0 {
 		return nil
 	}
-	return &eventstore.ValidationError{Op: f.op, Fields: f.fields}
+	return &eventstore.ValidationError{Op: f.op, Fields: f.fields, Omitted: f.omitted}
 }
 
 // parseBody validates body as JSON and returns its top-level object.
 func parseBody(body []byte, fe *fieldErrors) (gjson.Result, error) {
-	if !gjson.ValidBytes(body) {
-		if len(body) == 0 {
+	if err := jsonscan.Check(body, maxBodyDepth); err != nil {
+		switch {
+		case errors.Is(err, jsonscan.ErrDepth):
+			fe.add("", "the body nests deeper than %d levels (event data may nest %d)", maxBodyDepth, eventstore.MaxDataDepth)
+			return gjson.Result{}, fe.err()
+		case len(body) == 0:
 			return gjson.Result{}, fmt.Errorf("%w: the body is empty, a JSON object is required", errMalformed)
 		}
 		return gjson.Result{}, fmt.Errorf("%w: the body is not valid JSON", errMalformed)
@@ -96,8 +122,10 @@ func str(v gjson.Result, field string, fe *fieldErrors) string {
 	return v.String()
 }
 
-// array returns the elements of v, nil when absent, or records a type error.
-func array(v gjson.Result, field string, fe *fieldErrors) []gjson.Result {
+// array returns the elements of v, nil when absent, or records a type
+// error, or a problem when v holds more than limit elements, which are
+// counted (up to limit+1) before any is built.
+func array(v gjson.Result, field string, fe *fieldErrors, limit int, what string) []gjson.Result {
 	if !present(v) {
 		return nil
 	}
@@ -105,10 +133,20 @@ func array(v gjson.Result, field string, fe *fieldErrors) []gjson.Result {
 		fe.add(field, "must be an array")
 		return nil
 	}
-	items := v.Array()
-	if items == nil {
-		items = []gjson.Result{}
+	n := 0
+	v.ForEach(func(_, _ gjson.Result) bool {
+		n++
+		return n <= limit
+	})
+	if n > limit {
+		fe.add(field, "at most %d %s are allowed", limit, what)
+		return nil
 	}
+	items := make([]gjson.Result, 0, n)
+	v.ForEach(func(_, item gjson.Result) bool {
+		items = append(items, item)
+		return true
+	})
 	return items
 }
 
@@ -121,13 +159,10 @@ func decodeSave(body []byte) (saveRequest, error) {
 	}
 	var req saveRequest
 	f := fields(root, "", fe, "events", "expectedVersion", "aggregateId")
-	switch events := f[0]; {
-	case !present(events):
+	if !present(f[0]) {
 		fe.add("events", "is required")
-	case !events.IsArray():
-		fe.add("events", "must be an array")
-	default:
-		items := events.Array()
+	}
+	if items := array(f[0], "events", fe, eventstore.MaxEventsPerSave, "events in one save"); items != nil {
 		req.Events = make([]eventstore.NewEvent, 0, len(items))
 		for i, item := range items {
 			prefix := fmt.Sprintf("events[%d].", i)

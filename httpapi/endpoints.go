@@ -8,26 +8,22 @@ import (
 	"mime"
 	"net/http"
 	"strings"
-	"unicode/utf8"
 
 	"github.com/eventkit-go/eventstore"
 )
 
-// maxSegmentLen mirrors the Store's limit on aggregate types, ids and
-// projection names.
-const maxSegmentLen = 256
-
-// segments returns the named path values, or a *pathError (400) naming
-// every one that the Store would refuse: empty, longer than 256 bytes, not
-// UTF-8, or holding '/' (an escaped %2F) or a control character.
+// segments returns the named path values, unescaped, or a *pathError
+// (400) naming every one that eventstore.CheckName refuses: empty, "." or
+// ".." (also escaped, as %2e%2e), longer than 256 bytes, not UTF-8, or
+// holding '/' (an escaped %2F) or a control character.
 func segments(r *http.Request, names ...string) ([]string, error) {
 	vals := make([]string, len(names))
 	var fields []eventstore.FieldError
 	for i, n := range names {
 		v := r.PathValue(n)
 		vals[i] = v
-		if msg := segmentProblem(v); msg != "" {
-			fields = append(fields, eventstore.FieldError{Field: pathFieldName(n), Message: msg})
+		if err := eventstore.CheckName(v); err != nil {
+			fields = append(fields, eventstore.FieldError{Field: pathFieldName(n), Message: err.Error()})
 		}
 	}
 	if fields != nil {
@@ -47,23 +43,6 @@ func pathFieldName(wildcard string) string {
 		return "projectionName"
 	}
 	return wildcard
-}
-
-func segmentProblem(s string) string {
-	switch {
-	case s == "":
-		return "is empty"
-	case len(s) > maxSegmentLen:
-		return fmt.Sprintf("is longer than %d bytes", maxSegmentLen)
-	case !utf8.ValidString(s):
-		return "is not UTF-8"
-	}
-	for _, c := range s {
-		if c == '/' || c < 0x20 || c == 0x7f {
-			return fmt.Sprintf("must not contain %q", c)
-		}
-	}
-	return ""
 }
 
 // readJSON checks the Content-Type and reads the body within the limit.

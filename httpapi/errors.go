@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
 	"strconv"
 
@@ -79,26 +80,46 @@ func (h *handler) fail(w http.ResponseWriter, r *http.Request, err error) {
 	default:
 		h.log.Debug("httpapi: request refused", "method", r.Method, "path", r.URL.Path, "status", code, "err", err)
 	}
-	var fields []eventstore.FieldError
+	body := errorBody{Code: name, Message: msg}
 	var ve *eventstore.ValidationError
 	var pe *pathError
 	switch {
 	case errors.As(err, &ve):
-		fields = ve.Fields
+		body.Errors, body.Omitted = ve.Fields, ve.Omitted
+		body.Message = summary(ve)
 	case errors.As(err, &pe):
-		fields = pe.fields
+		body.Errors = pe.fields
 	}
-	writeErrorBody(w, code, name, msg, fields)
+	writeErrorBody(w, code, body)
+}
+
+// summary is the message of a 422: the problem when there is one, else
+// their number, so that each problem is written once, in errors.
+func summary(ve *eventstore.ValidationError) string {
+	n := len(ve.Fields) + ve.Omitted
+	if n <= 1 {
+		return ve.Error()
+	}
+	op := ""
+	if ve.Op != "" {
+		op = ve.Op + ": "
+	}
+	if ve.Omitted > 0 {
+		return fmt.Sprintf("eventstore: %sinvalid input: %d problems, the first %d listed", op, n, len(ve.Fields))
+	}
+	return fmt.Sprintf("eventstore: %sinvalid input: %d problems", op, n)
 }
 
 type errorBody struct {
 	Code    string                  `json:"code"`
 	Message string                  `json:"message"`
 	Errors  []eventstore.FieldError `json:"errors,omitempty"`
+	// Omitted counts the problems beyond those listed in Errors.
+	Omitted int `json:"omitted,omitempty"`
 }
 
-func writeErrorBody(w http.ResponseWriter, code int, name, msg string, fields []eventstore.FieldError) {
-	body, err := json.Marshal(errorBody{Code: name, Message: msg, Errors: fields})
+func writeErrorBody(w http.ResponseWriter, code int, eb errorBody) {
+	body, err := json.Marshal(eb)
 	if err != nil { // cannot happen: strings and a slice of strings
 		body = []byte(`{"code":"internal","message":"internal error"}`)
 	}

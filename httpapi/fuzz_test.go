@@ -5,10 +5,11 @@ import (
 	"errors"
 	"net/http"
 	"reflect"
+	"strings"
 	"testing"
 
 	"github.com/eventkit-go/eventstore"
-	"github.com/tidwall/gjson"
+	"github.com/eventkit-go/eventstore/internal/jsonscan"
 )
 
 var saveSeeds = []string{
@@ -18,11 +19,14 @@ var saveSeeds = []string{
 	`{"events":[1,null,{}],"expectedVersion":99999999999999999999}`,
 	`{"events":[],"events":[]}`, `{"a":1}{"b":2}`, `{"events":[{"data":{"x":"\ud800"}}]}`,
 	"{\"events\":[{\"eventType\":\"\xff\"}]}", `{"expectedVersion":-0}`, `{"events":[{"eventId":"a"` + "\t" + `}]}`,
+	strings.Repeat("[", 300), `{"events":[{"data":` + strings.Repeat(`{"a":`, 300) + strings.Repeat("}", 301) + `]}`,
+	`{"events":[` + strings.Repeat(`{},`, 10000) + `{}]}`,
 }
 
 // FuzzDecodeSave checks that the save decoder never panics, answers 400
-// exactly for what gjson.Valid rejects, and otherwise returns either a
-// request or a 422 naming at least one field.
+// exactly for what encoding/json.Valid rejects (422 for a body nested
+// deeper than maxBodyDepth), and otherwise returns either a request or a
+// 422 naming at least one field.
 func FuzzDecodeSave(f *testing.F) {
 	for _, s := range saveSeeds {
 		f.Add([]byte(s))
@@ -30,8 +34,12 @@ func FuzzDecodeSave(f *testing.F) {
 	f.Fuzz(func(t *testing.T, body []byte) {
 		req, err := decodeSave(body)
 		code, _ := status(err)
-		valid := gjson.ValidBytes(body)
+		valid := json.Valid(body)
 		switch {
+		case errors.Is(jsonscan.Check(body, maxBodyDepth), jsonscan.ErrDepth):
+			if code != http.StatusUnprocessableEntity {
+				t.Fatalf("%q nests deeper than %d: got %v (status %d), want 422", body, maxBodyDepth, err, code)
+			}
 		case !valid && (err == nil || code != http.StatusBadRequest):
 			t.Fatalf("invalid JSON %q: got %v (status %d), want 400", body, err, code)
 		case valid && code == http.StatusBadRequest:

@@ -27,7 +27,12 @@
 // 415. Bodies larger than Options.MaxBodyBytes are answered with 413.
 // Unknown fields are ignored; known fields must have the documented JSON
 // type, or the request is answered with 422 and one errors[] entry per
-// field. Event data is kept byte for byte, never re-encoded through float64.
+// problem. Bodies are checked in one pass without recursion and may nest 256
+// levels (event data eventstore.MaxDataDepth); arrays are counted before
+// they are decoded: more than eventstore.MaxEventsPerSave events, 1,000
+// handlers or 100 functions per handler are answered with 422. Event data
+// is stored exactly as it appears in the body and never re-encoded through
+// float64; a load returns it compacted (insignificant whitespace removed).
 //
 // The save body is
 //
@@ -63,7 +68,10 @@
 // # Errors
 //
 // Errors are answered with {"code": "...", "message": "..."}, and on 400
-// and 422 also "errors": [{"field", "message"}]. The statuses:
+// and 422 also "errors": [{"field", "message"}]. Each problem is written
+// once: with several, the message only counts them. At most
+// eventstore.MaxFieldErrors problems are listed, and "omitted" counts the
+// rest. The statuses:
 //
 //	400 malformed               JSON that does not parse, a bad path segment
 //	401 unauthorized            missing or wrong key pair
@@ -89,6 +97,7 @@ import (
 	"sync"
 
 	"github.com/eventkit-go/eventstore"
+	"github.com/eventkit-go/eventstore/internal/safetext"
 )
 
 // Header names of the credentials every request carries.
@@ -245,10 +254,13 @@ func (h *handler) recoverPanic(w http.ResponseWriter, r *http.Request) {
 	}
 	h.log.Error("httpapi: panic serving request", "method", r.Method, "path", r.URL.Path,
 		"panic", fmt.Sprint(v), "stack", string(debug.Stack()))
-	writeErrorBody(w, http.StatusInternalServerError, "internal", "internal error", nil)
+	writeErrorBody(w, http.StatusInternalServerError, errorBody{Code: "internal", Message: "internal error"})
 }
 
-// uncleanPath reports an empty, "." or ".." segment of an escaped path.
+// uncleanPath reports an empty, "." or ".." segment of an escaped path, and
+// a segment that is an escaped '/' alone (%2F), which the mux cannot route.
+// Escaped dots and other escaped slashes reach the endpoints, which check
+// the unescaped names with eventstore.CheckName.
 func uncleanPath(p string) string {
 	if p == "/" || p == "" {
 		return ""
@@ -260,13 +272,14 @@ func uncleanPath(p string) string {
 		case ".", "..":
 			return fmt.Sprintf("path segment %d is %q", i+1, seg)
 		}
+		if strings.EqualFold(seg, "%2F") {
+			return fmt.Sprintf("path segment %d must not contain '/'", i+1)
+		}
 	}
 	return ""
 }
 
+// clip shortens s for quoting in a message, as eventstore does.
 func clip(s string) string {
-	if len(s) > 64 {
-		return s[:64] + "…"
-	}
-	return s
+	return safetext.Clip(s, 64+len(safetext.Ellipsis))
 }

@@ -18,7 +18,7 @@ const MaxDigits = 1000
 var ErrSyntax = errors.New("not a decimal number")
 
 // ErrRange reports a number with more than MaxDigits digits.
-var ErrRange = errors.New("number has too many digits")
+var ErrRange = errors.New("number has more than " + strconv.Itoa(MaxDigits) + " digits")
 
 // Dec is an exact decimal: coef × 10^-scale with scale ≥ 0. When big is nil
 // the coefficient is small. The zero value is 0.
@@ -136,7 +136,9 @@ func (d Dec) Add(e Dec) (Dec, error) {
 	a, b := d.bigAt(scale), e.bigAt(scale)
 	sum := a.Add(a, b)
 	r := Dec{big: sum, scale: scale}
-	if len(sum.String()) > MaxDigits+1 {
+	// The digits of the coefficient are those Parse counts: a sum it would
+	// refuse is refused here, so that a stored sum always parses back.
+	if len(new(big.Int).Abs(sum).Text(10)) > MaxDigits {
 		return Dec{}, ErrRange
 	}
 	if sum.IsInt64() && sum.Int64() > -1e18 && sum.Int64() < 1e18 {

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/eventkit-go/eventstore"
+	"github.com/eventkit-go/eventstore/internal/safetext"
 )
 
 // CreateDefinition implements eventstore.Storage.
@@ -96,7 +97,10 @@ func (s *Storage) CommitProjection(ctx context.Context, c eventstore.ProjectionC
 		st.Data = slices.Clone(st.Data)
 		s.states[stateKey{c.Name, st.InstanceID}] = st
 	}
-	d.errors = append(d.errors, c.Errors...)
+	for _, e := range c.Errors {
+		e.EventID, e.EventType, e.InstanceID, e.Message = safetext.Clean(e.EventID), safetext.Clean(e.EventType), safetext.Clean(e.InstanceID), safetext.Clean(e.Message)
+		d.errors = append(d.errors, e)
+	}
 	if over := len(d.errors) - eventstore.MaxRecordedErrors; over > 0 {
 		d.errors = slices.Delete(d.errors, 0, over)
 	}

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/eventkit-go/eventstore"
+	"github.com/eventkit-go/eventstore/internal/safetext"
 	"github.com/jackc/pgx/v5"
 )
 
@@ -179,7 +180,10 @@ func (s *Storage) CommitProjection(ctx context.Context, c eventstore.ProjectionC
 			instances := make([]string, len(c.Errors))
 			messages := make([]string, len(c.Errors))
 			for i, e := range c.Errors {
-				positions[i], ids[i], types[i], instances[i], messages[i] = e.Position, e.EventID, e.EventType, e.InstanceID, e.Message
+				// Text columns refuse invalid UTF-8 and NUL: a message
+				// quoting hostile input must not stop the projection.
+				positions[i], ids[i], types[i], instances[i], messages[i] = e.Position,
+					safetext.Clean(e.EventID), safetext.Clean(e.EventType), safetext.Clean(e.InstanceID), safetext.Clean(e.Message)
 			}
 			b.Queue(s.sql.insertErrors, c.Name, positions, ids, types, instances, messages)
 			b.Queue(s.sql.trimErrors, c.Name, eventstore.MaxRecordedErrors)

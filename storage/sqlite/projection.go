@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/eventkit-go/eventstore"
+	"github.com/eventkit-go/eventstore/internal/safetext"
 )
 
 // CreateDefinition implements eventstore.Storage.
@@ -198,7 +199,8 @@ func (s *Storage) commitProjection(ctx context.Context, c eventstore.ProjectionC
 		}
 		defer stmt.Close()
 		for _, pe := range c.Errors {
-			if _, err := stmt.ExecContext(ctx, c.Name, pe.Position, pe.EventID, pe.EventType, pe.InstanceID, pe.Message); err != nil {
+			if _, err := stmt.ExecContext(ctx, c.Name, pe.Position, safetext.Clean(pe.EventID), safetext.Clean(pe.EventType),
+				safetext.Clean(pe.InstanceID), safetext.Clean(pe.Message)); err != nil {
 				return err
 			}
 		}
