@@ -85,6 +85,9 @@ func DecodeDefinition(body []byte) (Definition, error) {
 
 func decodeHandlers(v *validation, val gjson.Result, field string) []Handler {
 	items := arrayOf(v, val, field, MaxHandlers)
+	if len(items) == 0 {
+		return nil
+	}
 	out := make([]Handler, 0, len(items))
 	for i, item := range items {
 		hf := fmt.Sprintf("%s[%d]", field, i)
@@ -117,6 +120,9 @@ func decodeHandlers(v *validation, val gjson.Result, field string) []Handler {
 
 func decodeFunctions(v *validation, val gjson.Result, field string) []Function {
 	items := arrayOf(v, val, field, MaxFunctions)
+	if len(items) == 0 {
+		return nil
+	}
 	out := make([]Function, 0, len(items))
 	for i, item := range items {
 		ff := fmt.Sprintf("%s[%d]", field, i)

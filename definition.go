@@ -117,6 +117,9 @@ func compile(d Definition) (*compiled, error) {
 		v.add("handlers", "at most %d handlers are allowed", MaxHandlers)
 		d.Handlers = d.Handlers[:MaxHandlers]
 	}
+	if d.Feed == "" && slices.ContainsFunc(d.Handlers, func(h Handler) bool { return h.Feed == "" }) {
+		v.add("feedName", "is required (or a feedName on every handler)")
+	}
 	defID := compileIDField(&v, "idField", d.IDField, d.Aggregated)
 	c := &compiled{def: d, handlers: make(map[handlerKey]*chandler, len(d.Handlers))}
 	seen := make(map[handlerKey]int)
@@ -127,7 +130,6 @@ func compile(d Definition) (*compiled, error) {
 		case feed != "":
 			checkName(&v, hf+".feedName", feed)
 		case d.Feed == "":
-			v.add(hf+".feedName", "is required when the definition has no feedName")
 		default:
 			feed = d.Feed
 		}

@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
-	"reflect"
 	"strings"
 	"testing"
 
@@ -91,8 +90,8 @@ func FuzzDecodeDefinition(f *testing.F) {
 		if err != nil {
 			t.Fatalf("%q: re-encoded as %s, which is refused: %v", body, again, err)
 		}
-		if !reflect.DeepEqual(d, d2) {
-			t.Fatalf("%q: round trip changed the definition:\n%#v\n%#v", body, d, d2)
+		if again2, _ := json.Marshal(d2); string(again2) != string(again) {
+			t.Fatalf("%q: round trip changed the definition:\n%s\n%s", body, again, again2)
 		}
 	})
 }

@@ -239,9 +239,10 @@ func TestRouting(t *testing.T) {
 		{"GET", "/aggregates/order/o-1/events", "POST"},
 		{"PUT", "/aggregates/order/o-1", "GET, HEAD"},
 		{"DELETE", "/aggregates/order/o-1", "GET, HEAD"},
-		{"GET", "/projections/definitions", "POST"},
+		{"PATCH", "/projections/definitions", "GET, HEAD, POST"},
+		{"POST", "/projections/definitions/p", "GET, HEAD, PUT, DELETE"},
 		{"POST", "/projections/single/p/o-1", "GET, HEAD"},
-		{"POST", "/projections/aggregated/p", "GET, HEAD"},
+		{"POST", "/projections/aggregated/p", "GET, HEAD, DELETE"},
 	} {
 		res := e.do(c.method, c.path, "")
 		mustErr(t, res, 405, "method_not_allowed")

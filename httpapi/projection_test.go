@@ -71,7 +71,8 @@ func TestCreateDefinitionRejections(t *testing.T) {
 		{"feed missing", `{"projectionName":"p","handlers":[{"eventType":"E","functions":[{"function":"inc","targetSelector":"$.projection.n"}]}]}`, 422, "feedName"},
 		{"bad selector", `{"projectionName":"p","feedName":"f","handlers":[{"eventType":"E","functions":[{"function":"set","targetSelector":"projection.n","rawData":"x"}]}]}`, 422, "handlers[0].functions[0].targetSelector"},
 		{"unknown function", `{"projectionName":"p","feedName":"f","handlers":[{"eventType":"E","functions":[{"function":"mul","targetSelector":"$.projection.n"}]}]}`, 422, "handlers[0].functions[0].function"},
-		{"rawData a number", `{"projectionName":"p","feedName":"f","handlers":[{"eventType":"E","functions":[{"function":"add","targetSelector":"$.projection.n","rawData":1}]}]}`, 422, "handlers[0].functions[0].rawData"},
+		{"rawData not a number", `{"projectionName":"p","feedName":"f","handlers":[{"eventType":"E","functions":[{"function":"add","targetSelector":"$.projection.n","rawData":{"a":1}}]}]}`, 422, "handlers[0].functions[0].rawData"},
+		{"unknown field", `{"projectionName":"p","feedName":"f","handlers":[{"eventType":"E","functions":[{"function":"inc","target":"$.projection.n"}]}]}`, 422, "handlers[0].functions[0].target"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			code := "invalid"
