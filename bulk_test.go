@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/eventkit-go/eventstore"
+	"github.com/eventkit-go/eventstore/internal/fakestorage"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -60,7 +61,7 @@ func TestSaveAll(t *testing.T) {
 }
 
 func TestSaveAllValidation(t *testing.T) {
-	st := newFakeStore(t, newFake())
+	st := newFakeStore(t, fakestorage.New())
 	good := evs(1)
 	many := make([]eventstore.Batch, eventstore.MaxSaveAllBatches+1)
 	for i := range many {

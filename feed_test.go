@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/eventkit-go/eventstore"
+	"github.com/eventkit-go/eventstore/internal/fakestorage"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -22,7 +23,7 @@ var backends = []struct {
 	name string
 	new  func() eventstore.Storage
 }{
-	{"fake", func() eventstore.Storage { return newFake() }},
+	{"fake", func() eventstore.Storage { return fakestorage.New() }},
 }
 
 func forBackends(t *testing.T, fn func(t *testing.T, st *eventstore.Store)) {
@@ -245,7 +246,7 @@ func TestReadFeedFilterAndPartitions(t *testing.T) {
 }
 
 func TestReadFeedValidation(t *testing.T) {
-	st := newFakeStore(t, newFake())
+	st := newFakeStore(t, fakestorage.New())
 	for _, c := range []struct {
 		typ   string
 		after int64
@@ -279,7 +280,7 @@ func newFakeStore(t *testing.T, s eventstore.Storage) *eventstore.Store {
 }
 
 func TestReadFeedWait(t *testing.T) {
-	st := newFakeStore(t, newFake())
+	st := newFakeStore(t, fakestorage.New())
 	saveAll(t, st, []saved{{"a", "1", 1}})
 	// Nothing new: returns empty after the wait.
 	start := time.Now()
@@ -419,7 +420,7 @@ func testSubscribeConcurrent(t *testing.T, st *eventstore.Store, typ string) {
 var errHalfway = errors.New("halfway")
 
 func TestSubscribeHandlerErrorAndClose(t *testing.T) {
-	st := newFakeStore(t, newFake())
+	st := newFakeStore(t, fakestorage.New())
 	saveAll(t, st, []saved{{"a", "1", 1}, {"a", "2", 1}})
 	boom := errors.New("boom")
 	calls := 0
@@ -449,10 +450,10 @@ func TestSubscribeHandlerErrorAndClose(t *testing.T) {
 // poll, a subscription and a running projector on B at once, although
 // B's poll interval is an hour; the watcher is restarted after failures.
 func TestWakeAcrossProcesses(t *testing.T) {
-	shared := newWatching()
-	shared.failures = 2 // the first two attempts fail: backoff, then retry
-	a := newFakeStore(t, sharedView{shared})
-	b := newFakeStore(t, sharedView{shared})
+	shared := fakestorage.NewWatching()
+	shared.Failures = 2 // the first two attempts fail: backoff, then retry
+	a := newFakeStore(t, fakestorage.Shared{Watching: shared})
+	b := newFakeStore(t, fakestorage.Shared{Watching: shared})
 	saveAll(t, a, []saved{{"a", "0", 1}})
 
 	got := make(chan eventstore.FeedEntry, 100)
@@ -463,11 +464,7 @@ func TestWakeAcrossProcesses(t *testing.T) {
 		})
 	}()
 	// Wait for B's watcher to be up (after two failures and backoff).
-	require.Eventually(t, func() bool {
-		shared.mu.Lock()
-		defer shared.mu.Unlock()
-		return len(shared.watchers) == 1
-	}, 5*time.Second, 5*time.Millisecond)
+	require.Eventually(t, func() bool { return shared.Watchers() == 1 }, 5*time.Second, 5*time.Millisecond)
 	time.Sleep(2100 * time.Millisecond) // until B trusts its watcher
 
 	for i := range 5 {
@@ -501,7 +498,7 @@ func TestWakeAcrossProcesses(t *testing.T) {
 // a running Projector all end with Close.
 func TestCloseLeavesNoGoroutines(t *testing.T) {
 	before := runtime.NumGoroutine()
-	st, err := eventstore.New(newWatching(), nil)
+	st, err := eventstore.New(fakestorage.NewWatching(), nil)
 	require.NoError(t, err)
 	saveAll(t, st, []saved{{"a", "1", 1}})
 	p := eventstore.NewProjector(st, nil)

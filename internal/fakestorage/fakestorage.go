@@ -1,4 +1,8 @@
-package eventstore_test
+// Package fakestorage is a deliberately simple eventstore.Storage (a slice
+// and a mutex) that follows the contract of storage.go, for tests of the
+// root package and of httpapi: it can implement AppendWatcher for several
+// Stores sharing it, as PostgreSQL does across processes.
+package fakestorage
 
 import (
 	"context"
@@ -11,40 +15,37 @@ import (
 	"github.com/eventkit-go/eventstore"
 )
 
-// fakeStorage is a deliberately simple Storage (a slice and a mutex) that
-// follows the contract of storage.go, for the root package's tests: it can
-// return short feed pages (maxPage) so that pages end mid-batch, and
-// implement AppendWatcher (see watchingStorage).
-type fakeStorage struct {
-	mu      sync.Mutex
-	log     []eventstore.Event // by position - 1; deleted events have ID ""
-	fs      map[string]int64   // latest FeedSequence per type
-	defs    map[string]*eventstore.DefinitionRecord
-	states  map[string]map[string]eventstore.ProjectionState
-	closed  bool
-	maxPage int // when > 0, ReadFeed returns at most this many events
+// Storage is the fake Storage.
+type Storage struct {
+	mu     sync.Mutex
+	log    []eventstore.Event // by position - 1; deleted events have ID ""
+	fs     map[string]int64   // latest FeedSequence per type
+	defs   map[string]*eventstore.DefinitionRecord
+	states map[string]map[string]eventstore.ProjectionState
+	closed bool
 
 	onAppend func() // called after every append, outside the lock
 }
 
-var _ eventstore.Storage = (*fakeStorage)(nil)
+var _ eventstore.Storage = (*Storage)(nil)
 
-func newFake() *fakeStorage {
-	return &fakeStorage{
+// New returns an empty fake Storage.
+func New() *Storage {
+	return &Storage{
 		fs:     map[string]int64{},
 		defs:   map[string]*eventstore.DefinitionRecord{},
 		states: map[string]map[string]eventstore.ProjectionState{},
 	}
 }
 
-func (f *fakeStorage) check(ctx context.Context) error {
+func (f *Storage) check(ctx context.Context) error {
 	if f.closed {
 		return eventstore.ErrClosed
 	}
 	return ctx.Err()
 }
 
-func (f *fakeStorage) events(typ, id string) []eventstore.Event {
+func (f *Storage) events(typ, id string) []eventstore.Event {
 	var out []eventstore.Event
 	for _, e := range f.log {
 		if e.ID != "" && e.AggregateType == typ && e.AggregateID == id {
@@ -56,7 +57,7 @@ func (f *fakeStorage) events(typ, id string) []eventstore.Event {
 
 // plan checks one request against the stored state (and the batches
 // already planned in the same AppendAll).
-func (f *fakeStorage) plan(req eventstore.AppendRequest) (eventstore.AppendResult, bool, error) {
+func (f *Storage) plan(req eventstore.AppendRequest) (eventstore.AppendResult, bool, error) {
 	evs := f.events(req.AggregateType, req.AggregateID)
 	var current int64
 	if len(evs) > 0 {
@@ -73,7 +74,7 @@ func (f *fakeStorage) plan(req eventstore.AppendRequest) (eventstore.AppendResul
 	return eventstore.PlanAppend(req, current, stored)
 }
 
-func (f *fakeStorage) write(req eventstore.AppendRequest) eventstore.AppendResult {
+func (f *Storage) write(req eventstore.AppendRequest) eventstore.AppendResult {
 	evs := f.events(req.AggregateType, req.AggregateID)
 	var version, seq int64
 	if n := len(evs); n > 0 {
@@ -91,7 +92,8 @@ func (f *fakeStorage) write(req eventstore.AppendRequest) eventstore.AppendResul
 	return eventstore.AppendResult{Version: version + 1, Position: int64(len(f.log))}
 }
 
-func (f *fakeStorage) Append(ctx context.Context, req eventstore.AppendRequest) (eventstore.AppendResult, error) {
+// Append implements eventstore.Storage.
+func (f *Storage) Append(ctx context.Context, req eventstore.AppendRequest) (eventstore.AppendResult, error) {
 	res, err := f.AppendAll(ctx, []eventstore.AppendRequest{req})
 	if err != nil {
 		var be *eventstore.BatchError
@@ -103,7 +105,8 @@ func (f *fakeStorage) Append(ctx context.Context, req eventstore.AppendRequest) 
 	return res[0], nil
 }
 
-func (f *fakeStorage) AppendAll(ctx context.Context, reqs []eventstore.AppendRequest) ([]eventstore.AppendResult, error) {
+// AppendAll implements eventstore.Storage.
+func (f *Storage) AppendAll(ctx context.Context, reqs []eventstore.AppendRequest) ([]eventstore.AppendResult, error) {
 	f.mu.Lock()
 	if err := f.check(ctx); err != nil {
 		f.mu.Unlock()
@@ -132,7 +135,8 @@ func (f *fakeStorage) AppendAll(ctx context.Context, reqs []eventstore.AppendReq
 	return out, nil
 }
 
-func (f *fakeStorage) Load(ctx context.Context, q eventstore.LoadQuery) (eventstore.Aggregate, error) {
+// Load implements eventstore.Storage.
+func (f *Storage) Load(ctx context.Context, q eventstore.LoadQuery) (eventstore.Aggregate, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if err := f.check(ctx); err != nil {
@@ -151,16 +155,14 @@ func (f *fakeStorage) Load(ctx context.Context, q eventstore.LoadQuery) (eventst
 	return agg, nil
 }
 
-func (f *fakeStorage) ReadFeed(ctx context.Context, q eventstore.FeedQuery) (eventstore.FeedPage, error) {
+// ReadFeed implements eventstore.Storage.
+func (f *Storage) ReadFeed(ctx context.Context, q eventstore.FeedQuery) (eventstore.FeedPage, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if err := f.check(ctx); err != nil {
 		return eventstore.FeedPage{}, err
 	}
 	limit := q.Limit
-	if f.maxPage > 0 {
-		limit = min(limit, f.maxPage)
-	}
 	page := eventstore.FeedPage{Head: q.After}
 	for _, e := range f.log {
 		if len(page.Events) == limit {
@@ -182,7 +184,8 @@ func (f *fakeStorage) ReadFeed(ctx context.Context, q eventstore.FeedQuery) (eve
 	return page, nil
 }
 
-func (f *fakeStorage) FeedHead(ctx context.Context, typ string) (int64, error) {
+// FeedHead implements eventstore.Storage.
+func (f *Storage) FeedHead(ctx context.Context, typ string) (int64, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if err := f.check(ctx); err != nil {
@@ -197,7 +200,8 @@ func (f *fakeStorage) FeedHead(ctx context.Context, typ string) (int64, error) {
 	return f.fs[typ], nil
 }
 
-func (f *fakeStorage) Feeds(ctx context.Context) ([]eventstore.FeedInfo, error) {
+// Feeds implements eventstore.Storage.
+func (f *Storage) Feeds(ctx context.Context) ([]eventstore.FeedInfo, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	byType := map[string]*eventstore.FeedInfo{}
@@ -238,7 +242,7 @@ func (f *fakeStorage) Feeds(ctx context.Context) ([]eventstore.FeedInfo, error) 
 	return out, nil
 }
 
-func (f *fakeStorage) deleteWhere(match func(e eventstore.Event) bool) bool {
+func (f *Storage) deleteWhere(match func(e eventstore.Event) bool) bool {
 	found := false
 	for i, e := range f.log {
 		if e.ID != "" && match(e) {
@@ -249,7 +253,8 @@ func (f *fakeStorage) deleteWhere(match func(e eventstore.Event) bool) bool {
 	return found
 }
 
-func (f *fakeStorage) DeleteAggregate(ctx context.Context, typ, id string) error {
+// DeleteAggregate implements eventstore.Storage.
+func (f *Storage) DeleteAggregate(ctx context.Context, typ, id string) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if !f.deleteWhere(func(e eventstore.Event) bool { return e.AggregateType == typ && e.AggregateID == id }) {
@@ -258,7 +263,8 @@ func (f *fakeStorage) DeleteAggregate(ctx context.Context, typ, id string) error
 	return nil
 }
 
-func (f *fakeStorage) DeleteAggregateType(ctx context.Context, typ string) error {
+// DeleteAggregateType implements eventstore.Storage.
+func (f *Storage) DeleteAggregateType(ctx context.Context, typ string) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if !f.deleteWhere(func(e eventstore.Event) bool { return e.AggregateType == typ }) {
@@ -267,7 +273,8 @@ func (f *fakeStorage) DeleteAggregateType(ctx context.Context, typ string) error
 	return nil
 }
 
-func (f *fakeStorage) CreateDefinition(ctx context.Context, d eventstore.DefinitionRecord) error {
+// CreateDefinition implements eventstore.Storage.
+func (f *Storage) CreateDefinition(ctx context.Context, d eventstore.DefinitionRecord) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.defs[d.Name] != nil {
@@ -277,7 +284,8 @@ func (f *fakeStorage) CreateDefinition(ctx context.Context, d eventstore.Definit
 	return nil
 }
 
-func (f *fakeStorage) Definition(ctx context.Context, name string) (eventstore.DefinitionRecord, error) {
+// Definition implements eventstore.Storage.
+func (f *Storage) Definition(ctx context.Context, name string) (eventstore.DefinitionRecord, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if d := f.defs[name]; d != nil {
@@ -286,7 +294,8 @@ func (f *fakeStorage) Definition(ctx context.Context, name string) (eventstore.D
 	return eventstore.DefinitionRecord{}, eventstore.ErrNotFound
 }
 
-func (f *fakeStorage) Definitions(ctx context.Context) ([]eventstore.DefinitionRecord, error) {
+// Definitions implements eventstore.Storage.
+func (f *Storage) Definitions(ctx context.Context) ([]eventstore.DefinitionRecord, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	var out []eventstore.DefinitionRecord
@@ -297,11 +306,13 @@ func (f *fakeStorage) Definitions(ctx context.Context) ([]eventstore.DefinitionR
 	return out, nil
 }
 
-func (f *fakeStorage) DeleteDefinition(ctx context.Context, name string) error {
+// DeleteDefinition implements eventstore.Storage.
+func (f *Storage) DeleteDefinition(ctx context.Context, name string) error {
 	return errors.ErrUnsupported
 }
 
-func (f *fakeStorage) ResetProjection(ctx context.Context, name string) error {
+// ResetProjection implements eventstore.Storage.
+func (f *Storage) ResetProjection(ctx context.Context, name string) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	d := f.defs[name]
@@ -313,11 +324,13 @@ func (f *fakeStorage) ResetProjection(ctx context.Context, name string) error {
 	return nil
 }
 
-func (f *fakeStorage) RenameProjection(ctx context.Context, from, to string) error {
+// RenameProjection implements eventstore.Storage.
+func (f *Storage) RenameProjection(ctx context.Context, from, to string) error {
 	return errors.ErrUnsupported
 }
 
-func (f *fakeStorage) LoadProjection(ctx context.Context, name, id string) (eventstore.ProjectionState, error) {
+// LoadProjection implements eventstore.Storage.
+func (f *Storage) LoadProjection(ctx context.Context, name, id string) (eventstore.ProjectionState, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if st, ok := f.states[name][id]; ok {
@@ -326,15 +339,18 @@ func (f *fakeStorage) LoadProjection(ctx context.Context, name, id string) (even
 	return eventstore.ProjectionState{}, eventstore.ErrNotFound
 }
 
-func (f *fakeStorage) LoadProjections(ctx context.Context, name string, ids []string) ([]eventstore.ProjectionState, error) {
+// LoadProjections implements eventstore.Storage.
+func (f *Storage) LoadProjections(ctx context.Context, name string, ids []string) ([]eventstore.ProjectionState, error) {
 	return nil, errors.ErrUnsupported
 }
 
-func (f *fakeStorage) ListProjections(ctx context.Context, q eventstore.ProjectionQuery) (eventstore.ProjectionList, error) {
+// ListProjections implements eventstore.Storage.
+func (f *Storage) ListProjections(ctx context.Context, q eventstore.ProjectionQuery) (eventstore.ProjectionList, error) {
 	return eventstore.ProjectionList{}, errors.ErrUnsupported
 }
 
-func (f *fakeStorage) CommitProjection(ctx context.Context, c eventstore.ProjectionCommit) error {
+// CommitProjection implements eventstore.Storage.
+func (f *Storage) CommitProjection(ctx context.Context, c eventstore.ProjectionCommit) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	d := f.defs[c.Name]
@@ -358,33 +374,38 @@ func (f *fakeStorage) CommitProjection(ctx context.Context, c eventstore.Project
 	return nil
 }
 
-func (f *fakeStorage) Close() error {
+// Close implements eventstore.Storage.
+func (f *Storage) Close() error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.closed = true
 	return nil
 }
 
-// watchingStorage is a fakeStorage whose appends by "other processes"
-// (other fakes sharing it) are reported through AppendWatcher.
-type watchingStorage struct {
-	*fakeStorage
+// Watching is a fake Storage that reports every append through
+// AppendWatcher. Several Stores may share it through Shared, as processes
+// share a database.
+type Watching struct {
+	*Storage
 	mu       sync.Mutex
 	watchers map[int]func()
 	next     int
-	failures int // the first failures calls of WatchAppends fail at once
+	// Failures is how many calls of WatchAppends fail at once before one
+	// watches; set it before use.
+	Failures int
 	calls    int
 }
 
-var _ eventstore.AppendWatcher = (*watchingStorage)(nil)
+var _ eventstore.AppendWatcher = (*Watching)(nil)
 
-func newWatching() *watchingStorage {
-	w := &watchingStorage{fakeStorage: newFake(), watchers: map[int]func(){}}
+// NewWatching returns an empty Watching storage.
+func NewWatching() *Watching {
+	w := &Watching{Storage: New(), watchers: map[int]func(){}}
 	w.onAppend = w.fire
 	return w
 }
 
-func (w *watchingStorage) fire() {
+func (w *Watching) fire() {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	for _, n := range w.watchers {
@@ -392,10 +413,11 @@ func (w *watchingStorage) fire() {
 	}
 }
 
-func (w *watchingStorage) WatchAppends(ctx context.Context, notify func()) error {
+// WatchAppends implements eventstore.AppendWatcher.
+func (w *Watching) WatchAppends(ctx context.Context, notify func()) error {
 	w.mu.Lock()
 	w.calls++
-	if w.calls <= w.failures {
+	if w.calls <= w.Failures {
 		w.mu.Unlock()
 		return errors.New("watch: connection refused")
 	}
@@ -410,8 +432,16 @@ func (w *watchingStorage) WatchAppends(ctx context.Context, notify func()) error
 	return nil
 }
 
-// sharedView is a second "process" on the same storage: a Storage whose
-// Close does not close the shared one.
-type sharedView struct{ *watchingStorage }
+// Watchers returns how many WatchAppends calls are watching.
+func (w *Watching) Watchers() int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return len(w.watchers)
+}
 
-func (sharedView) Close() error { return nil }
+// Shared is one "process" on a Watching storage: its Close leaves the
+// shared storage open.
+type Shared struct{ *Watching }
+
+// Close implements eventstore.Storage without closing the shared storage.
+func (Shared) Close() error { return nil }
