@@ -16,6 +16,7 @@ var (
 	errUnauthorized = errors.New("missing or wrong " + HeaderAccessKey + " / " + HeaderSecretAccessKey)
 	errMethod       = errors.New("method not allowed")
 	errMediaType    = errors.New("unsupported media type")
+	errForbidden    = errors.New("forbidden")
 )
 
 // pathError is a bad path segment: 400, naming the segment.
@@ -33,6 +34,8 @@ func status(err error) (int, string) {
 	switch {
 	case errors.Is(err, errUnauthorized):
 		return http.StatusUnauthorized, "unauthorized"
+	case errors.Is(err, errForbidden):
+		return http.StatusForbidden, "forbidden"
 	case errors.Is(err, errMethod):
 		return http.StatusMethodNotAllowed, "method_not_allowed"
 	case errors.Is(err, errMediaType):
@@ -82,11 +85,14 @@ func (h *handler) fail(w http.ResponseWriter, r *http.Request, err error) {
 	var fields []eventstore.FieldError
 	var ve *eventstore.ValidationError
 	var pe *pathError
+	var qe *queryError
 	switch {
 	case errors.As(err, &ve):
 		fields = ve.Fields
 	case errors.As(err, &pe):
 		fields = pe.fields
+	case errors.As(err, &qe):
+		fields = []eventstore.FieldError{{Field: qe.param, Message: qe.msg}}
 	}
 	writeErrorBody(w, code, name, msg, fields)
 }
