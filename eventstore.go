@@ -22,6 +22,11 @@ type Options struct {
 	// Logger receives the store's and its projectors' diagnostics. The
 	// default discards them.
 	Logger *slog.Logger
+	// PollInterval is how often subscriptions, long polls and projectors
+	// look for events saved by other processes when nothing tells them
+	// (the Storage does not implement AppendWatcher, or its watcher is
+	// down). The default is one second.
+	PollInterval time.Duration
 }
 
 func (o *Options) now() func() time.Time {
@@ -62,6 +67,8 @@ type Store struct {
 	mu      sync.Mutex
 	changed chan struct{} // closed and replaced on a save after watch
 	watched atomic.Bool   // someone holds changed
+
+	bg background // wake-ups across processes, running projectors (wake.go)
 }
 
 // New returns a Store on top of s. The Store takes ownership of s: Close
@@ -75,6 +82,7 @@ func New(s Storage, opts *Options) (*Store, error) {
 		now:     opts.now(),
 		log:     opts.logger(),
 		changed: make(chan struct{}),
+		bg:      background{poll: opts.pollInterval()},
 	}, nil
 }
 
@@ -156,6 +164,9 @@ func (s *Store) prepare(aggregateType, aggregateID string, events []NewEvent, op
 		}
 		if msg := typeProblem(e.Type); msg != "" {
 			v.add(fmt.Sprintf("events[%d].eventType", i), "%s", msg)
+		}
+		if msg := encryptedProblem(e.EncryptedData); msg != "" {
+			v.add(fmt.Sprintf("events[%d].encryptedData", i), "%s", msg)
 		}
 		data, msg := checkData(e.Data)
 		if msg != "" {
@@ -347,6 +358,7 @@ func (s *Store) Close() error {
 	close(s.changed)
 	s.changed = make(chan struct{})
 	s.mu.Unlock()
+	s.stopBackground()
 	if err := s.storage.Close(); err != nil && !errors.Is(err, ErrClosed) {
 		return fmt.Errorf("eventstore: close: %w", err)
 	}

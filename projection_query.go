@@ -267,8 +267,7 @@ func (p *Projector) sync(ctx context.Context, pr *proj) error {
 func (p *Projector) Run(ctx context.Context) error {
 	p.running.Add(1)
 	defer p.running.Add(-1)
-	ticker := time.NewTicker(p.poll)
-	defer ticker.Stop()
+	defer p.store.addProjector(p)() // deletions reach it (projection_forget.go)
 	for {
 		changed := p.store.watch()
 		if p.store.closed.Load() || ctx.Err() != nil {
@@ -277,12 +276,10 @@ func (p *Projector) Run(ctx context.Context) error {
 		if err := p.CatchUp(ctx); err != nil && ctx.Err() == nil && !errors.Is(err, ErrClosed) {
 			p.log.Warn("eventstore: projector", "err", err)
 		}
-		select {
-		case <-ctx.Done():
+		// Saves through this Store, the Storage's AppendWatcher and Close
+		// close changed; PollInterval is only the fallback (wake.go).
+		if !p.store.waitChange(ctx, changed, p.kick, p.poll, time.Time{}) {
 			return nil
-		case <-changed:
-		case <-p.kick:
-		case <-ticker.C:
 		}
 	}
 }

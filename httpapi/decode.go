@@ -170,10 +170,11 @@ func decodeSave(body []byte) (saveRequest, error) {
 				fe.add(prefix[:len(prefix)-1], "must be an object")
 				continue
 			}
-			ef := fields(item, prefix, fe, "eventId", "eventType", "data")
+			ef := fields(item, prefix, fe, "eventId", "eventType", "data", "encryptedData")
 			e := eventstore.NewEvent{
-				ID:   str(ef[0], prefix+"eventId", fe),
-				Type: str(ef[1], prefix+"eventType", fe),
+				ID:            str(ef[0], prefix+"eventId", fe),
+				Type:          str(ef[1], prefix+"eventType", fe),
+				EncryptedData: str(ef[3], prefix+"encryptedData", fe),
 			}
 			if data := ef[2]; present(data) {
 				if data.IsObject() {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"mime"
 	"net/http"
 	"strings"
@@ -111,43 +112,69 @@ type aggregateJSON struct {
 	AggregateType    string      `json:"aggregateType"`
 	AggregateVersion int64       `json:"aggregateVersion"`
 	Events           []eventJSON `json:"events"`
+	// HasMore reports versions after the returned ones (see since, limit).
+	HasMore bool `json:"hasMore"`
 }
 
 type eventJSON struct {
 	EventID   string          `json:"eventId"`
 	EventType string          `json:"eventType"`
 	Data      json.RawMessage `json:"data,omitempty"`
-	Version   int64           `json:"version"`
-	Sequence  int64           `json:"sequence"`
-	Position  int64           `json:"position"`
+	// EncryptedData is the opaque string saved with the event, if any.
+	EncryptedData string `json:"encryptedData,omitempty"`
+	Version       int64  `json:"version"`
+	Sequence      int64  `json:"sequence"`
+	Position      int64  `json:"position"`
 	// RecordedAt is in milliseconds since the Unix epoch, like updatedAt.
 	RecordedAt int64 `json:"recordedAt"`
 }
 
-// load serves GET /aggregates/{type}/{id}.
+// load serves GET /aggregates/{type}/{id}?since=&limit=: the versions in
+// (since, since+limit].
 func (h *handler) load(w http.ResponseWriter, r *http.Request) {
 	seg, err := segments(r, "type", "id")
 	if err != nil {
 		h.fail(w, r, err)
 		return
 	}
-	agg, err := h.st.Load(r.Context(), seg[0], seg[1])
+	qp, err := parseQuery(r, "since", "limit")
+	if err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	since, err := qp.int("since", 0, 0, math.MaxInt64)
+	if err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	limit, err := qp.int("limit", defaultLoadLimit, 1, maxLoadLimit)
+	if err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	agg, more, err := h.st.LoadRange(r.Context(), seg[0], seg[1], since, limit)
 	if err != nil {
 		h.fail(w, r, err)
 		return
 	}
 	out := aggregateJSON{
 		AggregateID: agg.ID, AggregateType: agg.Type, AggregateVersion: agg.Version,
-		Events: make([]eventJSON, len(agg.Events)),
+		Events: eventsJSON(agg.Events), HasMore: more,
 	}
-	for i, e := range agg.Events {
-		out.Events[i] = eventJSON{
-			EventID: e.ID, EventType: e.Type, Data: e.Data,
+	h.sendValue(w, r, out)
+}
+
+// eventsJSON converts events to their JSON form.
+func eventsJSON(events []eventstore.Event) []eventJSON {
+	out := make([]eventJSON, len(events))
+	for i, e := range events {
+		out[i] = eventJSON{
+			EventID: e.ID, EventType: e.Type, Data: e.Data, EncryptedData: e.EncryptedData,
 			Version: e.Version, Sequence: e.Sequence, Position: e.Position,
 			RecordedAt: e.RecordedAt.UnixMilli(),
 		}
 	}
-	h.sendValue(w, r, out)
+	return out
 }
 
 // createDefinition serves POST /projections/definitions. It answers with

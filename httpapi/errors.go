@@ -17,6 +17,7 @@ var (
 	errUnauthorized = errors.New("missing or wrong " + HeaderAccessKey + " / " + HeaderSecretAccessKey)
 	errMethod       = errors.New("method not allowed")
 	errMediaType    = errors.New("unsupported media type")
+	errForbidden    = errors.New("forbidden")
 )
 
 // pathError is a bad path segment: 400, naming the segment.
@@ -34,6 +35,8 @@ func status(err error) (int, string) {
 	switch {
 	case errors.Is(err, errUnauthorized):
 		return http.StatusUnauthorized, "unauthorized"
+	case errors.Is(err, errForbidden):
+		return http.StatusForbidden, "forbidden"
 	case errors.Is(err, errMethod):
 		return http.StatusMethodNotAllowed, "method_not_allowed"
 	case errors.Is(err, errMediaType):
@@ -83,12 +86,15 @@ func (h *handler) fail(w http.ResponseWriter, r *http.Request, err error) {
 	body := errorBody{Code: name, Message: msg}
 	var ve *eventstore.ValidationError
 	var pe *pathError
+	var qe *queryError
 	switch {
 	case errors.As(err, &ve):
 		body.Errors, body.Omitted = ve.Fields, ve.Omitted
 		body.Message = summary(ve)
 	case errors.As(err, &pe):
 		body.Errors = pe.fields
+	case errors.As(err, &qe):
+		body.Errors = []eventstore.FieldError{{Field: qe.param, Message: qe.msg}}
 	}
 	writeErrorBody(w, code, body)
 }

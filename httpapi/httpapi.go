@@ -1,11 +1,18 @@
 // Package httpapi serves an eventstore.Store and its Projector over HTTP:
-// the five endpoints of the event store interface.
+// the endpoints of the event store interface.
 //
-//	POST /aggregates/{type}/{id}/events        save events (200, empty body)
-//	GET  /aggregates/{type}/{id}               load an aggregate
-//	POST /projections/definitions              create a projection definition
-//	GET  /projections/single/{name}/{id}       query a single projection
-//	GET  /projections/aggregated/{name}        query an aggregated projection
+//	POST   /aggregates/{type}/{id}/events      save events (200, empty body)
+//	POST   /aggregates/{type}/events           save several aggregates' batches atomically
+//	GET    /aggregates/{type}/{id}             load an aggregate (?since=&limit=)
+//	HEAD   /aggregates/{type}/{id}             does it exist (200 or 404)
+//	DELETE /aggregates/{type}/{id}             delete an aggregate (two steps)
+//	DELETE /aggregates/{type}                  delete every aggregate of a type (two steps)
+//	GET    /feeds                              the feeds, with counts
+//	GET    /feeds/{type}, GET /feeds/_all      read a feed (long poll with waitTime)
+//	HEAD   /feeds/{type}, HEAD /feeds/_all     a feed's current sequence number
+//	POST   /projections/definitions            create a projection definition
+//	GET    /projections/single/{name}/{id}     query a single projection
+//	GET    /projections/aggregated/{name}      query an aggregated projection
 //
 // New returns a plain http.Handler with no global state: mount it at the
 // root of a server, or under a prefix of an application's mux with
@@ -41,7 +48,64 @@
 //
 // where expectedVersion (optional) makes the save fail with 409 unless the
 // aggregate is at that version (0: it must not exist yet), and aggregateId
-// (optional) must equal the id in the path.
+// (optional) must equal the id in the path. An event may also carry
+// "encryptedData", an opaque string of at most 65,535 bytes that is
+// returned unchanged in loads and feeds.
+//
+// POST /aggregates/{type}/events saves batches of several aggregates of
+// the type in one atomic step:
+//
+//	{"batches": [{"aggregateId": "a-1", "events": [...], "expectedVersion": 3}, ...]}
+//
+// All batches are stored, or none: a conflict in one batch is answered with
+// 409 naming that batch and its aggregate. At most 1,000 batches and
+// 10,000 events in all. A body mixing this form with the single form, an
+// empty batch, or the same aggregate in two batches is 422. The single
+// form {"aggregateId": "...", "events": [...]} is accepted on this path
+// too.
+//
+// # Loads
+//
+// GET /aggregates/{type}/{id} returns the versions after since (default 0)
+// up to limit versions (default and maximum 1,000), with "hasMore" when
+// later versions exist; aggregateVersion is always the current version.
+//
+// # Feeds
+//
+// A feed is one aggregate type's saved batches, in order; _all is every
+// type's. GET /feeds lists the feeds:
+//
+//	{"feeds": [{"aggregateType", "aggregateCount", "batchCount", "eventCount"}]}
+//
+// GET /feeds/{type} and GET /feeds/_all answer
+//
+//	{"entries": [{"sequenceNumber", "aggregateId", "aggregateType", "feedName",
+//	              "timestamp", "events": [...]}],
+//	 "hasMore": false, "currentSequenceNumber": 12}
+//
+// where an entry is one saved batch, events are as in a load and timestamp
+// is in milliseconds since the epoch. A type's feed numbers its batches 1,
+// 2, 3, ...; _all numbers them by global position (increasing, not
+// contiguous). Parameters: since (exclusive, default 0), limit (entries,
+// default 100, at most 1,000), waitTime (milliseconds, at most 60,000:
+// when no entry after since exists, wait for one that long; the answer
+// comes as soon as one is saved, or empty), filterType (repeatable, only
+// on _all: keep those types), partitionCount and partitionNumber (given
+// together; keep the entries whose FNV-1a-32 hash of the aggregate id
+// modulo partitionCount, at most 1,000, is partitionNumber, from 0).
+// currentSequenceNumber is the head of the unfiltered feed. A feed with no
+// events is 404 (_all never is). HEAD answers 200 with the head in the
+// Serialized-SequenceNumber-Current header. At most Options.MaxLongPolls
+// reads wait at once; others are answered at once.
+//
+// # Deletion
+//
+// DELETE /aggregates/{type}/{id} and DELETE /aggregates/{type} answer 200
+// {"deleteToken": "..."}; the same call with ?deleteToken=... within 10
+// minutes deletes and answers 204. A wrong, expired or foreign token (one
+// issued for something else) is 403 and nothing is deleted. Tokens are
+// signed, not stored: see Options.DeleteTokenKey. Deleted events disappear
+// from loads, feeds and projections, and the id can be used again.
 //
 // # Responses
 //
@@ -73,8 +137,10 @@
 // eventstore.MaxFieldErrors problems are listed, and "omitted" counts the
 // rest. The statuses:
 //
-//	400 malformed               JSON that does not parse, a bad path segment
+//	400 malformed               JSON that does not parse, a bad path segment or
+//	                            query parameter (named in errors[])
 //	401 unauthorized            missing or wrong key pair
+//	403 forbidden               wrong, expired or foreign deleteToken
 //	404 not_found               unknown path, aggregate, projection or instance
 //	405 method_not_allowed      with an Allow header
 //	409 conflict                expectedVersion mismatch, a retried batch mixing
@@ -122,6 +188,14 @@ type Options struct {
 	// Logger receives request errors: 5xx with their details at Error
 	// level, panics with their stack. The default discards them.
 	Logger *slog.Logger
+	// DeleteTokenKey is the key that signs delete tokens. Handlers that
+	// share it (several server instances behind one address) accept each
+	// other's tokens. Empty means a random key per handler.
+	DeleteTokenKey []byte
+	// MaxLongPolls bounds the feed reads that wait (waitTime) at once;
+	// reads beyond it are answered at once, as if waitTime were 0. Zero
+	// means DefaultMaxLongPolls.
+	MaxLongPolls int
 }
 
 // KeyPair is one accepted pair of credentials.
@@ -147,6 +221,8 @@ type handler struct {
 	log     *slog.Logger
 	mux     *http.ServeMux
 	gzips   sync.Pool // *gzip.Writer
+	tokens  *deleteTokens
+	polls   chan struct{} // a slot per waiting long poll
 }
 
 // New returns an http.Handler serving st and p. Both must be non-nil; New
@@ -159,7 +235,12 @@ func New(st *eventstore.Store, p *eventstore.Projector, opts *Options) http.Hand
 	if opts == nil {
 		opts = &Options{}
 	}
-	h := &handler{st: st, p: p, maxBody: opts.MaxBodyBytes, log: opts.Logger}
+	h := &handler{st: st, p: p, maxBody: opts.MaxBodyBytes, log: opts.Logger, tokens: newDeleteTokens(opts.DeleteTokenKey)}
+	maxPolls := opts.MaxLongPolls
+	if maxPolls <= 0 {
+		maxPolls = DefaultMaxLongPolls
+	}
+	h.polls = make(chan struct{}, maxPolls)
 	if h.maxBody <= 0 {
 		h.maxBody = DefaultMaxBodyBytes
 	}
@@ -176,18 +257,23 @@ func New(st *eventstore.Store, p *eventstore.Projector, opts *Options) http.Hand
 	// with a plain-text 405, so each route checks the method itself.
 	mux := http.NewServeMux()
 	mux.HandleFunc("/aggregates/{type}/{id}/events", h.only(http.MethodPost, h.save))
-	mux.HandleFunc("/aggregates/{type}/{id}", h.only(http.MethodGet, h.load))
+	mux.HandleFunc("/aggregates/{type}/{id}", h.aggregateRoutes())
+	mux.HandleFunc("/aggregates/{type}/events", h.eventsRoutes())
+	mux.HandleFunc("/aggregates/{type}", h.methods(route{http.MethodDelete, h.deleteType}))
+	mux.HandleFunc("/feeds", h.only(http.MethodGet, h.feeds))
+	mux.HandleFunc("/feeds/{type}", h.methods(route{http.MethodGet, h.feed}, route{http.MethodHead, h.feedHead}))
 	mux.HandleFunc("/projections", h.only(http.MethodGet, h.overview))
-	mux.HandleFunc("/projections/definitions", h.methods(map[string]http.HandlerFunc{
-		http.MethodGet: h.listDefinitions, http.MethodPost: h.createDefinition}))
-	mux.HandleFunc("/projections/definitions/{name}", h.methods(map[string]http.HandlerFunc{
-		http.MethodGet: h.getDefinition, http.MethodPut: h.putDefinition, http.MethodDelete: h.deleteDefinition}))
-	mux.HandleFunc("/projections/single/{name}", h.methods(map[string]http.HandlerFunc{
-		http.MethodGet: h.listSingle, http.MethodDelete: h.resetProjection(false)}))
+	mux.HandleFunc("/projections/definitions", h.methods(
+		route{http.MethodGet, h.listDefinitions}, route{http.MethodHead, h.listDefinitions}, route{http.MethodPost, h.createDefinition}))
+	mux.HandleFunc("/projections/definitions/{name}", h.methods(
+		route{http.MethodGet, h.getDefinition}, route{http.MethodHead, h.getDefinition},
+		route{http.MethodPut, h.putDefinition}, route{http.MethodDelete, h.deleteDefinition}))
+	mux.HandleFunc("/projections/single/{name}", h.methods(
+		route{http.MethodGet, h.listSingle}, route{http.MethodHead, h.listSingle}, route{http.MethodDelete, h.resetProjection(false)}))
 	mux.HandleFunc("/projections/single/{name}/_count", h.only(http.MethodGet, h.countSingle))
 	mux.HandleFunc("/projections/single/{name}/{id}", h.only(http.MethodGet, h.querySingle))
-	mux.HandleFunc("/projections/aggregated/{name}", h.methods(map[string]http.HandlerFunc{
-		http.MethodGet: h.queryAggregated, http.MethodDelete: h.resetProjection(true)}))
+	mux.HandleFunc("/projections/aggregated/{name}", h.methods(
+		route{http.MethodGet, h.queryAggregated}, route{http.MethodHead, h.queryAggregated}, route{http.MethodDelete, h.resetProjection(true)}))
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		h.fail(w, r, fmt.Errorf("no endpoint at %s: %w", clip(r.URL.Path), eventstore.ErrNotFound))
 	})

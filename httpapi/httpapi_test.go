@@ -237,8 +237,12 @@ func TestRouting(t *testing.T) {
 	e := newEnv(t, nil)
 	for _, c := range []struct{ method, path, allow string }{
 		{"GET", "/aggregates/order/o-1/events", "POST"},
-		{"PUT", "/aggregates/order/o-1", "GET, HEAD"},
-		{"DELETE", "/aggregates/order/o-1", "GET, HEAD"},
+		{"PUT", "/aggregates/order/o-1", "GET, HEAD, DELETE"},
+		{"POST", "/aggregates/order/o-1", "GET, HEAD, DELETE"},
+		{"PUT", "/aggregates/order/events", "POST, GET, HEAD, DELETE"},
+		{"GET", "/aggregates/order", "DELETE"},
+		{"POST", "/feeds", "GET, HEAD"},
+		{"DELETE", "/feeds/_all", "GET, HEAD"},
 		{"PATCH", "/projections/definitions", "GET, HEAD, POST"},
 		{"POST", "/projections/definitions/p", "GET, HEAD, PUT, DELETE"},
 		{"POST", "/projections/single/p/o-1", "GET, HEAD"},
@@ -250,7 +254,7 @@ func TestRouting(t *testing.T) {
 			t.Errorf("%s %s: Allow %q, want %q", c.method, c.path, a, c.allow)
 		}
 	}
-	for _, p := range []string{"/", "/aggregates", "/aggregates/order", "/aggregates/order/o-1/events/x", "/projections/single/p", "/projections/other/p"} {
+	for _, p := range []string{"/", "/aggregates", "/aggregates/order/o-1/events/x", "/feeds/_all/x", "/projections/single/p", "/projections/other/p"} {
 		mustErr(t, e.do("GET", p, ""), 404, "not_found")
 	}
 }
@@ -328,10 +332,16 @@ func TestMountedUnderPrefix(t *testing.T) {
 
 func TestHead(t *testing.T) {
 	e := newEnv(t, nil)
-	e.must(200, "POST", "/aggregates/order/o-1/events", events(ev(id1, "A", "")))
-	get := e.must(200, "GET", "/aggregates/order/o-1", "")
-	head := e.must(200, "HEAD", "/aggregates/order/o-1", "")
+	e.must(200, "POST", "/projections/definitions", totalsDef)
+	e.must(200, "POST", "/aggregates/order/o-1/events", events(ev(id1, "OrderPlaced", `{"total":1}`)))
+	get := e.must(200, "GET", "/projections/aggregated/totals", "")
+	head := e.must(200, "HEAD", "/projections/aggregated/totals", "")
 	if b := readBody(t, head); b != "" || head.Header.Get("Content-Length") != get.Header.Get("Content-Length") {
 		t.Errorf("HEAD: body %q, Content-Length %q (GET %q)", b, head.Header.Get("Content-Length"), get.Header.Get("Content-Length"))
 	}
+	// HEAD of an aggregate is an existence check: no body either way.
+	if b := readBody(t, e.must(200, "HEAD", "/aggregates/order/o-1", "")); b != "" {
+		t.Errorf("HEAD of an aggregate: body %q", b)
+	}
+	e.must(404, "HEAD", "/aggregates/order/o-2", "")
 }

@@ -5,61 +5,19 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"strconv"
 	"time"
 
 	"github.com/eventkit-go/eventstore"
 )
 
-// paramError is a query parameter that does not parse: 400, naming it.
-type paramError struct {
-	name, msg string
-}
-
-func (e *paramError) Error() string { return "query parameter " + e.name + " " + e.msg }
-func (e *paramError) Unwrap() error { return errMalformed }
-
 // intParam reads an integer query parameter within [lo, hi], or def when
 // it is absent.
 func intParam(r *http.Request, name string, def, lo, hi int64) (int64, error) {
-	s := r.URL.Query().Get(name)
-	if s == "" {
-		if r.URL.Query().Has(name) {
-			return 0, &paramError{name, "is empty"}
-		}
-		return def, nil
+	q, err := parseQuery(r, name)
+	if err != nil {
+		return 0, err
 	}
-	n, err := strconv.ParseInt(s, 10, 64)
-	if err != nil || n < lo || n > hi {
-		return 0, &paramError{name, fmt.Sprintf("must be an integer from %d to %d", lo, hi)}
-	}
-	return n, nil
-}
-
-// methods routes one path by method; other methods get a JSON 405. GET
-// routes also answer HEAD.
-func (h *handler) methods(routes map[string]http.HandlerFunc) http.HandlerFunc {
-	allow := ""
-	for _, m := range []string{http.MethodGet, http.MethodHead, http.MethodPost, http.MethodPut, http.MethodDelete} {
-		if _, ok := routes[m]; ok || (m == http.MethodHead && routes[http.MethodGet] != nil) {
-			if allow != "" {
-				allow += ", "
-			}
-			allow += m
-		}
-	}
-	return func(w http.ResponseWriter, r *http.Request) {
-		fn := routes[r.Method]
-		if fn == nil && r.Method == http.MethodHead {
-			fn = routes[http.MethodGet]
-		}
-		if fn == nil {
-			w.Header().Set("Allow", allow)
-			h.fail(w, r, fmt.Errorf("%w: %s %s allows %s", errMethod, r.Method, clip(r.URL.Path), allow))
-			return
-		}
-		fn(w, r)
-	}
+	return q.int(name, def, lo, hi)
 }
 
 // listDefinitions serves GET /projections/definitions?skip=&limit=.
@@ -125,7 +83,7 @@ func (h *handler) putDefinition(w http.ResponseWriter, r *http.Request) {
 		d.Name = seg[0]
 	}
 	if d.Name != seg[0] {
-		h.fail(w, r, &paramError{"projectionName", fmt.Sprintf("%q in the body differs from %q in the path", clip(d.Name), clip(seg[0]))})
+		h.fail(w, r, &queryError{"projectionName", fmt.Sprintf("%q in the body differs from %q in the path", clip(d.Name), clip(seg[0]))})
 		return
 	}
 	if _, err := h.p.Put(r.Context(), d); err != nil {
@@ -262,7 +220,7 @@ func (h *handler) listSingle(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
 	if s := q.Get("sort"); s != "" {
 		if opts.Sort, opts.Descending, err = eventstore.ParseSort(s); err != nil {
-			h.fail(w, r, &paramError{"sort", "must be projectionId, reference, createdAt or updatedAt, with an optional + or - prefix"})
+			h.fail(w, r, &queryError{"sort", "must be projectionId, reference, createdAt or updatedAt, with an optional + or - prefix"})
 			return
 		}
 	}
@@ -273,7 +231,7 @@ func (h *handler) listSingle(w http.ResponseWriter, r *http.Request) {
 	}
 	opts.IDs = q["id"]
 	if len(opts.IDs) > eventstore.MaxListLimit {
-		h.fail(w, r, &paramError{"id", fmt.Sprintf("may be given at most %d times", eventstore.MaxListLimit)})
+		h.fail(w, r, &queryError{"id", fmt.Sprintf("may be given at most %d times", eventstore.MaxListLimit)})
 		return
 	}
 	page, err := h.p.List(r.Context(), seg[0], opts)

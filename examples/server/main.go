@@ -146,9 +146,10 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		Handler:           handler,
 		ReadHeaderTimeout: 10 * time.Second,
 		ReadTimeout:       time.Minute,
-		WriteTimeout:      time.Minute,
-		IdleTimeout:       2 * time.Minute,
-		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
+		// A feed read may long-poll for 60 s (waitTime) before it writes.
+		WriteTimeout: 90 * time.Second,
+		IdleTimeout:  2 * time.Minute,
+		ErrorLog:     slog.NewLogLogger(log.Handler(), slog.LevelWarn),
 	}
 
 	base := "http://" + ln.Addr().String()

@@ -150,7 +150,7 @@ func (s *Storage) runOne(ctx context.Context, conn *pgxpool.Conn, req eventstore
 		if full {
 			sql = s.sql.append
 		}
-		b.Queue(sql, req.AggregateType, req.AggregateID, a.ids, a.expected, a.types, a.data, a.times)
+		b.Queue(sql, req.AggregateType, req.AggregateID, a.ids, a.expected, a.types, a.data, a.times, a.enc)
 		br := conn.SendBatch(ctx, b)
 		if _, err := br.Exec(); err != nil {
 			br.Close()
@@ -220,7 +220,7 @@ func (s *Storage) sendBatch(ctx context.Context, conn *pgxpool.Conn, reqs []even
 		if a.full {
 			sql = s.sql.append
 		}
-		b.Queue(sql, reqs[i].AggregateType, reqs[i].AggregateID, a.ids, a.expected, a.types, a.data, a.times)
+		b.Queue(sql, reqs[i].AggregateType, reqs[i].AggregateID, a.ids, a.expected, a.types, a.data, a.times, a.enc)
 		b.Queue("RELEASE SAVEPOINT r")
 	}
 	b.Queue("COMMIT")
@@ -323,7 +323,10 @@ type appendArgs struct {
 	ids, types []string
 	data       [][]byte
 	times      []time.Time
-	expected   *int64
+	// enc holds the events' EncryptedData, or is nil (NULL for the
+	// server, which stores NULL for "") when no event has any.
+	enc      []string
+	expected *int64
 	// full selects append over appendLean, once appendLean could not
 	// decide.
 	full bool
@@ -338,6 +341,12 @@ func newAppendArgs(r eventstore.AppendRequest) appendArgs {
 	}
 	for i, e := range r.Events {
 		a.ids[i], a.types[i], a.data[i], a.times[i] = e.ID, e.Type, e.Data, e.RecordedAt
+		if e.EncryptedData != "" {
+			if a.enc == nil {
+				a.enc = make([]string, len(r.Events))
+			}
+			a.enc[i] = e.EncryptedData
+		}
 	}
 	if v, ok := r.ExpectedVersion.Version(); ok {
 		a.expected = &v

@@ -20,6 +20,7 @@ type groupArgs struct {
 	ids, evTypes  []string
 	data          [][]byte
 	times         []time.Time
+	enc           []string // nil when no event has EncryptedData
 }
 
 // newGroupArgs returns the arguments of appendGroup for reqs, or false when
@@ -29,7 +30,9 @@ func newGroupArgs(reqs []eventstore.AppendRequest, args []appendArgs) (groupArgs
 	type key struct{ typ, id string }
 	seen := make(map[key]struct{}, len(reqs))
 	total := 0
-	for _, r := range reqs {
+	hasEnc := false
+	for i, r := range reqs {
+		hasEnc = hasEnc || args[i].enc != nil
 		k := key{r.AggregateType, r.AggregateID}
 		if _, dup := seen[k]; dup {
 			return groupArgs{}, false
@@ -48,6 +51,9 @@ func newGroupArgs(reqs []eventstore.AppendRequest, args []appendArgs) (groupArgs
 		data:     make([][]byte, 0, total),
 		times:    make([]time.Time, 0, total),
 	}
+	if hasEnc {
+		g.enc = make([]string, 0, total)
+	}
 	for i, r := range reqs {
 		a := &args[i]
 		g.types[i], g.aggIDs[i], g.expected[i] = r.AggregateType, r.AggregateID, a.expected
@@ -58,6 +64,13 @@ func newGroupArgs(reqs []eventstore.AppendRequest, args []appendArgs) (groupArgs
 			g.evTypes = append(g.evTypes, a.types[k])
 			g.data = append(g.data, a.data[k])
 			g.times = append(g.times, a.times[k])
+			if hasEnc {
+				enc := ""
+				if a.enc != nil {
+					enc = a.enc[k]
+				}
+				g.enc = append(g.enc, enc)
+			}
 		}
 	}
 	return g, true
@@ -79,7 +92,7 @@ func (s *Storage) runGroup(ctx context.Context, conn *pgxpool.Conn, reqs []event
 	b := &pgx.Batch{}
 	b.Queue("SELECT pg_advisory_xact_lock($1)", s.appendKey)
 	b.Queue(s.sql.appendGroup, g.types, g.aggIDs, g.expected, g.offsets,
-		g.index, g.ids, g.evTypes, g.data, g.times)
+		g.index, g.ids, g.evTypes, g.data, g.times, g.enc)
 	br := conn.SendBatch(ctx, b)
 	if _, err := br.Exec(); err != nil {
 		br.Close()

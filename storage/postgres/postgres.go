@@ -120,14 +120,20 @@ type Storage struct {
 	pool    *pgxpool.Pool
 	ownPool bool
 	sql     statements
+	// schema is the quoted name of the schema.
+	schema string
 	// appendKey is the advisory lock key that serialises writers of this
 	// schema.
-	appendKey    int64
+	appendKey int64
+	// channel is the channel of LISTEN/NOTIFY that appends notify.
+	channel      string
 	writeTimeout time.Duration
 	batcher      *groupcommit.Batcher[eventstore.AppendRequest, eventstore.AppendResult]
 
 	closed    atomic.Bool
 	closeOnce sync.Once
+	// done is closed by Close, which ends WatchAppends.
+	done chan struct{}
 }
 
 var _ eventstore.Storage = (*Storage)(nil)
@@ -148,11 +154,15 @@ func Open(ctx context.Context, pool *pgxpool.Pool, opts *Options) (*Storage, err
 			"default_query_exec_mode (\"exec\" suits PgBouncer in transaction mode): %w", eventstore.ErrInvalid)
 	}
 	schema := opts.schema()
+	channel := channelName(schema)
 	s := &Storage{
 		pool:         pool,
-		sql:          newStatements(pgx.Identifier{schema}.Sanitize()),
+		sql:          newStatements(pgx.Identifier{schema}.Sanitize(), quoteLiteral(channel)),
+		schema:       pgx.Identifier{schema}.Sanitize(),
 		appendKey:    lockKey("append", schema),
+		channel:      channel,
 		writeTimeout: opts.writeTimeout(),
+		done:         make(chan struct{}),
 	}
 	if err := migrate(ctx, pool, schema); err != nil {
 		return nil, s.fail(ctx, "open", err)
@@ -187,6 +197,7 @@ func OpenURL(ctx context.Context, url string, opts *Options) (*Storage, error) {
 func (s *Storage) Close() error {
 	s.closeOnce.Do(func() {
 		s.closed.Store(true)
+		close(s.done)
 		s.batcher.Close()
 		if s.ownPool {
 			s.pool.Close()
@@ -212,6 +223,21 @@ func lockKey(purpose, schema string) int64 {
 	h := fnv.New64a()
 	h.Write([]byte("eventkit-go/eventstore:" + purpose + ":" + schema))
 	return int64(h.Sum64())
+}
+
+// channelName returns the LISTEN/NOTIFY channel of the appends to schema:
+// the schema's name followed by ".appends" when that fits in a PostgreSQL
+// identifier (63 bytes), else a name derived from a hash of it.
+func channelName(schema string) string {
+	if name := schema + ".appends"; len(name) <= 63 {
+		return name
+	}
+	return fmt.Sprintf("eventstore.appends.%016x", uint64(lockKey("channel", schema)))
+}
+
+// quoteLiteral returns s as an SQL string literal.
+func quoteLiteral(s string) string {
+	return "'" + strings.ReplaceAll(s, "'", "''") + "'"
 }
 
 // qualify replaces {{schema}} in a statement with the quoted schema name.

@@ -4,10 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/eventkit-go/eventstore"
-	"github.com/eventkit-go/eventstore/internal/safetext"
 	"github.com/jackc/pgx/v5"
 )
 
@@ -121,24 +121,137 @@ func (s *Storage) LoadProjection(ctx context.Context, name, instanceID string) (
 	if err := s.check(ctx, "load projection"); err != nil {
 		return eventstore.ProjectionState{}, err
 	}
-	st := eventstore.ProjectionState{Name: name, InstanceID: instanceID}
-	var data []byte
-	err := s.pool.QueryRow(ctx, s.sql.loadState, name, instanceID).Scan(&data, &st.Position, &st.UpdatedAt)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return eventstore.ProjectionState{}, fmt.Errorf("projection %q instance %q: %w", name, instanceID, eventstore.ErrNotFound)
-	}
+	rows, err := s.pool.Query(ctx, s.sql.loadState, name, instanceID)
 	if err != nil {
 		return eventstore.ProjectionState{}, s.fail(ctx, "load projection", err)
 	}
+	states, err := scanStates(rows, name)
+	if err != nil {
+		return eventstore.ProjectionState{}, s.fail(ctx, "load projection", err)
+	}
+	if len(states) == 0 {
+		return eventstore.ProjectionState{}, fmt.Errorf("projection %q instance %q: %w", name, instanceID, eventstore.ErrNotFound)
+	}
+	return states[0], nil
+}
+
+// LoadProjections implements eventstore.Storage with one query for all
+// of ids.
+func (s *Storage) LoadProjections(ctx context.Context, name string, ids []string) ([]eventstore.ProjectionState, error) {
+	if err := s.check(ctx, "load projections"); err != nil {
+		return nil, err
+	}
+	if len(ids) == 0 {
+		return []eventstore.ProjectionState{}, nil
+	}
+	rows, err := s.pool.Query(ctx, s.sql.loadStates, name, ids)
+	if err != nil {
+		return nil, s.fail(ctx, "load projections", err)
+	}
+	found, err := scanStates(rows, name)
+	if err != nil {
+		return nil, s.fail(ctx, "load projections", err)
+	}
+	byID := make(map[string]int, len(found))
+	for i, st := range found {
+		byID[st.InstanceID] = i
+	}
+	states := make([]eventstore.ProjectionState, 0, len(found))
+	for _, id := range ids {
+		if i, ok := byID[id]; ok {
+			states = append(states, found[i])
+		}
+	}
+	return states, nil
+}
+
+// scanStates reads rows of stateCols and closes rows.
+func scanStates(rows pgx.Rows, name string) ([]eventstore.ProjectionState, error) {
+	defer rows.Close()
+	var states []eventstore.ProjectionState
+	for rows.Next() {
+		st, err := scanState(rows, name)
+		if err != nil {
+			return nil, err
+		}
+		states = append(states, st)
+	}
+	return states, rows.Err()
+}
+
+// scanState reads the stateCols of the current row.
+func scanState(row pgx.Row, name string) (eventstore.ProjectionState, error) {
+	st := eventstore.ProjectionState{Name: name}
+	var (
+		data      []byte
+		r         ref
+		refNumber *string
+	)
+	if err := row.Scan(&st.InstanceID, &data, &st.Position, &st.CreatedAt, &st.UpdatedAt,
+		&r.rank, &r.num, &r.text, &refNumber); err != nil {
+		return eventstore.ProjectionState{}, err
+	}
+	if refNumber != nil {
+		r.number = *refNumber
+	}
 	st.Data = data
-	st.UpdatedAt = st.UpdatedAt.UTC()
+	st.CreatedAt, st.UpdatedAt = st.CreatedAt.UTC(), st.UpdatedAt.UTC()
+	st.Reference = r.reference()
 	return st, nil
+}
+
+// ref is a Reference as projection_states stores it.
+type ref struct {
+	rank   int16   // 0 number, 1 text, 2 none: the sort order of references
+	num    float64 // the number, else 0
+	text   string  // the text, else ""
+	number string  // the decimal text of a number, else ""
+}
+
+// Ranks of references, in their sort order.
+const (
+	rankNumber int16 = iota
+	rankText
+	rankNone
+)
+
+func newRef(r eventstore.Reference) ref {
+	switch r.Kind {
+	case eventstore.RefNumber:
+		return ref{rank: rankNumber, num: r.Number, number: r.Text}
+	case eventstore.RefText:
+		return ref{rank: rankText, text: r.Text}
+	}
+	return ref{rank: rankNone}
+}
+
+func (r ref) reference() eventstore.Reference {
+	switch r.rank {
+	case rankNumber:
+		return eventstore.Reference{Kind: eventstore.RefNumber, Number: r.num, Text: r.number}
+	case rankText:
+		return eventstore.Reference{Kind: eventstore.RefText, Text: r.text}
+	}
+	return eventstore.Reference{}
+}
+
+// storable returns s with invalid UTF-8 and NUL bytes, which PostgreSQL's
+// text refuses, replaced by U+FFFD.
+func storable(s string) string {
+	s = strings.ToValidUTF8(s, "\uFFFD")
+	if strings.IndexByte(s, 0) >= 0 {
+		s = strings.ReplaceAll(s, "\x00", "\uFFFD")
+	}
+	return s
 }
 
 // CommitProjection implements eventstore.Storage. In one transaction it
 // moves the checkpoint with a compare-and-set (so of several projectors
-// racing from the same checkpoint exactly one wins), upserts the states and
-// records the errors, keeping the last MaxRecordedErrors per projection.
+// racing from the same checkpoint exactly one wins), upserts and deletes
+// the states, keeping the definition's count of instances, and records the
+// errors, keeping the last MaxRecordedErrors per projection. Error texts
+// that PostgreSQL cannot store (invalid UTF-8, NUL) are stored with those
+// bytes replaced by U+FFFD.
 func (s *Storage) CommitProjection(ctx context.Context, c eventstore.ProjectionCommit) error {
 	if err := s.check(ctx, "commit projection"); err != nil {
 		return err
@@ -161,29 +274,44 @@ func (s *Storage) CommitProjection(ctx context.Context, c eventstore.ProjectionC
 		}
 		b := &pgx.Batch{}
 		if len(c.States) > 0 {
-			ids := make([]string, len(c.States))
-			data := make([][]byte, len(c.States))
-			positions := make([]int64, len(c.States))
-			times := make([]time.Time, len(c.States))
+			n := len(c.States)
+			ids := make([]string, n)
+			data := make([][]byte, n)
+			positions := make([]int64, n)
+			created := make([]time.Time, n)
+			updated := make([]time.Time, n)
+			ranks := make([]int16, n)
+			nums := make([]float64, n)
+			texts := make([]string, n)
+			numbers := make([]*string, n)
 			for i, st := range c.States {
-				ids[i], data[i], positions[i], times[i] = st.InstanceID, st.Data, st.Position, st.UpdatedAt
+				ids[i], data[i], positions[i] = st.InstanceID, st.Data, st.Position
+				created[i], updated[i] = st.CreatedAt, st.UpdatedAt
 				if data[i] == nil {
 					data[i] = []byte{}
 				}
+				r := newRef(st.Reference)
+				ranks[i], nums[i], texts[i] = r.rank, r.num, r.text
+				if r.rank == rankNumber {
+					numbers[i] = &c.States[i].Reference.Text
+				}
 			}
-			b.Queue(s.sql.upsertStates, c.Name, ids, data, positions, times)
+			b.Queue(s.sql.upsertStates, c.Name, ids, data, positions, created, updated, ranks, nums, texts, numbers)
+		}
+		if len(c.Deletes) > 0 {
+			b.Queue(s.sql.deleteStates, c.Name, c.Deletes)
 		}
 		if len(c.Errors) > 0 {
-			positions := make([]int64, len(c.Errors))
-			ids := make([]string, len(c.Errors))
-			types := make([]string, len(c.Errors))
-			instances := make([]string, len(c.Errors))
-			messages := make([]string, len(c.Errors))
+			n := len(c.Errors)
+			positions := make([]int64, n)
+			ids := make([]string, n)
+			types := make([]string, n)
+			instances := make([]string, n)
+			messages := make([]string, n)
 			for i, e := range c.Errors {
-				// Text columns refuse invalid UTF-8 and NUL: a message
-				// quoting hostile input must not stop the projection.
-				positions[i], ids[i], types[i], instances[i], messages[i] = e.Position,
-					safetext.Clean(e.EventID), safetext.Clean(e.EventType), safetext.Clean(e.InstanceID), safetext.Clean(e.Message)
+				positions[i] = e.Position
+				ids[i], types[i] = storable(e.EventID), storable(e.EventType)
+				instances[i], messages[i] = storable(e.InstanceID), storable(e.Message)
 			}
 			b.Queue(s.sql.insertErrors, c.Name, positions, ids, types, instances, messages)
 			b.Queue(s.sql.trimErrors, c.Name, eventstore.MaxRecordedErrors)
@@ -195,6 +323,74 @@ func (s *Storage) CommitProjection(ctx context.Context, c eventstore.ProjectionC
 	})
 	if err != nil {
 		return s.fail(ctx, "commit projection", err)
+	}
+	return nil
+}
+
+// DeleteDefinition implements eventstore.Storage.
+func (s *Storage) DeleteDefinition(ctx context.Context, name string) error {
+	return s.changeDefinition(ctx, "delete definition", name, s.sql.deleteDef, name)
+}
+
+// ResetProjection implements eventstore.Storage.
+func (s *Storage) ResetProjection(ctx context.Context, name string) error {
+	return s.changeDefinition(ctx, "reset projection", name, s.sql.resetDef, name)
+}
+
+// changeDefinition runs defSQL, which changes the definition named name,
+// and removes the projection's instances and errors, in one transaction.
+// It wraps ErrNotFound when defSQL changes no row.
+func (s *Storage) changeDefinition(ctx context.Context, op, name, defSQL string, args ...any) error {
+	if err := s.check(ctx, op); err != nil {
+		return err
+	}
+	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		tag, err := tx.Exec(ctx, defSQL, args...)
+		if err != nil {
+			return err
+		}
+		if tag.RowsAffected() == 0 {
+			return fmt.Errorf("projection %q: %w", name, eventstore.ErrNotFound)
+		}
+		b := &pgx.Batch{}
+		b.Queue(s.sql.deleteStatesOf, name)
+		b.Queue(s.sql.deleteErrorsOf, name)
+		return tx.SendBatch(ctx, b).Close()
+	})
+	if err != nil {
+		return s.fail(ctx, op, err)
+	}
+	return nil
+}
+
+// RenameProjection implements eventstore.Storage in one transaction: it
+// removes the projection to, then renames from's definition, instances and
+// errors.
+func (s *Storage) RenameProjection(ctx context.Context, from, to string) error {
+	if err := s.check(ctx, "rename projection"); err != nil {
+		return err
+	}
+	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		// Lock from's definition first: a missing from changes nothing.
+		var checkpoint int64
+		err := tx.QueryRow(ctx, s.sql.checkpoint+" FOR UPDATE", from).Scan(&checkpoint)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return fmt.Errorf("projection %q: %w", from, eventstore.ErrNotFound)
+		}
+		if err != nil || from == to {
+			return err
+		}
+		b := &pgx.Batch{}
+		b.Queue(s.sql.deleteDef, to)
+		b.Queue(s.sql.deleteStatesOf, to)
+		b.Queue(s.sql.deleteErrorsOf, to)
+		b.Queue(s.sql.renameDef, from, to)
+		b.Queue(s.sql.renameStatesOf, from, to)
+		b.Queue(s.sql.renameErrorsOf, from, to)
+		return tx.SendBatch(ctx, b).Close()
+	})
+	if err != nil {
+		return s.fail(ctx, "rename projection", err)
 	}
 	return nil
 }

@@ -8,32 +8,53 @@ import (
 	"github.com/jackc/pgx/v5"
 )
 
-// Load implements eventstore.Storage.
+// Load implements eventstore.Storage. The whole history is read by one
+// plain query; a range of versions by loadRange, which reads the current
+// version in the same snapshot.
 func (s *Storage) Load(ctx context.Context, q eventstore.LoadQuery) (eventstore.Aggregate, error) {
-	aggregateType, aggregateID := q.AggregateType, q.AggregateID // TODO(contract): honour q.AfterVersion and q.Limit
 	if err := s.check(ctx, "load"); err != nil {
 		return eventstore.Aggregate{}, err
 	}
-	rows, err := s.pool.Query(ctx, s.sql.load, aggregateType, aggregateID)
+	notFound := func() error {
+		return fmt.Errorf("aggregate %s/%s: %w", q.AggregateType, q.AggregateID, eventstore.ErrNotFound)
+	}
+	agg := eventstore.Aggregate{Type: q.AggregateType, ID: q.AggregateID}
+	after := max(q.AfterVersion, 0)
+	if after == 0 && q.Limit <= 0 {
+		rows, err := s.pool.Query(ctx, s.sql.load, q.AggregateType, q.AggregateID)
+		if err != nil {
+			return eventstore.Aggregate{}, s.fail(ctx, "load", err)
+		}
+		events, err := scanEvents(rows)
+		if err != nil {
+			return eventstore.Aggregate{}, s.fail(ctx, "load", err)
+		}
+		if len(events) == 0 {
+			return eventstore.Aggregate{}, notFound()
+		}
+		agg.Version, agg.Events = events[len(events)-1].Version, events
+		return agg, nil
+	}
+	upTo := int64(1<<63 - 1)
+	if q.Limit > 0 && after <= upTo-q.Limit {
+		upTo = after + q.Limit
+	}
+	rows, err := s.pool.Query(ctx, s.sql.loadRange, q.AggregateType, q.AggregateID, after, upTo)
 	if err != nil {
 		return eventstore.Aggregate{}, s.fail(ctx, "load", err)
 	}
-	events, err := scanEvents(rows)
+	found := false
+	agg.Events, err = scanHeadEvents(rows, func(current int64) { found, agg.Version = true, current })
 	if err != nil {
 		return eventstore.Aggregate{}, s.fail(ctx, "load", err)
 	}
-	if len(events) == 0 {
-		return eventstore.Aggregate{}, fmt.Errorf("aggregate %s/%s: %w", aggregateType, aggregateID, eventstore.ErrNotFound)
+	if !found {
+		return eventstore.Aggregate{}, notFound()
 	}
-	return eventstore.Aggregate{
-		Type:    aggregateType,
-		ID:      aggregateID,
-		Version: events[len(events)-1].Version,
-		Events:  events,
-	}, nil
+	return agg, nil
 }
 
-// scanEvents reads rows of the event columns and closes rows.
+// scanEvents reads rows of selectCols and closes rows.
 func scanEvents(rows pgx.Rows) ([]eventstore.Event, error) {
 	defer rows.Close()
 	var events []eventstore.Event
@@ -41,8 +62,33 @@ func scanEvents(rows pgx.Rows) ([]eventstore.Event, error) {
 		var e eventstore.Event
 		var data []byte
 		if err := rows.Scan(&e.Position, &e.AggregateType, &e.AggregateID, &e.ID, &e.Type,
-			&data, &e.Version, &e.Sequence, &e.RecordedAt); err != nil {
+			&data, &e.Version, &e.Sequence, &e.RecordedAt, &e.FeedSequence, &e.EncryptedData); err != nil {
 			return nil, err
+		}
+		e.Data = data
+		e.RecordedAt = e.RecordedAt.UTC()
+		events = append(events, e)
+	}
+	return events, rows.Err()
+}
+
+// scanHeadEvents reads rows of a number followed by the event columns,
+// where a row with position 0 carries only the number, and closes rows. It
+// calls head with the number of every row.
+func scanHeadEvents(rows pgx.Rows, head func(int64)) ([]eventstore.Event, error) {
+	defer rows.Close()
+	var events []eventstore.Event
+	for rows.Next() {
+		var e eventstore.Event
+		var data []byte
+		var h int64
+		if err := rows.Scan(&h, &e.Position, &e.AggregateType, &e.AggregateID, &e.ID, &e.Type,
+			&data, &e.Version, &e.Sequence, &e.RecordedAt, &e.FeedSequence, &e.EncryptedData); err != nil {
+			return nil, err
+		}
+		head(h)
+		if e.Position == 0 {
+			continue // no event: the row only carries the number
 		}
 		e.Data = data
 		e.RecordedAt = e.RecordedAt.UTC()
@@ -60,6 +106,10 @@ func (s *Storage) ReadFeed(ctx context.Context, q eventstore.FeedQuery) (eventst
 	}
 	limit := max(q.Limit, 1)
 	after := max(q.After, 0)
+	if q.AfterFeedSequence > 0 && q.AggregateType == "" {
+		return eventstore.FeedPage{}, fmt.Errorf("postgres: read feed: AfterFeedSequence without an AggregateType: %w",
+			eventstore.ErrInvalid)
+	}
 	if q.AggregateType == "" {
 		rows, err := s.pool.Query(ctx, s.sql.feed, after, limit)
 		if err != nil {
@@ -78,28 +128,19 @@ func (s *Storage) ReadFeed(ctx context.Context, q eventstore.FeedQuery) (eventst
 
 	// The feed of one type: read the highest visible position in the same
 	// statement, so that a quiet feed's Head keeps up with the store.
-	rows, err := s.pool.Query(ctx, s.sql.feedType, after, limit, q.AggregateType)
+	var rows pgx.Rows
+	var err error
+	if q.AfterFeedSequence > 0 {
+		rows, err = s.pool.Query(ctx, s.sql.feedSeq, q.AfterFeedSequence, limit, q.AggregateType)
+	} else {
+		rows, err = s.pool.Query(ctx, s.sql.feedType, after, limit, q.AggregateType)
+	}
 	if err != nil {
 		return eventstore.FeedPage{}, s.fail(ctx, "read feed", err)
 	}
-	defer rows.Close()
 	var head int64
-	var events []eventstore.Event
-	for rows.Next() {
-		var e eventstore.Event
-		var data []byte
-		if err := rows.Scan(&head, &e.Position, &e.AggregateType, &e.AggregateID, &e.ID, &e.Type,
-			&data, &e.Version, &e.Sequence, &e.RecordedAt); err != nil {
-			return eventstore.FeedPage{}, s.fail(ctx, "read feed", err)
-		}
-		if e.Position == 0 {
-			continue // no event: the row only carries head
-		}
-		e.Data = data
-		e.RecordedAt = e.RecordedAt.UTC()
-		events = append(events, e)
-	}
-	if err := rows.Err(); err != nil {
+	events, err := scanHeadEvents(rows, func(h int64) { head = h })
+	if err != nil {
 		return eventstore.FeedPage{}, s.fail(ctx, "read feed", err)
 	}
 	page := eventstore.FeedPage{Events: events, Head: max(after, head)}
@@ -107,4 +148,55 @@ func (s *Storage) ReadFeed(ctx context.Context, q eventstore.FeedQuery) (eventst
 		page.Head = events[len(events)-1].Position
 	}
 	return page, nil
+}
+
+// FeedHead implements eventstore.Storage. A type whose events were all
+// deleted still has a head (the FeedSequence of its last batch); only a
+// type that never had events wraps ErrNotFound.
+func (s *Storage) FeedHead(ctx context.Context, aggregateType string) (int64, error) {
+	if err := s.check(ctx, "feed head"); err != nil {
+		return 0, err
+	}
+	if aggregateType == "" {
+		var head int64
+		if err := s.pool.QueryRow(ctx, s.sql.head).Scan(&head); err != nil {
+			return 0, s.fail(ctx, "feed head", err)
+		}
+		return head, nil
+	}
+	var stored, mark *int64
+	if err := s.pool.QueryRow(ctx, s.sql.typeHead, aggregateType).Scan(&stored, &mark); err != nil {
+		return 0, s.fail(ctx, "feed head", err)
+	}
+	switch {
+	case stored == nil && mark == nil:
+		return 0, fmt.Errorf("feed %s: %w", aggregateType, eventstore.ErrNotFound)
+	case stored == nil:
+		return *mark, nil
+	case mark == nil:
+		return *stored, nil
+	}
+	return max(*stored, *mark), nil
+}
+
+// Feeds implements eventstore.Storage. It counts the events of every type,
+// so its cost grows with the store.
+func (s *Storage) Feeds(ctx context.Context) ([]eventstore.FeedInfo, error) {
+	if err := s.check(ctx, "feeds"); err != nil {
+		return nil, err
+	}
+	rows, err := s.pool.Query(ctx, s.sql.feeds)
+	if err != nil {
+		return nil, s.fail(ctx, "feeds", err)
+	}
+	feeds := []eventstore.FeedInfo{}
+	var f eventstore.FeedInfo
+	_, err = pgx.ForEachRow(rows, []any{&f.AggregateType, &f.AggregateCount, &f.BatchCount, &f.EventCount}, func() error {
+		feeds = append(feeds, f)
+		return nil
+	})
+	if err != nil {
+		return nil, s.fail(ctx, "feeds", err)
+	}
+	return feeds, nil
 }

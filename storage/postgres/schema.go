@@ -1,6 +1,8 @@
 package postgres
 
 import (
+	"strings"
+
 	"context"
 	"fmt"
 
@@ -59,6 +61,59 @@ CREATE TABLE {{schema}}.projection_errors (
 );
 CREATE INDEX projection_errors_name_id ON {{schema}}.projection_errors (name, id);
 `,
+	// 2: feed sequences, encrypted data, high-water marks that survive
+	// deletion, and what projection lists sort and filter on.
+	//
+	// events.feed_sequence numbers the batches of each aggregate type;
+	// existing batches (the events of one aggregate version) are numbered
+	// in position order. deleted_marks keeps, per feed, the highest number
+	// ever deleted: for feed '' the highest position, for an aggregate
+	// type its highest FeedSequence; writers continue after
+	// greatest(what is stored, the mark), so numbers are never reused.
+	//
+	// projection_states gains created_at (set to updated_at for existing
+	// instances, the best known) and the reference: ref_rank (0 number, 1
+	// text, 2 none, the order of eventstore.Reference), ref_num (the number,
+	// else 0), ref_text (the text, else ''), ref_number (the decimal text of
+	// a number, else NULL). instance_id and ref_text sort by bytes (COLLATE
+	// "C") whatever the database's collation. definitions.instances counts
+	// the instances, so an unfiltered count reads one row.
+	`
+ALTER TABLE {{schema}}.events ADD COLUMN feed_sequence bigint, ADD COLUMN encrypted_data text;
+UPDATE {{schema}}.events e SET feed_sequence = b.fs
+FROM (
+	SELECT position, dense_rank() OVER (PARTITION BY aggregate_type ORDER BY first) AS fs
+	FROM (
+		SELECT position, aggregate_type,
+		       min(position) OVER (PARTITION BY aggregate_type, aggregate_id, version) AS first
+		FROM {{schema}}.events
+	) x
+) b
+WHERE e.position = b.position;
+ALTER TABLE {{schema}}.events ALTER COLUMN feed_sequence SET NOT NULL;
+CREATE INDEX events_type_feed ON {{schema}}.events (aggregate_type, feed_sequence);
+
+CREATE TABLE {{schema}}.deleted_marks (
+	feed text   PRIMARY KEY,
+	mark bigint NOT NULL
+);
+
+ALTER TABLE {{schema}}.definitions ADD COLUMN instances bigint NOT NULL DEFAULT 0;
+ALTER TABLE {{schema}}.projection_states
+	ALTER COLUMN instance_id TYPE text COLLATE "C",
+	ADD COLUMN created_at timestamptz,
+	ADD COLUMN ref_rank   smallint         NOT NULL DEFAULT 2,
+	ADD COLUMN ref_num    double precision NOT NULL DEFAULT 0,
+	ADD COLUMN ref_text   text COLLATE "C" NOT NULL DEFAULT '',
+	ADD COLUMN ref_number text;
+UPDATE {{schema}}.projection_states SET created_at = updated_at;
+ALTER TABLE {{schema}}.projection_states ALTER COLUMN created_at SET NOT NULL;
+UPDATE {{schema}}.definitions d
+SET instances = (SELECT count(*) FROM {{schema}}.projection_states s WHERE s.name = d.name);
+CREATE INDEX projection_states_ref ON {{schema}}.projection_states (name, ref_rank, ref_num, ref_text, instance_id);
+CREATE INDEX projection_states_created ON {{schema}}.projection_states (name, created_at, instance_id);
+CREATE INDEX projection_states_updated ON {{schema}}.projection_states (name, updated_at, instance_id);
+`,
 }
 
 // migrate creates schema and brings its tables to the latest version, in
@@ -101,16 +156,52 @@ CREATE TABLE IF NOT EXISTS {{schema}}.schema_migrations (
 
 // statements holds the SQL of every query, with the schema filled in.
 type statements struct {
-	append, appendLean, appendGroup             string
-	load, feed, feedType                        string
-	createDef, def, defs, defErrors, allErrors  string
-	loadState, commit, checkpoint, upsertStates string
-	insertErrors, trimErrors                    string
+	append, appendLean, appendGroup                string
+	load, loadRange, feed, feedType, feedSeq       string
+	head, typeHead, feeds, deleteAgg, deleteType   string
+	createDef, def, defs, defErrors, allErrors     string
+	deleteDef, resetDef, renameDef                 string
+	loadState, loadStates                          string
+	commit, checkpoint, upsertStates, deleteStates string
+	insertErrors, trimErrors                       string
+	deleteStatesOf, deleteErrorsOf, renameStatesOf string
+	renameErrorsOf, countStates                    string
 }
 
-func newStatements(schema string) statements {
-	q := func(sql string) string { return qualify(schema, sql) }
-	const eventCols = `position, aggregate_type, aggregate_id, event_id, event_type, data, version, sequence, recorded_at`
+const (
+	// eventCols are the columns an append writes, in the order of its
+	// INSERT.
+	eventCols = `position, aggregate_type, aggregate_id, event_id, event_type, data, version, sequence, recorded_at,
+	feed_sequence, encrypted_data`
+	// selectCols are the columns scanEvents reads.
+	selectCols = `position, aggregate_type, aggregate_id, event_id, event_type, data, version, sequence, recorded_at,
+	feed_sequence, coalesce(encrypted_data, '')`
+	// headSQL is the highest position ever written: stored, or deleted
+	// since (the mark of feed '').
+	headSQL = `greatest((SELECT coalesce(max(position), 0) FROM {{schema}}.events),
+	(SELECT coalesce(max(mark), 0) FROM {{schema}}.deleted_marks WHERE feed = ''))`
+	// stateCols are the columns of a projection state that readState
+	// reads.
+	stateCols = `instance_id, data, position, created_at, updated_at, ref_rank, ref_num, ref_text, ref_number`
+)
+
+// typeHeadSQL is the highest FeedSequence ever given to aggregate type
+// typ (an SQL expression), stored or deleted since.
+func typeHeadSQL(typ string) string {
+	return `greatest((SELECT coalesce(max(feed_sequence), 0) FROM {{schema}}.events WHERE aggregate_type = ` + typ + `),
+	(SELECT coalesce(max(mark), 0) FROM {{schema}}.deleted_marks WHERE feed = ` + typ + `))`
+}
+
+// newStatements returns the statements for the quoted schema name; channel
+// is the quoted SQL string literal of the channel appends notify.
+func newStatements(schema, channel string) statements {
+	q := func(sql string) string {
+		return qualify(schema, strings.ReplaceAll(sql, "{{channel}}", channel))
+	}
+	// notify, a CTE, notifies listeners of the channel once per statement
+	// that wrote (the server folds the notifications of one transaction
+	// into one, as they are identical).
+	const notify = `notify AS (SELECT pg_notify({{channel}}, '') FROM ins LIMIT 1)`
 	return statements{
 		// append checks and writes one request in one statement. It returns
 		// one row with kind 0 holding the aggregate's current version and
@@ -118,7 +209,10 @@ func newStatements(schema string) statements {
 		// kind 1 per event id of the request that is already stored. It
 		// writes only when no id is stored and the expected version ($4,
 		// NULL for none) matches: exactly when eventstore.PlanAppend says
-		// to write, which the caller checks.
+		// to write, which the caller checks. The arguments are $1 the
+		// aggregate type, $2 its id, then per event $3 ids, $5 types, $6
+		// data, $7 times and $8 encrypted data (NULL when no event has
+		// any).
 		//
 		// Keep it cheap to plan: after five executions PostgreSQL switches
 		// a prepared statement to its generic plan, which saves ~0.3 ms of
@@ -139,17 +233,20 @@ WITH cur AS (
 ), ok AS (
 	SELECT coalesce((SELECT version FROM cur), 0) AS v,
 	       coalesce((SELECT sequence FROM cur), 0) AS s,
-	       (SELECT coalesce(max(position), 0) FROM {{schema}}.events) AS p
+	       ` + headSQL + ` AS p,
+	       ` + typeHeadSQL("$1") + ` + 1 AS f
 	WHERE NOT EXISTS (SELECT 1 FROM stored)
 	  AND ($4::bigint IS NULL OR $4::bigint = coalesce((SELECT version FROM cur), 0))
 ), ins AS (
 	INSERT INTO {{schema}}.events (` + eventCols + `)
-	SELECT ok.p + t.ord, $1, $2, t.id, t.typ, t.data, ok.v + 1, ok.s + t.ord, t.at
-	FROM ok, unnest($3::text[], $5::text[], $6::bytea[], $7::timestamptz[]) WITH ORDINALITY AS t(id, typ, data, at, ord)
+	SELECT ok.p + t.ord, $1, $2, t.id, t.typ, t.data, ok.v + 1, ok.s + t.ord, t.at, ok.f, t.enc
+	FROM ok, unnest($3::text[], $5::text[], $6::bytea[], $7::timestamptz[], $8::text[])
+		WITH ORDINALITY AS t(id, typ, data, at, enc, ord)
 	RETURNING position
-)
+), ` + notify + `
 SELECT 0 AS kind, '' AS event_id, coalesce((SELECT version FROM cur), 0) AS version,
        coalesce((SELECT max(position) FROM ins), 0) AS position
+FROM (SELECT count(*) FROM notify) n
 UNION ALL
 SELECT 1, event_id, version, position FROM stored`),
 		// appendLean is the fast path of append: it writes the request
@@ -173,53 +270,79 @@ WITH cur AS (
 	) last
 ), ins AS (
 	INSERT INTO {{schema}}.events (` + eventCols + `)
-	SELECT (SELECT coalesce(max(position), 0) FROM {{schema}}.events) + t.ord, $1, $2, t.id, t.typ, t.data,
-	       cur.v + 1, cur.s + t.ord, t.at
-	FROM cur, unnest($3::text[], $5::text[], $6::bytea[], $7::timestamptz[]) WITH ORDINALITY AS t(id, typ, data, at, ord)
+	SELECT ` + headSQL + ` + t.ord, $1, $2, t.id, t.typ, t.data,
+	       cur.v + 1, cur.s + t.ord, t.at, ` + typeHeadSQL("$1") + ` + 1, t.enc
+	FROM cur, unnest($3::text[], $5::text[], $6::bytea[], $7::timestamptz[], $8::text[])
+		WITH ORDINALITY AS t(id, typ, data, at, enc, ord)
 	WHERE $4::bigint IS NULL OR $4::bigint = cur.v
 	RETURNING position
-)
-SELECT cur.v, (SELECT max(position) FROM ins) + 0 * (1 / (SELECT count(*) FROM ins)) FROM cur`),
+), ` + notify + `
+SELECT cur.v, (SELECT max(position) FROM ins) + 0 * (1 / (SELECT count(*) FROM ins))
+FROM cur, (SELECT count(*) FROM notify) n`),
 		// appendGroup is appendLean for a whole group of requests on
 		// distinct aggregates, in one statement. The requests come as
 		// arrays ($1 aggregate types, $2 ids, $3 expected versions, NULL
 		// for none, $4 how many events precede the request's own), the
 		// events of all requests concatenated ($5 the index of the
-		// request, from 1, $6 ids, $7 types, $8 data, $9 times). It
-		// writes every request at its aggregate's current version + 1,
-		// positions following the head in array order, and returns one
-		// row per request, in order: the aggregate's current version and
-		// the head it wrote after. It writes all or nothing: an id already
-		// stored fails it with unique_violation, and a version that does
-		// not match with division_by_zero (1 / whether every event was
-		// written); the caller then runs the requests one by one.
+		// request, from 1, $6 ids, $7 types, $8 data, $9 times, $10
+		// encrypted data or NULL). It writes every request at its
+		// aggregate's current version + 1, positions following the head
+		// in array order, FeedSequences following their type's head in
+		// array order, and returns one row per request, in order: the
+		// aggregate's current version and the head it wrote after. It
+		// writes all or nothing: an id already stored fails it with
+		// unique_violation, and a version that does not match with
+		// division_by_zero (1 / whether every event was written); the
+		// caller then runs the requests one by one.
 		appendGroup: q(`
-WITH cur AS MATERIALIZED (
+WITH req AS MATERIALIZED (
 	SELECT r.ri, r.atype, r.aid, r.expected, r.off,
-	       coalesce(l.version, 0) AS v, coalesce(l.sequence, 0) AS s
+	       coalesce(l.version, 0) AS v, coalesce(l.sequence, 0) AS s,
+	       row_number() OVER (PARTITION BY r.atype ORDER BY r.ri) AS nth
 	FROM unnest((SELECT $1::text[]), (SELECT $2::text[]), (SELECT $3::bigint[]), (SELECT $4::bigint[])) WITH ORDINALITY AS r(atype, aid, expected, off, ri)
 	LEFT JOIN LATERAL (
 		SELECT version, sequence FROM {{schema}}.events
 		WHERE aggregate_type = r.atype AND aggregate_id = r.aid
 		ORDER BY sequence DESC LIMIT 1
 	) l ON true
+), cur AS MATERIALIZED (
+	SELECT req.*, ` + typeHeadSQL("req.atype") + ` + req.nth AS f
+	FROM req
 ), head AS MATERIALIZED (
-	SELECT coalesce(max(position), 0) AS p FROM {{schema}}.events
+	SELECT ` + headSQL + ` AS p
 ), ins AS (
 	INSERT INTO {{schema}}.events (` + eventCols + `)
-	SELECT head.p + t.ord, cur.atype, cur.aid, t.id, t.typ, t.data, cur.v + 1, cur.s + t.ord - cur.off, t.at
+	SELECT head.p + t.ord, cur.atype, cur.aid, t.id, t.typ, t.data, cur.v + 1, cur.s + t.ord - cur.off, t.at, cur.f, t.enc
 	FROM head, unnest((SELECT $5::bigint[]), (SELECT $6::text[]), (SELECT $7::text[]), (SELECT $8::bytea[]),
-		(SELECT $9::timestamptz[]))
-		WITH ORDINALITY AS t(ri, id, typ, data, at, ord)
+		(SELECT $9::timestamptz[]), (SELECT $10::text[]))
+		WITH ORDINALITY AS t(ri, id, typ, data, at, enc, ord)
 	JOIN cur ON cur.ri = t.ri
 	WHERE cur.expected IS NULL OR cur.expected = cur.v
 	RETURNING 1
-)
+), ` + notify + `
 SELECT cur.v, head.p + 0 * (1 / (SELECT (count(*) = cardinality($6::text[]))::int FROM ins))
-FROM cur, head ORDER BY cur.ri`),
-		load: q(`SELECT ` + eventCols + ` FROM {{schema}}.events
+FROM cur, head, (SELECT count(*) FROM notify) n ORDER BY cur.ri`),
+		load: q(`SELECT ` + selectCols + ` FROM {{schema}}.events
 WHERE aggregate_type = $1 AND aggregate_id = $2 ORDER BY sequence`),
-		feed: q(`SELECT ` + eventCols + ` FROM {{schema}}.events
+		// loadRange reads the versions in ($3, $4] of an aggregate with its
+		// current version, in one snapshot. A row with position 0 stands
+		// for no event; no row at all for no aggregate.
+		loadRange: q(`
+SELECT c.version, coalesce(e.position, 0), coalesce(e.aggregate_type, ''), coalesce(e.aggregate_id, ''),
+       coalesce(e.event_id, ''), coalesce(e.event_type, ''), e.data, coalesce(e.version, 0),
+       coalesce(e.sequence, 0), coalesce(e.recorded_at, 'epoch'), coalesce(e.feed_sequence, 0),
+       coalesce(e.encrypted_data, '')
+FROM (
+	SELECT version FROM {{schema}}.events
+	WHERE aggregate_type = $1 AND aggregate_id = $2 ORDER BY sequence DESC LIMIT 1
+) c
+LEFT JOIN LATERAL (
+	SELECT * FROM {{schema}}.events
+	WHERE aggregate_type = $1 AND aggregate_id = $2 AND version > $3 AND version <= $4
+	ORDER BY sequence
+) e ON true
+ORDER BY e.sequence`),
+		feed: q(`SELECT ` + selectCols + ` FROM {{schema}}.events
 WHERE position > $1 ORDER BY position LIMIT $2`),
 		// feedType reads the feed of one aggregate type together with the
 		// highest visible position, in one statement and so one snapshot.
@@ -227,30 +350,117 @@ WHERE position > $1 ORDER BY position LIMIT $2`),
 		feedType: q(`
 SELECT h.head, coalesce(e.position, 0), coalesce(e.aggregate_type, ''), coalesce(e.aggregate_id, ''),
        coalesce(e.event_id, ''), coalesce(e.event_type, ''), e.data, coalesce(e.version, 0),
-       coalesce(e.sequence, 0), coalesce(e.recorded_at, 'epoch')
-FROM (SELECT coalesce(max(position), 0) AS head FROM {{schema}}.events) h
+       coalesce(e.sequence, 0), coalesce(e.recorded_at, 'epoch'), coalesce(e.feed_sequence, 0),
+       coalesce(e.encrypted_data, '')
+FROM (SELECT ` + headSQL + ` AS head) h
 LEFT JOIN LATERAL (
-	SELECT ` + eventCols + ` FROM {{schema}}.events
+	SELECT * FROM {{schema}}.events
 	WHERE aggregate_type = $3 AND position > $1 ORDER BY position LIMIT $2
 ) e ON true
 ORDER BY e.position`),
+		// feedSeq is feedType after a FeedSequence ($1) instead of a
+		// position. Within a type positions grow with FeedSequences, so
+		// the events wanted are those of the type from the first position
+		// of batch $1 + 1 on: found through events_type_feed, read
+		// through events_type_position, never touching other types.
+		feedSeq: q(`
+SELECT h.head, coalesce(e.position, 0), coalesce(e.aggregate_type, ''), coalesce(e.aggregate_id, ''),
+       coalesce(e.event_id, ''), coalesce(e.event_type, ''), e.data, coalesce(e.version, 0),
+       coalesce(e.sequence, 0), coalesce(e.recorded_at, 'epoch'), coalesce(e.feed_sequence, 0),
+       coalesce(e.encrypted_data, '')
+FROM (SELECT ` + headSQL + ` AS head) h
+LEFT JOIN LATERAL (
+	SELECT * FROM {{schema}}.events
+	WHERE aggregate_type = $3 AND position >= (
+		SELECT min(position) FROM {{schema}}.events
+		WHERE aggregate_type = $3 AND feed_sequence = (
+			SELECT min(feed_sequence) FROM {{schema}}.events WHERE aggregate_type = $3 AND feed_sequence > $1
+		)
+	)
+	ORDER BY position LIMIT $2
+) e ON true
+ORDER BY e.position`),
+		head:     q(`SELECT ` + headSQL),
+		typeHead: q(`SELECT (SELECT max(feed_sequence) FROM {{schema}}.events WHERE aggregate_type = $1), (SELECT mark FROM {{schema}}.deleted_marks WHERE feed = $1)`),
+		feeds: q(`
+SELECT aggregate_type, count(DISTINCT aggregate_id), count(DISTINCT feed_sequence), count(*)
+FROM {{schema}}.events GROUP BY aggregate_type ORDER BY aggregate_type COLLATE "C"`),
+		// deleteAgg and deleteType delete events ($1 the type, $2 the
+		// aggregate id) and raise the marks of feed '' and of the type to
+		// the highest position and FeedSequence deleted, so that appends
+		// never reuse them. They return how many events they deleted.
+		deleteAgg: q(`
+WITH del AS (
+	DELETE FROM {{schema}}.events WHERE aggregate_type = $1 AND aggregate_id = $2
+	RETURNING position, feed_sequence
+), marks AS (
+	INSERT INTO {{schema}}.deleted_marks (feed, mark)
+	SELECT '', max(position) FROM del HAVING count(*) > 0
+	UNION ALL
+	SELECT $1, max(feed_sequence) FROM del HAVING count(*) > 0
+	ON CONFLICT (feed) DO UPDATE SET mark = greatest({{schema}}.deleted_marks.mark, excluded.mark)
+)
+SELECT count(*) FROM del`),
+		deleteType: q(`
+WITH del AS (
+	DELETE FROM {{schema}}.events WHERE aggregate_type = $1
+	RETURNING position, feed_sequence
+), marks AS (
+	INSERT INTO {{schema}}.deleted_marks (feed, mark)
+	SELECT '', max(position) FROM del HAVING count(*) > 0
+	UNION ALL
+	SELECT $1, max(feed_sequence) FROM del HAVING count(*) > 0
+	ON CONFLICT (feed) DO UPDATE SET mark = greatest({{schema}}.deleted_marks.mark, excluded.mark)
+)
+SELECT count(*) FROM del`),
 		createDef: q(`INSERT INTO {{schema}}.definitions (name, spec, created_at) VALUES ($1, $2, $3)`),
 		def:       q(`SELECT name, spec, created_at, checkpoint FROM {{schema}}.definitions WHERE name = $1`),
-		defs:      q(`SELECT name, spec, created_at, checkpoint FROM {{schema}}.definitions ORDER BY name`),
+		defs:      q(`SELECT name, spec, created_at, checkpoint FROM {{schema}}.definitions ORDER BY name COLLATE "C"`),
 		defErrors: q(`SELECT name, position, event_id, event_type, instance_id, message FROM {{schema}}.projection_errors
 WHERE name = $1 ORDER BY id`),
 		allErrors: q(`SELECT name, position, event_id, event_type, instance_id, message FROM {{schema}}.projection_errors
 ORDER BY name, id`),
-		loadState: q(`SELECT data, position, updated_at FROM {{schema}}.projection_states
+		deleteDef:      q(`DELETE FROM {{schema}}.definitions WHERE name = $1`),
+		resetDef:       q(`UPDATE {{schema}}.definitions SET checkpoint = 0, instances = 0 WHERE name = $1`),
+		renameDef:      q(`UPDATE {{schema}}.definitions SET name = $2 WHERE name = $1`),
+		deleteStatesOf: q(`DELETE FROM {{schema}}.projection_states WHERE name = $1`),
+		deleteErrorsOf: q(`DELETE FROM {{schema}}.projection_errors WHERE name = $1`),
+		renameStatesOf: q(`UPDATE {{schema}}.projection_states SET name = $2 WHERE name = $1`),
+		renameErrorsOf: q(`UPDATE {{schema}}.projection_errors SET name = $2 WHERE name = $1`),
+		loadState: q(`SELECT ` + stateCols + ` FROM {{schema}}.projection_states
 WHERE name = $1 AND instance_id = $2`),
-		commit:     q(`UPDATE {{schema}}.definitions SET checkpoint = $3 WHERE name = $1 AND checkpoint = $2`),
-		checkpoint: q(`SELECT checkpoint FROM {{schema}}.definitions WHERE name = $1`),
+		loadStates: q(`SELECT ` + stateCols + ` FROM {{schema}}.projection_states
+WHERE name = $1 AND instance_id = ANY($2::text[])`),
+		countStates: q(`SELECT instances FROM {{schema}}.definitions WHERE name = $1`),
+		commit:      q(`UPDATE {{schema}}.definitions SET checkpoint = $3 WHERE name = $1 AND checkpoint = $2`),
+		checkpoint:  q(`SELECT checkpoint FROM {{schema}}.definitions WHERE name = $1`),
+		// upsertStates writes states and adds the number of new instances
+		// to the definition's count.
 		upsertStates: q(`
-INSERT INTO {{schema}}.projection_states (name, instance_id, data, position, updated_at)
-SELECT $1, t.instance_id, t.data, t.position, t.updated_at
-FROM unnest($2::text[], $3::bytea[], $4::bigint[], $5::timestamptz[]) AS t(instance_id, data, position, updated_at)
-ON CONFLICT (name, instance_id) DO UPDATE
-SET data = excluded.data, position = excluded.position, updated_at = excluded.updated_at`),
+WITH up AS (
+	INSERT INTO {{schema}}.projection_states
+		(name, instance_id, data, position, created_at, updated_at, ref_rank, ref_num, ref_text, ref_number)
+	SELECT $1, t.instance_id, t.data, t.position, t.created_at, t.updated_at, t.ref_rank, t.ref_num, t.ref_text, t.ref_number
+	FROM unnest($2::text[], $3::bytea[], $4::bigint[], $5::timestamptz[], $6::timestamptz[], $7::smallint[],
+		$8::float8[], $9::text[], $10::text[])
+		AS t(instance_id, data, position, created_at, updated_at, ref_rank, ref_num, ref_text, ref_number)
+	ON CONFLICT (name, instance_id) DO UPDATE
+	SET data = excluded.data, position = excluded.position, created_at = excluded.created_at,
+	    updated_at = excluded.updated_at, ref_rank = excluded.ref_rank, ref_num = excluded.ref_num,
+	    ref_text = excluded.ref_text, ref_number = excluded.ref_number
+	RETURNING xmax = 0 AS inserted
+)
+UPDATE {{schema}}.definitions SET instances = instances + (SELECT count(*) FROM up WHERE inserted)
+WHERE name = $1`),
+		// deleteStates removes instances and subtracts them from the
+		// definition's count.
+		deleteStates: q(`
+WITH del AS (
+	DELETE FROM {{schema}}.projection_states WHERE name = $1 AND instance_id = ANY($2::text[])
+	RETURNING 1
+)
+UPDATE {{schema}}.definitions SET instances = instances - (SELECT count(*) FROM del)
+WHERE name = $1`),
 		insertErrors: q(`
 INSERT INTO {{schema}}.projection_errors (name, position, event_id, event_type, instance_id, message)
 SELECT $1, t.position, t.event_id, t.event_type, t.instance_id, t.message

@@ -1,0 +1,118 @@
+package eventstore
+
+import (
+	"context"
+	"fmt"
+	"strings"
+)
+
+// Limits of Store.SaveAll.
+const (
+	// MaxSaveAllBatches bounds the batches of one SaveAll.
+	MaxSaveAllBatches = 1000
+	// MaxSaveAllEvents bounds the events of one SaveAll, across its
+	// batches.
+	MaxSaveAllEvents = 10_000
+)
+
+// Batch is one aggregate's events in a Store.SaveAll.
+type Batch struct {
+	// AggregateID identifies the aggregate; it is unique within a SaveAll.
+	AggregateID string
+	// Events are appended to it, as Store.Save appends them.
+	Events []NewEvent
+	// ExpectedVersion, when set with ExpectVersion, refuses the whole
+	// SaveAll with ErrConflict unless the aggregate is at that version.
+	ExpectedVersion VersionCheck
+}
+
+// SaveAll appends several batches, each to a different aggregate of
+// aggregateType, in one atomic step: every batch is stored, or none.
+// results[i] belongs to batches[i]; batches are stored in order, so their
+// positions rise with the index.
+//
+// Each batch follows the rules of Save: its version check, idempotency per
+// event id (a batch whose events are all stored already stores nothing and
+// has Duplicate set, while the other batches are stored) and validation.
+// Validation covers every batch before anything is stored: no batches,
+// more than MaxSaveAllBatches batches or MaxSaveAllEvents events, an empty
+// batch or the same aggregate id in two batches fail with a
+// *ValidationError whose fields are prefixed with the batch, such as
+// "batches[2].events[0].eventId".
+//
+// When a batch is refused (a version conflict, ids mixing stored and new
+// ones), nothing is stored and the error wraps a *BatchError naming that
+// batch's index and aggregate, which in turn wraps ErrConflict.
+func (s *Store) SaveAll(ctx context.Context, aggregateType string, batches []Batch) ([]AppendResult, error) {
+	reqs, err := s.prepareAll(aggregateType, batches)
+	if err != nil {
+		return nil, err
+	}
+	if s.closed.Load() {
+		return nil, fmt.Errorf("save %s: %w", aggregateType, ErrClosed)
+	}
+	res, err := s.storage.AppendAll(ctx, reqs)
+	if err != nil {
+		return nil, fmt.Errorf("save %s: %w", aggregateType, err)
+	}
+	if len(res) != len(reqs) {
+		return nil, fmt.Errorf("save %s: storage returned %d results for %d batches", aggregateType, len(res), len(reqs))
+	}
+	var last int64
+	for _, r := range res {
+		last = max(last, r.Position)
+	}
+	s.observe(last)
+	return res, nil
+}
+
+// prepareAll validates every batch of a SaveAll and builds the storage
+// requests.
+func (s *Store) prepareAll(aggregateType string, batches []Batch) ([]AppendRequest, error) {
+	v := validation{op: "save"}
+	checkName(&v, "aggregateType", aggregateType)
+	total := 0
+	for _, b := range batches {
+		total += len(b.Events)
+	}
+	switch {
+	case len(batches) == 0:
+		v.add("batches", "at least one batch is required")
+	case len(batches) > MaxSaveAllBatches:
+		v.add("batches", "at most %d batches are allowed, got %d", MaxSaveAllBatches, len(batches))
+	case total > MaxSaveAllEvents:
+		v.add("batches", "at most %d events are allowed across the batches, got %d", MaxSaveAllEvents, total)
+	}
+	if err := v.err(); err != nil {
+		return nil, err
+	}
+	reqs := make([]AppendRequest, len(batches))
+	first := make(map[string]int, len(batches))
+	for i, b := range batches {
+		prefix := fmt.Sprintf("batches[%d].", i)
+		if j, ok := first[b.AggregateID]; ok && b.AggregateID != "" {
+			v.add(prefix+"aggregateId", "repeats the aggregate of batches[%d]", j)
+		} else {
+			first[b.AggregateID] = i
+		}
+		req, err := s.prepare(aggregateType, b.AggregateID, b.Events, &SaveOptions{ExpectedVersion: b.ExpectedVersion})
+		if ve, ok := err.(*ValidationError); ok {
+			for _, f := range ve.Fields {
+				if f.Field == "aggregateType" {
+					continue // reported once above
+				}
+				if f.Field != "" && !strings.HasPrefix(f.Field, "[") {
+					f.Field = prefix + f.Field
+				}
+				v.fields = append(v.fields, f)
+			}
+		} else if err != nil {
+			return nil, err
+		}
+		reqs[i] = req
+	}
+	if err := v.err(); err != nil {
+		return nil, err
+	}
+	return reqs, nil
+}

@@ -1,0 +1,483 @@
+package eventstore
+
+import (
+	"context"
+	"fmt"
+	"hash/fnv"
+	"slices"
+	"time"
+)
+
+// Limits of a feed read.
+const (
+	// DefaultFeedLimit is the number of entries a feed read returns when
+	// FeedOptions.Limit is 0.
+	DefaultFeedLimit = 100
+	// MaxFeedLimit bounds FeedOptions.Limit.
+	MaxFeedLimit = 1000
+	// MaxFeedTypes bounds FeedOptions.Types.
+	MaxFeedTypes = 100
+	// MaxPartitionCount bounds FeedOptions.PartitionCount.
+	MaxPartitionCount = 1000
+	// maxFeedEvents bounds the events of one read: a read stops adding
+	// entries (and reports HasMore) once it holds that many.
+	maxFeedEvents = 20_000
+	// maxPageEvents bounds the events of one Storage.ReadFeed call.
+	maxPageEvents = 5000
+)
+
+// FeedOptions are optional arguments of Store.ReadFeed and Store.Subscribe.
+// A nil *FeedOptions means all defaults.
+type FeedOptions struct {
+	// Limit is the most entries a read returns: DefaultFeedLimit when 0,
+	// at most MaxFeedLimit. A read may return fewer than Limit entries and
+	// HasMore (it also stops at 20,000 events).
+	Limit int
+	// Types, when not empty, restricts the feed of all aggregate types to
+	// these types (at most MaxFeedTypes). Only for the feed of all types.
+	Types []string
+	// PartitionCount, when positive, splits the feed into that many
+	// partitions (at most MaxPartitionCount) and keeps only the entries of
+	// partition PartitionNumber (0 to PartitionCount-1). An entry belongs
+	// to partition FNV-1a-32(aggregate id) mod PartitionCount, where
+	// FNV-1a-32 is the 32-bit FNV-1a hash of the id's bytes (hash/fnv
+	// New32a), so all entries of one aggregate land in one partition and
+	// every process computes the same split.
+	PartitionCount, PartitionNumber int
+	// Wait, for ReadFeed, is how long to wait for an entry when there is
+	// none after the cursor yet (a long poll): the read returns as soon as
+	// one is saved, or empty when Wait has passed. 0 means do not wait.
+	Wait time.Duration
+}
+
+// FeedEntry is one saved batch: the events one Save (or one batch of a
+// SaveAll) appended to one aggregate.
+type FeedEntry struct {
+	// Cursor is the entry's sequence number in the feed it was read from:
+	// in the feed of one aggregate type, the batch's FeedSequence (1, 2,
+	// 3, ... per type); in the feed of all types, the Position of the
+	// batch's last event. Reading after Cursor continues after this
+	// entry: store it as a checkpoint.
+	Cursor int64
+	// AggregateType and AggregateID identify the aggregate.
+	AggregateType, AggregateID string
+	// Version is the aggregate version the batch produced.
+	Version int64
+	// RecordedAt is when the batch was saved.
+	RecordedAt time.Time
+	// Events are the batch's events, in order.
+	Events []Event
+}
+
+// FeedResult is the result of Store.ReadFeed.
+type FeedResult struct {
+	// Entries are the entries after the cursor, in feed order.
+	Entries []FeedEntry
+	// HasMore reports that entries after the last returned one exist now.
+	HasMore bool
+	// Next is the cursor to read on from: the last entry's Cursor, or
+	// further when entries after it were left out by Types or partitions.
+	// It is never lower than the cursor read from.
+	Next int64
+	// Head is the head of the feed read, without Types or partitions: the
+	// FeedSequence of the type's latest batch, or the latest Position for
+	// the feed of all types.
+	Head int64
+}
+
+// ReadFeed reads the feed of aggregateType, or of every aggregate type
+// when aggregateType is "", after the cursor after (0 for the start; see
+// FeedEntry.Cursor). Entries come in feed order, each once: a reader that
+// continues from Next (or from the last entry's Cursor) sees every batch
+// exactly once, in order, also under concurrent writers. A batch is never
+// split across reads.
+//
+// The feed of one aggregate type numbers its batches 1, 2, 3, ...; the
+// feed of all types uses global positions. Numbers of deleted batches are
+// not reused. A type that has no events fails with an error wrapping
+// ErrNotFound; bad options fail with a *ValidationError.
+//
+// With opts.Wait, ReadFeed waits until an entry after the cursor exists
+// (or Wait passes, or ctx is done: it then returns ctx's error); saves
+// through this Store wake it at once, and saves by other processes as the
+// Storage reports them (AppendWatcher) or within Options.PollInterval.
+func (s *Store) ReadFeed(ctx context.Context, aggregateType string, after int64, opts *FeedOptions) (FeedResult, error) {
+	q, err := s.feedQuery(aggregateType, after, opts)
+	if err != nil {
+		return FeedResult{}, err
+	}
+	var wait time.Duration
+	if opts != nil {
+		wait = opts.Wait
+	}
+	if wait <= 0 {
+		return s.readFeed(ctx, q)
+	}
+	deadline := time.Now().Add(wait)
+	for {
+		changed := s.watch()
+		res, err := s.readFeed(ctx, q)
+		if err != nil || len(res.Entries) > 0 || !time.Now().Before(deadline) {
+			return res, err
+		}
+		q.after = res.Next
+		if !s.waitChange(ctx, changed, nil, 0, deadline) {
+			if err := ctx.Err(); err != nil {
+				return FeedResult{}, fmt.Errorf("%s: %w", q.name(), err)
+			}
+			return FeedResult{}, fmt.Errorf("%s: %w", q.name(), ErrClosed)
+		}
+	}
+}
+
+// FeedHead returns the head of the feed of aggregateType (the FeedSequence
+// of its latest batch), or of every type when aggregateType is "" (the
+// latest Position, 0 for an empty store). A type that has no events fails
+// with an error wrapping ErrNotFound.
+func (s *Store) FeedHead(ctx context.Context, aggregateType string) (int64, error) {
+	if aggregateType != "" {
+		v := validation{op: "read feed"}
+		checkName(&v, "aggregateType", aggregateType)
+		if err := v.err(); err != nil {
+			return 0, err
+		}
+	}
+	if s.closed.Load() {
+		return 0, fmt.Errorf("feed head: %w", ErrClosed)
+	}
+	h, err := s.storage.FeedHead(ctx, aggregateType)
+	if err != nil {
+		return 0, wrapNotFound(feedName(aggregateType), err)
+	}
+	return h, nil
+}
+
+// Feeds returns one entry per aggregate type that has events, ordered by
+// type, with its counts of aggregates, batches and events.
+func (s *Store) Feeds(ctx context.Context) ([]FeedInfo, error) {
+	if s.closed.Load() {
+		return nil, fmt.Errorf("feeds: %w", ErrClosed)
+	}
+	fs, err := s.storage.Feeds(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("feeds: %w", err)
+	}
+	return fs, nil
+}
+
+func feedName(aggregateType string) string {
+	if aggregateType == "" {
+		return "feed of all types"
+	}
+	return fmt.Sprintf("feed %s", aggregateType)
+}
+
+// feedQuery is a validated feed read.
+type feedQuery struct {
+	typ        string
+	after      int64
+	limit      int
+	types      []string
+	partitions uint32
+	partition  uint32
+}
+
+func (q *feedQuery) name() string { return "read " + feedName(q.typ) }
+
+func (s *Store) feedQuery(aggregateType string, after int64, opts *FeedOptions) (feedQuery, error) {
+	v := validation{op: "read feed"}
+	if aggregateType != "" {
+		checkName(&v, "aggregateType", aggregateType)
+	}
+	if opts == nil {
+		opts = &FeedOptions{}
+	}
+	q := feedQuery{typ: aggregateType, after: after, limit: opts.Limit}
+	if after < 0 {
+		v.add("since", "must not be negative, got %d", after)
+	}
+	switch {
+	case opts.Limit == 0:
+		q.limit = DefaultFeedLimit
+	case opts.Limit < 0 || opts.Limit > MaxFeedLimit:
+		v.add("limit", "must be between 1 and %d, got %d", MaxFeedLimit, opts.Limit)
+	}
+	switch {
+	case len(opts.Types) > 0 && aggregateType != "":
+		v.add("filterType", "is only allowed on the feed of all types")
+	case len(opts.Types) > MaxFeedTypes:
+		v.add("filterType", "at most %d types are allowed, got %d", MaxFeedTypes, len(opts.Types))
+	default:
+		for i, t := range opts.Types {
+			checkName(&v, fmt.Sprintf("filterType[%d]", i), t)
+			if !slices.Contains(q.types, t) {
+				q.types = append(q.types, t)
+			}
+		}
+		slices.Sort(q.types)
+	}
+	switch {
+	case opts.PartitionCount == 0 && opts.PartitionNumber == 0:
+	case opts.PartitionCount < 1 || opts.PartitionCount > MaxPartitionCount:
+		v.add("partitionCount", "must be between 1 and %d, got %d", MaxPartitionCount, opts.PartitionCount)
+	case opts.PartitionNumber < 0 || opts.PartitionNumber >= opts.PartitionCount:
+		v.add("partitionNumber", "must be between 0 and partitionCount-1 (%d), got %d", opts.PartitionCount-1, opts.PartitionNumber)
+	default:
+		q.partitions, q.partition = uint32(opts.PartitionCount), uint32(opts.PartitionNumber)
+	}
+	if err := v.err(); err != nil {
+		return feedQuery{}, err
+	}
+	return q, nil
+}
+
+// Partition returns the partition, of partitionCount, that the entries of
+// aggregateID belong to: FNV-1a-32(aggregateID) mod partitionCount (see
+// FeedOptions.PartitionCount). It returns 0 when partitionCount < 1.
+func Partition(aggregateID string, partitionCount int) int {
+	if partitionCount < 1 {
+		return 0
+	}
+	h := fnv.New32a()
+	_, _ = h.Write([]byte(aggregateID))
+	return int(h.Sum32() % uint32(partitionCount))
+}
+
+// readFeed reads one page of entries.
+func (s *Store) readFeed(ctx context.Context, q feedQuery) (FeedResult, error) {
+	if s.closed.Load() {
+		return FeedResult{}, fmt.Errorf("%s: %w", q.name(), ErrClosed)
+	}
+	// Each batch has at least one event; read a little more than limit+1
+	// (to know HasMore), more when a partition keeps only some.
+	pageSize := min(max(q.limit+2, 64)*max(int(q.partitions), 1), maxPageEvents)
+	var srcs []*batchReader
+	if len(q.types) == 0 {
+		srcs = []*batchReader{newBatchReader(s, q.typ, q.typ != "", q.after, pageSize)}
+	} else {
+		for _, t := range q.types {
+			srcs = append(srcs, newBatchReader(s, t, false, q.after, pageSize))
+		}
+	}
+	res := FeedResult{Next: q.after}
+	events := 0
+	for {
+		var best *batchReader
+		bound := int64(-1) // how far every exhausted source is known
+		for _, r := range srcs {
+			b, err := r.peek(ctx)
+			if err != nil {
+				return FeedResult{}, fmt.Errorf("%s: %w", q.name(), err)
+			}
+			if b == nil {
+				if bound < 0 || r.verified() < bound {
+					bound = r.verified()
+				}
+				continue
+			}
+			if best == nil || b[0].Position < best.cur[0].Position {
+				best = r
+			}
+		}
+		if best == nil || (bound >= 0 && best.cur[0].Position > bound) {
+			// Nothing more is visible (in every source, up to bound).
+			res.Next = max(res.Next, bound)
+			break
+		}
+		batch := best.cur
+		best.cur = nil
+		cursor := batch[len(batch)-1].Position
+		if best.byFS {
+			cursor = batch[0].FeedSequence
+		}
+		if q.partitions > 0 && uint32(Partition(batch[0].AggregateID, int(q.partitions))) != q.partition {
+			res.Next = max(res.Next, cursor)
+			continue
+		}
+		if len(res.Entries) == q.limit || (events >= maxFeedEvents && len(res.Entries) > 0) {
+			res.HasMore = true
+			break
+		}
+		res.Entries = append(res.Entries, FeedEntry{
+			Cursor:        cursor,
+			AggregateType: batch[0].AggregateType, AggregateID: batch[0].AggregateID,
+			Version: batch[0].Version, RecordedAt: batch[0].RecordedAt,
+			Events: batch,
+		})
+		events += len(batch)
+		res.Next = max(res.Next, cursor)
+	}
+	// The head is read after the entries, so it is never behind them.
+	head, err := s.storage.FeedHead(ctx, q.typ)
+	switch {
+	case err == nil:
+		res.Head = max(head, res.Next)
+	case isNotFound(err) && len(res.Entries) == 0:
+		return FeedResult{}, fmt.Errorf("%s: %w", q.name(), ErrNotFound)
+	case isNotFound(err):
+		// Deleted since it was read.
+	default:
+		return FeedResult{}, fmt.Errorf("%s: head: %w", q.name(), err)
+	}
+	return res, nil
+}
+
+// batchReader reads whole batches from one feed: that of one aggregate
+// type by FeedSequence (byFS), or by position restricted to typ ("" for
+// all types). Storage.ReadFeed may end a page in the middle of a batch;
+// the reader completes such a batch before returning it.
+type batchReader struct {
+	s        *Store
+	byFS     bool
+	q        FeedQuery
+	pageSize int
+	buf      []Event // read, not yet returned
+	done     bool    // the last read was not full: buf holds all that is visible
+	cur      []Event // the batch peek returned, until taken
+	skipTo   int64   // position mode: the first read started one event early, to see whether the cursor is mid-batch
+	start    int64   // the cursor read from
+}
+
+func newBatchReader(s *Store, typ string, byFS bool, after int64, pageSize int) *batchReader {
+	r := &batchReader{s: s, byFS: byFS, pageSize: pageSize, start: after}
+	r.q = FeedQuery{AggregateType: typ}
+	switch {
+	case byFS:
+		r.q.AfterFeedSequence = after
+	case after > 0:
+		r.q.After = after - 1
+		r.skipTo = after
+	}
+	return r
+}
+
+// verified returns the cursor up to which the reader has seen the feed.
+func (r *batchReader) verified() int64 {
+	if r.byFS {
+		return max(r.start, r.q.AfterFeedSequence)
+	}
+	return max(r.start, r.q.After)
+}
+
+// read appends the next page to buf.
+func (r *batchReader) read(ctx context.Context) error {
+	q := r.q
+	q.Limit = r.pageSize
+	page, err := r.s.storage.ReadFeed(ctx, q)
+	if err != nil {
+		return err
+	}
+	n := len(page.Events)
+	r.done = n < r.pageSize
+	if r.byFS {
+		if n > 0 {
+			r.q.AfterFeedSequence = max(r.q.AfterFeedSequence, page.Events[n-1].FeedSequence)
+		}
+	} else {
+		r.q.After = max(r.q.After, page.Head)
+		if n > 0 {
+			r.q.After = max(r.q.After, page.Events[n-1].Position)
+		}
+	}
+	r.buf = append(r.buf, page.Events...)
+	return nil
+}
+
+// peek returns the next whole batch, or nil when no more is visible now.
+func (r *batchReader) peek(ctx context.Context) ([]Event, error) {
+	for r.cur == nil {
+		if len(r.buf) == 0 {
+			if r.done {
+				return nil, nil
+			}
+			if err := r.read(ctx); err != nil {
+				return nil, err
+			}
+			if len(r.buf) == 0 {
+				return nil, nil
+			}
+		}
+		k := batchLen(r.buf)
+		cut := k == len(r.buf) && !r.done // may go on past the page
+		if r.skipTo > 0 {
+			// The first read started at the event at position after-1:
+			// only a batch that holds after and goes on past it is
+			// delivered (whole); one that ends at after was read before.
+			first := r.buf[0].Position
+			r.skipTo = 0
+			switch {
+			case first == r.start && k == 1 && !cut:
+				r.buf = r.buf[1:]
+				continue
+			case first == r.start:
+				b, err := r.complete(ctx, r.buf[:k])
+				if err != nil {
+					return nil, err
+				}
+				r.buf = r.buf[k:]
+				if b != nil && b[len(b)-1].Position > r.start {
+					r.cur = b
+				}
+				continue
+			}
+		}
+		if cut {
+			if r.byFS {
+				b, err := r.complete(ctx, r.buf[:k])
+				if err != nil {
+					return nil, err
+				}
+				r.buf = nil
+				r.cur = b
+				continue
+			}
+			// By position the rest of the batch comes next: read on.
+			r.buf = slices.Clip(r.buf)
+			if err := r.read(ctx); err != nil {
+				return nil, err
+			}
+			continue
+		}
+		r.cur, r.buf = r.buf[:k:k], r.buf[k:]
+	}
+	return r.cur, nil
+}
+
+// complete returns the whole batch that part belongs to, loaded from the
+// aggregate, or nil when it was deleted meanwhile. It moves the reader's
+// cursor past it.
+func (r *batchReader) complete(ctx context.Context, part []Event) ([]Event, error) {
+	e := part[0]
+	agg, err := r.s.storage.Load(ctx, LoadQuery{AggregateType: e.AggregateType, AggregateID: e.AggregateID, AfterVersion: e.Version - 1, Limit: 1})
+	if isNotFound(err) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("complete batch %s/%s version %d: %w", e.AggregateType, e.AggregateID, e.Version, err)
+	}
+	b := agg.Events
+	if len(b) == 0 || b[0].Version != e.Version || b[0].FeedSequence != e.FeedSequence || b[0].Position > e.Position {
+		return nil, nil // deleted, and the id used again
+	}
+	if r.byFS {
+		r.q.AfterFeedSequence = max(r.q.AfterFeedSequence, e.FeedSequence)
+	} else {
+		r.q.After = max(r.q.After, b[len(b)-1].Position)
+	}
+	return b, nil
+}
+
+// batchLen returns how many events at the start of events belong to the
+// same batch.
+func batchLen(events []Event) int {
+	e := &events[0]
+	k := 1
+	for k < len(events) {
+		f := &events[k]
+		if f.Version != e.Version || f.FeedSequence != e.FeedSequence || f.AggregateID != e.AggregateID || f.AggregateType != e.AggregateType {
+			break
+		}
+		k++
+	}
+	return k
+}

@@ -1,0 +1,176 @@
+package httpapi
+
+import (
+	"fmt"
+	"net/http"
+	"strings"
+
+	"github.com/eventkit-go/eventstore"
+)
+
+// route is the handler of one method of a path.
+type route struct {
+	method string
+	fn     http.HandlerFunc
+}
+
+// methods dispatches on the request method; other methods get a JSON 405
+// with an Allow header listing the methods in the order given.
+func (h *handler) methods(routes ...route) http.HandlerFunc {
+	allow := make([]string, len(routes))
+	for i, rt := range routes {
+		allow[i] = rt.method
+	}
+	allowed := strings.Join(allow, ", ")
+	return func(w http.ResponseWriter, r *http.Request) {
+		var fn http.HandlerFunc
+		for _, rt := range routes {
+			if rt.method == r.Method {
+				fn = rt.fn
+			}
+		}
+		if fn == nil {
+			w.Header().Set("Allow", allowed)
+			h.fail(w, r, fmt.Errorf("%w: %s %s allows %s", errMethod, r.Method, clip(r.URL.Path), allowed))
+			return
+		}
+		fn(w, r)
+	}
+}
+
+// aggregateRoutes serves /aggregates/{type}/{id}.
+func (h *handler) aggregateRoutes() http.HandlerFunc {
+	return h.methods(
+		route{http.MethodGet, h.load},
+		route{http.MethodHead, h.exists},
+		route{http.MethodDelete, h.deleteAggregate},
+	)
+}
+
+// eventsRoutes serves /aggregates/{type}/events: the bulk save, and, for
+// the other methods, the aggregate whose id is "events".
+func (h *handler) eventsRoutes() http.HandlerFunc {
+	asAggregate := func(fn http.HandlerFunc) http.HandlerFunc {
+		return func(w http.ResponseWriter, r *http.Request) {
+			r.SetPathValue("id", "events")
+			fn(w, r)
+		}
+	}
+	return h.methods(
+		route{http.MethodPost, h.saveBulk},
+		route{http.MethodGet, asAggregate(h.load)},
+		route{http.MethodHead, asAggregate(h.exists)},
+		route{http.MethodDelete, asAggregate(h.deleteAggregate)},
+	)
+}
+
+// exists serves HEAD /aggregates/{type}/{id}: 200 or 404, no body.
+func (h *handler) exists(w http.ResponseWriter, r *http.Request) {
+	seg, err := segments(r, "type", "id")
+	if err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	ok, err := h.st.Exists(r.Context(), seg[0], seg[1])
+	switch {
+	case err != nil:
+		h.fail(w, r, err)
+	case !ok:
+		h.fail(w, r, fmt.Errorf("aggregate %s/%s: %w", seg[0], seg[1], eventstore.ErrNotFound))
+	default:
+		w.WriteHeader(http.StatusOK)
+	}
+}
+
+// saveBulk serves POST /aggregates/{type}/events: several aggregates'
+// batches saved atomically, or the older single-batch form.
+func (h *handler) saveBulk(w http.ResponseWriter, r *http.Request) {
+	seg, err := segments(r, "type")
+	if err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	body, err := h.readJSON(w, r)
+	if err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	batches, err := decodeBulk(body)
+	if err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	if _, err := h.st.SaveAll(r.Context(), seg[0], batches); err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	w.Header().Set("Content-Length", "0")
+	w.WriteHeader(http.StatusOK)
+}
+
+// deleteAggregate serves DELETE /aggregates/{type}/{id}: without
+// deleteToken it answers a token for that aggregate; with it, deletes.
+func (h *handler) deleteAggregate(w http.ResponseWriter, r *http.Request) {
+	seg, err := segments(r, "type", "id")
+	if err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	h.twoStepDelete(w, r, aggregateScope(seg[0], seg[1]),
+		func() error {
+			ok, err := h.st.Exists(r.Context(), seg[0], seg[1])
+			if err == nil && !ok {
+				err = fmt.Errorf("aggregate %s/%s: %w", seg[0], seg[1], eventstore.ErrNotFound)
+			}
+			return err
+		},
+		func() error { return h.st.DeleteAggregate(r.Context(), seg[0], seg[1]) })
+}
+
+// deleteType serves DELETE /aggregates/{type}, as deleteAggregate does
+// for every aggregate of the type.
+func (h *handler) deleteType(w http.ResponseWriter, r *http.Request) {
+	seg, err := segments(r, "type")
+	if err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	h.twoStepDelete(w, r, typeScope(seg[0]),
+		func() error {
+			_, err := h.st.FeedHead(r.Context(), seg[0])
+			return err
+		},
+		func() error { return h.st.DeleteAggregateType(r.Context(), seg[0]) })
+}
+
+type tokenJSON struct {
+	DeleteToken string `json:"deleteToken"`
+}
+
+// twoStepDelete answers 200 with a token for scope when the request has
+// no deleteToken (after exists found the target), or checks the token
+// (403 when wrong, expired or for another scope) and deletes: 204.
+func (h *handler) twoStepDelete(w http.ResponseWriter, r *http.Request, scope string, exists, del func() error) {
+	q, err := parseQuery(r, "deleteToken")
+	if err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	if !q.has("deleteToken") {
+		if err := exists(); err != nil {
+			h.fail(w, r, err)
+			return
+		}
+		h.sendValue(w, r, tokenJSON{DeleteToken: h.tokens.issue(scope)})
+		return
+	}
+	if !h.tokens.valid(scope, q.v.Get("deleteToken")) {
+		h.fail(w, r, fmt.Errorf("%w: the deleteToken is wrong, expired or for something else; request a new one without deleteToken", errForbidden))
+		return
+	}
+	if err := del(); err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	w.WriteHeader(http.StatusNoContent)
+}

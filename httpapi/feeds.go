@@ -1,0 +1,177 @@
+package httpapi
+
+import (
+	"fmt"
+	"math"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/eventkit-go/eventstore"
+)
+
+// HeaderSequenceNumber is the header of HEAD /feeds/{type} holding the
+// feed's current sequence number.
+const HeaderSequenceNumber = "Serialized-SequenceNumber-Current"
+
+// allFeed is the path segment of the feed of all aggregate types.
+const allFeed = "_all"
+
+// DefaultMaxLongPolls is the number of long polls (feed reads with a
+// waitTime) that may wait at once when Options.MaxLongPolls is zero.
+const DefaultMaxLongPolls = 1000
+
+type feedInfoJSON struct {
+	AggregateType  string `json:"aggregateType"`
+	AggregateCount int64  `json:"aggregateCount"`
+	BatchCount     int64  `json:"batchCount"`
+	EventCount     int64  `json:"eventCount"`
+}
+
+// feeds serves GET /feeds.
+func (h *handler) feeds(w http.ResponseWriter, r *http.Request) {
+	fs, err := h.st.Feeds(r.Context())
+	if err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	out := struct {
+		Feeds []feedInfoJSON `json:"feeds"`
+	}{Feeds: make([]feedInfoJSON, len(fs))}
+	for i, f := range fs {
+		out.Feeds[i] = feedInfoJSON(f)
+	}
+	h.sendValue(w, r, out)
+}
+
+type feedEntryJSON struct {
+	SequenceNumber int64       `json:"sequenceNumber"`
+	AggregateID    string      `json:"aggregateId"`
+	AggregateType  string      `json:"aggregateType"`
+	FeedName       string      `json:"feedName"`
+	Timestamp      int64       `json:"timestamp"`
+	Events         []eventJSON `json:"events"`
+}
+
+type feedJSON struct {
+	Entries               []feedEntryJSON `json:"entries"`
+	HasMore               bool            `json:"hasMore"`
+	CurrentSequenceNumber int64           `json:"currentSequenceNumber"`
+}
+
+// feedType returns the aggregate type a /feeds/{type} path names, "" for
+// _all.
+func feedType(r *http.Request) (string, error) {
+	seg, err := segments(r, "type")
+	if err != nil {
+		return "", err
+	}
+	if seg[0] == allFeed {
+		return "", nil
+	}
+	return seg[0], nil
+}
+
+// feedHead serves HEAD /feeds/{type}: the current sequence number in a
+// header.
+func (h *handler) feedHead(w http.ResponseWriter, r *http.Request) {
+	typ, err := feedType(r)
+	if err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	head, err := h.st.FeedHead(r.Context(), typ)
+	if err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	w.Header().Set(HeaderSequenceNumber, strconv.FormatInt(head, 10))
+	w.WriteHeader(http.StatusOK)
+}
+
+// feed serves GET /feeds/{type}: entries after since, possibly after a
+// long poll.
+func (h *handler) feed(w http.ResponseWriter, r *http.Request) {
+	typ, err := feedType(r)
+	if err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	q, err := parseQuery(r, "since", "limit", "waitTime", "partitionCount", "partitionNumber")
+	if err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	since, err := q.int("since", 0, 0, math.MaxInt64)
+	if err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	limit, err := q.int("limit", defaultFeedLimit, 1, maxFeedLimit)
+	if err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	wait, err := q.int("waitTime", 0, 0, maxWaitMillis)
+	if err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	opts := &eventstore.FeedOptions{Limit: int(limit), Wait: time.Duration(wait) * time.Millisecond}
+	if q.has("partitionCount") || q.has("partitionNumber") {
+		if !q.has("partitionCount") || !q.has("partitionNumber") {
+			h.fail(w, r, &queryError{"partitionCount", "and partitionNumber must be given together"})
+			return
+		}
+		count, err := q.int("partitionCount", 0, 1, eventstore.MaxPartitionCount)
+		if err != nil {
+			h.fail(w, r, err)
+			return
+		}
+		number, err := q.int("partitionNumber", 0, 0, count-1)
+		if err != nil {
+			h.fail(w, r, err)
+			return
+		}
+		opts.PartitionCount, opts.PartitionNumber = int(count), int(number)
+	}
+	if types := q.v["filterType"]; len(types) > 0 {
+		switch {
+		case typ != "":
+			h.fail(w, r, &queryError{"filterType", "is only allowed on /feeds/" + allFeed})
+			return
+		case len(types) > eventstore.MaxFeedTypes:
+			h.fail(w, r, &queryError{"filterType", fmt.Sprintf("may be given at most %d times, got %d", eventstore.MaxFeedTypes, len(types))})
+			return
+		}
+		for _, t := range types {
+			if err := eventstore.CheckName(t); err != nil {
+				h.fail(w, r, &queryError{"filterType", fmt.Sprintf("%q %v", clip(t), err)})
+				return
+			}
+		}
+		opts.Types = types
+	}
+	if opts.Wait > 0 {
+		// Bound the waiting requests: beyond the limit, answer at once.
+		select {
+		case h.polls <- struct{}{}:
+			defer func() { <-h.polls }()
+		default:
+			opts.Wait = 0
+		}
+	}
+	res, err := h.st.ReadFeed(r.Context(), typ, since, opts)
+	if err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	out := feedJSON{Entries: make([]feedEntryJSON, len(res.Entries)), HasMore: res.HasMore, CurrentSequenceNumber: res.Head}
+	for i, e := range res.Entries {
+		out.Entries[i] = feedEntryJSON{
+			SequenceNumber: e.Cursor, AggregateID: e.AggregateID, AggregateType: e.AggregateType,
+			FeedName: e.AggregateType, Timestamp: e.RecordedAt.UnixMilli(), Events: eventsJSON(e.Events),
+		}
+	}
+	h.sendValue(w, r, out)
+}

@@ -1,0 +1,72 @@
+package httpapi
+
+import (
+	"fmt"
+	"net/http"
+	"net/url"
+	"strconv"
+)
+
+// Limits of query parameters.
+const (
+	defaultLoadLimit = 1000 // versions per load
+	maxLoadLimit     = 1000
+	defaultFeedLimit = 100 // entries per feed read
+	maxFeedLimit     = 1000
+	maxWaitMillis    = 60_000 // longest long poll
+	maxTokenLen      = 256    // longest deleteToken looked at
+)
+
+// queryError is a query parameter that does not parse or is out of range:
+// 400, naming the parameter.
+type queryError struct {
+	param, msg string
+}
+
+func (e *queryError) Error() string { return "query parameter " + e.param + " " + e.msg }
+func (e *queryError) Unwrap() error { return errMalformed }
+
+// query holds the parameters of a request that an endpoint reads.
+type query struct {
+	v url.Values
+}
+
+// parseQuery parses the query string; known parameters other than repeat
+// may be given at most once.
+func parseQuery(r *http.Request, known ...string) (query, error) {
+	v, err := url.ParseQuery(r.URL.RawQuery)
+	if err != nil {
+		return query{}, fmt.Errorf("%w: the query string does not parse: %v", errMalformed, err)
+	}
+	for _, k := range known {
+		if len(v[k]) > 1 {
+			return query{}, &queryError{k, "is given more than once"}
+		}
+	}
+	return query{v}, nil
+}
+
+func (q query) has(name string) bool {
+	_, ok := q.v[name]
+	return ok
+}
+
+// int returns the integer parameter name, def when absent, or a
+// queryError when it is not an integer in [lo, hi].
+func (q query) int(name string, def, lo, hi int64) (int64, error) {
+	vals, ok := q.v[name]
+	if !ok {
+		return def, nil
+	}
+	n, err := strconv.ParseInt(vals[0], 10, 64)
+	if err != nil {
+		return 0, &queryError{name, fmt.Sprintf("must be an integer, got %q", clip(vals[0]))}
+	}
+	if n < lo || n > hi {
+		if hi == 1<<63-1 {
+			return 0, &queryError{name, fmt.Sprintf("must be at least %d, got %d", lo, n)}
+		}
+		return 0, &queryError{name, fmt.Sprintf("must be between %d and %d, got %d", lo, hi, n)}
+	}
+	return n, nil
+}

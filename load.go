@@ -1,0 +1,72 @@
+package eventstore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+)
+
+// LoadRange returns the aggregate with the events of the versions in
+// (afterVersion, afterVersion+limit], in order: a page of its history.
+// limit 0 means every version after afterVersion. Aggregate.Version is
+// always the aggregate's current version, and hasMore reports whether
+// versions after the returned ones exist, so a reader pages with
+// afterVersion = the last returned event's Version while hasMore is true.
+// A range past the current version returns no events. It fails with an
+// error wrapping ErrNotFound when the aggregate has no events, and with a
+// *ValidationError for a negative afterVersion or limit.
+func (s *Store) LoadRange(ctx context.Context, aggregateType, aggregateID string, afterVersion, limit int64) (agg Aggregate, hasMore bool, err error) {
+	v := validation{op: "load"}
+	checkName(&v, "aggregateType", aggregateType)
+	checkName(&v, "aggregateId", aggregateID)
+	if afterVersion < 0 {
+		v.add("since", "must not be negative, got %d", afterVersion)
+	}
+	if limit < 0 {
+		v.add("limit", "must not be negative, got %d", limit)
+	}
+	if err := v.err(); err != nil {
+		return Aggregate{}, false, err
+	}
+	if s.closed.Load() {
+		return Aggregate{}, false, fmt.Errorf("load %s/%s: %w", aggregateType, aggregateID, ErrClosed)
+	}
+	if limit > 0 && afterVersion > math.MaxInt64-limit {
+		limit = math.MaxInt64 - afterVersion
+	}
+	agg, err = s.storage.Load(ctx, LoadQuery{AggregateType: aggregateType, AggregateID: aggregateID, AfterVersion: afterVersion, Limit: limit})
+	if err != nil {
+		return Aggregate{}, false, wrapNotFound(fmt.Sprintf("aggregate %s/%s", aggregateType, aggregateID), err)
+	}
+	last := afterVersion
+	if n := len(agg.Events); n > 0 {
+		last = agg.Events[n-1].Version
+	}
+	return agg, limit > 0 && last < agg.Version, nil
+}
+
+// Exists reports whether the aggregate has events, without loading them.
+func (s *Store) Exists(ctx context.Context, aggregateType, aggregateID string) (bool, error) {
+	v := validation{op: "load"}
+	checkName(&v, "aggregateType", aggregateType)
+	checkName(&v, "aggregateId", aggregateID)
+	if err := v.err(); err != nil {
+		return false, err
+	}
+	if s.closed.Load() {
+		return false, fmt.Errorf("exists %s/%s: %w", aggregateType, aggregateID, ErrClosed)
+	}
+	// A range past every version: the storage answers from the
+	// aggregate's version alone.
+	_, err := s.storage.Load(ctx, LoadQuery{AggregateType: aggregateType, AggregateID: aggregateID, AfterVersion: math.MaxInt64})
+	switch {
+	case err == nil:
+		return true, nil
+	case isNotFound(err):
+		return false, nil
+	}
+	return false, fmt.Errorf("exists %s/%s: %w", aggregateType, aggregateID, err)
+}
+
+func isNotFound(err error) bool { return errors.Is(err, ErrNotFound) }

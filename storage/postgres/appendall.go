@@ -1,0 +1,120 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/eventkit-go/eventstore"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
+)
+
+// AppendAll implements eventstore.Storage. The batches are written in one
+// transaction under the append lock: in the common case (every batch
+// passes its checks) by the one appendGroup statement, sent with the lock as
+// one pipeline; otherwise each request is decided by the append statement
+// in a transaction that commits only when none is refused. AppendAll does
+// not go through the group commit of Append: its batches already share one
+// transaction.
+func (s *Storage) AppendAll(ctx context.Context, reqs []eventstore.AppendRequest) ([]eventstore.AppendResult, error) {
+	if err := s.check(ctx, "append all"); err != nil {
+		return nil, err
+	}
+	if len(reqs) == 0 {
+		return []eventstore.AppendResult{}, nil
+	}
+	type key struct{ typ, id string }
+	seen := make(map[key]struct{}, len(reqs))
+	for i, r := range reqs {
+		k := key{r.AggregateType, r.AggregateID}
+		if _, dup := seen[k]; dup {
+			return nil, &eventstore.BatchError{Index: i, AggregateType: r.AggregateType, AggregateID: r.AggregateID,
+				Err: fmt.Errorf("postgres: append all: a second batch for the same aggregate: %w", eventstore.ErrInvalid)}
+		}
+		seen[k] = struct{}{}
+	}
+	parent := ctx
+	ctx, cancel := context.WithTimeout(ctx, s.writeTimeout)
+	defer cancel()
+	conn, err := s.pool.Acquire(ctx)
+	if err != nil {
+		return nil, s.fail(parent, "append all", err)
+	}
+	defer conn.Release()
+
+	args := make([]appendArgs, len(reqs))
+	for i, r := range reqs {
+		args[i] = newAppendArgs(r)
+	}
+	results := make([]appendResult, len(reqs))
+	done, err := s.runGroup(ctx, conn, reqs, args, results)
+	if err != nil {
+		rollback(conn)
+		return nil, s.fail(parent, "append all", err)
+	}
+	if !done {
+		if err := s.appendAllChecked(ctx, conn, reqs, args, results); err != nil {
+			rollback(conn)
+			var be *eventstore.BatchError
+			if errors.As(err, &be) {
+				return nil, err
+			}
+			return nil, s.fail(parent, "append all", err)
+		}
+	}
+	out := make([]eventstore.AppendResult, len(reqs))
+	for i, r := range results {
+		out[i] = r.Value
+	}
+	return out, nil
+}
+
+// appendAllChecked appends reqs in one transaction, each decided by the
+// append statement, and commits when none is refused. When one is, it
+// returns a *eventstore.BatchError naming it, leaving the transaction for
+// the caller to roll back.
+func (s *Storage) appendAllChecked(ctx context.Context, conn *pgxpool.Conn, reqs []eventstore.AppendRequest,
+	args []appendArgs, results []appendResult) error {
+	b := &pgx.Batch{}
+	b.Queue("BEGIN")
+	b.Queue("SELECT pg_advisory_xact_lock($1)", s.appendKey)
+	for i, r := range reqs {
+		a := &args[i]
+		b.Queue(s.sql.append, r.AggregateType, r.AggregateID, a.ids, a.expected, a.types, a.data, a.times, a.enc)
+	}
+	br := conn.SendBatch(ctx, b)
+	refused := func(i int, err error) error {
+		br.Close()
+		return &eventstore.BatchError{Index: i, AggregateType: reqs[i].AggregateType, AggregateID: reqs[i].AggregateID, Err: err}
+	}
+	for range 2 {
+		if _, err := br.Exec(); err != nil {
+			br.Close()
+			return err
+		}
+	}
+	for i, r := range reqs {
+		res, err := s.readAppend(br, r)
+		if err != nil {
+			var pgErr *pgconn.PgError
+			if !errors.As(err, &pgErr) || classify(err) == eventstore.ErrUnavailable {
+				br.Close()
+				return err // not this request's fault
+			}
+			return refused(i, s.fail(context.Background(), "append all", err))
+		}
+		if res.Err != nil {
+			return refused(i, res.Err)
+		}
+		results[i] = res
+	}
+	if err := br.Close(); err != nil {
+		return err
+	}
+	if _, err := conn.Exec(ctx, "COMMIT"); err != nil {
+		return err
+	}
+	return nil
+}

@@ -1,0 +1,54 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/eventkit-go/eventstore"
+	"github.com/jackc/pgx/v5"
+)
+
+// DeleteAggregate implements eventstore.Storage. It deletes under the
+// append lock, so that no append interleaves with it, and raises the
+// deletion marks so that positions and FeedSequences are not reused.
+func (s *Storage) DeleteAggregate(ctx context.Context, aggregateType, aggregateID string) error {
+	return s.delete(ctx, "delete aggregate", fmt.Sprintf("aggregate %s/%s", aggregateType, aggregateID),
+		s.sql.deleteAgg, aggregateType, aggregateID)
+}
+
+// DeleteAggregateType implements eventstore.Storage, as DeleteAggregate
+// does.
+func (s *Storage) DeleteAggregateType(ctx context.Context, aggregateType string) error {
+	return s.delete(ctx, "delete aggregate type", "aggregate type "+aggregateType,
+		s.sql.deleteType, aggregateType)
+}
+
+// delete runs a deletion statement, which returns how many events it
+// deleted, under the append lock.
+func (s *Storage) delete(ctx context.Context, op, what, sql string, args ...any) error {
+	if err := s.check(ctx, op); err != nil {
+		return err
+	}
+	errNone := errors.New("nothing deleted")
+	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, "SELECT pg_advisory_xact_lock($1)", s.appendKey); err != nil {
+			return err
+		}
+		var n int64
+		if err := tx.QueryRow(ctx, sql, args...).Scan(&n); err != nil {
+			return err
+		}
+		if n == 0 {
+			return errNone // roll back: nothing to keep
+		}
+		return nil
+	})
+	if errors.Is(err, errNone) {
+		return fmt.Errorf("%s: %w", what, eventstore.ErrNotFound)
+	}
+	if err != nil {
+		return s.fail(ctx, op, err)
+	}
+	return nil
+}

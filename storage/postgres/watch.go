@@ -1,0 +1,65 @@
+package postgres
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/eventkit-go/eventstore"
+	"github.com/jackc/pgx/v5"
+)
+
+var _ eventstore.AppendWatcher = (*Storage)(nil)
+
+// WatchAppends implements eventstore.AppendWatcher with PostgreSQL's
+// LISTEN/NOTIFY: every transaction that appends notifies the schema's
+// channel once when it commits, whichever process wrote it. WatchAppends
+// opens a connection of its own (with the pool's configuration, outside the
+// pool), LISTENs on the channel and calls notify once as soon as it
+// listens (appends committed before are not reported otherwise), then once
+// per notification, until ctx is done (it returns nil) or the Storage is
+// closed (an error wrapping ErrClosed). A connection that cannot be opened
+// or is lost returns an error wrapping ErrUnavailable.
+func (s *Storage) WatchAppends(ctx context.Context, notify func()) error {
+	if s.closed.Load() {
+		return fmt.Errorf("postgres: watch appends: %w", eventstore.ErrClosed)
+	}
+	parent := ctx
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	go func() {
+		select {
+		case <-s.done:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	stopped := func(err error) error {
+		switch {
+		case parent.Err() != nil:
+			return nil
+		case s.closed.Load():
+			return fmt.Errorf("postgres: watch appends: %w", eventstore.ErrClosed)
+		}
+		return fmt.Errorf("postgres: watch appends: %v: %w", err, eventstore.ErrUnavailable)
+	}
+	conn, err := pgx.ConnectConfig(ctx, s.pool.Config().ConnConfig.Copy())
+	if err != nil {
+		return stopped(err)
+	}
+	defer func() {
+		closeCtx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = conn.Close(closeCtx)
+	}()
+	if _, err := conn.Exec(ctx, "LISTEN "+pgx.Identifier{s.channel}.Sanitize()); err != nil {
+		return stopped(err)
+	}
+	notify()
+	for {
+		if _, err := conn.WaitForNotification(ctx); err != nil {
+			return stopped(err)
+		}
+		notify()
+	}
+}

@@ -1,0 +1,103 @@
+package eventstore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+)
+
+// Subscribe delivers the feed of aggregateType (every type when it is "")
+// to handle: first the entries after the cursor after, then every new entry
+// as it is saved, each exactly once and in feed order. opts selects the
+// feed as for ReadFeed (Limit is the size of the pages read; Wait is not
+// used). Each entry carries its Cursor: a caller that stores it (in its own
+// transaction, if it likes) resumes from it with no entry lost or repeated.
+// A feed that has no events yet is waited for.
+//
+// New entries wake the subscription without polling when they are saved
+// through this Store, or by another process when the Storage implements
+// AppendWatcher; otherwise they are noticed within Options.PollInterval.
+//
+// Subscribe calls handle from the calling goroutine and returns
+//
+//   - nil when ctx is done (also while handle runs, if handle returns
+//     ctx's error);
+//   - handle's error, unchanged, when handle fails: the entry counts as not
+//     delivered;
+//   - an error wrapping ErrClosed when the Store is closed, a
+//     *ValidationError for bad options, or a storage error other than
+//     ErrUnavailable (which is logged and retried with backoff).
+func (s *Store) Subscribe(ctx context.Context, aggregateType string, after int64, opts *FeedOptions, handle func(ctx context.Context, e FeedEntry) error) error {
+	q, err := s.feedQuery(aggregateType, after, opts)
+	if err != nil {
+		return err
+	}
+	if handle == nil {
+		return &ValidationError{Op: "subscribe", Fields: []FieldError{{Field: "handle", Message: "is required"}}}
+	}
+	backoff := 10 * time.Millisecond
+	for {
+		changed := s.watch()
+		if ctx.Err() != nil {
+			return nil
+		}
+		res, err := s.readFeed(ctx, q)
+		switch {
+		case err == nil:
+			backoff = 10 * time.Millisecond
+		case ctx.Err() != nil:
+			return nil
+		case isNotFound(err):
+			// The feed has no events yet: wait for some.
+		case errors.Is(err, ErrUnavailable):
+			s.log.Warn("eventstore: subscription: reading the feed failed, retrying", "feed", aggregateType, "err", err, "retry", backoff)
+			if !s.sleep(ctx, backoff) {
+				return s.subscribeEnd(ctx, q)
+			}
+			backoff = min(2*backoff, 5*time.Second)
+			continue
+		default:
+			return fmt.Errorf("subscribe: %w", err)
+		}
+		for _, e := range res.Entries {
+			if err := handle(ctx, e); err != nil {
+				if ctx.Err() != nil && errors.Is(err, ctx.Err()) {
+					return nil
+				}
+				return err
+			}
+			q.after = e.Cursor
+		}
+		q.after = max(q.after, res.Next)
+		if res.HasMore {
+			continue
+		}
+		if !s.waitChange(ctx, changed, nil, 0, time.Time{}) {
+			return s.subscribeEnd(ctx, q)
+		}
+	}
+}
+
+// subscribeEnd is Subscribe's result when waiting stopped.
+func (s *Store) subscribeEnd(ctx context.Context, q feedQuery) error {
+	if ctx.Err() != nil {
+		return nil
+	}
+	return fmt.Errorf("subscribe: %s: %w", feedName(q.typ), ErrClosed)
+}
+
+// sleep waits for d, and reports false when ctx is done or the Store
+// closes first.
+func (s *Store) sleep(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-s.closingChan():
+		return false
+	case <-t.C:
+		return !s.closed.Load()
+	}
+}
