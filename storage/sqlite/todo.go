@@ -10,31 +10,6 @@ import (
 // errTodo marks a Storage method of the new contract not implemented yet.
 var errTodo = errors.ErrUnsupported
 
-// AppendAll implements eventstore.Storage.
-func (s *Storage) AppendAll(ctx context.Context, reqs []eventstore.AppendRequest) ([]eventstore.AppendResult, error) {
-	return nil, errTodo
-}
-
-// FeedHead implements eventstore.Storage.
-func (s *Storage) FeedHead(ctx context.Context, aggregateType string) (int64, error) {
-	return 0, errTodo
-}
-
-// Feeds implements eventstore.Storage.
-func (s *Storage) Feeds(ctx context.Context) ([]eventstore.FeedInfo, error) {
-	return nil, errTodo
-}
-
-// DeleteAggregate implements eventstore.Storage.
-func (s *Storage) DeleteAggregate(ctx context.Context, aggregateType, aggregateID string) error {
-	return errTodo
-}
-
-// DeleteAggregateType implements eventstore.Storage.
-func (s *Storage) DeleteAggregateType(ctx context.Context, aggregateType string) error {
-	return errTodo
-}
-
 // DeleteDefinition implements eventstore.Storage.
 func (s *Storage) DeleteDefinition(ctx context.Context, name string) error {
 	return errTodo
