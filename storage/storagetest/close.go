@@ -38,15 +38,30 @@ func testClosed(t *testing.T, h *harness) {
 	_, defErr := h.s.Definition(ctx, "p")
 	_, defsErr := h.s.Definitions(ctx)
 	_, stateErr := h.s.LoadProjection(ctx, "p", "o")
+	_, allErr := h.s.AppendAll(ctx, []eventstore.AppendRequest{req})
+	_, headErr := h.s.FeedHead(ctx, "")
+	_, feedsErr := h.s.Feeds(ctx)
+	_, statesErr := h.s.LoadProjections(ctx, "p", []string{"o"})
+	_, listErr := h.s.ListProjections(ctx, eventstore.ProjectionQuery{Name: "p", Limit: 10})
 	for name, err := range map[string]error{
-		"Append":           appendErr,
-		"Store.Save":       saveErr,
-		"Load":             loadErr,
-		"ReadFeed":         feedErr,
-		"CreateDefinition": h.s.CreateDefinition(ctx, newDef("q")),
-		"Definition":       defErr,
-		"Definitions":      defsErr,
-		"LoadProjection":   stateErr,
+		"Append":              appendErr,
+		"Store.Save":          saveErr,
+		"Load":                loadErr,
+		"ReadFeed":            feedErr,
+		"CreateDefinition":    h.s.CreateDefinition(ctx, newDef("q")),
+		"Definition":          defErr,
+		"Definitions":         defsErr,
+		"LoadProjection":      stateErr,
+		"AppendAll":           allErr,
+		"FeedHead":            headErr,
+		"Feeds":               feedsErr,
+		"DeleteAggregate":     h.s.DeleteAggregate(ctx, "order", "o"),
+		"DeleteAggregateType": h.s.DeleteAggregateType(ctx, "order"),
+		"DeleteDefinition":    h.s.DeleteDefinition(ctx, "p"),
+		"ResetProjection":     h.s.ResetProjection(ctx, "p"),
+		"RenameProjection":    h.s.RenameProjection(ctx, "p", "q"),
+		"LoadProjections":     statesErr,
+		"ListProjections":     listErr,
 		"CommitProjection": h.s.CommitProjection(ctx, eventstore.ProjectionCommit{Name: "p", To: 1,
 			States: []eventstore.ProjectionState{{Name: "p", InstanceID: "o", Data: json.RawMessage(`{}`)}}}),
 	} {

@@ -160,7 +160,7 @@ func testDefinitionsSorted(t *testing.T, h *harness) {
 
 // state returns a projection state of instance inst at event e.
 func state(name, inst, data string, e eventstore.Event) eventstore.ProjectionState {
-	return eventstore.ProjectionState{Name: name, InstanceID: inst, Data: json.RawMessage(data), Position: e.Position, UpdatedAt: e.RecordedAt}
+	return eventstore.ProjectionState{Name: name, InstanceID: inst, Data: json.RawMessage(data), Position: e.Position, CreatedAt: e.RecordedAt, UpdatedAt: e.RecordedAt}
 }
 
 // checkState loads one instance and compares it with want.
@@ -171,10 +171,8 @@ func checkState(t testing.TB, ctx context.Context, h *harness, want eventstore.P
 		t.Errorf("%s: LoadProjection %q/%q: %v", rule, want.Name, want.InstanceID, err)
 		return
 	}
-	if got.Name != want.Name || got.InstanceID != want.InstanceID || !bytes.Equal(got.Data, want.Data) ||
-		got.Position != want.Position || !got.UpdatedAt.Equal(want.UpdatedAt) {
-		t.Errorf("%s: LoadProjection %q/%q returned {Data %s Position %d UpdatedAt %v}, want {Data %s Position %d UpdatedAt %v}",
-			rule, want.Name, want.InstanceID, got.Data, got.Position, got.UpdatedAt, want.Data, want.Position, want.UpdatedAt)
+	if msg := diffState(got, want); msg != "" {
+		t.Errorf("%s: LoadProjection %q/%q: %s", rule, want.Name, want.InstanceID, msg)
 	}
 }
 
@@ -351,4 +349,23 @@ func testCommitConcurrent(t *testing.T, h *harness) {
 		}
 		from = e.Position
 	}
+}
+
+// diffState describes how two projection states differ, or returns "".
+func diffState(got, want eventstore.ProjectionState) string {
+	switch {
+	case got.Name != want.Name || got.InstanceID != want.InstanceID:
+		return fmt.Sprintf("instance %q/%q, want %q/%q", got.Name, got.InstanceID, want.Name, want.InstanceID)
+	case !bytes.Equal(got.Data, want.Data):
+		return fmt.Sprintf("Data %s, want %s", got.Data, want.Data)
+	case got.Position != want.Position:
+		return fmt.Sprintf("Position %d, want %d", got.Position, want.Position)
+	case !got.CreatedAt.Equal(want.CreatedAt):
+		return fmt.Sprintf("CreatedAt %v, want %v", got.CreatedAt, want.CreatedAt)
+	case !got.UpdatedAt.Equal(want.UpdatedAt):
+		return fmt.Sprintf("UpdatedAt %v, want %v", got.UpdatedAt, want.UpdatedAt)
+	case got.Reference != want.Reference:
+		return fmt.Sprintf("Reference %+v, want %+v", got.Reference, want.Reference)
+	}
+	return ""
 }

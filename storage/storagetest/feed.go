@@ -14,10 +14,10 @@ func feedCases() []testCase {
 		{"ReadFeedFilter", "ReadFeed with AggregateType returns exactly that type's events, in position order", testFeedFilter},
 		{"ReadFeedHeadKeepsUp", "on a quiet or filtered feed Head reaches the store's last position, so an idle reader keeps up", testFeedHead},
 		{"FeedCompleteUnderConcurrentWriters", "a reader following the feed while writers save concurrently sees every acknowledged event exactly once, in increasing position order", func(t *testing.T, h *harness) {
-			testFeedConcurrent(t, h, "")
+			testFeedConcurrent(t, h, "", false)
 		}},
 		{"FilteredFeedCompleteUnderConcurrentWriters", "a reader following one aggregate type's feed while writers save concurrently sees every acknowledged event of that type exactly once, in order", func(t *testing.T, h *harness) {
-			testFeedConcurrent(t, h, "alpha")
+			testFeedConcurrent(t, h, "alpha", false)
 		}},
 	}
 }

@@ -26,8 +26,9 @@ type followResult struct {
 // testFeedConcurrent runs writers that save to a few aggregates of two
 // types while a follower pages through the feed (restricted to typ when it
 // is not empty), then checks the follower's history against what the
-// writers were told.
-func testFeedConcurrent(t *testing.T, h *harness, typ string) {
+// writers were told. With bulk, every other writer stores two batches at a
+// time, one of each type, with AppendAll.
+func testFeedConcurrent(t *testing.T, h *harness, typ string, bulk bool) {
 	const writers, saves, limit = 8, 40, 7
 	types := []string{"alpha", "beta"}
 	ids := []string{"1", "2", "3"}
@@ -46,6 +47,29 @@ func testFeedConcurrent(t *testing.T, h *harness, typ string) {
 				k := w*saves + i
 				at, id := types[k%len(types)], ids[(k/len(types)+w)%len(ids)]
 				batch := evs(fmt.Sprintf("W%dS%d", w, i), 1+(w+i)%3)
+				if bulk && w%2 == 1 {
+					other := types[(k+1)%len(types)]
+					reqs := []eventstore.AppendRequest{
+						request(at, id, batch, eventstore.VersionCheck{}),
+						request(other, id, evs(fmt.Sprintf("W%dS%dB", w, i), 1+i%2), eventstore.VersionCheck{}),
+					}
+					results, err := h.s.AppendAll(t.Context(), reqs)
+					if err == nil && len(results) != len(reqs) {
+						err = fmt.Errorf("AppendAll of %d batches returned %d results", len(reqs), len(results))
+					}
+					if err != nil {
+						errs <- fmt.Errorf("writer %d AppendAll %d to %s/%s and %s/%s: %w", w, i, at, id, other, id, err)
+						continue
+					}
+					for r, req := range reqs {
+						b := ackedBatch{typ: req.AggregateType, id: id, res: results[r]}
+						for _, e := range req.Events {
+							b.ids = append(b.ids, e.ID)
+						}
+						mine = append(mine, b)
+					}
+					continue
+				}
 				res, err := h.store.Save(t.Context(), at, id, batch, nil)
 				if err != nil {
 					errs <- fmt.Errorf("writer %d save %d to %s/%s: %w", w, i, at, id, err)
@@ -79,11 +103,13 @@ func testFeedConcurrent(t *testing.T, h *harness, typ string) {
 		last bool
 	}
 	acked := make(map[eventKey]ack)
+	batches := make(map[string]int64) // acknowledged batches per type
 	for mine := range acks {
 		for _, b := range mine {
 			if typ != "" && b.typ != typ {
 				continue
 			}
+			batches[b.typ]++
 			for i, id := range b.ids {
 				acked[eventKey{b.typ, b.id, id}] = ack{b.res, i == len(b.ids)-1}
 			}
@@ -132,6 +158,27 @@ func testFeedConcurrent(t *testing.T, h *harness, typ string) {
 	for k, events := range perAgg {
 		if msg := contiguous(events); msg != "" {
 			t.Errorf("the follower must see each aggregate's events with contiguous sequences and versions; %s/%s: %s", k[0], k[1], msg)
+		}
+	}
+	if msg := checkBatches(got.events); msg != "" {
+		t.Errorf("the follower must see the batches of each type numbered in feed order: %s", msg)
+	}
+	seqs := make(map[string]map[int64]bool)
+	for _, e := range got.events {
+		if seqs[e.AggregateType] == nil {
+			seqs[e.AggregateType] = make(map[int64]bool)
+		}
+		seqs[e.AggregateType][e.FeedSequence] = true
+	}
+	for at, n := range batches {
+		for fs := int64(1); fs <= n; fs++ {
+			if !seqs[at][fs] {
+				t.Errorf("%d batches of type %s were acknowledged, so their FeedSequences must be 1..%d, but the follower saw none with %d", n, at, n, fs)
+				break
+			}
+		}
+		if len(seqs[at]) != int(n) {
+			t.Errorf("%d batches of type %s were acknowledged, but the follower saw %d distinct FeedSequences", n, at, len(seqs[at]))
 		}
 	}
 	if len(acked) == 0 {

@@ -5,7 +5,9 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/eventkit-go/eventstore"
 	"github.com/google/uuid"
@@ -162,10 +164,22 @@ func diffEvent(got, want eventstore.Event) string {
 		return fmt.Sprintf("Sequence %d, want %d", got.Sequence, want.Sequence)
 	case got.Position != want.Position:
 		return fmt.Sprintf("Position %d, want %d", got.Position, want.Position)
+	case got.FeedSequence != want.FeedSequence:
+		return fmt.Sprintf("FeedSequence %d, want %d", got.FeedSequence, want.FeedSequence)
+	case got.EncryptedData != want.EncryptedData:
+		return fmt.Sprintf("EncryptedData %q, want %q", clipText(got.EncryptedData), clipText(want.EncryptedData))
 	case !got.RecordedAt.Equal(want.RecordedAt):
 		return fmt.Sprintf("RecordedAt %v, want %v", got.RecordedAt, want.RecordedAt)
 	}
 	return ""
+}
+
+// clipText shortens long texts for messages.
+func clipText(s string) string {
+	if len(s) > 40 {
+		return fmt.Sprintf("%s... (%d bytes)", s[:40], len(s))
+	}
+	return s
 }
 
 func showData(d json.RawMessage) string {
@@ -183,4 +197,67 @@ func feedLast(t testing.TB, h *harness) int64 {
 		return 0
 	}
 	return events[len(events)-1].Position
+}
+
+// request builds the AppendRequest that the Store builds for a save of
+// events (ids already in lower case), for tests that call Append or
+// AppendAll directly.
+func request(typ, id string, events []eventstore.NewEvent, expected eventstore.VersionCheck) eventstore.AppendRequest {
+	now := time.Now().UTC().Truncate(time.Microsecond)
+	req := eventstore.AppendRequest{AggregateType: typ, AggregateID: id, ExpectedVersion: expected, Events: make([]eventstore.Event, len(events))}
+	for i, e := range events {
+		req.Events[i] = eventstore.Event{
+			ID: strings.ToLower(e.ID), Type: e.Type, Data: e.Data, EncryptedData: e.EncryptedData,
+			AggregateType: typ, AggregateID: id, RecordedAt: now,
+		}
+	}
+	return req
+}
+
+// mustFeedHead calls FeedHead and fails the test on error.
+func mustFeedHead(t testing.TB, h *harness, typ string) int64 {
+	t.Helper()
+	head, err := h.s.FeedHead(t.Context(), typ)
+	if err != nil {
+		t.Fatalf("FeedHead(%q): %v", typ, err)
+	}
+	return head
+}
+
+// batchKey identifies one stored batch: an aggregate and a version.
+type batchKey struct {
+	typ, id string
+	version int64
+}
+
+func keyOf(e eventstore.Event) batchKey { return batchKey{e.AggregateType, e.AggregateID, e.Version} }
+
+// checkBatches checks the events of a feed in position order (the whole
+// feed or part of it, as long as no batch is cut off at the start) for the
+// numbering of batches: the events of one batch are adjacent with
+// consecutive positions and share a FeedSequence, and each aggregate
+// type's FeedSequences rise strictly from batch to batch. It returns ""
+// when they do.
+func checkBatches(events []eventstore.Event) string {
+	lastSeq := make(map[string]int64)
+	for i, e := range events {
+		if e.FeedSequence < 1 {
+			return fmt.Sprintf("event %d (%s/%s v%d at %d) has FeedSequence %d, want at least 1", i, e.AggregateType, e.AggregateID, e.Version, e.Position, e.FeedSequence)
+		}
+		if i > 0 && keyOf(events[i-1]) == keyOf(e) {
+			p := events[i-1]
+			if e.Position != p.Position+1 {
+				return fmt.Sprintf("the events of batch %s/%s v%d must have consecutive positions: %d follows %d", e.AggregateType, e.AggregateID, e.Version, e.Position, p.Position)
+			}
+			if e.FeedSequence != p.FeedSequence {
+				return fmt.Sprintf("the events of batch %s/%s v%d must share one FeedSequence: %d at position %d, %d at %d", e.AggregateType, e.AggregateID, e.Version, p.FeedSequence, p.Position, e.FeedSequence, e.Position)
+			}
+			continue
+		}
+		if last := lastSeq[e.AggregateType]; e.FeedSequence <= last {
+			return fmt.Sprintf("FeedSequences of type %q must rise strictly from batch to batch: batch %s v%d at position %d has %d after %d", e.AggregateType, e.AggregateID, e.Version, e.Position, e.FeedSequence, last)
+		}
+		lastSeq[e.AggregateType] = e.FeedSequence
+	}
+	return ""
 }

@@ -23,6 +23,7 @@ package storagetest
 import (
 	"context"
 	"errors"
+	"slices"
 	"testing"
 	"time"
 
@@ -42,7 +43,13 @@ func cases() []testCase {
 	all = append(all, saveCases()...)
 	all = append(all, idempotencyCases()...)
 	all = append(all, feedCases()...)
+	all = append(all, feedSequenceCases()...)
+	all = append(all, loadRangeCases()...)
+	all = append(all, deleteCases()...)
+	all = append(all, bulkCases()...)
 	all = append(all, definitionCases()...)
+	all = append(all, projectionDefinitionCases()...)
+	all = append(all, projectionListCases()...)
 	all = append(all, projectorCases()...)
 	all = append(all, closeCases()...)
 	return all
@@ -123,8 +130,12 @@ func open(t *testing.T, newStorage func(tb testing.TB) eventstore.Storage) *harn
 
 // checkInvariants checks the store-wide invariants after a subtest, as
 // bbolt's PostTestCleanup checks the database: the feed is strictly
-// ordered by position, each aggregate's events in the feed are exactly
-// what Load returns, with contiguous sequences and versions, and every
+// ordered by position; the events of a batch are adjacent, with
+// consecutive positions and one FeedSequence, and each type's
+// FeedSequences rise strictly from batch to batch; FeedHead is at least
+// the last position and each type's last FeedSequence; Feeds counts what
+// the feed holds; each aggregate's events in the feed are exactly what
+// Load returns, with contiguous sequences and versions; and every
 // projection checkpoint is at or below the feed head.
 func checkInvariants(t *testing.T, s eventstore.Storage) {
 	t.Helper()
@@ -150,6 +161,10 @@ func checkInvariants(t *testing.T, s eventstore.Storage) {
 		}
 		byAgg[k] = append(byAgg[k], e)
 	}
+	if msg := checkBatches(feed); msg != "" {
+		t.Errorf("invariant: %s", msg)
+	}
+	checkHeads(ctx, t, s, feed)
 	for _, k := range order {
 		events := byAgg[k]
 		if msg := contiguous(events); msg != "" {
@@ -176,5 +191,36 @@ func checkInvariants(t *testing.T, s eventstore.Storage) {
 		if d.Checkpoint < 0 || d.Checkpoint > head {
 			t.Errorf("invariant: projection checkpoints must lie in [0, feed head]; %q is at %d, head %d", d.Name, d.Checkpoint, head)
 		}
+	}
+}
+
+// checkHeads checks FeedHead and Feeds against the whole feed.
+func checkHeads(ctx context.Context, t *testing.T, s eventstore.Storage, feed []eventstore.Event) {
+	t.Helper()
+	var last int64
+	lastSeq := make(map[string]int64)
+	for _, e := range feed {
+		last = e.Position
+		lastSeq[e.AggregateType] = e.FeedSequence
+	}
+	head, err := s.FeedHead(ctx, "")
+	if err != nil {
+		t.Errorf("invariant check: FeedHead(\"\"): %v", err)
+	} else if head < last {
+		t.Errorf("invariant: FeedHead(\"\") must be at least the feed's last position %d, got %d", last, head)
+	}
+	for typ, seq := range lastSeq {
+		head, err := s.FeedHead(ctx, typ)
+		if err != nil {
+			t.Errorf("invariant check: FeedHead(%q): %v", typ, err)
+		} else if head < seq {
+			t.Errorf("invariant: FeedHead(%q) must be at least the type's last FeedSequence %d in the feed, got %d", typ, seq, head)
+		}
+	}
+	feeds, err := s.Feeds(ctx)
+	if err != nil {
+		t.Errorf("invariant check: Feeds: %v", err)
+	} else if want := feedInfos(feed); !slices.Equal(feeds, want) {
+		t.Errorf("invariant: Feeds must list the types of the feed, ordered by type, with their counts of aggregates, batches and events:\n got %+v\nwant %+v", feeds, want)
 	}
 }

@@ -1,0 +1,216 @@
+package storagetest
+
+import (
+	"errors"
+	"slices"
+	"testing"
+
+	"github.com/eventkit-go/eventstore"
+)
+
+func deleteCases() []testCase {
+	return []testCase{
+		{"DeleteAggregate", "DeleteAggregate removes the aggregate's events from Load and ReadFeed and leaves every other aggregate as it was; the id starts again at version 1; an aggregate without events is ErrNotFound", testDeleteAggregate},
+		{"DeleteNeverReusesNumbers", "after the latest batch is deleted FeedHead does not go down, and the next append gets a higher Position and the next FeedSequence, never a deleted one", testDeleteLatest},
+		{"DeleteAggregateType", "DeleteAggregateType removes every aggregate of the type and nothing else, Feeds drops the type, a type without events is ErrNotFound, and later appends of the type get new FeedSequences", testDeleteType},
+	}
+}
+
+// without returns events minus those of aggregate (typ, id); id "" drops
+// the whole type.
+func without(events []eventstore.Event, typ, id string) []eventstore.Event {
+	return slices.DeleteFunc(slices.Clone(events), func(e eventstore.Event) bool {
+		return e.AggregateType == typ && (id == "" || e.AggregateID == id)
+	})
+}
+
+// checkFeedIs reads the whole feed, and the feed of each type in want,
+// and compares them with want.
+func checkFeedIs(t *testing.T, h *harness, want []eventstore.Event, rule string) {
+	t.Helper()
+	feed, _ := mustReadAll(t, h, eventstore.FeedQuery{Limit: 3})
+	if msg := sameEvents(feed, want); msg != "" {
+		t.Errorf("%s: the feed: %s", rule, msg)
+	}
+	for _, typ := range []string{"alpha", "beta", "gamma"} {
+		typed, _ := mustReadAll(t, h, eventstore.FeedQuery{Limit: 3, AggregateType: typ})
+		if msg := sameEvents(typed, filterType(want, typ)); msg != "" {
+			t.Errorf("%s: the %s feed: %s", rule, typ, msg)
+		}
+	}
+}
+
+func testDeleteAggregate(t *testing.T, h *harness) {
+	ctx := t.Context()
+	saveBatchPlan(t, h)
+	before, _ := mustReadAll(t, h, eventstore.FeedQuery{Limit: 100})
+	headAlpha := mustFeedHead(t, h, "alpha")
+	loaded := make(map[[2]string]eventstore.Aggregate)
+	for _, k := range [][2]string{{"alpha", "2"}, {"beta", "1"}, {"beta", "2"}, {"gamma", "1"}} {
+		loaded[k] = mustLoad(t, h, k[0], k[1])
+	}
+
+	if err := h.s.DeleteAggregate(ctx, "alpha", "1"); err != nil {
+		t.Fatalf("DeleteAggregate alpha/1: %v", err)
+	}
+	for _, q := range []eventstore.LoadQuery{{AggregateType: "alpha", AggregateID: "1"}, {AggregateType: "alpha", AggregateID: "1", AfterVersion: 1, Limit: 1}} {
+		if agg, err := h.s.Load(ctx, q); !errors.Is(err, eventstore.ErrNotFound) {
+			t.Errorf("Load %+v of a deleted aggregate must wrap ErrNotFound, got %v (%d events)", q, err, len(agg.Events))
+		}
+	}
+	checkFeedIs(t, h, without(before, "alpha", "1"), "a deleted aggregate's events must leave the feed, and only they")
+	for k, agg := range loaded {
+		if msg := sameEvents(mustLoad(t, h, k[0], k[1]).Events, agg.Events); msg != "" {
+			t.Errorf("deleting alpha/1 must leave %s/%s as it was: %s", k[0], k[1], msg)
+		}
+	}
+	for _, k := range [][2]string{{"alpha", "1"}, {"alpha", "3"}, {"delta", "1"}, {"alph", "1"}, {"alpha", ""}} {
+		if err := h.s.DeleteAggregate(ctx, k[0], k[1]); !errors.Is(err, eventstore.ErrNotFound) {
+			t.Errorf("DeleteAggregate of %s/%s, which has no events, must wrap ErrNotFound, got %v", k[0], k[1], err)
+		}
+	}
+	checkFeedIs(t, h, without(before, "alpha", "1"), "a refused DeleteAggregate must delete nothing")
+
+	// The id is free again, from version 1.
+	res, err := h.store.Save(ctx, "alpha", "1", evs("Reborn", 2), &eventstore.SaveOptions{ExpectedVersion: eventstore.ExpectVersion(0)})
+	if err != nil {
+		t.Fatalf("a deleted aggregate's id must be usable again with ExpectVersion(0): %v", err)
+	}
+	if res.Version != 1 || res.Duplicate {
+		t.Errorf("the first save to a deleted aggregate's id must produce version 1, got %+v", res)
+	}
+	agg := mustLoad(t, h, "alpha", "1")
+	if msg := contiguous(agg.Events); msg != "" || len(agg.Events) != 2 || agg.Version != 1 {
+		t.Errorf("a re-created aggregate holds only its new events, from sequence 1 and version 1: %d events at version %d; %s", len(agg.Events), agg.Version, msg)
+	}
+	last := before[len(before)-1].Position
+	for _, e := range agg.Events {
+		if e.Position <= last {
+			t.Errorf("positions are never reused: a new event got position %d, at or below the deleted ones' highest %d", e.Position, last)
+		}
+		if e.FeedSequence != headAlpha+1 {
+			t.Errorf("the next alpha batch after a deletion must get FeedSequence %d, got %d", headAlpha+1, e.FeedSequence)
+		}
+	}
+}
+
+func testDeleteLatest(t *testing.T, h *harness) {
+	ctx := t.Context()
+	mustSave(t, h, "alpha", "1", evs("Placed", 2), nil)
+	mustSave(t, h, "beta", "1", evs("Placed", 1), nil)
+	mustSave(t, h, "alpha", "2", evs("Placed", 2), nil)
+	latest := mustSave(t, h, "alpha", "2", evs("Placed", 3), nil) // the latest batch of the store and of alpha
+	before, _ := mustReadAll(t, h, eventstore.FeedQuery{Limit: 100})
+	head, headAlpha, headBeta := mustFeedHead(t, h, ""), mustFeedHead(t, h, "alpha"), mustFeedHead(t, h, "beta")
+	if head != latest.Position || headAlpha != 3 || headBeta != 1 {
+		t.Fatalf("FeedHead before the deletion: got %d, %d, %d, want %d, 3, 1", head, headAlpha, headBeta, latest.Position)
+	}
+
+	if err := h.s.DeleteAggregate(ctx, "alpha", "2"); err != nil {
+		t.Fatalf("DeleteAggregate alpha/2: %v", err)
+	}
+	checkFeedIs(t, h, without(before, "alpha", "2"), "a deleted aggregate's events must leave the feed")
+	if got := mustFeedHead(t, h, ""); got < head {
+		t.Errorf("FeedHead(\"\") must never go down: it was %d before the latest batch was deleted, %d after", head, got)
+	}
+	if got := mustFeedHead(t, h, "alpha"); got < headAlpha {
+		t.Errorf("FeedHead(\"alpha\") must never go down: it was %d before the type's latest batch was deleted, %d after", headAlpha, got)
+	}
+	if got := mustFeedHead(t, h, "beta"); got != headBeta {
+		t.Errorf("deleting an alpha aggregate must not change FeedHead(\"beta\") = %d, got %d", headBeta, got)
+	}
+	// A reader that had read everything sees nothing and stays put.
+	q := eventstore.FeedQuery{After: head, Limit: 10}
+	page, err := h.s.ReadFeed(ctx, q)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := checkPage(q, page); err != nil {
+		t.Error(err)
+	}
+	if len(page.Events) != 0 {
+		t.Errorf("a reader at Head %d must see nothing new after a deletion, got %d events", head, len(page.Events))
+	}
+
+	for i, s := range []struct {
+		typ, id string
+		n       int
+		seq     int64
+	}{
+		{"alpha", "3", 2, headAlpha + 1}, // a new aggregate
+		{"alpha", "2", 1, headAlpha + 2}, // the deleted id again
+		{"beta", "1", 2, headBeta + 1},
+	} {
+		res := mustSave(t, h, s.typ, s.id, evs("After", s.n), nil)
+		if res.Position-int64(s.n) < head {
+			t.Errorf("save %d after the deletion: positions are never reused, but the batch ends at %d with %d events, and position %d was taken", i, res.Position, s.n, head)
+		}
+		head = res.Position
+		agg := mustLoad(t, h, s.typ, s.id)
+		for _, e := range agg.Events[len(agg.Events)-s.n:] {
+			if e.FeedSequence != s.seq {
+				t.Errorf("save %d after the deletion (%s/%s): FeedSequence must be the type's next number %d (deleted numbers are not reused), got %d", i, s.typ, s.id, s.seq, e.FeedSequence)
+			}
+		}
+		if got := mustFeedHead(t, h, s.typ); got != s.seq {
+			t.Errorf("save %d after the deletion: FeedHead(%q) must be %d, got %d", i, s.typ, s.seq, got)
+		}
+	}
+}
+
+func testDeleteType(t *testing.T, h *harness) {
+	ctx := t.Context()
+	saveBatchPlan(t, h)
+	before, _ := mustReadAll(t, h, eventstore.FeedQuery{Limit: 100})
+	for _, typ := range []string{"alph", "alpha%", "delta", "Alpha", ""} {
+		if err := h.s.DeleteAggregateType(ctx, typ); !errors.Is(err, eventstore.ErrNotFound) {
+			t.Errorf("DeleteAggregateType(%q), a type without events, must wrap ErrNotFound, got %v", typ, err)
+		}
+	}
+	checkFeedIs(t, h, before, "a refused DeleteAggregateType must delete nothing")
+	loaded := make(map[[2]string]eventstore.Aggregate)
+	for _, k := range [][2]string{{"beta", "1"}, {"beta", "2"}, {"gamma", "1"}} {
+		loaded[k] = mustLoad(t, h, k[0], k[1])
+	}
+
+	if err := h.s.DeleteAggregateType(ctx, "alpha"); err != nil {
+		t.Fatalf("DeleteAggregateType alpha: %v", err)
+	}
+	checkFeedIs(t, h, without(before, "alpha", ""), "a deleted type's events must leave the feed, and only they")
+	for _, id := range []string{"1", "2"} {
+		if _, err := h.s.Load(ctx, eventstore.LoadQuery{AggregateType: "alpha", AggregateID: id}); !errors.Is(err, eventstore.ErrNotFound) {
+			t.Errorf("Load of alpha/%s after DeleteAggregateType must wrap ErrNotFound, got %v", id, err)
+		}
+		if err := h.s.DeleteAggregate(ctx, "alpha", id); !errors.Is(err, eventstore.ErrNotFound) {
+			t.Errorf("DeleteAggregate of alpha/%s after DeleteAggregateType must wrap ErrNotFound, got %v", id, err)
+		}
+	}
+	for k, agg := range loaded {
+		if msg := sameEvents(mustLoad(t, h, k[0], k[1]).Events, agg.Events); msg != "" {
+			t.Errorf("deleting type alpha must leave %s/%s as it was: %s", k[0], k[1], msg)
+		}
+	}
+	feeds, err := h.s.Feeds(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if i := slices.IndexFunc(feeds, func(f eventstore.FeedInfo) bool { return f.AggregateType == "alpha" }); i >= 0 {
+		t.Errorf("Feeds must list only types that have events; after DeleteAggregateType it still lists %+v", feeds[i])
+	}
+	if err := h.s.DeleteAggregateType(ctx, "alpha"); !errors.Is(err, eventstore.ErrNotFound) {
+		t.Errorf("a second DeleteAggregateType of the same type must wrap ErrNotFound, got %v", err)
+	}
+
+	res := mustSave(t, h, "alpha", "1", evs("Again", 2), nil)
+	if res.Version != 1 {
+		t.Errorf("after DeleteAggregateType an id of the type starts again at version 1, got %d", res.Version)
+	}
+	if res.Position-1 <= before[len(before)-1].Position {
+		t.Errorf("positions are never reused: a new batch ends at %d, the deleted events went up to %d", res.Position, before[len(before)-1].Position)
+	}
+	for _, e := range mustLoad(t, h, "alpha", "1").Events {
+		if e.FeedSequence != 5 {
+			t.Errorf("alpha had 4 batches before DeleteAggregateType: the next alpha batch must get FeedSequence 5, got %d", e.FeedSequence)
+		}
+	}
+}

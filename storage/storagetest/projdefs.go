@@ -1,0 +1,400 @@
+package storagetest
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+	"unicode/utf8"
+
+	"github.com/eventkit-go/eventstore"
+)
+
+func projectionDefinitionCases() []testCase {
+	return []testCase{
+		{"DeleteDefinition", "DeleteDefinition removes the definition with its instances and errors, leaves other projections alone, and frees the name; an unknown name is ErrNotFound", testDeleteDefinition},
+		{"ResetProjection", "ResetProjection removes every instance and error of the projection and sets its checkpoint to 0, keeping its spec; an unknown name is ErrNotFound", testResetProjection},
+		{"RenameProjection", "RenameProjection replaces the projection named to (definition, instances, errors) with the one named from, which is gone afterwards; an unknown from is ErrNotFound and changes nothing", testRenameProjection},
+		{"LoadProjections", "LoadProjections returns the existing instances among ids, in the order of ids, skipping the others without error", testLoadProjections},
+		{"CommitProjectionDeletes", "a commit removes the instances in Deletes together with storing its States; a refused commit deletes nothing", testCommitDeletes},
+		{"ProjectionStateRoundTrips", "a state's CreatedAt, UpdatedAt and Reference are stored as given, replaced by the next commit of the instance, and returned alike by LoadProjection, LoadProjections and ListProjections", testStateRoundTrip},
+		{"CommitProjectionAnyErrorText", "a commit whose error texts hold invalid UTF-8, NUL bytes or 10,000 multi-byte runes succeeds, and the texts read back as valid UTF-8 with their valid parts intact", testErrorTexts},
+	}
+}
+
+// mustCommit commits and fails the test on error.
+func mustCommit(t testing.TB, h *harness, c eventstore.ProjectionCommit) {
+	t.Helper()
+	if err := h.s.CommitProjection(t.Context(), c); err != nil {
+		t.Fatalf("CommitProjection %q from %d to %d: %v", c.Name, c.From, c.To, err)
+	}
+}
+
+// projError returns a recorded error for event e.
+func projError(e eventstore.Event, inst, msg string) eventstore.ProjectionError {
+	return eventstore.ProjectionError{Position: e.Position, EventID: e.ID, EventType: e.Type, InstanceID: inst, Message: msg}
+}
+
+// checkGone checks that the instances of name are all gone.
+func checkGone(t testing.TB, h *harness, name string, ids []string, rule string) {
+	t.Helper()
+	for _, id := range ids {
+		if _, err := h.s.LoadProjection(t.Context(), name, id); !errors.Is(err, eventstore.ErrNotFound) {
+			t.Errorf("%s: LoadProjection %q/%q must wrap ErrNotFound, got %v", rule, name, id, err)
+		}
+	}
+	list, err := h.s.ListProjections(t.Context(), eventstore.ProjectionQuery{Name: name, Limit: 100})
+	if err != nil {
+		t.Errorf("%s: ListProjections %q: %v", rule, name, err)
+	} else if list.Total != 0 || len(list.States) != 0 {
+		t.Errorf("%s: ListProjections %q must find no instance, got Total %d and %d states", rule, name, list.Total, len(list.States))
+	}
+}
+
+// definitionNames returns the names Definitions lists.
+func definitionNames(t testing.TB, h *harness) []string {
+	t.Helper()
+	defs, err := h.s.Definitions(t.Context())
+	if err != nil {
+		t.Fatalf("Definitions: %v", err)
+	}
+	var names []string
+	for _, d := range defs {
+		names = append(names, d.Name)
+	}
+	return names
+}
+
+func testDeleteDefinition(t *testing.T, h *harness) {
+	ctx := t.Context()
+	events := savedPositions(t, h, 3)
+	mustCreate(t, h, newDef("p"))
+	mustCreate(t, h, newDef("q"))
+	mustCommit(t, h, eventstore.ProjectionCommit{Name: "p", To: events[1].Position,
+		States: []eventstore.ProjectionState{state("p", "a", `{"n":1}`, events[0]), state("p", "b", `{"n":2}`, events[1])},
+		Errors: []eventstore.ProjectionError{projError(events[1], "b", "cannot add")}})
+	qa := state("q", "a", `{"q":1}`, events[2])
+	mustCommit(t, h, eventstore.ProjectionCommit{Name: "q", To: events[2].Position, States: []eventstore.ProjectionState{qa}})
+
+	if err := h.s.DeleteDefinition(ctx, "p"); err != nil {
+		t.Fatalf("DeleteDefinition p: %v", err)
+	}
+	if _, err := h.s.Definition(ctx, "p"); !errors.Is(err, eventstore.ErrNotFound) {
+		t.Errorf("Definition of a deleted projection must wrap ErrNotFound, got %v", err)
+	}
+	checkGone(t, h, "p", []string{"a", "b"}, "a deleted projection's instances must be gone")
+	if names := definitionNames(t, h); !slices.Equal(names, []string{"q"}) {
+		t.Errorf("Definitions must no longer list a deleted projection: got %q, want [q]", names)
+	}
+	checkState(t, ctx, h, qa, "deleting p must leave q's instances alone")
+	if got := mustDefinition(t, h, "q").Checkpoint; got != events[2].Position {
+		t.Errorf("deleting p must leave q's checkpoint at %d, got %d", events[2].Position, got)
+	}
+	for _, name := range []string{"p", "nope", ""} {
+		if err := h.s.DeleteDefinition(ctx, name); !errors.Is(err, eventstore.ErrNotFound) {
+			t.Errorf("DeleteDefinition of %q, which does not exist, must wrap ErrNotFound, got %v", name, err)
+		}
+	}
+
+	again := newDef("p")
+	again.Spec = json.RawMessage(`{"second":true}`)
+	mustCreate(t, h, again)
+	d := mustDefinition(t, h, "p")
+	if d.Checkpoint != 0 || len(d.Errors) != 0 || !bytes.Equal(d.Spec, again.Spec) {
+		t.Errorf("a definition created under a deleted name starts afresh: got checkpoint %d, %d errors, spec %s", d.Checkpoint, len(d.Errors), d.Spec)
+	}
+	checkGone(t, h, "p", []string{"a", "b"}, "a definition created under a deleted name has no instances")
+	mustCommit(t, h, eventstore.ProjectionCommit{Name: "p", From: 0, To: events[0].Position})
+}
+
+func testResetProjection(t *testing.T, h *harness) {
+	ctx := t.Context()
+	events := savedPositions(t, h, 3)
+	def := newDef("p")
+	mustCreate(t, h, def)
+	mustCreate(t, h, newDef("q"))
+	mustCommit(t, h, eventstore.ProjectionCommit{Name: "p", To: events[2].Position,
+		States: []eventstore.ProjectionState{state("p", "a", `{"n":1}`, events[0]), state("p", "", `{"all":2}`, events[2])},
+		Errors: []eventstore.ProjectionError{projError(events[1], "a", "cannot add")}})
+	qa := state("q", "a", `{"q":1}`, events[1])
+	mustCommit(t, h, eventstore.ProjectionCommit{Name: "q", To: events[1].Position, States: []eventstore.ProjectionState{qa}})
+
+	if err := h.s.ResetProjection(ctx, "p"); err != nil {
+		t.Fatalf("ResetProjection p: %v", err)
+	}
+	d := mustDefinition(t, h, "p")
+	if d.Checkpoint != 0 || len(d.Errors) != 0 {
+		t.Errorf("a reset projection has checkpoint 0 and no errors, got %d and %+v", d.Checkpoint, d.Errors)
+	}
+	if !bytes.Equal(d.Spec, def.Spec) || !d.CreatedAt.Equal(def.CreatedAt) {
+		t.Errorf("a reset keeps the definition: spec %s, CreatedAt %v", d.Spec, d.CreatedAt)
+	}
+	checkGone(t, h, "p", []string{"a", ""}, "a reset projection has no instances")
+	checkState(t, ctx, h, qa, "resetting p must leave q's instances alone")
+	if got := mustDefinition(t, h, "q").Checkpoint; got != events[1].Position {
+		t.Errorf("resetting p must leave q's checkpoint at %d, got %d", events[1].Position, got)
+	}
+	if err := h.s.CommitProjection(ctx, eventstore.ProjectionCommit{Name: "p", From: events[2].Position, To: events[2].Position}); !errors.Is(err, eventstore.ErrConflict) {
+		t.Errorf("after a reset a commit from the old checkpoint must fail with ErrConflict, got %v", err)
+	}
+	mustCommit(t, h, eventstore.ProjectionCommit{Name: "p", From: 0, To: events[0].Position})
+	if err := h.s.ResetProjection(ctx, "nope"); !errors.Is(err, eventstore.ErrNotFound) {
+		t.Errorf("ResetProjection of an unknown projection must wrap ErrNotFound, got %v", err)
+	}
+}
+
+func testRenameProjection(t *testing.T, h *harness) {
+	ctx := t.Context()
+	events := savedPositions(t, h, 5)
+	mustCreate(t, h, newDef("p"))
+	mustCreate(t, h, newDef("other"))
+	rebuilt := newDef("p-rebuild")
+	rebuilt.CreatedAt = rebuilt.CreatedAt.Add(time.Hour)
+	mustCreate(t, h, rebuilt)
+	mustCommit(t, h, eventstore.ProjectionCommit{Name: "p", To: events[1].Position,
+		States: []eventstore.ProjectionState{state("p", "a", `{"old":1}`, events[0]), state("p", "b", `{"old":2}`, events[1])},
+		Errors: []eventstore.ProjectionError{projError(events[1], "b", "old error")}})
+	otherA := state("other", "a", `{"x":1}`, events[0])
+	mustCommit(t, h, eventstore.ProjectionCommit{Name: "other", To: events[0].Position, States: []eventstore.ProjectionState{otherA}})
+	newErrs := []eventstore.ProjectionError{projError(events[2], "c", "new error 1"), projError(events[3], "b", "new error 2")}
+	mustCommit(t, h, eventstore.ProjectionCommit{Name: "p-rebuild", To: events[4].Position,
+		States: []eventstore.ProjectionState{state("p-rebuild", "b", `{"new":2}`, events[4]), state("p-rebuild", "c", `{"new":3}`, events[3])},
+		Errors: newErrs})
+
+	if err := h.s.RenameProjection(ctx, "nope", "p"); !errors.Is(err, eventstore.ErrNotFound) {
+		t.Errorf("RenameProjection from an unknown projection must wrap ErrNotFound, got %v", err)
+	}
+	checkState(t, ctx, h, state("p", "a", `{"old":1}`, events[0]), "a refused rename must change nothing")
+
+	if err := h.s.RenameProjection(ctx, "p-rebuild", "p"); err != nil {
+		t.Fatalf("RenameProjection p-rebuild to p: %v", err)
+	}
+	d := mustDefinition(t, h, "p")
+	if d.Name != "p" || !bytes.Equal(d.Spec, rebuilt.Spec) || !d.CreatedAt.Equal(rebuilt.CreatedAt) || d.Checkpoint != events[4].Position {
+		t.Errorf("after the rename p must have p-rebuild's spec, CreatedAt and checkpoint %d: got name %q, spec %s, CreatedAt %v, checkpoint %d", events[4].Position, d.Name, d.Spec, d.CreatedAt, d.Checkpoint)
+	}
+	if !slices.Equal(d.Errors, newErrs) {
+		t.Errorf("after the rename p must have exactly p-rebuild's errors %+v, got %+v", newErrs, d.Errors)
+	}
+	if _, err := h.s.Definition(ctx, "p-rebuild"); !errors.Is(err, eventstore.ErrNotFound) {
+		t.Errorf("the renamed projection must be gone under its old name, got %v", err)
+	}
+	if names := definitionNames(t, h); !slices.Equal(names, []string{"other", "p"}) {
+		t.Errorf("after the rename Definitions must list [other p], got %q", names)
+	}
+	checkGone(t, h, "p-rebuild", []string{"b", "c"}, "instances must be gone under the old name")
+	if _, err := h.s.LoadProjection(ctx, "p", "a"); !errors.Is(err, eventstore.ErrNotFound) {
+		t.Errorf("the replaced projection's instances must be gone: p/a loads with %v", err)
+	}
+	pb, pc := state("p", "b", `{"new":2}`, events[4]), state("p", "c", `{"new":3}`, events[3])
+	checkState(t, ctx, h, pb, "the renamed projection's instances belong to the new name")
+	checkState(t, ctx, h, pc, "the renamed projection's instances belong to the new name")
+	list, err := h.s.ListProjections(ctx, eventstore.ProjectionQuery{Name: "p", Limit: 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if list.Total != 2 || len(list.States) != 2 || diffState(list.States[0], pb) != "" || diffState(list.States[1], pc) != "" {
+		t.Errorf("after the rename ListProjections p must return exactly b and c under the name p, got Total %d, %+v", list.Total, list.States)
+	}
+	checkState(t, ctx, h, otherA, "a rename must leave other projections alone")
+	mustCommit(t, h, eventstore.ProjectionCommit{Name: "p", From: events[4].Position, To: events[4].Position})
+
+	// Renaming to a free name is a plain rename.
+	if err := h.s.RenameProjection(ctx, "p", "fresh"); err != nil {
+		t.Fatalf("RenameProjection p to a free name: %v", err)
+	}
+	if names := definitionNames(t, h); !slices.Equal(names, []string{"fresh", "other"}) {
+		t.Errorf("after renaming p to fresh Definitions must list [fresh other], got %q", names)
+	}
+	checkState(t, ctx, h, state("fresh", "c", `{"new":3}`, events[3]), "a rename to a free name keeps the instances")
+	if got := mustDefinition(t, h, "fresh").Checkpoint; got != events[4].Position {
+		t.Errorf("a rename keeps the checkpoint %d, got %d", events[4].Position, got)
+	}
+}
+
+func testLoadProjections(t *testing.T, h *harness) {
+	ctx := t.Context()
+	events := savedPositions(t, h, 4)
+	mustCreate(t, h, newDef("p"))
+	mustCreate(t, h, newDef("q"))
+	sa, sb, sc, sall := state("p", "a", `{"a":1}`, events[0]), state("p", "b", `{"b":1}`, events[1]), state("p", "c", `{"c":1}`, events[2]), state("p", "", `{"all":1}`, events[3])
+	mustCommit(t, h, eventstore.ProjectionCommit{Name: "p", To: events[3].Position, States: []eventstore.ProjectionState{sa, sb, sc, sall}})
+	mustCommit(t, h, eventstore.ProjectionCommit{Name: "q", To: events[0].Position, States: []eventstore.ProjectionState{state("q", "x", `{}`, events[0])}})
+
+	many := []string{"c"}
+	for i := range 2500 {
+		many = append(many, fmt.Sprintf("missing-%d", i))
+	}
+	many = append(many, "a")
+	for _, c := range []struct {
+		ids  []string
+		want []eventstore.ProjectionState
+	}{
+		{[]string{"c", "x", "a", ""}, []eventstore.ProjectionState{sc, sa, sall}},
+		{[]string{"b", "a", "c"}, []eventstore.ProjectionState{sb, sa, sc}},
+		{[]string{"x"}, nil},
+		{nil, nil},
+		{many, []eventstore.ProjectionState{sc, sa}},
+	} {
+		got, err := h.s.LoadProjections(ctx, "p", c.ids)
+		if err != nil {
+			t.Errorf("LoadProjections of %d ids: %v", len(c.ids), err)
+			continue
+		}
+		if len(got) != len(c.want) {
+			t.Errorf("LoadProjections of %d ids must return the %d existing ones, got %d", len(c.ids), len(c.want), len(got))
+			continue
+		}
+		for i := range got {
+			if msg := diffState(got[i], c.want[i]); msg != "" {
+				t.Errorf("LoadProjections of %d ids must return the existing instances in the order of ids: result %d: %s", len(c.ids), i, msg)
+			}
+		}
+	}
+	got, err := h.s.LoadProjections(ctx, "p", []string{"a"})
+	if err == nil && len(got) == 1 {
+		copy(got[0].Data, "XXXX")
+	}
+	checkState(t, ctx, h, sa, "the Data returned by LoadProjections belongs to the caller")
+}
+
+func testCommitDeletes(t *testing.T, h *harness) {
+	ctx := t.Context()
+	events := savedPositions(t, h, 4)
+	mustCreate(t, h, newDef("p"))
+	sa, sb, sc := state("p", "a", `{"a":1}`, events[0]), state("p", "b", `{"b":1}`, events[0]), state("p", "c", `{"c":1}`, events[0])
+	mustCommit(t, h, eventstore.ProjectionCommit{Name: "p", To: events[0].Position, States: []eventstore.ProjectionState{sa, sb, sc}})
+
+	sa2 := state("p", "a", `{"a":2}`, events[1])
+	mustCommit(t, h, eventstore.ProjectionCommit{Name: "p", From: events[0].Position, To: events[1].Position,
+		States: []eventstore.ProjectionState{sa2}, Deletes: []string{"b"}})
+	if _, err := h.s.LoadProjection(ctx, "p", "b"); !errors.Is(err, eventstore.ErrNotFound) {
+		t.Errorf("an instance in a commit's Deletes must be gone: p/b loads with %v", err)
+	}
+	checkState(t, ctx, h, sa2, "a commit with Deletes must also store its States")
+	checkState(t, ctx, h, sc, "a commit must leave instances outside its States and Deletes unchanged")
+	if list, err := h.s.ListProjections(ctx, eventstore.ProjectionQuery{Name: "p", Limit: 10}); err != nil || list.Total != 2 {
+		t.Errorf("after deleting one of three instances ListProjections must count 2, got %d, %v", list.Total, err)
+	}
+
+	err := h.s.CommitProjection(ctx, eventstore.ProjectionCommit{Name: "p", From: events[0].Position, To: events[2].Position, Deletes: []string{"c", "a"}})
+	if !errors.Is(err, eventstore.ErrConflict) {
+		t.Errorf("a commit from a stale checkpoint must fail with ErrConflict, got %v", err)
+	}
+	checkState(t, ctx, h, sc, "a refused commit must delete nothing")
+	checkState(t, ctx, h, sa2, "a refused commit must delete nothing")
+
+	sb2 := state("p", "b", `{"b":"again"}`, events[3])
+	mustCommit(t, h, eventstore.ProjectionCommit{Name: "p", From: events[1].Position, To: events[3].Position,
+		States: []eventstore.ProjectionState{sb2}, Deletes: []string{"a", "c"}})
+	checkState(t, ctx, h, sb2, "a deleted instance's id can be stored again")
+	for _, id := range []string{"a", "c"} {
+		if _, err := h.s.LoadProjection(ctx, "p", id); !errors.Is(err, eventstore.ErrNotFound) {
+			t.Errorf("an instance in a commit's Deletes must be gone: p/%s loads with %v", id, err)
+		}
+	}
+}
+
+func testStateRoundTrip(t *testing.T, h *harness) {
+	ctx := t.Context()
+	events := savedPositions(t, h, 3)
+	mustCreate(t, h, newDef("p"))
+	created := time.Date(2024, 3, 1, 8, 0, 0, 123456000, time.UTC)
+	refs := []eventstore.Reference{
+		{},
+		{Kind: eventstore.RefNumber, Number: 12.5, Text: "12.50"},
+		{Kind: eventstore.RefNumber, Number: -0.001, Text: "-0.001"},
+		{Kind: eventstore.RefNumber, Number: 1.7e308, Text: "1.7e308"},
+		{Kind: eventstore.RefNumber, Number: 1714557600000, Text: "1714557600000"},
+		{Kind: eventstore.RefText, Text: "ünïcödé ✓"},
+		{Kind: eventstore.RefText, Text: ""},
+	}
+	var first []eventstore.ProjectionState
+	for i, ref := range refs {
+		st := eventstore.ProjectionState{Name: "p", InstanceID: fmt.Sprintf("i%d", i), Data: json.RawMessage(`{"v":1}`),
+			Position: events[0].Position, CreatedAt: created, UpdatedAt: events[0].RecordedAt, Reference: ref}
+		first = append(first, st)
+	}
+	mustCommit(t, h, eventstore.ProjectionCommit{Name: "p", To: events[0].Position, States: first})
+	check := func(want []eventstore.ProjectionState, rule string) {
+		t.Helper()
+		ids := make([]string, len(want))
+		for i, st := range want {
+			checkState(t, ctx, h, st, rule)
+			ids[i] = st.InstanceID
+		}
+		got, err := h.s.LoadProjections(ctx, "p", ids)
+		if err != nil || len(got) != len(want) {
+			t.Fatalf("%s: LoadProjections returned %d states, %v", rule, len(got), err)
+		}
+		list, err := h.s.ListProjections(ctx, eventstore.ProjectionQuery{Name: "p", Limit: 100})
+		if err != nil || len(list.States) != len(want) {
+			t.Fatalf("%s: ListProjections returned %d states, %v", rule, len(list.States), err)
+		}
+		for i := range want {
+			if msg := diffState(got[i], want[i]); msg != "" {
+				t.Errorf("%s: LoadProjections: %s", rule, msg)
+			}
+			if msg := diffState(list.States[i], want[i]); msg != "" { // ids i0..i6 sort as given
+				t.Errorf("%s: ListProjections: %s", rule, msg)
+			}
+		}
+	}
+	check(first, "CreatedAt, UpdatedAt and Reference must round-trip")
+
+	// The projector keeps CreatedAt and moves UpdatedAt; references change.
+	var second []eventstore.ProjectionState
+	for i, st := range first {
+		st.Data = json.RawMessage(`{"v":2}`)
+		st.Position, st.UpdatedAt = events[2].Position, events[2].RecordedAt
+		st.Reference = refs[(i+1)%len(refs)]
+		second = append(second, st)
+	}
+	mustCommit(t, h, eventstore.ProjectionCommit{Name: "p", From: events[0].Position, To: events[2].Position, States: second})
+	check(second, "a commit replaces the whole state: CreatedAt as given, the new UpdatedAt and Reference")
+}
+
+func testErrorTexts(t *testing.T, h *harness) {
+	events := savedPositions(t, h, 2)
+	mustCreate(t, h, newDef("p"))
+	long := strings.Repeat("€", 10_000)
+	type text struct{ msg, prefix, suffix string }
+	texts := []text{
+		{"bad \xff\xfe bytes", "bad ", " bytes"},
+		{"nul \x00 inside", "nul ", " inside"},
+		{"surrogate \xed\xa0\x80 half", "surrogate ", " half"},
+		{"cut rune \xe2\x82", "cut rune ", ""},
+		{long, long, long},
+		{"plain", "plain", "plain"},
+	}
+	var errs []eventstore.ProjectionError
+	for _, x := range texts {
+		errs = append(errs, projError(events[1], "a", x.msg))
+	}
+	if err := h.s.CommitProjection(t.Context(), eventstore.ProjectionCommit{Name: "p", To: events[1].Position, Errors: errs}); err != nil {
+		t.Fatalf("a commit must not fail because of its error texts: %v", err)
+	}
+	d := mustDefinition(t, h, "p")
+	if d.Checkpoint != events[1].Position {
+		t.Errorf("the commit must have moved the checkpoint to %d, it is at %d", events[1].Position, d.Checkpoint)
+	}
+	if len(d.Errors) != len(texts) {
+		t.Fatalf("the commit must record its %d errors, got %d", len(texts), len(d.Errors))
+	}
+	for i, x := range texts {
+		got := d.Errors[i].Message
+		if !utf8.ValidString(got) {
+			t.Errorf("error %d: texts must read back as valid UTF-8, got %q", i, clipText(got))
+		}
+		if !strings.HasPrefix(got, x.prefix) || !strings.HasSuffix(got, x.suffix) {
+			t.Errorf("error %d: only the bytes that cannot be stored may be replaced: %q reads back as %q", i, clipText(x.msg), clipText(got))
+		}
+		if want := projError(events[1], "a", got); d.Errors[i] != want {
+			t.Errorf("error %d: the other fields must round-trip: got %+v, want %+v", i, d.Errors[i], want)
+		}
+	}
+}
