@@ -4,10 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/eventkit-go/eventstore"
+	"github.com/eventkit-go/eventstore/internal/safetext"
 	"github.com/jackc/pgx/v5"
 )
 
@@ -235,16 +235,6 @@ func (r ref) reference() eventstore.Reference {
 	return eventstore.Reference{}
 }
 
-// storable returns s with invalid UTF-8 and NUL bytes, which PostgreSQL's
-// text refuses, replaced by U+FFFD.
-func storable(s string) string {
-	s = strings.ToValidUTF8(s, "\uFFFD")
-	if strings.IndexByte(s, 0) >= 0 {
-		s = strings.ReplaceAll(s, "\x00", "\uFFFD")
-	}
-	return s
-}
-
 // CommitProjection implements eventstore.Storage. In one transaction it
 // moves the checkpoint with a compare-and-set (so of several projectors
 // racing from the same checkpoint exactly one wins), upserts and deletes
@@ -310,8 +300,8 @@ func (s *Storage) CommitProjection(ctx context.Context, c eventstore.ProjectionC
 			messages := make([]string, n)
 			for i, e := range c.Errors {
 				positions[i] = e.Position
-				ids[i], types[i] = storable(e.EventID), storable(e.EventType)
-				instances[i], messages[i] = storable(e.InstanceID), storable(e.Message)
+				ids[i], types[i] = safetext.Clean(e.EventID), safetext.Clean(e.EventType)
+				instances[i], messages[i] = safetext.Clean(e.InstanceID), safetext.Clean(e.Message)
 			}
 			b.Queue(s.sql.insertErrors, c.Name, positions, ids, types, instances, messages)
 			b.Queue(s.sql.trimErrors, c.Name, eventstore.MaxRecordedErrors)
