@@ -15,7 +15,7 @@ import (
 // the feed shows nothing more. Only one goroutine of this Projector applies
 // a given projection at a time; other processes are excluded by the
 // checkpoint compare-and-set of CommitProjection.
-func (p *Projector) catchUp(ctx context.Context, pr *proj, target int64) error {
+func (p *Projector) catchUp(ctx context.Context, pr *proj, target int64, cache *pageCache) error {
 	name := pr.name
 	pr.mu.Lock()
 	defer pr.mu.Unlock()
@@ -40,7 +40,13 @@ func (p *Projector) catchUp(ctx context.Context, pr *proj, target int64) error {
 	at := stored             // how far this call has verified the feed
 	wait := time.Millisecond
 	for {
-		page, err := p.storage.ReadFeed(ctx, FeedQuery{After: at, Limit: p.batch, AggregateType: c.feed})
+		q := FeedQuery{After: at, Limit: p.batch, AggregateType: c.feed}
+		var page FeedPage
+		if cache != nil {
+			page, err = cache.read(ctx, q)
+		} else {
+			page, err = p.storage.ReadFeed(ctx, q)
+		}
 		if err != nil {
 			return fmt.Errorf("projection %q: read feed: %w", name, err)
 		}

@@ -60,6 +60,7 @@ func (s *Store) DeleteAggregateType(ctx context.Context, aggregateType string) e
 // the feed aggregateType, and makes every running Projector of this Store
 // forget what it knew of them.
 func (s *Store) forgetProjections(ctx context.Context, aggregateType string) error {
+	s.deletions.Add(1)
 	ps := s.runningProjectors()
 	first := NewProjector(s, nil)
 	if len(ps) > 0 {

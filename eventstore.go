@@ -63,6 +63,9 @@ type Store struct {
 	// (including duplicates): projectors wait for it to give read-your-writes.
 	lastPos atomic.Int64
 	closed  atomic.Bool
+	// deletions counts deletions of events, so that feed pages read
+	// before one are not reused after it.
+	deletions atomic.Int64
 
 	mu      sync.Mutex
 	changed chan struct{} // closed and replaced on a save after watch

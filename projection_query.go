@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -243,7 +244,7 @@ func (p *Projector) Sync(ctx context.Context, name string) error {
 		return err
 	}
 	if _, err := p.storage.Definition(ctx, name+replacementSuffix); err == nil {
-		return p.catchUpStored(ctx, name+replacementSuffix)
+		return p.catchUpStored(ctx, name+replacementSuffix, nil)
 	}
 	return nil
 }
@@ -255,7 +256,7 @@ func (p *Projector) sync(ctx context.Context, pr *proj) error {
 	if p.running.Load() > 0 && target > 0 && pr.checkpoint.Load() >= target {
 		return nil
 	}
-	return p.catchUp(ctx, pr, target)
+	return p.catchUp(ctx, pr, target, nil)
 }
 
 // Run keeps every projection current until ctx is done or the Store is
@@ -285,29 +286,56 @@ func (p *Projector) Run(ctx context.Context) error {
 }
 
 // CatchUp brings every projection up to date, as Sync does for one, and
-// swaps in replacements that have caught up.
+// swaps in replacements that have caught up. Projections are caught up
+// side by side (a slow or failing one does not hold the others back), and
+// those at the same position share the pages of the feed they read.
 func (p *Projector) CatchUp(ctx context.Context) error {
 	recs, err := p.storage.Definitions(ctx)
 	if err != nil {
 		return fmt.Errorf("projections: %w", err)
 	}
-	var errs []error
+	cache := newPageCache(p.storage, p.store.deletions.Load)
+	names := make(chan string)
+	var (
+		mu   sync.Mutex
+		errs []error
+		wg   sync.WaitGroup
+	)
+	for range min(catchUpWorkers, len(recs)) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for name := range names {
+				if err := p.catchUpStored(ctx, name, cache); err != nil && !errors.Is(err, ErrNotFound) {
+					mu.Lock()
+					errs = append(errs, err)
+					mu.Unlock()
+				}
+			}
+		}()
+	}
 	for _, rec := range recs {
-		if err := p.catchUpStored(ctx, rec.Name); err != nil && !errors.Is(err, ErrNotFound) {
-			errs = append(errs, err)
+		select {
+		case names <- rec.Name:
+		case <-ctx.Done():
 		}
 	}
+	close(names)
+	wg.Wait()
 	return errors.Join(errs...)
 }
 
+// catchUpWorkers is how many projections CatchUp applies at once.
+const catchUpWorkers = 4
+
 // catchUpStored catches up the stored definition of that name; for a
 // replacement, it then swaps it in.
-func (p *Projector) catchUpStored(ctx context.Context, storeName string) error {
+func (p *Projector) catchUpStored(ctx context.Context, storeName string, cache *pageCache) error {
 	pr, err := p.lookupStored(ctx, storeName)
 	if err != nil {
 		return err
 	}
-	if err := p.catchUp(ctx, pr, p.store.lastPos.Load()); err != nil {
+	if err := p.catchUp(ctx, pr, p.store.lastPos.Load(), cache); err != nil {
 		return err
 	}
 	name, ok := strings.CutSuffix(storeName, replacementSuffix)
