@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"time"
 	"unicode/utf8"
+	"unsafe"
 
 	"github.com/eventkit-go/eventstore/internal/decimal"
 	"github.com/tidwall/gjson"
@@ -28,7 +29,8 @@ type applier struct {
 	inst  *instance
 	ev    *eventScope
 	undo  undoLog
-	grown int // bytes added by this event, an estimate
+	grown int    // bytes added by this event, an estimate
+	slots []slot // reused by resolve
 }
 
 // eventScope is the event being applied, as functions and filters read it.
@@ -36,7 +38,24 @@ type eventScope struct {
 	e      *Event
 	parsed bool
 	whole  any // the event data as a tree, when a filter needs it
+	reads  []eventRead
 }
+
+// eventRead is a value read from the event, kept for the other functions
+// and filter evaluations of the same event.
+type eventRead struct {
+	sel *selector
+	val any
+	ok  bool
+}
+
+// maxEventReads bounds the reads an eventScope keeps.
+const maxEventReads = 8
+
+// unsafeString views b as a string without copying. The event data it is
+// used on is never modified while a page is applied, and the tree values
+// that share its bytes are encoded (copied) at commit.
+func unsafeString(b []byte) string { return unsafe.String(unsafe.SliceData(b), len(b)) }
 
 // errTooLarge reports an instance over the size limit.
 var errTooLarge = errors.New("instance too large")
@@ -122,7 +141,7 @@ func (ev *eventScope) data() any {
 	if !ev.parsed {
 		ev.parsed = true
 		if ev.e.Data != nil {
-			ev.whole = fromJSON(gjson.ParseBytes(ev.e.Data))
+			ev.whole = fromJSON(gjson.Parse(unsafeString(ev.e.Data)))
 		} else {
 			ev.whole = &object{}
 		}
@@ -132,6 +151,19 @@ func (ev *eventScope) data() any {
 
 // read returns the value an $.event selector without [?] names.
 func (ev *eventScope) read(sel *selector) (any, bool) {
+	for i := range ev.reads {
+		if ev.reads[i].sel == sel {
+			return ev.reads[i].val, ev.reads[i].ok
+		}
+	}
+	v, ok := ev.readData(sel)
+	if len(ev.reads) < maxEventReads {
+		ev.reads = append(ev.reads, eventRead{sel, v, ok})
+	}
+	return v, ok
+}
+
+func (ev *eventScope) readData(sel *selector) (any, bool) {
 	if ev.parsed || sel.isRoot() {
 		return walkKeys(ev.data(), sel.steps)
 	}
@@ -144,14 +176,14 @@ func (ev *eventScope) read(sel *selector) (any, bool) {
 		if n == 1 {
 			r = gjson.ParseBytes(ev.e.Data)
 		} else {
-			r = gjson.GetBytes(ev.e.Data, sel.gpath)
+			r = gjson.Get(unsafeString(ev.e.Data), sel.gpath)
 		}
 		if !r.Exists() {
 			return nil, false
 		}
 		return walkKeys(fromJSON(r), steps[n-1:])
 	}
-	r = gjson.GetBytes(ev.e.Data, sel.gpath)
+	r = gjson.Get(unsafeString(ev.e.Data), sel.gpath)
 	if !r.Exists() {
 		return nil, false
 	}
@@ -286,12 +318,13 @@ func (s slot) set(a *applier, v any) error {
 // resolve returns the slots o's target names, creating missing objects on
 // the way (but not through a [?], whose missing array matches nothing).
 func (a *applier) resolve(o *op) ([]slot, error) {
+	a.slots = a.slots[:0]
 	if o.target.isRoot() {
-		return []slot{{root: true}}, nil
+		a.slots = append(a.slots, slot{root: true})
+		return a.slots, nil
 	}
-	var out []slot
-	err := a.descend(a.inst.root, o.target.steps, o, &out)
-	return out, err
+	err := a.descend(a.inst.root, o.target.steps, o, &a.slots)
+	return a.slots, err
 }
 
 func (a *applier) descend(cur any, steps []step, o *op, out *[]slot) error {
@@ -447,7 +480,7 @@ func applyClear(a *applier, o *op, s slot, _ any) error {
 func applyDelete(a *applier, _ *op) error {
 	in := a.inst
 	saved := *in
-	a.undo.push(func() { *in = saved })
+	a.undo.pushFunc(func() { *in = saved })
 	in.deleted = true
 	in.root = &object{}
 	return nil
@@ -527,7 +560,7 @@ func applySetRef(a *applier, o *op, s slot, _ any) error {
 	in := a.inst
 	old := in.state.Reference
 	in.state.Reference = ref
-	a.undo.push(func() { in.state.Reference = old })
+	a.undo.pushFunc(func() { in.state.Reference = old })
 	return nil
 }
 
@@ -535,7 +568,7 @@ func applyClearRef(a *applier, _ *op) error {
 	in := a.inst
 	old := in.state.Reference
 	in.state.Reference = Reference{}
-	a.undo.push(func() { in.state.Reference = old })
+	a.undo.pushFunc(func() { in.state.Reference = old })
 	return nil
 }
 

@@ -157,9 +157,11 @@ func (p *Projector) apply(ctx context.Context, name string, c *compiled, from in
 		order = append(order, in)
 	}
 	a := &applier{}
+	var ev eventScope
 	for _, it := range items {
 		a.inst = insts[it.id]
-		a.ev = &eventScope{e: it.e}
+		ev = eventScope{e: it.e, reads: ev.reads[:0]}
+		a.ev = &ev
 		if err := a.applyEvent(it.h, p.maxInstance); err != nil {
 			commit.Errors = append(commit.Errors, projectionError(it.e, it.id, err))
 		}

@@ -79,34 +79,83 @@ func (o *object) reindex() {
 	}
 }
 
-// undoLog records how to reverse changes.
-type undoLog struct {
-	steps []func()
+// undoKind says what an undo entry restores.
+type undoKind uint8
+
+const (
+	undoMember    undoKind = iota // obj.members[idx].val = val
+	undoAppended                  // drop obj's last member, key
+	undoMembers                   // obj.members = members
+	undoItems                     // arr.items = items
+	undoItem                      // arr.items[idx] = val
+	undoFunc                      // fn()
+)
+
+// undoEntry records how to reverse one change, without allocating a
+// closure for the common ones.
+type undoEntry struct {
+	kind    undoKind
+	idx     int
+	key     string
+	val     any
+	obj     *object
+	arr     *array
+	members []member
+	items   []any
+	fn      func()
 }
 
-func (u *undoLog) push(f func()) {
+// undoLog records how to reverse changes.
+type undoLog struct {
+	steps []undoEntry
+}
+
+func (u *undoLog) push(e undoEntry) {
 	if u != nil {
-		u.steps = append(u.steps, f)
+		u.steps = append(u.steps, e)
 	}
 }
+
+// pushFunc records a change reversed by fn.
+func (u *undoLog) pushFunc(fn func()) { u.push(undoEntry{kind: undoFunc, fn: fn}) }
 
 // rollback reverses every recorded change, newest first.
 func (u *undoLog) rollback() {
 	for i := len(u.steps) - 1; i >= 0; i-- {
-		u.steps[i]()
+		e := &u.steps[i]
+		switch e.kind {
+		case undoMember:
+			e.obj.members[e.idx].val = e.val
+		case undoAppended:
+			e.obj.members = e.obj.members[:len(e.obj.members)-1]
+			if e.obj.index != nil {
+				delete(e.obj.index, e.key)
+			}
+		case undoMembers:
+			e.obj.members = e.members
+			e.obj.reindex()
+		case undoItems:
+			e.arr.items = e.items
+		case undoItem:
+			e.arr.items[e.idx] = e.val
+		case undoFunc:
+			e.fn()
+		}
 	}
-	u.steps = u.steps[:0]
+	u.reset()
 }
 
 // reset forgets the recorded changes (they are kept).
-func (u *undoLog) reset() { u.steps = u.steps[:0] }
+func (u *undoLog) reset() {
+	clear(u.steps)
+	u.steps = u.steps[:0]
+}
 
 // set assigns key in o.
 func (o *object) set(u *undoLog, key string, v any) {
 	if i := o.find(key); i >= 0 {
-		old := o.members[i].val
+		u.push(undoEntry{kind: undoMember, obj: o, idx: i, val: o.members[i].val})
 		o.members[i].val = v
-		u.push(func() { o.members[i].val = old })
 		return
 	}
 	o.members = append(o.members, member{key, v})
@@ -115,12 +164,7 @@ func (o *object) set(u *undoLog, key string, v any) {
 	} else if len(o.members) > indexAbove {
 		o.reindex()
 	}
-	u.push(func() {
-		o.members = o.members[:len(o.members)-1]
-		if o.index != nil {
-			delete(o.index, key)
-		}
-	})
+	u.push(undoEntry{kind: undoAppended, obj: o, key: key})
 }
 
 // remove deletes key from o and reports whether it was there.
@@ -134,30 +178,27 @@ func (o *object) remove(u *undoLog, key string) bool {
 	next = append(append(next, old[:i]...), old[i+1:]...)
 	o.members = next
 	o.reindex()
-	u.push(func() { o.members = old; o.reindex() })
+	u.push(undoEntry{kind: undoMembers, obj: o, members: old})
 	return true
 }
 
 // replace sets all members of o at once.
 func (o *object) replace(u *undoLog, members []member) {
-	old := o.members
+	u.push(undoEntry{kind: undoMembers, obj: o, members: o.members})
 	o.members = members
 	o.reindex()
-	u.push(func() { o.members = old; o.reindex() })
 }
 
 // setItems replaces the items of a.
 func (a *array) setItems(u *undoLog, items []any) {
-	old := a.items
+	u.push(undoEntry{kind: undoItems, arr: a, items: a.items})
 	a.items = items
-	u.push(func() { a.items = old })
 }
 
 // setItem assigns a.items[i].
 func (a *array) setItem(u *undoLog, i int, v any) {
-	old := a.items[i]
+	u.push(undoEntry{kind: undoItem, arr: a, idx: i, val: a.items[i]})
 	a.items[i] = v
-	u.push(func() { a.items[i] = old })
 }
 
 // fromJSON converts a gjson value into a tree value. Strings that were
@@ -323,7 +364,7 @@ func encodedSize(v any) int {
 	case *object:
 		n := 2 + max(len(t.members)-1, 0)
 		for _, m := range t.members {
-			n += len(appendString(nil, m.key)) + 1 + encodedSize(m.val)
+			n += len(m.key) + 3 + encodedSize(m.val)
 		}
 		return n
 	case *array:
