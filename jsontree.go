@@ -83,12 +83,12 @@ func (o *object) reindex() {
 type undoKind uint8
 
 const (
-	undoMember    undoKind = iota // obj.members[idx].val = val
-	undoAppended                  // drop obj's last member, key
-	undoMembers                   // obj.members = members
-	undoItems                     // arr.items = items
-	undoItem                      // arr.items[idx] = val
-	undoFunc                      // fn()
+	undoMember   undoKind = iota // obj.members[idx].val = val
+	undoAppended                 // drop obj's last member, key
+	undoMembers                  // obj.members = members
+	undoItems                    // arr.items = items
+	undoItem                     // arr.items[idx] = val
+	undoFunc                     // fn()
 )
 
 // undoEntry records how to reverse one change, without allocating a
