@@ -53,6 +53,7 @@ func cases() []testCase {
 	all = append(all, projectionDefinitionCases()...)
 	all = append(all, projectionListCases()...)
 	all = append(all, projectorCases()...)
+	all = append(all, languageCases()...)
 	all = append(all, errorTextCases()...)
 	all = append(all, closeCases()...)
 	return all

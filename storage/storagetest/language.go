@@ -1,0 +1,135 @@
+package storagetest
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"testing"
+
+	"github.com/eventkit-go/eventstore"
+)
+
+func languageCases() []testCase {
+	return []testCase{
+		{"ProjectionLanguageEndToEnd", "arrays, filters, references, delete and lists work through the Projector on this storage: state, references, list order and totals match what was saved", testLanguage},
+		{"ProjectionReplaceAndDelete", "Put of a different definition rebuilds it from history and swaps it in; Delete removes it with its instances; Reset rebuilds", testReplace},
+	}
+}
+
+func testID(n int) string { return fmt.Sprintf("00000000-0000-4000-8000-%012d", n) }
+
+func testLanguage(t *testing.T, h *harness) {
+	ctx := t.Context()
+	p := eventstore.NewProjector(h.store, nil)
+	def := eventstore.Definition{Name: "lists", Feed: "list", Handlers: []eventstore.Handler{
+		{EventType: "Added", Functions: []eventstore.Function{
+			{Function: "append", TargetSelector: "$.projection.todos", EventSelector: "$.event['id','text']"},
+			{Function: "inc", TargetSelector: "$.projection.open"},
+			{Function: "setref", TargetSelector: "$.projection.open"},
+		}},
+		{EventType: "Done", Functions: []eventstore.Function{
+			{Function: "remove", TargetSelector: "$.projection.todos[?]", TargetFilter: "@.id == $.event.id"},
+			{Function: "dec", TargetSelector: "$.projection.open"},
+			{Function: "setref", TargetSelector: "$.projection.open"},
+		}},
+		{EventType: "Archived", Functions: []eventstore.Function{{Function: "delete"}}},
+	}}
+	if _, err := p.Put(ctx, def); err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	save := func(id, typ, data string) {
+		n++
+		if _, err := h.store.Save(ctx, "list", id, []eventstore.NewEvent{{ID: testID(n), Type: typ, Data: json.RawMessage(data)}}, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for l := range 12 {
+		for i := range l % 5 {
+			save(fmt.Sprint("l", l), "Added", fmt.Sprintf(`{"id":"t%d","text":"do %d"}`, i, i))
+		}
+	}
+	save("l4", "Done", `{"id":"t1"}`)
+	save("l9", "Archived", `{}`)
+	save("l13", "Added", `{"id":"a","text":"x"}`)
+	save("l13", "Archived", `{}`)
+
+	pj, err := p.Single(ctx, "lists", "l4")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := `{"todos":[{"id":"t0","text":"do 0"},{"id":"t2","text":"do 2"},{"id":"t3","text":"do 3"}],"open":"3"}`; string(pj.Data) != want {
+		t.Errorf("l4 = %s, want %s", pj.Data, want)
+	}
+	if pj.Reference.Kind != eventstore.RefNumber || pj.Reference.Number != 3 {
+		t.Errorf("l4 reference %+v, want the number 3", pj.Reference)
+	}
+	if _, err := p.Single(ctx, "lists", "l9"); !errors.Is(err, eventstore.ErrNotFound) {
+		t.Errorf("a deleted instance: %v, want ErrNotFound", err)
+	}
+	// Lists with l%5 != 0 exist (l0, l5, l10 never got an event; l9 and
+	// l13 are deleted): l1..l4, l6..l8, l11 = 8 instances.
+	page, err := p.List(ctx, "lists", eventstore.ListOptions{Sort: eventstore.SortByReference, Descending: true, Limit: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, x := range page.Projections {
+		got = append(got, x.ID+"="+x.Reference.Text)
+	}
+	// References: l1=1 l2=2 l3=3 l4=3 (after Done) l6=1 l7=2 l8=3 l11=1;
+	// descending, ties come in descending id order.
+	if fmt.Sprint(got) != "[l8=3 l4=3 l3=3]" || page.Total != 8 || !page.HasMore {
+		t.Errorf("list by reference desc = %v total %d more %v, want [l8=3 l4=3 l3=3] total 8 more true", got, page.Total, page.HasMore)
+	}
+	if c, err := p.Count(ctx, "lists", eventstore.ParseReference("1")); err != nil || c != 3 {
+		t.Errorf("count of reference 1 = %d, %v; want 3 (l1, l6, l11)", c, err)
+	}
+}
+
+func testReplace(t *testing.T, h *harness) {
+	ctx := t.Context()
+	p := eventstore.NewProjector(h.store, nil)
+	count := eventstore.Definition{Name: "r", Feed: "acct", Aggregated: true, Handlers: []eventstore.Handler{{EventType: "D",
+		Functions: []eventstore.Function{{Function: "inc", TargetSelector: "$.projection.n"}}}}}
+	sum := count
+	sum.Handlers = []eventstore.Handler{{EventType: "D", Functions: []eventstore.Function{{Function: "add", TargetSelector: "$.projection.sum", EventSelector: "$.event.v"}}}}
+	if _, err := p.Put(ctx, count); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 30 {
+		if _, err := h.store.Save(ctx, "acct", fmt.Sprint("a", i%3), []eventstore.NewEvent{{ID: testID(i + 1), Type: "D", Data: json.RawMessage(`{"v":2}`)}}, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	check := func(want string) {
+		t.Helper()
+		pj, err := p.Aggregated(ctx, "r")
+		if err != nil || string(pj.Data) != want {
+			t.Fatalf("r = %s, %v; want %s", pj.Data, err, want)
+		}
+	}
+	check(`{"n":"30"}`)
+	if res, err := p.Put(ctx, sum); err != nil || res != eventstore.Replacing {
+		t.Fatalf("Put replacement: %v, %v", res, err)
+	}
+	check(`{"n":"30"}`)
+	if err := p.Sync(ctx, "r"); err != nil {
+		t.Fatal(err)
+	}
+	check(`{"sum":"60"}`)
+	if err := p.Reset(ctx, "r"); err != nil {
+		t.Fatal(err)
+	}
+	check(`{"sum":"60"}`)
+	if err := p.Delete(ctx, "r"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.Aggregated(ctx, "r"); !errors.Is(err, eventstore.ErrNotFound) {
+		t.Fatalf("after Delete: %v, want ErrNotFound", err)
+	}
+	if res, err := p.Put(ctx, count); err != nil || res != eventstore.Created {
+		t.Fatalf("Put after Delete: %v, %v", res, err)
+	}
+	check(`{"n":"30"}`)
+}
