@@ -10,6 +10,15 @@ import (
 	"github.com/eventkit-go/eventstore/internal/groupcommit"
 )
 
+// job is one call waiting in the group-commit batcher: the request of an
+// Append, or the requests of an AppendAll, which are written all or none.
+type job struct {
+	one *eventstore.AppendRequest
+	all []eventstore.AppendRequest
+	// results are AppendAll's results, set by runBatch when it succeeds.
+	results []eventstore.AppendResult
+}
+
 // Append implements eventstore.Storage. Concurrent calls are committed
 // together, in one transaction, by the group-commit batcher; each keeps its
 // own outcome.
@@ -17,11 +26,33 @@ func (s *Storage) Append(ctx context.Context, req eventstore.AppendRequest) (eve
 	if err := s.check(ctx, "append"); err != nil {
 		return eventstore.AppendResult{}, err
 	}
-	res, err := s.batcher.Do(ctx, &req)
+	res, err := s.batcher.Do(ctx, &job{one: &req})
 	if err != nil {
 		return eventstore.AppendResult{}, s.fail(ctx, "append", err)
 	}
 	return res, nil
+}
+
+// AppendAll implements eventstore.Storage. The requests join the group
+// commit as one unit inside their own savepoint: when one of them fails its
+// checks the savepoint is rolled back, so none is written, while the other
+// calls of the same transaction are unaffected.
+func (s *Storage) AppendAll(ctx context.Context, reqs []eventstore.AppendRequest) ([]eventstore.AppendResult, error) {
+	if err := s.check(ctx, "append all"); err != nil {
+		return nil, err
+	}
+	if len(reqs) == 0 {
+		return []eventstore.AppendResult{}, nil
+	}
+	j := &job{all: reqs}
+	if _, err := s.batcher.Do(ctx, j); err != nil {
+		var be *eventstore.BatchError
+		if errors.As(err, &be) {
+			return nil, be
+		}
+		return nil, s.fail(ctx, "append all", err)
+	}
+	return j.results, nil
 }
 
 // fatalError marks an error that leaves the batch's transaction unusable:
@@ -31,11 +62,12 @@ type fatalError struct{ err error }
 func (e fatalError) Error() string { return e.err.Error() }
 func (e fatalError) Unwrap() error { return e.err }
 
-// runBatch commits a batch of append requests in one transaction, each
-// request inside its own savepoint. The batcher runs one batch at a time;
-// CreateDefinition and CommitProjection wait for the write connection.
-func (s *Storage) runBatch(ctx context.Context, reqs []*eventstore.AppendRequest) []groupcommit.Result[eventstore.AppendResult] {
-	results := make([]groupcommit.Result[eventstore.AppendResult], len(reqs))
+// runBatch commits a batch of jobs in one transaction, each request inside
+// its own savepoint and each AppendAll inside one more. The batcher runs one
+// batch at a time; the other writes (projections, deletions) wait for the
+// write connection.
+func (s *Storage) runBatch(ctx context.Context, jobs []*job) []groupcommit.Result[eventstore.AppendResult] {
+	results := make([]groupcommit.Result[eventstore.AppendResult], len(jobs))
 	failAll := func(err error) []groupcommit.Result[eventstore.AppendResult] {
 		err = s.fail(ctx, "append", err)
 		for i := range results {
@@ -48,31 +80,57 @@ func (s *Storage) runBatch(ctx context.Context, reqs []*eventstore.AppendRequest
 		return failAll(err)
 	}
 	w := writer{
-		tx:         tx,
-		savepoint:  tx.StmtContext(ctx, s.stmts.savepoint),
-		release:    tx.StmtContext(ctx, s.stmts.release),
-		rollbackTo: tx.StmtContext(ctx, s.stmts.rollbackTo),
-		head:       tx.StmtContext(ctx, s.stmts.head),
-		insert:     tx.StmtContext(ctx, s.stmts.insert),
-		stored:     tx.StmtContext(ctx, s.stmts.stored),
+		tx:              tx,
+		savepoint:       tx.StmtContext(ctx, s.stmts.savepoint),
+		release:         tx.StmtContext(ctx, s.stmts.release),
+		rollbackTo:      tx.StmtContext(ctx, s.stmts.rollbackTo),
+		head:            tx.StmtContext(ctx, s.stmts.head),
+		insert:          tx.StmtContext(ctx, s.stmts.insert),
+		stored:          tx.StmtContext(ctx, s.stmts.stored),
+		lastPosition:    tx.StmtContext(ctx, s.stmts.lastPosition),
+		lastFeed:        tx.StmtContext(ctx, s.stmts.lastFeed),
+		saveFeed:        tx.StmtContext(ctx, s.stmts.saveFeed),
+		groupSavepoint:  tx.StmtContext(ctx, s.stmts.groupSavepoint),
+		groupRelease:    tx.StmtContext(ctx, s.stmts.groupRelease),
+		groupRollbackTo: tx.StmtContext(ctx, s.stmts.groupRollbackTo),
+		position:        -1,
 	}
 	wrote := false
-	for i, req := range reqs {
-		res, err := w.append(ctx, req)
+	for i, j := range jobs {
+		var res eventstore.AppendResult
+		var err error
+		if j.one != nil {
+			res, err = w.append(ctx, j.one)
+		} else {
+			err = w.appendAll(ctx, j)
+		}
 		var fatal fatalError
 		if errors.As(err, &fatal) {
 			_ = tx.Rollback()
 			return failAll(fatal.err)
 		}
-		if err != nil {
+		var be *eventstore.BatchError
+		switch {
+		case errors.As(err, &be):
+			be.Err = s.fail(ctx, "append", be.Err)
+		case err != nil:
 			err = s.fail(ctx, "append", err)
+		case j.one != nil:
+			wrote = wrote || !res.Duplicate
+		default:
+			for _, r := range j.results {
+				wrote = wrote || !r.Duplicate
+			}
 		}
 		results[i] = groupcommit.Result[eventstore.AppendResult]{Value: res, Err: err}
-		wrote = wrote || (err == nil && !res.Duplicate)
 	}
 	if !wrote {
 		_ = tx.Rollback() // nothing to make durable
 		return results
+	}
+	if err := w.flush(ctx); err != nil {
+		_ = tx.Rollback()
+		return failAll(err)
 	}
 	if err := tx.Commit(); err != nil {
 		s.abandon(ctx)
@@ -86,11 +144,95 @@ func (s *Storage) runBatch(ctx context.Context, reqs []*eventstore.AppendRequest
 	return results
 }
 
-// writer holds the transaction of one batch and its statements.
+// writer holds the transaction of one batch, its statements and the
+// counters it advances.
 type writer struct {
-	tx                             *sql.Tx
-	savepoint, release, rollbackTo *sql.Stmt
-	head, insert, stored           *sql.Stmt
+	tx                                            *sql.Tx
+	savepoint, release, rollbackTo                *sql.Stmt
+	head, insert, stored                          *sql.Stmt
+	lastPosition, lastFeed, saveFeed              *sql.Stmt
+	groupSavepoint, groupRelease, groupRollbackTo *sql.Stmt
+
+	// position is the last position assigned, or -1 until the
+	// transaction's first write looks it up.
+	position int64
+	// feeds are the aggregate types this transaction appended to or looked
+	// up; saved to the feeds table by flush before the commit.
+	feeds []feedCounts
+}
+
+// feedCounts is the state of one aggregate type in a transaction: the feed
+// sequence of its latest batch, and what this transaction added.
+type feedCounts struct {
+	aggregateType               string
+	sequence                    int64
+	aggregates, batches, events int64
+}
+
+// feed returns the index in w.feeds of aggregateType, looking up its
+// latest feed sequence on first use.
+func (w *writer) feed(ctx context.Context, aggregateType string) (int, error) {
+	for i := range w.feeds {
+		if w.feeds[i].aggregateType == aggregateType {
+			return i, nil
+		}
+	}
+	var seq int64
+	err := w.lastFeed.QueryRowContext(ctx, aggregateType).Scan(&seq)
+	if err != nil && !errors.Is(err, sql.ErrNoRows) {
+		return 0, err
+	}
+	w.feeds = append(w.feeds, feedCounts{aggregateType: aggregateType, sequence: seq})
+	return len(w.feeds) - 1, nil
+}
+
+// flush saves the feed sequences and counts advanced by the transaction.
+// Positions need no saving: the events themselves hold the highest.
+func (w *writer) flush(ctx context.Context) error {
+	for _, f := range w.feeds {
+		if f.batches == 0 {
+			continue
+		}
+		if _, err := w.saveFeed.ExecContext(ctx, f.aggregateType, f.sequence, f.aggregates, f.batches, f.events); err != nil {
+			return fmt.Errorf("save feed %q: %w", f.aggregateType, err)
+		}
+	}
+	return nil
+}
+
+// appendAll applies the requests of an AppendAll inside a savepoint: all
+// of them, or, when one fails, none, with a *eventstore.BatchError naming
+// it. A fatalError is returned as is.
+func (w *writer) appendAll(ctx context.Context, j *job) error {
+	if _, err := w.groupSavepoint.ExecContext(ctx); err != nil {
+		return fatalError{err}
+	}
+	position, feeds := w.position, append([]feedCounts(nil), w.feeds...)
+	results := make([]eventstore.AppendResult, len(j.all))
+	for i := range j.all {
+		req := &j.all[i]
+		res, err := w.append(ctx, req)
+		var fatal fatalError
+		if errors.As(err, &fatal) {
+			return err
+		}
+		if err != nil {
+			if _, rerr := w.groupRollbackTo.ExecContext(ctx); rerr != nil {
+				return fatalError{rerr}
+			}
+			if _, rerr := w.groupRelease.ExecContext(ctx); rerr != nil {
+				return fatalError{rerr}
+			}
+			w.position, w.feeds = position, feeds
+			return &eventstore.BatchError{Index: i, AggregateType: req.AggregateType, AggregateID: req.AggregateID, Err: err}
+		}
+		results[i] = res
+	}
+	if _, err := w.groupRelease.ExecContext(ctx); err != nil {
+		return fatalError{err}
+	}
+	j.results = results
+	return nil
 }
 
 // append applies one request inside a savepoint of w's transaction, so
@@ -130,8 +272,10 @@ func (w *writer) append(ctx context.Context, req *eventstore.AppendRequest) (eve
 	return res, err
 }
 
-// write does the common case: version check, then insert every event. A
-// stored event id surfaces as a constraint violation of the insert.
+// write does the common case: version check, then insert every event at
+// the next positions and the type's next feed sequence. A stored event id
+// surfaces as a constraint violation of the insert. w's counters advance
+// only when every insert succeeded.
 func (w *writer) write(ctx context.Context, req *eventstore.AppendRequest) (eventstore.AppendResult, error) {
 	var version, sequence int64
 	err := w.head.QueryRowContext(ctx, req.AggregateType, req.AggregateID).Scan(&version, &sequence)
@@ -143,25 +287,44 @@ func (w *writer) write(ctx context.Context, req *eventstore.AppendRequest) (even
 		// already (a retried save): PlanAppend decides.
 		return w.plan(ctx, req, version)
 	}
+	if w.position < 0 {
+		if err := w.lastPosition.QueryRowContext(ctx).Scan(&w.position); err != nil {
+			return eventstore.AppendResult{}, fatalError{fmt.Errorf("last position: %w", err)}
+		}
+	}
+	f, err := w.feed(ctx, req.AggregateType)
+	if err != nil {
+		return eventstore.AppendResult{}, fatalError{fmt.Errorf("feed %q: %w", req.AggregateType, err)}
+	}
+	feedSequence := w.feeds[f].sequence + 1
 	version++
-	var position int64
+	position := w.position
 	for _, e := range req.Events {
 		sequence++
-		var data any
+		position++
+		var data, encrypted any
 		if e.Data != nil {
 			data = []byte(e.Data)
 		}
-		r, err := w.insert.ExecContext(ctx, req.AggregateType, req.AggregateID, e.ID, e.Type, data,
-			version, sequence, e.RecordedAt.UnixMicro())
+		if e.EncryptedData != "" {
+			encrypted = e.EncryptedData
+		}
+		_, err := w.insert.ExecContext(ctx, position, req.AggregateType, req.AggregateID, e.ID, e.Type, data,
+			version, sequence, e.RecordedAt.UnixMicro(), feedSequence, encrypted)
 		if err != nil {
 			if isConstraint(err) {
 				return eventstore.AppendResult{}, err
 			}
 			return eventstore.AppendResult{}, fatalError{err}
 		}
-		if position, err = r.LastInsertId(); err != nil {
-			return eventstore.AppendResult{}, fatalError{err}
-		}
+	}
+	w.position = position
+	fc := &w.feeds[f]
+	fc.sequence = feedSequence
+	fc.batches++
+	fc.events += int64(len(req.Events))
+	if version == 1 {
+		fc.aggregates++
 	}
 	return eventstore.AppendResult{Version: version, Position: position}, nil
 }

@@ -5,7 +5,9 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/eventkit-go/eventstore"
 )
@@ -124,25 +126,21 @@ func (s *Storage) LoadProjection(ctx context.Context, name, instanceID string) (
 	if err := s.check(ctx, "get projection state"); err != nil {
 		return eventstore.ProjectionState{}, err
 	}
-	st := eventstore.ProjectionState{Name: name, InstanceID: instanceID}
-	var data []byte
-	var updated int64
-	err := s.readDB.QueryRowContext(ctx, `SELECT data, position, updated_at FROM projection_states
-		WHERE name = ? AND instance_id = ?`, name, instanceID).Scan(&data, &st.Position, &updated)
+	row := s.readDB.QueryRowContext(ctx, `SELECT `+stateColumns+` FROM projection_states
+		WHERE name = ? AND instance_id = ?`, name, instanceID)
+	st, err := scanState(row, name)
 	if errors.Is(err, sql.ErrNoRows) {
 		return eventstore.ProjectionState{}, fmt.Errorf("projection %q instance %q: %w", name, instanceID, eventstore.ErrNotFound)
 	}
 	if err != nil {
 		return eventstore.ProjectionState{}, s.fail(ctx, "get projection state", err)
 	}
-	st.Data = data
-	st.UpdatedAt = time.UnixMicro(updated).UTC()
 	return st, nil
 }
 
 // CommitProjection implements eventstore.Storage, in one transaction: the
 // checkpoint moves only if it still is c.From (compare-and-set), together
-// with the states and errors; old errors beyond the last
+// with the states, deletions and errors; old errors beyond the last
 // eventstore.MaxRecordedErrors are trimmed.
 func (s *Storage) CommitProjection(ctx context.Context, c eventstore.ProjectionCommit) error {
 	if err := s.check(ctx, "commit projection"); err != nil {
@@ -177,15 +175,33 @@ func (s *Storage) commitProjection(ctx context.Context, c eventstore.ProjectionC
 	}
 	if len(c.States) > 0 {
 		stmt, err := tx.PrepareContext(ctx, `INSERT INTO projection_states
-			(name, instance_id, data, position, updated_at) VALUES (?, ?, ?, ?, ?)
-			ON CONFLICT (name, instance_id) DO UPDATE
-			SET data = excluded.data, position = excluded.position, updated_at = excluded.updated_at`)
+			(name, instance_id, data, position, created_at, updated_at, ref_rank, ref_num, ref_text, ref_decimal)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+			ON CONFLICT (name, instance_id) DO UPDATE SET
+				data = excluded.data, position = excluded.position,
+				created_at = excluded.created_at, updated_at = excluded.updated_at,
+				ref_rank = excluded.ref_rank, ref_num = excluded.ref_num,
+				ref_text = excluded.ref_text, ref_decimal = excluded.ref_decimal`)
 		if err != nil {
 			return err
 		}
 		defer stmt.Close()
 		for _, st := range c.States {
-			if _, err := stmt.ExecContext(ctx, c.Name, st.InstanceID, blob(st.Data), st.Position, st.UpdatedAt.UnixMicro()); err != nil {
+			rank, num, text, decimal := refColumns(st.Reference)
+			if _, err := stmt.ExecContext(ctx, c.Name, st.InstanceID, blob(st.Data), st.Position,
+				st.CreatedAt.UnixMicro(), st.UpdatedAt.UnixMicro(), rank, num, text, decimal); err != nil {
+				return err
+			}
+		}
+	}
+	if len(c.Deletes) > 0 {
+		stmt, err := tx.PrepareContext(ctx, `DELETE FROM projection_states WHERE name = ? AND instance_id = ?`)
+		if err != nil {
+			return err
+		}
+		defer stmt.Close()
+		for _, id := range c.Deletes {
+			if _, err := stmt.ExecContext(ctx, c.Name, id); err != nil {
 				return err
 			}
 		}
@@ -198,7 +214,8 @@ func (s *Storage) commitProjection(ctx context.Context, c eventstore.ProjectionC
 		}
 		defer stmt.Close()
 		for _, pe := range c.Errors {
-			if _, err := stmt.ExecContext(ctx, c.Name, pe.Position, pe.EventID, pe.EventType, pe.InstanceID, pe.Message); err != nil {
+			if _, err := stmt.ExecContext(ctx, c.Name, pe.Position, storable(pe.EventID), storable(pe.EventType),
+				storable(pe.InstanceID), storable(pe.Message)); err != nil {
 				return err
 			}
 		}
@@ -215,6 +232,78 @@ func (s *Storage) commitProjection(ctx context.Context, c eventstore.ProjectionC
 		return err
 	}
 	return nil
+}
+
+// storable returns s as valid UTF-8 without NUL bytes, which a TEXT column
+// holds and returns unchanged: invalid bytes become U+FFFD, NULs are
+// dropped.
+func storable(s string) string {
+	if utf8.ValidString(s) && !strings.Contains(s, "\x00") {
+		return s
+	}
+	return strings.ReplaceAll(strings.ToValidUTF8(s, "\uFFFD"), "\x00", "")
+}
+
+// DeleteDefinition implements eventstore.Storage, in one transaction.
+func (s *Storage) DeleteDefinition(ctx context.Context, name string) error {
+	if err := s.check(ctx, "delete projection"); err != nil {
+		return err
+	}
+	return s.fail(ctx, "delete projection "+name, s.inTx(ctx, func(tx *txn) error {
+		tx.exec(ctx, `DELETE FROM projection_errors WHERE name = ?`, name)
+		tx.exec(ctx, `DELETE FROM projection_states WHERE name = ?`, name)
+		n, err := tx.affected(ctx, `DELETE FROM definitions WHERE name = ?`, name)
+		if err == nil && n == 0 {
+			return fmt.Errorf("projection %q: %w", name, eventstore.ErrNotFound)
+		}
+		return err
+	}))
+}
+
+// ResetProjection implements eventstore.Storage, in one transaction.
+func (s *Storage) ResetProjection(ctx context.Context, name string) error {
+	if err := s.check(ctx, "reset projection"); err != nil {
+		return err
+	}
+	return s.fail(ctx, "reset projection "+name, s.inTx(ctx, func(tx *txn) error {
+		n, err := tx.affected(ctx, `UPDATE definitions SET checkpoint = 0 WHERE name = ?`, name)
+		if err == nil && n == 0 {
+			return fmt.Errorf("projection %q: %w", name, eventstore.ErrNotFound)
+		}
+		tx.exec(ctx, `DELETE FROM projection_errors WHERE name = ?`, name)
+		tx.exec(ctx, `DELETE FROM projection_states WHERE name = ?`, name)
+		return tx.err
+	}))
+}
+
+// RenameProjection implements eventstore.Storage, in one transaction. The
+// foreign keys of states and errors are checked at its commit, once the
+// definition and its rows all carry the new name.
+func (s *Storage) RenameProjection(ctx context.Context, from, to string) error {
+	if err := s.check(ctx, "rename projection"); err != nil {
+		return err
+	}
+	return s.fail(ctx, fmt.Sprintf("rename projection %s to %s", from, to), s.inTx(ctx, func(tx *txn) error {
+		var found int
+		err := tx.QueryRowContext(ctx, `SELECT count(*) FROM definitions WHERE name = ?`, from).Scan(&found)
+		if err != nil {
+			return err
+		}
+		if found == 0 {
+			return fmt.Errorf("projection %q: %w", from, eventstore.ErrNotFound)
+		}
+		if from == to {
+			return nil
+		}
+		tx.exec(ctx, `PRAGMA defer_foreign_keys = ON`) // until the commit
+		for _, table := range []string{"projection_errors", "projection_states", "definitions"} {
+			tx.exec(ctx, `DELETE FROM `+table+` WHERE name = ?`, to)
+		}
+		for _, table := range []string{"definitions", "projection_states", "projection_errors"} {
+			tx.exec(ctx, `UPDATE `+table+` SET name = ? WHERE name = ?`, to, from)
+		}
+		return tx.err
+	}))
 }
 
 // closeRows closes rows and returns the error of the iteration, if any.

@@ -2,8 +2,11 @@ package sqlite
 
 import (
 	"context"
+	"database/sql"
 	"database/sql/driver"
+	"errors"
 	"fmt"
+	"math"
 	"time"
 
 	"github.com/eventkit-go/eventstore"
@@ -12,54 +15,97 @@ import (
 // eventColumns are the columns scanner.event reads, in order; feedColumns
 // add the aggregate, which Load knows already.
 const (
-	eventColumns = `event_id, event_type, data, version, sequence, position, recorded_at`
+	eventColumns = `event_id, event_type, data, version, sequence, position, recorded_at, feed_sequence, encrypted_data`
 	feedColumns  = eventColumns + `, aggregate_type, aggregate_id`
 )
 
 const (
-	// loadQuery reads an aggregate's events in order: one range scan of
-	// the (aggregate_type, aggregate_id, sequence) index.
+	// loadQuery reads an aggregate's events in order, from a sequence on:
+	// one range scan of the (aggregate_type, aggregate_id, sequence) index.
 	loadQuery = `SELECT ` + eventColumns + ` FROM events
-		WHERE aggregate_type = ? AND aggregate_id = ? ORDER BY sequence`
+		WHERE aggregate_type = ? AND aggregate_id = ? AND sequence > ? ORDER BY sequence`
+	// versionQuery is an aggregate's current version.
+	versionQuery = `SELECT version FROM events
+		WHERE aggregate_type = ? AND aggregate_id = ? ORDER BY sequence DESC LIMIT 1`
 	// feedQuery and feedTypeQuery read the global feed, or that of one
-	// aggregate type through the (aggregate_type, position) index.
+	// aggregate type through the (aggregate_type, position) index;
+	// feedSequenceQuery reads a type's feed by feed sequence through the
+	// (aggregate_type, feed_sequence) index, whose entries end with the
+	// position.
 	feedQuery = `SELECT ` + feedColumns + ` FROM events
 		WHERE position > ? ORDER BY position LIMIT ?`
 	feedTypeQuery = `SELECT ` + feedColumns + ` FROM events
 		WHERE aggregate_type = ? AND position > ? ORDER BY position LIMIT ?`
-	headQuery = `SELECT coalesce(max(position), 0) FROM events`
+	feedSequenceQuery = `SELECT ` + feedColumns + ` FROM events
+		WHERE aggregate_type = ? AND feed_sequence > ? ORDER BY feed_sequence, position LIMIT ?`
 )
+
+// errStop ends a rawQuery early without an error.
+var errStop = errors.New("stop")
 
 // Load implements eventstore.Storage. It is one index range scan of the
 // aggregate's events, so its cost does not depend on the size of the store.
+// A version range starts the scan at sequence q.AfterVersion (every version
+// has at least one event, so that sequence is not past the range) and stops
+// it after the range; the current version then comes from the same
+// snapshot.
 func (s *Storage) Load(ctx context.Context, q eventstore.LoadQuery) (eventstore.Aggregate, error) {
-	aggregateType, aggregateID := q.AggregateType, q.AggregateID // TODO(contract): honour q.AfterVersion and q.Limit
 	if err := s.check(ctx, "load"); err != nil {
 		return eventstore.Aggregate{}, err
 	}
+	after := max(q.AfterVersion, 0)
+	last := int64(math.MaxInt64)
+	if q.Limit > 0 && q.Limit <= math.MaxInt64-after {
+		last = after + q.Limit
+	}
+	whole := after == 0 && last == math.MaxInt64
 	var events []eventstore.Event
+	var version int64
 	var sc scanner
-	args := []driver.NamedValue{{Ordinal: 1, Value: aggregateType}, {Ordinal: 2, Value: aggregateID}}
+	args := []driver.NamedValue{{Ordinal: 1, Value: q.AggregateType}, {Ordinal: 2, Value: q.AggregateID}, {Ordinal: 3, Value: after}}
 	err := withRawConn(ctx, s.readDB, func(dc any) error {
-		return rawQuery(ctx, dc, loadQuery, args, func(r *rawRow) error {
+		if !whole {
+			tx, err := rawBegin(ctx, dc)
+			if err != nil {
+				return err
+			}
+			defer tx.Rollback() // read only: nothing to commit
+			err = rawQuery(ctx, dc, versionQuery, args[:2], func(r *rawRow) error {
+				version = r.int64(0)
+				return nil
+			})
+			if err != nil || version <= after {
+				return err
+			}
+		}
+		err := rawQuery(ctx, dc, loadQuery, args, func(r *rawRow) error {
+			v := r.int64(3)
+			if v <= after {
+				return nil
+			}
+			if v > last {
+				return errStop
+			}
 			e := sc.event(r)
-			e.AggregateType, e.AggregateID = aggregateType, aggregateID
+			e.AggregateType, e.AggregateID = q.AggregateType, q.AggregateID
 			events = append(events, e)
 			return nil
 		})
+		if errors.Is(err, errStop) {
+			return nil
+		}
+		return err
 	})
 	if err != nil {
 		return eventstore.Aggregate{}, s.fail(ctx, "load", err)
 	}
-	if len(events) == 0 {
-		return eventstore.Aggregate{}, fmt.Errorf("aggregate %s/%s: %w", aggregateType, aggregateID, eventstore.ErrNotFound)
+	if whole && len(events) > 0 {
+		version = events[len(events)-1].Version
 	}
-	return eventstore.Aggregate{
-		Type:    aggregateType,
-		ID:      aggregateID,
-		Version: events[len(events)-1].Version,
-		Events:  events,
-	}, nil
+	if version == 0 {
+		return eventstore.Aggregate{}, fmt.Errorf("aggregate %s/%s: %w", q.AggregateType, q.AggregateID, eventstore.ErrNotFound)
+	}
+	return eventstore.Aggregate{Type: q.AggregateType, ID: q.AggregateID, Version: version, Events: events}, nil
 }
 
 // ReadFeed implements eventstore.Storage. Positions are assigned by the
@@ -75,9 +121,15 @@ func (s *Storage) ReadFeed(ctx context.Context, q eventstore.FeedQuery) (eventst
 	after := max(q.After, 0)
 	query := feedQuery
 	args := []driver.NamedValue{{Ordinal: 1, Value: after}, {Ordinal: 2, Value: int64(limit)}}
-	if q.AggregateType != "" {
+	switch {
+	case q.AggregateType != "" && q.AfterFeedSequence > 0:
+		query = feedSequenceQuery
+		args = []driver.NamedValue{{Ordinal: 1, Value: q.AggregateType}, {Ordinal: 2, Value: q.AfterFeedSequence}, {Ordinal: 3, Value: int64(limit)}}
+	case q.AggregateType != "":
 		query = feedTypeQuery
 		args = []driver.NamedValue{{Ordinal: 1, Value: q.AggregateType}, {Ordinal: 2, Value: after}, {Ordinal: 3, Value: int64(limit)}}
+	case q.AfterFeedSequence > 0:
+		return eventstore.FeedPage{}, fmt.Errorf("sqlite: read feed: a feed sequence needs an aggregate type: %w", eventstore.ErrInvalid)
 	}
 	page := eventstore.FeedPage{Head: after}
 	err := withRawConn(ctx, s.readDB, func(dc any) error {
@@ -99,7 +151,7 @@ func (s *Storage) ReadFeed(ctx context.Context, q eventstore.FeedQuery) (eventst
 			return nil
 		}
 		// The snapshot holds nothing more that matches: move Head to its end.
-		return rawQuery(ctx, dc, headQuery, nil, func(r *rawRow) error {
+		return rawQuery(ctx, dc, lastPositionQuery, nil, func(r *rawRow) error {
 			page.Head = max(after, r.int64(0))
 			return nil
 		})
@@ -108,6 +160,56 @@ func (s *Storage) ReadFeed(ctx context.Context, q eventstore.FeedQuery) (eventst
 		return eventstore.FeedPage{}, s.fail(ctx, "read feed", err)
 	}
 	return page, nil
+}
+
+// FeedHead implements eventstore.Storage: the highest position ever
+// assigned (kept across deletions), or the type's latest feed sequence
+// from the feeds table.
+func (s *Storage) FeedHead(ctx context.Context, aggregateType string) (int64, error) {
+	if err := s.check(ctx, "feed head"); err != nil {
+		return 0, err
+	}
+	var head int64
+	var err error
+	if aggregateType == "" {
+		err = s.readDB.QueryRowContext(ctx, lastPositionQuery).Scan(&head)
+	} else {
+		err = s.readDB.QueryRowContext(ctx,
+			`SELECT feed_sequence FROM feeds WHERE aggregate_type = ? AND events > 0`, aggregateType).Scan(&head)
+		if errors.Is(err, sql.ErrNoRows) {
+			return 0, fmt.Errorf("sqlite: feed %q: %w", aggregateType, eventstore.ErrNotFound)
+		}
+	}
+	if err != nil {
+		return 0, s.fail(ctx, "feed head", err)
+	}
+	return head, nil
+}
+
+// Feeds implements eventstore.Storage, from the counts the appends and
+// deletions keep in the feeds table.
+func (s *Storage) Feeds(ctx context.Context) ([]eventstore.FeedInfo, error) {
+	if err := s.check(ctx, "feeds"); err != nil {
+		return nil, err
+	}
+	rows, err := s.readDB.QueryContext(ctx, `SELECT aggregate_type, aggregates, batches, events
+		FROM feeds WHERE events > 0 ORDER BY aggregate_type`)
+	if err != nil {
+		return nil, s.fail(ctx, "feeds", err)
+	}
+	feeds := []eventstore.FeedInfo{}
+	for rows.Next() {
+		var f eventstore.FeedInfo
+		if err := rows.Scan(&f.AggregateType, &f.AggregateCount, &f.BatchCount, &f.EventCount); err != nil {
+			rows.Close()
+			return nil, s.fail(ctx, "feeds", err)
+		}
+		feeds = append(feeds, f)
+	}
+	if err := closeRows(rows); err != nil {
+		return nil, s.fail(ctx, "feeds", err)
+	}
+	return feeds, nil
 }
 
 // scanner converts event rows. It shares the strings of repeated event
@@ -154,17 +256,21 @@ func (sc *scanner) copyData(d []byte) []byte {
 // event converts one row of eventColumns or feedColumns.
 func (sc *scanner) event(r *rawRow) eventstore.Event {
 	e := eventstore.Event{
-		ID:         r.string(0),
-		Type:       sc.intern(r.string(1)),
-		Data:       sc.copyData(r.bytes(2)),
-		Version:    r.int64(3),
-		Sequence:   r.int64(4),
-		Position:   r.int64(5),
-		RecordedAt: time.UnixMicro(r.int64(6)).UTC(),
+		ID:           r.string(0),
+		Type:         sc.intern(r.string(1)),
+		Data:         sc.copyData(r.bytes(2)),
+		Version:      r.int64(3),
+		Sequence:     r.int64(4),
+		Position:     r.int64(5),
+		RecordedAt:   time.UnixMicro(r.int64(6)).UTC(),
+		FeedSequence: r.int64(7),
 	}
-	if len(r.dest) > 7 {
-		e.AggregateType = sc.intern(r.string(7))
-		e.AggregateID = sc.intern(r.string(8))
+	if r.dest[8] != nil {
+		e.EncryptedData = r.string(8)
+	}
+	if len(r.dest) > 9 {
+		e.AggregateType = sc.intern(r.string(9))
+		e.AggregateID = sc.intern(r.string(10))
 	}
 	return e
 }

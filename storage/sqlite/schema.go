@@ -53,6 +53,64 @@ CREATE TABLE projection_errors (
 );
 CREATE INDEX projection_errors_by_name ON projection_errors (name, id);
 `,
+
+	// 2: feed sequences, encrypted data, never-reused positions and feed
+	// sequences, per-type counts, projection creation times and references.
+	`
+ALTER TABLE events ADD COLUMN feed_sequence INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE events ADD COLUMN encrypted_data TEXT; -- NULL when the event has none
+
+-- Number the batches stored so far, per aggregate type, in position order.
+WITH numbered AS (
+	SELECT aggregate_type, aggregate_id, version,
+	       row_number() OVER (PARTITION BY aggregate_type ORDER BY min(position)) AS n
+	FROM events GROUP BY aggregate_type, aggregate_id, version
+)
+UPDATE events SET feed_sequence = numbered.n FROM numbered
+WHERE events.aggregate_type = numbered.aggregate_type
+  AND events.aggregate_id = numbered.aggregate_id
+  AND events.version = numbered.version;
+
+-- Reads of one type's feed by feed sequence; entries end with the rowid,
+-- the position, so they are in position order.
+CREATE INDEX events_by_feed ON events (aggregate_type, feed_sequence);
+
+-- One row per aggregate type ever appended to. feed_sequence is that of
+-- the type's latest batch, also after deletions (never reused); the counts
+-- are of what is stored now.
+CREATE TABLE feeds (
+	aggregate_type TEXT    PRIMARY KEY,
+	feed_sequence  INTEGER NOT NULL,
+	aggregates     INTEGER NOT NULL,
+	batches        INTEGER NOT NULL,
+	events         INTEGER NOT NULL
+) WITHOUT ROWID;
+INSERT INTO feeds (aggregate_type, feed_sequence, aggregates, batches, events)
+SELECT aggregate_type, max(feed_sequence), count(DISTINCT aggregate_id), max(feed_sequence), count(*)
+FROM events GROUP BY aggregate_type;
+
+-- Named counters. 'position': the highest position ever assigned, kept
+-- when deletions remove the events at the end of the feed, so that
+-- positions are never reused.
+CREATE TABLE counters (
+	name  TEXT    PRIMARY KEY,
+	value INTEGER NOT NULL
+) WITHOUT ROWID;
+
+-- Projection instances: creation time (unknown for instances stored
+-- before this migration: their update time stands in) and reference.
+-- ref_rank orders references as lists sort them: 0 number (by ref_num),
+-- 1 text (by ref_text), 2 none. ref_decimal is a number's decimal text.
+ALTER TABLE projection_states ADD COLUMN created_at INTEGER NOT NULL DEFAULT 0;
+UPDATE projection_states SET created_at = updated_at;
+ALTER TABLE projection_states ADD COLUMN ref_rank INTEGER NOT NULL DEFAULT 2;
+ALTER TABLE projection_states ADD COLUMN ref_num REAL NOT NULL DEFAULT 0;
+ALTER TABLE projection_states ADD COLUMN ref_text TEXT NOT NULL DEFAULT '';
+ALTER TABLE projection_states ADD COLUMN ref_decimal TEXT NOT NULL DEFAULT '';
+CREATE INDEX projection_states_by_ref ON projection_states (name, ref_rank, ref_num, ref_text, instance_id);
+CREATE INDEX projection_states_by_created ON projection_states (name, created_at, instance_id);
+CREATE INDEX projection_states_by_updated ON projection_states (name, updated_at, instance_id);
+`,
 }
 
 // migrate brings the schema up to date in one IMMEDIATE transaction (db's

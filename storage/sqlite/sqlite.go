@@ -60,7 +60,7 @@ type Storage struct {
 	writeDB *sql.DB // exactly one connection: every write is serialised
 	readDB  *sql.DB // read-only pool
 	stmts   statements
-	batcher *groupcommit.Batcher[*eventstore.AppendRequest, eventstore.AppendResult]
+	batcher *groupcommit.Batcher[*job, eventstore.AppendResult]
 
 	closed    atomic.Bool
 	closeOnce sync.Once

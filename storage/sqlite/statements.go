@@ -10,27 +10,54 @@ import (
 // write connection and used inside transactions through Tx.StmtContext,
 // which reuses the connection's prepared statement.
 type statements struct {
-	savepoint, release, rollbackTo *sql.Stmt
-	head, insert, stored           *sql.Stmt
+	savepoint, release, rollbackTo                *sql.Stmt
+	head, insert, stored                          *sql.Stmt
+	lastPosition, lastFeed, saveFeed              *sql.Stmt
+	groupSavepoint, groupRelease, groupRollbackTo *sql.Stmt
 }
 
-func (st *statements) prepare(ctx context.Context, writeDB *sql.DB) error {
-	list := []struct {
+// lastPositionQuery is the highest position ever assigned: that of the
+// last stored event, or the mark a deletion of the last events left.
+const lastPositionQuery = `SELECT max(
+	coalesce((SELECT max(position) FROM events), 0),
+	coalesce((SELECT value FROM counters WHERE name = 'position'), 0))`
+
+func (st *statements) list() []struct {
+	into  **sql.Stmt
+	query string
+} {
+	return []struct {
 		into  **sql.Stmt
 		query string
 	}{
 		{&st.savepoint, `SAVEPOINT req`},
 		{&st.release, `RELEASE req`},
 		{&st.rollbackTo, `ROLLBACK TO req`},
+		{&st.groupSavepoint, `SAVEPOINT reqs`},
+		{&st.groupRelease, `RELEASE reqs`},
+		{&st.groupRollbackTo, `ROLLBACK TO reqs`},
 		{&st.head, `SELECT version, sequence FROM events
 			WHERE aggregate_type = ? AND aggregate_id = ? ORDER BY sequence DESC LIMIT 1`},
 		{&st.insert, `INSERT INTO events
-			(aggregate_type, aggregate_id, event_id, event_type, data, version, sequence, recorded_at)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?)`},
+			(position, aggregate_type, aggregate_id, event_id, event_type, data, version, sequence, recorded_at,
+			 feed_sequence, encrypted_data)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`},
 		{&st.stored, `SELECT version, position FROM events
 			WHERE aggregate_type = ? AND aggregate_id = ? AND event_id = ?`},
+		{&st.lastPosition, lastPositionQuery},
+		{&st.lastFeed, `SELECT feed_sequence FROM feeds WHERE aggregate_type = ?`},
+		{&st.saveFeed, `INSERT INTO feeds (aggregate_type, feed_sequence, aggregates, batches, events)
+			VALUES (?, ?, ?, ?, ?)
+			ON CONFLICT (aggregate_type) DO UPDATE SET
+				feed_sequence = excluded.feed_sequence,
+				aggregates = aggregates + excluded.aggregates,
+				batches = batches + excluded.batches,
+				events = events + excluded.events`},
 	}
-	for _, p := range list {
+}
+
+func (st *statements) prepare(ctx context.Context, writeDB *sql.DB) error {
+	for _, p := range st.list() {
 		stmt, err := writeDB.PrepareContext(ctx, p.query)
 		if err != nil {
 			return fmt.Errorf("prepare %q: %w", p.query, err)
@@ -43,9 +70,9 @@ func (st *statements) prepare(ctx context.Context, writeDB *sql.DB) error {
 // close closes the statements prepared so far. Errors are ignored: the
 // connection is being closed too.
 func (st *statements) close() {
-	for _, s := range []*sql.Stmt{st.savepoint, st.release, st.rollbackTo, st.head, st.insert, st.stored} {
-		if s != nil {
-			_ = s.Close()
+	for _, p := range st.list() {
+		if *p.into != nil {
+			_ = (*p.into).Close()
 		}
 	}
 }

@@ -1,0 +1,235 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/eventkit-go/eventstore"
+)
+
+// stateColumns are the columns scanState reads, in order.
+const stateColumns = `instance_id, data, position, created_at, updated_at, ref_rank, ref_num, ref_text, ref_decimal`
+
+// References are stored as a rank that orders them as lists sort them
+// (numbers, then texts, then none), the number, the text, and a number's
+// decimal text. Only rank, number and text take part in the order, so
+// numbers that are equal tie and are ordered by instance id.
+const (
+	rankNumber = 0
+	rankText   = 1
+	rankNone   = 2
+)
+
+// refColumns returns the stored columns of r. A kind this package does not
+// know is stored as none.
+func refColumns(r eventstore.Reference) (rank int, num float64, text, decimal string) {
+	switch r.Kind {
+	case eventstore.RefNumber:
+		return rankNumber, r.Number, "", r.Text
+	case eventstore.RefText:
+		return rankText, 0, r.Text, ""
+	}
+	return rankNone, 0, "", ""
+}
+
+// scanState reads one row of stateColumns into the state of projection
+// name.
+func scanState(row interface{ Scan(...any) error }, name string) (eventstore.ProjectionState, error) {
+	st := eventstore.ProjectionState{Name: name}
+	var data []byte
+	var created, updated int64
+	var rank int
+	var num float64
+	var text, decimal string
+	if err := row.Scan(&st.InstanceID, &data, &st.Position, &created, &updated, &rank, &num, &text, &decimal); err != nil {
+		return eventstore.ProjectionState{}, err
+	}
+	st.Data = data
+	st.CreatedAt = time.UnixMicro(created).UTC()
+	st.UpdatedAt = time.UnixMicro(updated).UTC()
+	switch rank {
+	case rankNumber:
+		st.Reference = eventstore.Reference{Kind: eventstore.RefNumber, Number: num, Text: decimal}
+	case rankText:
+		st.Reference = eventstore.Reference{Kind: eventstore.RefText, Text: text}
+	}
+	return st, nil
+}
+
+// maxParams is how many ids one statement binds as parameters; SQLite
+// allows 32,766.
+const maxParams = 10_000
+
+// placeholders returns "?, ?, …" for n parameters.
+func placeholders(n int) string {
+	return strings.TrimSuffix(strings.Repeat("?, ", n), ", ")
+}
+
+// LoadProjections implements eventstore.Storage: one query per 10,000 ids,
+// from one snapshot.
+func (s *Storage) LoadProjections(ctx context.Context, name string, ids []string) ([]eventstore.ProjectionState, error) {
+	if err := s.check(ctx, "get projection states"); err != nil {
+		return nil, err
+	}
+	found := make(map[string]eventstore.ProjectionState, len(ids))
+	err := s.readTx(ctx, func(tx *sql.Tx) error {
+		for start := 0; start < len(ids); start += maxParams {
+			chunk := ids[start:min(start+maxParams, len(ids))]
+			args := make([]any, 0, len(chunk)+1)
+			args = append(args, name)
+			for _, id := range chunk {
+				args = append(args, id)
+			}
+			rows, err := tx.QueryContext(ctx, `SELECT `+stateColumns+` FROM projection_states
+				WHERE name = ? AND instance_id IN (`+placeholders(len(chunk))+`)`, args...)
+			if err != nil {
+				return err
+			}
+			for rows.Next() {
+				st, err := scanState(rows, name)
+				if err != nil {
+					rows.Close()
+					return err
+				}
+				found[st.InstanceID] = st
+			}
+			if err := closeRows(rows); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, s.fail(ctx, "get projection states", err)
+	}
+	states := make([]eventstore.ProjectionState, 0, len(found))
+	for _, id := range ids {
+		if st, ok := found[id]; ok {
+			states = append(states, st)
+		}
+	}
+	return states, nil
+}
+
+// readTx runs fn in a read transaction of the read pool: one snapshot.
+func (s *Storage) readTx(ctx context.Context, fn func(tx *sql.Tx) error) error {
+	tx, err := s.readDB.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
+	if err != nil {
+		return err
+	}
+	defer tx.Rollback() // read only: nothing to commit
+	return fn(tx)
+}
+
+// sortColumns are the ORDER BY columns of each sort; every list ends with
+// the instance id, and each is the tail of an index on (name, …).
+var sortColumns = map[eventstore.ProjectionSort][]string{
+	eventstore.SortByID:        {"instance_id"},
+	eventstore.SortByReference: {"ref_rank", "ref_num", "ref_text", "instance_id"},
+	eventstore.SortByCreatedAt: {"created_at", "instance_id"},
+	eventstore.SortByUpdatedAt: {"updated_at", "instance_id"},
+}
+
+// ListProjections implements eventstore.Storage with two statements on one
+// snapshot: a count of the matches and the page. Filters on the reference
+// and every sort are ranges of an index that starts with the projection
+// name, so a page costs about Skip+Limit index entries, whatever the number
+// of instances; the count visits the matching entries of the smallest
+// index.
+func (s *Storage) ListProjections(ctx context.Context, q eventstore.ProjectionQuery) (eventstore.ProjectionList, error) {
+	if err := s.check(ctx, "list projection states"); err != nil {
+		return eventstore.ProjectionList{}, err
+	}
+	cols, ok := sortColumns[q.Sort]
+	if !ok {
+		return eventstore.ProjectionList{}, fmt.Errorf("sqlite: list projection states: unknown sort %d: %w", q.Sort, eventstore.ErrInvalid)
+	}
+	where, args, err := listFilter(q)
+	if err != nil {
+		return eventstore.ProjectionList{}, fmt.Errorf("sqlite: list projection states: %w", err)
+	}
+	var order strings.Builder
+	for i, c := range cols {
+		if i > 0 {
+			order.WriteString(", ")
+		}
+		order.WriteString(c)
+		if q.Descending {
+			order.WriteString(" DESC")
+		}
+	}
+	list := eventstore.ProjectionList{States: []eventstore.ProjectionState{}}
+	err = s.readTx(ctx, func(tx *sql.Tx) error {
+		if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM projection_states WHERE `+where, args...).Scan(&list.Total); err != nil {
+			return err
+		}
+		skip := int64(max(q.Skip, 0))
+		if q.Limit <= 0 || skip >= list.Total {
+			return nil
+		}
+		rows, err := tx.QueryContext(ctx, `SELECT `+stateColumns+` FROM projection_states WHERE `+where+
+			` ORDER BY `+order.String()+` LIMIT ? OFFSET ?`, append(args, q.Limit, skip)...)
+		if err != nil {
+			return err
+		}
+		for rows.Next() {
+			st, err := scanState(rows, q.Name)
+			if err != nil {
+				rows.Close()
+				return err
+			}
+			list.States = append(list.States, st)
+		}
+		return closeRows(rows)
+	})
+	if err != nil {
+		return eventstore.ProjectionList{}, s.fail(ctx, "list projection states", err)
+	}
+	return list, nil
+}
+
+// listFilter returns the WHERE clause of q and its arguments.
+func listFilter(q eventstore.ProjectionQuery) (string, []any, error) {
+	var where strings.Builder
+	where.WriteString("name = ?")
+	args := []any{q.Name}
+	switch n := len(q.IDs); {
+	case n == 0:
+	case n <= maxParams:
+		where.WriteString(" AND instance_id IN (" + placeholders(n) + ")")
+		for _, id := range q.IDs {
+			args = append(args, id)
+		}
+	default:
+		ids, err := json.Marshal(q.IDs)
+		if err != nil {
+			return "", nil, fmt.Errorf("encode ids: %w", err)
+		}
+		where.WriteString(" AND instance_id IN (SELECT value FROM json_each(?))")
+		args = append(args, string(ids))
+	}
+	ref := func(r eventstore.Reference, op string) {
+		if r.Kind == eventstore.RefNone {
+			return
+		}
+		rank, num, text, _ := refColumns(r)
+		switch r.Kind {
+		case eventstore.RefNumber:
+			where.WriteString(" AND ref_rank = ? AND ref_num " + op + " ?")
+			args = append(args, rank, num)
+		case eventstore.RefText:
+			where.WriteString(" AND ref_rank = ? AND ref_text " + op + " ?")
+			args = append(args, rank, text)
+		default: // a kind no instance has
+			where.WriteString(" AND false")
+		}
+	}
+	ref(q.Reference, "=")
+	ref(q.From, ">=")
+	ref(q.To, "<=")
+	return where.String(), args, nil
+}
