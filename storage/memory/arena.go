@@ -15,17 +15,17 @@ type span struct {
 	chunk, off, n uint32
 }
 
-// add copies s and then b into the arena, contiguously.
-func (a *arena) add(s string, b []byte) span {
-	n := len(s) + len(b)
+// add copies s, then b, then c into the arena, contiguously.
+func (a *arena) add(s string, b []byte, c string) span {
+	n := len(s) + len(b) + len(c)
 	last := len(a.chunks) - 1
 	if last < 0 || len(a.chunks[last])+n > cap(a.chunks[last]) {
 		a.chunks = append(a.chunks, make([]byte, 0, max(chunkSize, n)))
 		last++
 	}
-	c := a.chunks[last]
-	sp := span{chunk: uint32(last), off: uint32(len(c)), n: uint32(n)}
-	a.chunks[last] = append(append(c, s...), b...)
+	ch := a.chunks[last]
+	sp := span{chunk: uint32(last), off: uint32(len(ch)), n: uint32(n)}
+	a.chunks[last] = append(append(append(ch, s...), b...), c...)
 	return sp
 }
 

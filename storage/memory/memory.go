@@ -4,7 +4,8 @@
 // Events are kept in a compact form without pointers (ids as 16 bytes,
 // types interned, data in shared append-only chunks), so that a store
 // holding millions of events costs the garbage collector almost nothing to
-// scan.
+// scan. Deleting aggregates removes their events from every read, but the
+// bytes of their data stay in the chunks until the Storage is closed.
 package memory
 
 import (
@@ -21,24 +22,28 @@ type Storage struct {
 	closed bool
 
 	aggs    map[aggKey]int32 // index into aggList
-	aggList []*aggregate
+	aggList []*aggregate     // nil once deleted
 	log     []ref            // global feed; log[p-1] holds position p
-	byType  map[string]*feed // the positions of each aggregate type
+	deleted int              // entries of log that are deleted
+	byType  map[string]*feed // each aggregate type that ever had events
 	types   []string         // interned event types
 	typeIdx map[string]uint32
 	arena   arena
 
-	defs   map[string]*definition
-	states map[stateKey]eventstore.ProjectionState
+	defs map[string]*definition
 }
 
 var _ eventstore.Storage = (*Storage)(nil)
 
 type aggKey struct{ typ, id string }
 
-// feed holds the positions of the events of one aggregate type, ascending.
+// feed holds the events of one aggregate type. It outlives the deletion of
+// all of them, so that FeedSequences are never reused.
 type feed struct {
-	positions []int64
+	positions []int64 // of the type's events, ascending
+	seq       int64   // the FeedSequence of the type's latest batch
+	aggCount  int64   // aggregates with events
+	batches   int64   // batches of those aggregates
 }
 
 type aggregate struct {
@@ -46,20 +51,24 @@ type aggregate struct {
 	feed    *feed // of typ
 	events  []record
 	ids     map[uuid.UUID]int32 // event id -> index in events
+	seqs    []int64             // seqs[v-1] is the FeedSequence of version v
 }
 
 // record is a stored event. It holds no pointers.
 type record struct {
-	id       uuid.UUID
-	typ      uint32 // index into Storage.types
-	text     span   // the id's canonical text, followed by the data
-	hasData  bool
-	version  int64
+	id      uuid.UUID
+	typ     uint32 // index into Storage.types
+	text    span   // the id's canonical text, the data, the encrypted data
+	encLen  uint16 // length of the encrypted data at the end of text
+	hasData bool
+	version int64
+	// position is the event's Position.
 	position int64
 	recorded int64 // RecordedAt in Unix microseconds
 }
 
-// ref locates a feed event without pointers.
+// ref locates a feed event without pointers; agg is -1 for an event that
+// was deleted.
 type ref struct {
 	agg, idx int32
 }
@@ -67,9 +76,8 @@ type ref struct {
 type definition struct {
 	rec    eventstore.DefinitionRecord
 	errors []eventstore.ProjectionError
+	states map[string]eventstore.ProjectionState // by instance id
 }
-
-type stateKey struct{ name, instance string }
 
 // New returns an empty in-memory Storage.
 func New() *Storage {
@@ -78,7 +86,6 @@ func New() *Storage {
 		byType:  make(map[string]*feed),
 		typeIdx: make(map[string]uint32),
 		defs:    make(map[string]*definition),
-		states:  make(map[stateKey]eventstore.ProjectionState),
 	}
 }
 
@@ -94,7 +101,7 @@ func (s *Storage) Close() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.closed = true
-	s.aggs, s.aggList, s.log, s.byType, s.defs, s.states = nil, nil, nil, nil, nil, nil
+	s.aggs, s.aggList, s.log, s.byType, s.defs = nil, nil, nil, nil, nil
 	s.types, s.typeIdx, s.arena = nil, nil, arena{}
 	return nil
 }

@@ -1,0 +1,105 @@
+package memory
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/eventkit-go/eventstore"
+)
+
+// FeedHead implements eventstore.Storage. A type whose events were all
+// deleted keeps the FeedSequence of its latest batch as its head.
+func (s *Storage) FeedHead(ctx context.Context, aggregateType string) (int64, error) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	if err := s.check(ctx); err != nil {
+		return 0, err
+	}
+	if aggregateType == "" {
+		return int64(len(s.log)), nil
+	}
+	f := s.byType[aggregateType]
+	if f == nil {
+		return 0, fmt.Errorf("feed %q: %w", aggregateType, eventstore.ErrNotFound)
+	}
+	return f.seq, nil
+}
+
+// Feeds implements eventstore.Storage.
+func (s *Storage) Feeds(ctx context.Context) ([]eventstore.FeedInfo, error) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	if err := s.check(ctx); err != nil {
+		return nil, err
+	}
+	out := make([]eventstore.FeedInfo, 0, len(s.byType))
+	for typ, f := range s.byType {
+		if len(f.positions) > 0 {
+			out = append(out, eventstore.FeedInfo{AggregateType: typ, AggregateCount: f.aggCount, BatchCount: f.batches, EventCount: int64(len(f.positions))})
+		}
+	}
+	slices.SortFunc(out, func(a, b eventstore.FeedInfo) int { return strings.Compare(a.AggregateType, b.AggregateType) })
+	return out, nil
+}
+
+// DeleteAggregate implements eventstore.Storage. It costs time in the
+// number of events of the aggregate's type.
+func (s *Storage) DeleteAggregate(ctx context.Context, aggregateType, aggregateID string) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err := s.check(ctx); err != nil {
+		return err
+	}
+	ai, ok := s.aggs[aggKey{aggregateType, aggregateID}]
+	if !ok {
+		return fmt.Errorf("aggregate %s/%s: %w", aggregateType, aggregateID, eventstore.ErrNotFound)
+	}
+	agg := s.aggList[ai]
+	// Both lists are ascending: drop the aggregate's positions in one pass.
+	f, k := agg.feed, 0
+	f.positions = slices.DeleteFunc(f.positions, func(p int64) bool {
+		if k < len(agg.events) && agg.events[k].position == p {
+			k++
+			return true
+		}
+		return false
+	})
+	s.drop(ai)
+	return nil
+}
+
+// DeleteAggregateType implements eventstore.Storage.
+func (s *Storage) DeleteAggregateType(ctx context.Context, aggregateType string) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err := s.check(ctx); err != nil {
+		return err
+	}
+	f := s.byType[aggregateType]
+	if f == nil || len(f.positions) == 0 {
+		return fmt.Errorf("aggregate type %q: %w", aggregateType, eventstore.ErrNotFound)
+	}
+	for _, p := range f.positions {
+		if r := s.log[p-1]; r.agg >= 0 && s.aggList[r.agg] != nil {
+			s.drop(r.agg)
+		}
+	}
+	f.positions = nil
+	return nil
+}
+
+// drop deletes the aggregate at ai, except for its type's positions: its
+// events leave the log, and it leaves the index. s.mu is held.
+func (s *Storage) drop(ai int32) {
+	agg := s.aggList[ai]
+	for _, r := range agg.events {
+		s.log[r.position-1] = ref{agg: -1}
+	}
+	s.deleted += len(agg.events)
+	agg.feed.aggCount--
+	agg.feed.batches -= int64(len(agg.seqs))
+	delete(s.aggs, aggKey{agg.typ, agg.id})
+	s.aggList[ai] = nil
+}
