@@ -47,7 +47,8 @@ func (s *Storage) Append(ctx context.Context, req eventstore.AppendRequest) (eve
 }
 
 // AppendAll implements eventstore.Storage. Every request is checked before
-// the first is written, under one lock.
+// the first is written, under one lock. Two requests for one aggregate are
+// refused with a *BatchError wrapping ErrInvalid.
 func (s *Storage) AppendAll(ctx context.Context, reqs []eventstore.AppendRequest) ([]eventstore.AppendResult, error) {
 	ids := make([][]uuid.UUID, len(reqs))
 	seen := make(map[aggKey]int, len(reqs))

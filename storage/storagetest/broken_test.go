@@ -156,6 +156,82 @@ func (s splitCommit) CommitProjection(ctx context.Context, c eventstore.Projecti
 	return s.Storage.CommitProjection(ctx, eventstore.ProjectionCommit{Name: c.Name, From: c.From, To: c.To})
 }
 
+// appendAllPartial writes the batches of AppendAll one at a time, so a
+// refused batch leaves the batches before it written.
+type appendAllPartial struct{ *memory.Storage }
+
+func (s appendAllPartial) AppendAll(ctx context.Context, reqs []eventstore.AppendRequest) ([]eventstore.AppendResult, error) {
+	results := make([]eventstore.AppendResult, len(reqs))
+	for i, req := range reqs {
+		res, err := s.Storage.Append(ctx, req)
+		if err != nil {
+			return nil, &eventstore.BatchError{Index: i, AggregateType: req.AggregateType, AggregateID: req.AggregateID, Err: err}
+		}
+		results[i] = res
+	}
+	return results, nil
+}
+
+// listIgnoresSkip returns every page of ListProjections from the first
+// match.
+type listIgnoresSkip struct{ *memory.Storage }
+
+func (s listIgnoresSkip) ListProjections(ctx context.Context, q eventstore.ProjectionQuery) (eventstore.ProjectionList, error) {
+	q.Skip = 0
+	return s.Storage.ListProjections(ctx, q)
+}
+
+// headFromLiveEvents computes FeedHead from the events still stored, as a
+// MAX() query over the events table would, so the head goes down when the
+// latest batch is deleted.
+type headFromLiveEvents struct{ *memory.Storage }
+
+func (s headFromLiveEvents) FeedHead(ctx context.Context, typ string) (int64, error) {
+	var head int64
+	found := false
+	for q := (eventstore.FeedQuery{Limit: 100, AggregateType: typ}); ; {
+		page, err := s.Storage.ReadFeed(ctx, q)
+		if err != nil {
+			return 0, err
+		}
+		for _, e := range page.Events {
+			found = true
+			head = e.Position
+			if typ != "" {
+				head = e.FeedSequence
+			}
+		}
+		if len(page.Events) == 0 {
+			break
+		}
+		q.After = page.Head
+	}
+	if !found && typ != "" {
+		return 0, fmt.Errorf("feed %q: %w", typ, eventstore.ErrNotFound)
+	}
+	return head, nil
+}
+
+// seqPerAggregate numbers batches per aggregate instead of per type: it
+// reports each event's Version as its FeedSequence.
+type seqPerAggregate struct{ *memory.Storage }
+
+func (s seqPerAggregate) Load(ctx context.Context, q eventstore.LoadQuery) (eventstore.Aggregate, error) {
+	agg, err := s.Storage.Load(ctx, q)
+	for i := range agg.Events {
+		agg.Events[i].FeedSequence = agg.Events[i].Version
+	}
+	return agg, err
+}
+
+func (s seqPerAggregate) ReadFeed(ctx context.Context, q eventstore.FeedQuery) (eventstore.FeedPage, error) {
+	page, err := s.Storage.ReadFeed(ctx, q)
+	for i := range page.Events {
+		page.Events[i].FeedSequence = page.Events[i].Version
+	}
+	return page, err
+}
+
 // variant is one storage the suite runs against in a subprocess, with the
 // subtests that must fail on it (none for a healthy storage).
 type variant struct {
@@ -182,5 +258,13 @@ func variants() map[string]variant {
 			[]string{"CommitProjectionChecksFrom", "CommitProjectionConcurrent"}},
 		"splitCommit": {func() eventstore.Storage { return splitCommit{memory.New()} },
 			[]string{"CommitProjectionChecksFrom", "CommitProjectionConcurrent"}},
+		"appendAllPartial": {func() eventstore.Storage { return appendAllPartial{memory.New()} },
+			[]string{"AppendAllIsAtomic"}},
+		"listIgnoresSkip": {func() eventstore.Storage { return listIgnoresSkip{memory.New()} },
+			[]string{"ListProjectionsPaging", "ListProjectionsFilters"}},
+		"headFromLiveEvents": {func() eventstore.Storage { return headFromLiveEvents{memory.New()} },
+			[]string{"DeleteNeverReusesNumbers"}},
+		"seqPerAggregate": {func() eventstore.Storage { return seqPerAggregate{memory.New()} },
+			[]string{"FeedSequenceNumbersBatches", "FeedCompleteUnderConcurrentAppendAll", "DeleteAggregate"}},
 	}
 }

@@ -98,8 +98,8 @@ func testAppendAll(t *testing.T, h *harness) {
 		t.Errorf("FeedHead(\"alpha\") after a save and two alpha batches of AppendAll must be 3, got %d", got)
 	}
 	one := mustAppendAll(t, h, []eventstore.AppendRequest{request("beta", "1", evs("Closed", 1), eventstore.ExpectVersion(1))})
-	if one[0].Version != 2 || one[0].Position != last+1 {
-		t.Errorf("AppendAll of one batch is an Append: want version 2 at position %d, got %+v", last+1, one[0])
+	if one[0].Version != 2 || one[0].Position <= last {
+		t.Errorf("AppendAll of one batch is an Append: want version 2 at a position after %d, got %+v", last, one[0])
 	}
 }
 

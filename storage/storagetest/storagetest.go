@@ -11,7 +11,9 @@
 // mostly through eventstore.Store (what users see) and the Storage methods
 // the Store does not cover (the feed, definitions and projection commits),
 // and checks the store-wide invariants afterwards: feed positions strictly
-// increasing, aggregate versions and sequences contiguous, every
+// increasing, aggregate versions and sequences contiguous, the events of a
+// batch adjacent with one FeedSequence, each type's FeedSequences rising
+// from batch to batch, FeedHead and Feeds agreeing with the feed, every
 // projection checkpoint at or below the feed head. The required properties
 // (atomic append, gap-free global order, checkpoint atomic with state) have
 // no capability flags: every backend must pass every subtest.
