@@ -89,9 +89,9 @@ func (s *Store) prepareAll(aggregateType string, batches []Batch) ([]AppendReque
 	reqs := make([]AppendRequest, len(batches))
 	first := make(map[string]int, len(batches))
 	for i, b := range batches {
-		prefix := fmt.Sprintf("batches[%d].", i)
+		prefix := func() string { return fmt.Sprintf("batches[%d].", i) } // only on errors
 		if j, ok := first[b.AggregateID]; ok && b.AggregateID != "" {
-			v.add(prefix+"aggregateId", "repeats the aggregate of batches[%d]", j)
+			v.add(prefix()+"aggregateId", "repeats the aggregate of batches[%d]", j)
 		} else {
 			first[b.AggregateID] = i
 		}
@@ -102,7 +102,7 @@ func (s *Store) prepareAll(aggregateType string, batches []Batch) ([]AppendReque
 					continue // reported once above
 				}
 				if f.Field != "" && !strings.HasPrefix(f.Field, "[") {
-					f.Field = prefix + f.Field
+					f.Field = prefix() + f.Field
 				}
 				v.fields = append(v.fields, f)
 			}

@@ -52,9 +52,31 @@
 // Several processes may share one storage (storage/postgres). Each event is
 // still applied exactly once, because a projection commit succeeds only from
 // the checkpoint it started from. A save made through another process
-// reaches this process's projections within [ProjectorOptions.PollInterval]
-// while Run is running; without Run, every query catches up with the whole
-// visible feed first.
+// reaches this process's projections at once while Run is running when the
+// storage reports appends ([AppendWatcher]: storage/postgres does, with
+// LISTEN/NOTIFY), and otherwise within [ProjectorOptions.PollInterval];
+// without Run, every query catches up with the whole visible feed first.
+//
+// # Feeds and subscriptions
+//
+// Every saved batch is an entry of two feeds: its aggregate type's, which
+// numbers the type's batches 1, 2, 3, ..., and the feed of all types, which
+// orders every batch by global position. [Store.ReadFeed] pages through a
+// feed from a cursor (optionally waiting for new entries: a long poll);
+// [Store.Subscribe] catches up from a cursor and then follows new entries as
+// they are saved, with the cursor in every delivery so that the caller can
+// store its checkpoint and resume. Readers see every batch exactly once, in
+// order, also under concurrent writers. One goroutine per Store watches the
+// storage for appends by other processes, when the storage can report them;
+// subscriptions, long polls and projectors all wake from it, or from saves
+// through the Store, and poll ([Options.PollInterval]) only as a fallback.
+// Close stops them all.
+//
+// # Deletion
+//
+// [Store.DeleteAggregate] and [Store.DeleteAggregateType] remove events
+// from loads and feeds, then reset every projection of that feed so that it
+// is rebuilt without them. A deleted aggregate's id can be used again.
 //
 // # Numbers
 //

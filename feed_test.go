@@ -14,6 +14,7 @@ import (
 
 	"github.com/eventkit-go/eventstore"
 	"github.com/eventkit-go/eventstore/internal/fakestorage"
+	"github.com/eventkit-go/eventstore/storage/memory"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -23,7 +24,7 @@ var backends = []struct {
 	name string
 	new  func() eventstore.Storage
 }{
-	{"memory", func() eventstore.Storage { return fakestorage.New() }},
+	{"memory", func() eventstore.Storage { return memory.New() }},
 }
 
 func forBackends(t *testing.T, fn func(t *testing.T, st *eventstore.Store)) {

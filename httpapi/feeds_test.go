@@ -11,15 +11,14 @@ import (
 
 	"github.com/eventkit-go/eventstore"
 	"github.com/eventkit-go/eventstore/httpapi"
-	"github.com/eventkit-go/eventstore/internal/fakestorage"
+	"github.com/eventkit-go/eventstore/storage/memory"
 	"github.com/google/uuid"
 )
 
-// newFeedEnv is a handler on a store whose storage implements the whole
-// Storage contract.
+// newFeedEnv is a handler on a fresh in-memory store, with options.
 func newFeedEnv(t *testing.T, opts *httpapi.Options) *env {
 	t.Helper()
-	st, err := eventstore.New(fakestorage.New(), nil)
+	st, err := eventstore.New(memory.New(), nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -3,6 +3,7 @@ package postgres_test
 import (
 	"context"
 	"fmt"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -264,4 +265,135 @@ FROM generate_series(1, $1::bigint) g`, events)
 		b.Fatal(err)
 	}
 	storagetest.BenchmarkRebuild(b, store, "order", "Placed", events, false)
+}
+
+// appendRequest returns a request of n new events for aggregate id.
+func appendRequest(id string, n int) eventstore.AppendRequest {
+	now := time.Now().UTC().Truncate(time.Microsecond)
+	req := eventstore.AppendRequest{AggregateType: "acct", AggregateID: id, Events: make([]eventstore.Event, n)}
+	for i := range req.Events {
+		req.Events[i] = eventstore.Event{ID: uuid.NewString(), Type: "Deposited", Data: []byte(benchData), RecordedAt: now}
+	}
+	return req
+}
+
+// BenchmarkAppendAll10x10 writes 10 aggregates × 10 events with one
+// AppendAll, next to the same 10 batches written by 10 Appends one after
+// the other (one writer), alternating in rounds so that both see the same
+// load. It reports the events/s of both and their ratio (all/separate-x).
+func BenchmarkAppendAll10x10(b *testing.B) {
+	const aggregates, events = 10, 10
+	ctx := context.Background()
+	pool := benchPool(b)
+	_, s, _ := benchStore(b, pool)
+	round := func(i int) []eventstore.AppendRequest {
+		reqs := make([]eventstore.AppendRequest, aggregates)
+		for k := range reqs {
+			reqs[k] = appendRequest(fmt.Sprint("a", (i*aggregates+k)%1000), events)
+		}
+		return reqs
+	}
+	all := func(i int) time.Duration {
+		reqs := round(i)
+		start := time.Now()
+		if _, err := s.AppendAll(ctx, reqs); err != nil {
+			b.Fatal(err)
+		}
+		return time.Since(start)
+	}
+	separate := func(i int) time.Duration {
+		reqs := round(i)
+		start := time.Now()
+		for _, r := range reqs {
+			if _, err := s.Append(ctx, r); err != nil {
+				b.Fatal(err)
+			}
+		}
+		return time.Since(start)
+	}
+	for i := range 4 { // warm up
+		all(i)
+		separate(i)
+	}
+	var allTime, separateTime time.Duration
+	b.ResetTimer()
+	for i := range b.N {
+		allTime += all(i)
+		separateTime += separate(i)
+	}
+	b.StopTimer()
+	n := float64(b.N * aggregates * events)
+	b.ReportMetric(n/allTime.Seconds(), "all-events/s")
+	b.ReportMetric(n/separateTime.Seconds(), "separate-events/s")
+	b.ReportMetric(separateTime.Seconds()/allTime.Seconds(), "all/separate-x")
+}
+
+// BenchmarkListProjections lists 100 instances sorted by reference (from
+// the start, and after skipping 1,000), counts all instances, and counts
+// those with a text reference from "8" on (a sixth of them), of a
+// projection of 10k or 100k instances (inserted in bulk: a third with a
+// number reference, a third with a text, a third without), next to 10k
+// instances of another projection.
+func BenchmarkListProjections(b *testing.B) {
+	pool := benchPool(b)
+	for _, n := range []int{10_000, 100_000} {
+		b.Run(fmt.Sprintf("instances=%d", n), func(b *testing.B) {
+			ctx := context.Background()
+			_, s, schema := benchStore(b, pool)
+			q := pgx.Identifier{schema}.Sanitize()
+			for _, sql := range []string{
+				`INSERT INTO ` + q + `.definitions (name, spec, created_at, instances)
+VALUES ('p', '{}', now(), $1), ('other', '{}', now(), 10000)`,
+				`INSERT INTO ` + q + `.projection_states (name, instance_id, data, position, created_at, updated_at, ref_rank, ref_num, ref_text, ref_number)
+SELECT 'p', 'i' || g, '{"total":12.5}', g, now() - g * interval '1 s', now(), g % 3,
+       CASE WHEN g % 3 = 0 THEN (g * 7919) % 100003 ELSE 0 END,
+       CASE WHEN g % 3 = 1 THEN md5(g::text) ELSE '' END,
+       CASE WHEN g % 3 = 0 THEN ((g * 7919) % 100003)::text END
+FROM generate_series(1, $1::bigint) g`,
+				`INSERT INTO ` + q + `.projection_states (name, instance_id, data, position, created_at, updated_at)
+SELECT 'other', 'i' || g, '{}', g, now(), now() FROM generate_series(1, 10000) g WHERE $1::bigint > 0`,
+				// As autovacuum leaves it: statistics and the visibility map
+				// (for index-only scans) up to date.
+				`VACUUM ANALYZE ` + q + `.projection_states`,
+			} {
+				var args []any
+				if strings.Contains(sql, "$1") {
+					args = append(args, n)
+				}
+				if _, err := pool.Exec(ctx, sql, args...); err != nil {
+					b.Fatal(err)
+				}
+			}
+			for _, skip := range []int{0, 1000} {
+				b.Run(fmt.Sprintf("sorted-by-reference/skip=%d", skip), func(b *testing.B) {
+					query := eventstore.ProjectionQuery{Name: "p", Sort: eventstore.SortByReference, Skip: skip, Limit: 100}
+					for b.Loop() {
+						list, err := s.ListProjections(ctx, query)
+						if err != nil || len(list.States) != 100 || list.Total != int64(n) {
+							b.Fatalf("list: %d states of %d, %v", len(list.States), list.Total, err)
+						}
+					}
+					b.ReportMetric(float64(b.Elapsed().Microseconds())/float64(b.N)/1000, "ms/list")
+				})
+			}
+			b.Run("count", func(b *testing.B) {
+				for b.Loop() {
+					list, err := s.ListProjections(ctx, eventstore.ProjectionQuery{Name: "p"})
+					if err != nil || list.Total != int64(n) {
+						b.Fatalf("count: %d, %v", list.Total, err)
+					}
+				}
+				b.ReportMetric(float64(b.Elapsed().Microseconds())/float64(b.N)/1000, "ms/count")
+			})
+			b.Run("count-text-range", func(b *testing.B) {
+				query := eventstore.ProjectionQuery{Name: "p", From: eventstore.Reference{Kind: eventstore.RefText, Text: "8"}}
+				for b.Loop() {
+					if _, err := s.ListProjections(ctx, query); err != nil {
+						b.Fatal(err)
+					}
+				}
+				b.ReportMetric(float64(b.Elapsed().Microseconds())/float64(b.N)/1000, "ms/count")
+			})
+		})
+	}
 }

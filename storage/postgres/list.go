@@ -120,18 +120,38 @@ func (s *Storage) listSQL(q eventstore.ProjectionQuery) (string, []any) {
 		sql = "SELECT " + total + ", false, '', NULL::bytea, 0::bigint, 'epoch'::timestamptz, 'epoch'::timestamptz, " +
 			"0::smallint, 0::float8, '', NULL::text"
 	} else {
+		// The page's rows. With a Skip, the skipped entries are read from
+		// the index alone (every column of the order is in it), and only
+		// the page's rows are fetched from the table.
+		skip, limit := arg(int64(max(q.Skip, 0))), arg(int64(q.Limit))
+		page := `SELECT ` + stateCols + ` FROM {{schema}}.projection_states
+	WHERE ` + where.String() + `
+	ORDER BY ` + order("") + ` OFFSET ` + skip + ` LIMIT ` + limit
+		if q.Skip > 0 {
+			page = `SELECT ` + prefixed("s.", stateCols) + ` FROM (
+		SELECT ` + strings.Join(keys, ", ") + ` FROM {{schema}}.projection_states
+		WHERE ` + where.String() + `
+		ORDER BY ` + order("") + ` OFFSET ` + skip + ` LIMIT ` + limit + `
+	) k
+	JOIN {{schema}}.projection_states s ON s.name = $1 AND s.instance_id = k.instance_id
+	ORDER BY ` + order("k.")
+		}
 		sql = `
 SELECT t.total, p.instance_id IS NOT NULL, coalesce(p.instance_id, ''), p.data, coalesce(p.position, 0),
        coalesce(p.created_at, 'epoch'), coalesce(p.updated_at, 'epoch'), coalesce(p.ref_rank, 0),
        coalesce(p.ref_num, 0), coalesce(p.ref_text, ''), p.ref_number
 FROM (SELECT ` + total + ` AS total) t
-LEFT JOIN LATERAL (
-	SELECT ` + stateCols + ` FROM {{schema}}.projection_states
-	WHERE ` + where.String() + `
-	ORDER BY ` + order("") + `
-	OFFSET ` + arg(int64(max(q.Skip, 0))) + ` LIMIT ` + arg(int64(q.Limit)) + `
-) p ON true
+LEFT JOIN LATERAL (` + page + `) p ON true
 ORDER BY ` + order("p.")
 	}
 	return qualify(s.schema, sql), args
+}
+
+// prefixed returns the comma-separated columns cols, each prefixed.
+func prefixed(prefix, cols string) string {
+	parts := strings.Split(cols, ",")
+	for i, c := range parts {
+		parts[i] = prefix + strings.TrimSpace(c)
+	}
+	return strings.Join(parts, ", ")
 }

@@ -33,6 +33,25 @@
 // projection read there shows it once that process's projector has caught up
 // with the feed.
 //
+// The same lock numbers each aggregate type's batches (FeedSequence) and
+// serialises DeleteAggregate and DeleteAggregateType with the writers.
+// Deletion records the highest position and FeedSequence it removed in a
+// deleted_marks table, and writers continue after the higher of what is
+// stored and those marks, so no number is ever given twice; the append
+// statements read the marks themselves, without another round trip. AppendAll
+// writes all its batches in one transaction, usually with one statement.
+//
+// Every transaction that appends notifies the channel "<schema>.appends" (a
+// name derived from a hash for long schema names) once when it commits;
+// WatchAppends listens on it with a connection of its own, so that Stores in
+// every process learn of appends at once (see eventstore.AppendWatcher).
+//
+// ListProjections is served by indexes on (name, sort key, instance_id) for
+// each order, and the definitions table keeps each projection's count of
+// instances, so a page and an unfiltered total cost about the same for ten
+// instances or a million; a filtered total counts the matching index range.
+// Feeds counts every event of the store and is meant for occasional use.
+//
 // Projection checkpoints move with a compare-and-set in the same transaction
 // that stores the states, so when projectors in several processes race, each
 // range of the feed is applied exactly once and the losers get ErrConflict.

@@ -131,7 +131,7 @@ func (s *Storage) ReadFeed(ctx context.Context, q eventstore.FeedQuery) (eventst
 	var rows pgx.Rows
 	var err error
 	if q.AfterFeedSequence > 0 {
-		rows, err = s.pool.Query(ctx, s.sql.feedSeq, q.AfterFeedSequence, limit, q.AggregateType)
+		rows, err = s.pool.Query(ctx, s.sql.feedSeq, q.AfterFeedSequence, limit, q.AggregateType, after)
 	} else {
 		rows, err = s.pool.Query(ctx, s.sql.feedType, after, limit, q.AggregateType)
 	}

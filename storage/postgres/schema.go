@@ -362,7 +362,8 @@ ORDER BY e.position`),
 		// position. Within a type positions grow with FeedSequences, so
 		// the events wanted are those of the type from the first position
 		// of batch $1 + 1 on: found through events_type_feed, read
-		// through events_type_position, never touching other types.
+		// through events_type_position, never touching other types. A
+		// position $4 other than 0 restricts them further.
 		feedSeq: q(`
 SELECT h.head, coalesce(e.position, 0), coalesce(e.aggregate_type, ''), coalesce(e.aggregate_id, ''),
        coalesce(e.event_id, ''), coalesce(e.event_type, ''), e.data, coalesce(e.version, 0),
@@ -371,7 +372,7 @@ SELECT h.head, coalesce(e.position, 0), coalesce(e.aggregate_type, ''), coalesce
 FROM (SELECT ` + headSQL + ` AS head) h
 LEFT JOIN LATERAL (
 	SELECT * FROM {{schema}}.events
-	WHERE aggregate_type = $3 AND position >= (
+	WHERE aggregate_type = $3 AND position > $4 AND position >= (
 		SELECT min(position) FROM {{schema}}.events
 		WHERE aggregate_type = $3 AND feed_sequence = (
 			SELECT min(feed_sequence) FROM {{schema}}.events WHERE aggregate_type = $3 AND feed_sequence > $1

@@ -1,0 +1,102 @@
+package postgres
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/eventkit-go/eventstore"
+	"github.com/jackc/pgx/v5"
+)
+
+// TestMigrateFromVersion1 builds a schema as the first version of the
+// package left it, with events and projection states, and checks that
+// Open migrates it: existing batches get FeedSequences in position order,
+// states a CreatedAt and no reference, definitions their instance counts,
+// and appends go on after the existing numbers.
+func TestMigrateFromVersion1(t *testing.T) {
+	s, quoted := openBatchTestSchema(t)
+	ctx := context.Background()
+	schema := "v1_" + quoted[1:len(quoted)-1]
+	q := pgx.Identifier{schema}.Sanitize()
+	t.Cleanup(func() { _, _ = s.pool.Exec(context.Background(), "DROP SCHEMA IF EXISTS "+q+" CASCADE") })
+	at := time.Date(2026, 1, 2, 3, 4, 5, 6000, time.UTC)
+	_, err := s.pool.Exec(ctx, qualify(q, `
+CREATE SCHEMA {{schema}};
+CREATE TABLE {{schema}}.schema_migrations (version integer PRIMARY KEY, applied_at timestamptz NOT NULL DEFAULT now());
+`+migrations[0]+`
+INSERT INTO {{schema}}.schema_migrations (version) VALUES (1);`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Batches in position order: a/x v1 (1, 2), b/y v1 (3), a/z v1 (4),
+	// a/x v2 (5, 6, 7), b/y v2 (8).
+	rows := []struct {
+		typ, id      string
+		version, seq int64
+	}{{"a", "x", 1, 1}, {"a", "x", 1, 2}, {"b", "y", 1, 1}, {"a", "z", 1, 1}, {"a", "x", 2, 3}, {"a", "x", 2, 4}, {"a", "x", 2, 5}, {"b", "y", 2, 2}}
+	for i, r := range rows {
+		_, err := s.pool.Exec(ctx, qualify(q, `INSERT INTO {{schema}}.events
+(position, aggregate_type, aggregate_id, event_id, event_type, data, version, sequence, recorded_at)
+VALUES ($1, $2, $3, gen_random_uuid()::text, 'E', NULL, $4, $5, $6)`), i+1, r.typ, r.id, r.version, r.seq, at)
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	_, err = s.pool.Exec(ctx, qualify(q, `
+INSERT INTO {{schema}}.definitions (name, spec, created_at, checkpoint) VALUES ('p', '{}', now(), 8), ('empty', '{}', now(), 0);
+INSERT INTO {{schema}}.projection_states (name, instance_id, data, position, updated_at)
+VALUES ('p', 'x', '{"n":1}', 7, '2026-01-02 03:04:05+00'), ('p', 'z', '{"n":2}', 4, '2026-01-02 03:04:05+00');`))
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	m, err := Open(ctx, s.pool, &Options{Schema: schema})
+	if err != nil {
+		t.Fatalf("open a version 1 schema: %v", err)
+	}
+	defer m.Close()
+	page, err := m.ReadFeed(ctx, eventstore.FeedQuery{Limit: 100})
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantSeq := []int64{1, 1, 1, 2, 3, 3, 3, 2}
+	if len(page.Events) != len(wantSeq) {
+		t.Fatalf("migrated feed has %d events, want %d", len(page.Events), len(wantSeq))
+	}
+	for i, e := range page.Events {
+		if e.FeedSequence != wantSeq[i] || e.EncryptedData != "" {
+			t.Errorf("migrated event at %d: FeedSequence %d, EncryptedData %q; want %d, \"\"", e.Position, e.FeedSequence, e.EncryptedData, wantSeq[i])
+		}
+	}
+	for typ, want := range map[string]int64{"a": 3, "b": 2, "": 8} {
+		if head, err := m.FeedHead(ctx, typ); err != nil || head != want {
+			t.Errorf("FeedHead(%q) after migration = %d, %v; want %d", typ, head, err, want)
+		}
+	}
+	res, err := m.Append(ctx, request("w", 0, batchEvent("A")))
+	if err != nil || res.Position != 9 {
+		t.Fatalf("append after migration = %+v, %v; want position 9", res, err)
+	}
+	agg, err := m.Load(ctx, eventstore.LoadQuery{AggregateType: "t", AggregateID: "w"})
+	if err != nil || agg.Events[0].FeedSequence != 1 {
+		t.Errorf("first batch of a new type after migration: %+v, %v; want FeedSequence 1", agg, err)
+	}
+	list, err := m.ListProjections(ctx, eventstore.ProjectionQuery{Name: "p", Sort: eventstore.SortByCreatedAt, Limit: 10})
+	if err != nil || list.Total != 2 || len(list.States) != 2 {
+		t.Fatalf("list migrated states = %+v, %v; want 2", list, err)
+	}
+	for _, st := range list.States {
+		if !st.CreatedAt.Equal(st.UpdatedAt) || st.Reference != (eventstore.Reference{}) {
+			t.Errorf("migrated state %q: CreatedAt %v (UpdatedAt %v), Reference %+v; want CreatedAt = UpdatedAt, no reference",
+				st.InstanceID, st.CreatedAt, st.UpdatedAt, st.Reference)
+		}
+	}
+	if list, err := m.ListProjections(ctx, eventstore.ProjectionQuery{Name: "empty"}); err != nil || list.Total != 0 {
+		t.Errorf("count of a migrated projection without instances = %+v, %v", list, err)
+	}
+	var version int
+	if err := s.pool.QueryRow(ctx, qualify(q, `SELECT max(version) FROM {{schema}}.schema_migrations`)).Scan(&version); err != nil || version != len(migrations) {
+		t.Errorf("schema version after Open = %d, %v; want %d", version, err, len(migrations))
+	}
+}
