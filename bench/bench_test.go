@@ -28,7 +28,7 @@ func TestWorkloads(t *testing.T) {
 		t.Run(b, func(t *testing.T) {
 			ctx := context.Background()
 			if b == "postgres" {
-				env, err := newPGEnv(ctx, testPGURL(), 4)
+				env, err := newPGEnv(ctx, testPGURL(), 4, 1)
 				if err != nil {
 					t.Skipf("PostgreSQL not reachable: %v", err)
 				}
@@ -67,7 +67,7 @@ func TestWorkloads(t *testing.T) {
 // TestPostgresDropsSchemas checks that a run leaves no schema behind.
 func TestPostgresDropsSchemas(t *testing.T) {
 	ctx := context.Background()
-	env, err := newPGEnv(ctx, testPGURL(), 2)
+	env, err := newPGEnv(ctx, testPGURL(), 2, 2)
 	if err != nil {
 		t.Skipf("PostgreSQL not reachable: %v", err)
 	}
@@ -87,7 +87,7 @@ func TestPostgresDropsSchemas(t *testing.T) {
 	if err := env.close(ctx); err != nil {
 		t.Fatal(err)
 	}
-	check, err := newPGEnv(ctx, testPGURL(), 1)
+	check, err := newPGEnv(ctx, testPGURL(), 1, 1)
 	if err != nil {
 		t.Fatal(err)
 	}

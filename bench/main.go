@@ -51,6 +51,7 @@ type config struct {
 	sizes     sizes
 	pgURL     string
 	pgConns   int
+	pgStores  int
 	dir       string
 }
 
@@ -79,6 +80,7 @@ func mainErr(args []string, out io.Writer) error {
 	appendFor := fs.Duration("append-for", 0, "how long one append measurement runs (default 1s, 250ms with -quick)")
 	pgURL := fs.String("pg-url", "postgres://postgres@127.0.0.1:5432/test", "PostgreSQL database; each subject gets a fresh schema, dropped at the end")
 	pgConns := fs.Int("pg-conns", 16, "connections in each PostgreSQL subject's pool")
+	pgStores := fs.Int("pg-stores", 1, "Storages \"ours\" opens on one PostgreSQL schema, standing for that many server processes (writes spread by aggregate)")
 	dir := fs.String("dir", "", "directory for the SQLite files (default: a new temporary directory)")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the whole run to this file")
 	if err := fs.Parse(args); err != nil {
@@ -90,7 +92,7 @@ func mainErr(args []string, out io.Writer) error {
 	if fs.NArg() > 0 {
 		return fmt.Errorf("unexpected arguments %q", fs.Args())
 	}
-	cfg := config{pgURL: *pgURL, pgConns: *pgConns, dir: *dir}
+	cfg := config{pgURL: *pgURL, pgConns: *pgConns, pgStores: *pgStores, dir: *dir}
 	var err error
 	if cfg.backends, err = names("-backends", *backends, allBackends); err != nil {
 		return err
@@ -112,6 +114,9 @@ func mainErr(args []string, out io.Writer) error {
 	}
 	if *pgConns < 1 || *pgConns > 1000 {
 		return fmt.Errorf("-pg-conns must be between 1 and 1000, got %d", *pgConns)
+	}
+	if *pgStores < 1 || *pgStores > 64 {
+		return fmt.Errorf("-pg-stores must be between 1 and 64, got %d", *pgStores)
 	}
 	if *appendFor < 0 {
 		return fmt.Errorf("-append-for must not be negative, got %v", *appendFor)
@@ -139,8 +144,8 @@ func mainErr(args []string, out io.Writer) error {
 	defer stop()
 	fmt.Fprintf(out, "# %s, %s/%s, %d CPUs (GOMAXPROCS %d), %s\n", runtime.Version(), runtime.GOOS, runtime.GOARCH,
 		runtime.NumCPU(), runtime.GOMAXPROCS(0), time.Now().UTC().Format(time.RFC3339))
-	fmt.Fprintf(out, "# median of %d; append %v per measurement; load %d events ×%d; feed %d events; rebuild over %d events; pg pool %d conns\n",
-		cfg.sizes.reps, cfg.sizes.appendFor, cfg.sizes.loadEvents, cfg.sizes.loads, cfg.sizes.feedEvents, cfg.sizes.rebuild, cfg.pgConns)
+	fmt.Fprintf(out, "# median of %d; append %v per measurement; load %d events ×%d; feed %d events; rebuild over %d events; pg pool %d conns, %d store(s)\n",
+		cfg.sizes.reps, cfg.sizes.appendFor, cfg.sizes.loadEvents, cfg.sizes.loads, cfg.sizes.feedEvents, cfg.sizes.rebuild, cfg.pgConns, cfg.pgStores)
 	rows, err := run(ctx, cfg, func(r row) { printRow(out, cfg.subjects, r) }, func() { printHeader(out, cfg.subjects) })
 	printErrors(out, rows)
 	return err

@@ -28,15 +28,18 @@ import (
 type pgEnv struct {
 	url   string // as given, without pool settings
 	conns int    // connections per subject pool
-	admin *pgxpool.Pool
-	run   string // prefix of this run's schemas
+	// stores is how many Storages "ours" opens on its schema, standing
+	// for that many server processes.
+	stores int
+	admin  *pgxpool.Pool
+	run    string // prefix of this run's schemas
 
 	mu      sync.Mutex
 	n       int
 	schemas []string
 }
 
-func newPGEnv(ctx context.Context, rawURL string, conns int) (*pgEnv, error) {
+func newPGEnv(ctx context.Context, rawURL string, conns, stores int) (*pgEnv, error) {
 	if _, err := url.Parse(rawURL); err != nil {
 		return nil, fmt.Errorf("-pg-url: %w", err)
 	}
@@ -50,7 +53,7 @@ func newPGEnv(ctx context.Context, rawURL string, conns int) (*pgEnv, error) {
 		admin.Close()
 		return nil, fmt.Errorf("connect to %s: %w", rawURL, err)
 	}
-	return &pgEnv{url: rawURL, conns: conns, admin: admin,
+	return &pgEnv{url: rawURL, conns: conns, stores: stores, admin: admin,
 		run: fmt.Sprintf("bench_%d", time.Now().UnixNano()%1e9)}, nil
 }
 
@@ -99,12 +102,35 @@ func (e *pgEnv) makers() []maker {
 	return []maker{
 		{"ours", func(ctx context.Context) (subject, error) {
 			schema := e.schema("ours")
-			s, err := postgres.OpenURL(ctx, e.withParams(fmt.Sprintf("pool_max_conns=%d", e.conns)),
-				&postgres.Options{Schema: schema})
-			if err != nil {
+			drop := func() error { return e.drop(context.Background(), schema) }
+			if e.stores <= 1 {
+				s, err := postgres.OpenURL(ctx, e.withParams(fmt.Sprintf("pool_max_conns=%d", e.conns)),
+					&postgres.Options{Schema: schema})
+				if err != nil {
+					return nil, err
+				}
+				return newOurs(s, drop)
+			}
+			// Several Storages on one schema stand for several server
+			// processes: each coalesces its own saves, and they
+			// serialise on the advisory lock.
+			var m multi
+			for range e.stores {
+				s, err := postgres.OpenURL(ctx, e.withParams(fmt.Sprintf("pool_max_conns=%d", max(2, e.conns/e.stores))),
+					&postgres.Options{Schema: schema})
+				if err == nil {
+					var o *ours
+					if o, err = newOurs(s, nil); err == nil {
+						m = append(m, o)
+						continue
+					}
+				}
+				_ = m.close()
+				_ = drop()
 				return nil, err
 			}
-			return newOurs(s, func() error { return e.drop(context.Background(), schema) })
+			m[0].cleanup = drop
+			return m, nil
 		}},
 		{"raw", func(ctx context.Context) (subject, error) {
 			schema := e.schema("raw")
@@ -316,3 +342,37 @@ func (s *rawPG) rebuild(ctx context.Context) (int, error) {
 }
 
 func (s *rawPG) close() error { return s.cleanup() }
+
+// multi spreads the writes of "ours" over several Stores on one schema by
+// aggregate id, as a load balancer would over several server processes;
+// reads go to the first.
+type multi []*ours
+
+func (m multi) pick(agg string) *ours {
+	h := 0
+	for i := 0; i < len(agg); i++ {
+		h = h*31 + int(agg[i])
+	}
+	return m[(h&0x7fffffff)%len(m)]
+}
+
+func (m multi) append(ctx context.Context, agg string, expected int64, n int) (int64, error) {
+	return m.pick(agg).append(ctx, agg, expected, n)
+}
+
+func (m multi) refresh(ctx context.Context, agg string, known int64) (int64, error) {
+	return m.pick(agg).refresh(ctx, agg, known)
+}
+
+func (m multi) load(ctx context.Context, agg string) (int, error) { return m[0].load(ctx, agg) }
+func (m multi) feed(ctx context.Context) (int, error)             { return m[0].feed(ctx) }
+func (m multi) rebuild(ctx context.Context) (int, error)          { return m[0].rebuild(ctx) }
+
+// close closes the Stores, the first last: it drops the schema.
+func (m multi) close() error {
+	var errs []error
+	for i := len(m) - 1; i >= 0; i-- {
+		errs = append(errs, m[i].close())
+	}
+	return errors.Join(errs...)
+}

@@ -74,7 +74,7 @@ func backendMakers(ctx context.Context, cfg config, b string) ([]maker, func() e
 		}
 		return sqliteMakers(dir), func() error { return nil }, nil
 	case "postgres":
-		env, err := newPGEnv(ctx, cfg.pgURL, cfg.pgConns)
+		env, err := newPGEnv(ctx, cfg.pgURL, cfg.pgConns, cfg.pgStores)
 		if err != nil {
 			return nil, nil, err
 		}
