@@ -1,0 +1,204 @@
+// Command bench compares this event store with the raw engines under it and
+// with the Go event-sourcing libraries people use today, on the same
+// workloads, and prints a table of rates and ratios.
+//
+//	cd bench && go run . -backends memory,sqlite,postgres -quick
+//
+// Every cell is the median of -reps measurements (3 by default); the
+// subjects of a cell are measured in turn within each repetition, so that
+// the load of a shared machine falls on all of them alike. Rates are events
+// per second; a ratio ours/x above 1 means this library is faster.
+//
+// Subjects: "ours" is this library through eventstore.Store and a
+// Projector; "raw" the engine alone doing the same writes and reads (a map
+// behind a mutex in memory, plain INSERTs and SELECTs through the same
+// driver on SQLite and PostgreSQL, equally durable); "hallgren" is
+// github.com/hallgren/eventsourcing and "goes" github.com/modernice/goes,
+// both at the level of their event stores. goes has no SQLite backend.
+//
+// Workloads: append of 1 and 10 events per save by 1, 8 and 32 writers,
+// each on an aggregate of its own ("append") or all on one aggregate with
+// optimistic concurrency ("contended", a writer that loses re-reads what it
+// missed and retries; retries are counted); load of one aggregate of 1,000
+// events; read of the whole feed (100,000 events); rebuild of a projection
+// (a sum and a count per aggregate) over 1,000,000 events. -quick shrinks
+// the sizes so that a run of all three backends takes a few minutes on two
+// cores.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"runtime"
+	"runtime/pprof"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// config is what the flags select.
+type config struct {
+	backends  []string
+	subjects  []string
+	workloads []string
+	writers   []int
+	batches   []int
+	sizes     sizes
+	pgURL     string
+	pgConns   int
+	pgStores  int
+	dir       string
+}
+
+var (
+	allBackends  = []string{"memory", "sqlite", "postgres"}
+	allSubjects  = []string{"ours", "raw", "hallgren", "goes"}
+	allWorkloads = []string{"append", "contended", "load", "feed", "rebuild"}
+)
+
+func main() {
+	if err := mainErr(os.Args[1:], os.Stdout); err != nil {
+		fmt.Fprintln(os.Stderr, "bench:", err)
+		os.Exit(2)
+	}
+}
+
+func mainErr(args []string, out io.Writer) error {
+	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
+	backends := fs.String("backends", strings.Join(allBackends, ","), "backends to run: memory, sqlite, postgres")
+	subjects := fs.String("subjects", strings.Join(allSubjects, ","), "subjects to run: ours, raw, hallgren, goes")
+	workloads := fs.String("workloads", strings.Join(allWorkloads, ","), "workloads to run: append, contended, load, feed, rebuild")
+	writers := fs.String("writers", "1,8,32", "writer counts of the append workloads")
+	batches := fs.String("batches", "1,10", "events per save of the append workloads")
+	quick := fs.Bool("quick", false, "smaller sizes: a run of every backend in a few minutes on 2 cores")
+	reps := fs.Int("reps", 3, "measurements per cell; the median is printed")
+	appendFor := fs.Duration("append-for", 0, "how long one append measurement runs (default 1s, 250ms with -quick)")
+	pgURL := fs.String("pg-url", "postgres://postgres@127.0.0.1:5432/test", "PostgreSQL database; each subject gets a fresh schema, dropped at the end")
+	pgConns := fs.Int("pg-conns", 16, "connections in each PostgreSQL subject's pool")
+	pgStores := fs.Int("pg-stores", 1, "Storages \"ours\" opens on one PostgreSQL schema, standing for that many server processes (writes spread by aggregate)")
+	dir := fs.String("dir", "", "directory for the SQLite files (default: a new temporary directory)")
+	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the whole run to this file")
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return nil
+		}
+		return err
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("unexpected arguments %q", fs.Args())
+	}
+	cfg := config{pgURL: *pgURL, pgConns: *pgConns, pgStores: *pgStores, dir: *dir}
+	var err error
+	if cfg.backends, err = names("-backends", *backends, allBackends); err != nil {
+		return err
+	}
+	if cfg.subjects, err = names("-subjects", *subjects, allSubjects); err != nil {
+		return err
+	}
+	if cfg.workloads, err = names("-workloads", *workloads, allWorkloads); err != nil {
+		return err
+	}
+	if cfg.writers, err = counts("-writers", *writers, 1024); err != nil {
+		return err
+	}
+	if cfg.batches, err = counts("-batches", *batches, 10000); err != nil {
+		return err
+	}
+	if *reps < 1 || *reps > 100 {
+		return fmt.Errorf("-reps must be between 1 and 100, got %d", *reps)
+	}
+	if *pgConns < 1 || *pgConns > 1000 {
+		return fmt.Errorf("-pg-conns must be between 1 and 1000, got %d", *pgConns)
+	}
+	if *pgStores < 1 || *pgStores > 64 {
+		return fmt.Errorf("-pg-stores must be between 1 and 64, got %d", *pgStores)
+	}
+	if *appendFor < 0 {
+		return fmt.Errorf("-append-for must not be negative, got %v", *appendFor)
+	}
+	cfg.sizes = sizes{appendFor: time.Second, loadEvents: 1000, loads: 50, feedEvents: 100_000, rebuild: 1_000_000, reps: *reps}
+	if *quick {
+		cfg.sizes = sizes{appendFor: 250 * time.Millisecond, loadEvents: 1000, loads: 20, feedEvents: 20_000, rebuild: 100_000, reps: *reps}
+	}
+	if *appendFor > 0 {
+		cfg.sizes.appendFor = *appendFor
+	}
+
+	if *cpuProfile != "" {
+		f, err := os.Create(*cpuProfile)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			return err
+		}
+		defer pprof.StopCPUProfile()
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	defer stop()
+	fmt.Fprintf(out, "# %s, %s/%s, %d CPUs (GOMAXPROCS %d), %s\n", runtime.Version(), runtime.GOOS, runtime.GOARCH,
+		runtime.NumCPU(), runtime.GOMAXPROCS(0), time.Now().UTC().Format(time.RFC3339))
+	fmt.Fprintf(out, "# median of %d; append %v per measurement; load %d events ×%d; feed %d events; rebuild over %d events; pg pool %d conns, %d store(s)\n",
+		cfg.sizes.reps, cfg.sizes.appendFor, cfg.sizes.loadEvents, cfg.sizes.loads, cfg.sizes.feedEvents, cfg.sizes.rebuild, cfg.pgConns, cfg.pgStores)
+	rows, err := run(ctx, cfg, func(r row) { printRow(out, cfg.subjects, r) }, func() { printHeader(out, cfg.subjects) })
+	printErrors(out, rows)
+	return err
+}
+
+// names parses a comma-separated list whose elements must be among known.
+func names(flagName, s string, known []string) ([]string, error) {
+	var out []string
+	for _, f := range strings.Split(s, ",") {
+		f = strings.TrimSpace(f)
+		if f == "" {
+			continue
+		}
+		ok := false
+		for _, k := range known {
+			ok = ok || k == f
+		}
+		if !ok {
+			return nil, fmt.Errorf("%s: unknown %q (known: %s)", flagName, f, strings.Join(known, ", "))
+		}
+		out = append(out, f)
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("%s: empty", flagName)
+	}
+	return out, nil
+}
+
+// counts parses a comma-separated list of integers between 1 and limit.
+func counts(flagName, s string, limit int) ([]int, error) {
+	var out []int
+	for _, f := range strings.Split(s, ",") {
+		f = strings.TrimSpace(f)
+		if f == "" {
+			continue
+		}
+		n, err := strconv.Atoi(f)
+		if err != nil || n < 1 || n > limit {
+			return nil, fmt.Errorf("%s: %q is not a number between 1 and %d", flagName, f, limit)
+		}
+		out = append(out, n)
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("%s: empty", flagName)
+	}
+	return out, nil
+}
+
+func has(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
