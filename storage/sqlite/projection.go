@@ -173,25 +173,47 @@ func (s *Storage) commitProjection(ctx context.Context, c eventstore.ProjectionC
 		}
 		return fmt.Errorf("sqlite: projection %q checkpoint is %d, not %d: %w", c.Name, at, c.From, eventstore.ErrConflict)
 	}
+	// added counts the instances the commit creates, less those it
+	// removes, for definitions.instances. A state is updated in place, or
+	// inserted when that changes no row.
+	var added int64
 	if len(c.States) > 0 {
-		stmt, err := tx.PrepareContext(ctx, `INSERT INTO projection_states
-			(name, instance_id, data, position, created_at, updated_at, ref_rank, ref_num, ref_text, ref_decimal)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-			ON CONFLICT (name, instance_id) DO UPDATE SET
-				data = excluded.data, position = excluded.position,
-				created_at = excluded.created_at, updated_at = excluded.updated_at,
-				ref_rank = excluded.ref_rank, ref_num = excluded.ref_num,
-				ref_text = excluded.ref_text, ref_decimal = excluded.ref_decimal`)
+		update, err := tx.PrepareContext(ctx, `UPDATE projection_states SET
+			data = ?3, position = ?4, created_at = ?5, updated_at = ?6,
+			ref_rank = ?7, ref_num = ?8, ref_text = ?9, ref_decimal = ?10
+			WHERE name = ?1 AND instance_id = ?2`)
 		if err != nil {
 			return err
 		}
-		defer stmt.Close()
+		defer update.Close()
+		var insert *sql.Stmt
 		for _, st := range c.States {
 			rank, num, text, decimal := refColumns(st.Reference)
-			if _, err := stmt.ExecContext(ctx, c.Name, st.InstanceID, blob(st.Data), st.Position,
-				st.CreatedAt.UnixMicro(), st.UpdatedAt.UnixMicro(), rank, num, text, decimal); err != nil {
+			args := []any{c.Name, st.InstanceID, blob(st.Data), st.Position,
+				st.CreatedAt.UnixMicro(), st.UpdatedAt.UnixMicro(), rank, num, text, decimal}
+			r, err := update.ExecContext(ctx, args...)
+			if err != nil {
 				return err
 			}
+			if n, err := r.RowsAffected(); err != nil || n > 0 {
+				if err != nil {
+					return err
+				}
+				continue
+			}
+			if insert == nil {
+				insert, err = tx.PrepareContext(ctx, `INSERT INTO projection_states
+					(name, instance_id, data, position, created_at, updated_at, ref_rank, ref_num, ref_text, ref_decimal)
+					VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`)
+				if err != nil {
+					return err
+				}
+				defer insert.Close()
+			}
+			if _, err := insert.ExecContext(ctx, args...); err != nil {
+				return err
+			}
+			added++
 		}
 	}
 	if len(c.Deletes) > 0 {
@@ -201,9 +223,20 @@ func (s *Storage) commitProjection(ctx context.Context, c eventstore.ProjectionC
 		}
 		defer stmt.Close()
 		for _, id := range c.Deletes {
-			if _, err := stmt.ExecContext(ctx, c.Name, id); err != nil {
+			r, err := stmt.ExecContext(ctx, c.Name, id)
+			if err != nil {
 				return err
 			}
+			n, err := r.RowsAffected()
+			if err != nil {
+				return err
+			}
+			added -= n
+		}
+	}
+	if added != 0 {
+		if _, err := tx.ExecContext(ctx, `UPDATE definitions SET instances = instances + ? WHERE name = ?`, added, c.Name); err != nil {
+			return err
 		}
 	}
 	if len(c.Errors) > 0 {
@@ -266,7 +299,7 @@ func (s *Storage) ResetProjection(ctx context.Context, name string) error {
 		return err
 	}
 	return s.fail(ctx, "reset projection "+name, s.inTx(ctx, func(tx *txn) error {
-		n, err := tx.affected(ctx, `UPDATE definitions SET checkpoint = 0 WHERE name = ?`, name)
+		n, err := tx.affected(ctx, `UPDATE definitions SET checkpoint = 0, instances = 0 WHERE name = ?`, name)
 		if err == nil && n == 0 {
 			return fmt.Errorf("projection %q: %w", name, eventstore.ErrNotFound)
 		}

@@ -87,7 +87,7 @@ func Open(path string, opts *Options) (*Storage, error) {
 		return nil, fmt.Errorf("sqlite: open: empty path: %w", eventstore.ErrInvalid)
 	}
 
-	writeDB, err := sql.Open("sqlite", DSN(path, o.BusyTimeout)+"&_txlock=immediate")
+	writeDB, err := sql.Open("sqlite", DSN(path, o.BusyTimeout)+"&_txlock=immediate&_pragma=temp_store(2)")
 	if err != nil {
 		return nil, fmt.Errorf("sqlite: open %s: %v: %w", path, err, eventstore.ErrUnavailable)
 	}
