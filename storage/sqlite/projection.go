@@ -174,46 +174,53 @@ func (s *Storage) commitProjection(ctx context.Context, c eventstore.ProjectionC
 		return fmt.Errorf("sqlite: projection %q checkpoint is %d, not %d: %w", c.Name, at, c.From, eventstore.ErrConflict)
 	}
 	// added counts the instances the commit creates, less those it
-	// removes, for definitions.instances. A state is updated in place, or
-	// inserted when that changes no row.
+	// removes, for definitions.instances.
 	var added int64
 	if len(c.States) > 0 {
-		update, err := tx.PrepareContext(ctx, `UPDATE projection_states SET
-			data = ?3, position = ?4, created_at = ?5, updated_at = ?6,
-			ref_rank = ?7, ref_num = ?8, ref_text = ?9, ref_decimal = ?10
-			WHERE name = ?1 AND instance_id = ?2`)
-		if err != nil {
-			return err
+		// A state is written by the first of these statements that
+		// changes a row. SQLite rewrites the entries of every index whose
+		// columns an UPDATE assigns, so the usual case, an instance whose
+		// creation time and reference stay, assigns only what moved.
+		var stmts [3]*sql.Stmt
+		for i, query := range [...]string{
+			`UPDATE projection_states SET data = ?3, position = ?4, updated_at = ?6
+				WHERE name = ?1 AND instance_id = ?2 AND created_at = ?5
+				AND ref_rank = ?7 AND ref_num = ?8 AND ref_text = ?9 AND ref_decimal = ?10`,
+			`UPDATE projection_states SET
+				data = ?3, position = ?4, created_at = ?5, updated_at = ?6,
+				ref_rank = ?7, ref_num = ?8, ref_text = ?9, ref_decimal = ?10
+				WHERE name = ?1 AND instance_id = ?2`,
+			`INSERT INTO projection_states
+				(name, instance_id, data, position, created_at, updated_at, ref_rank, ref_num, ref_text, ref_decimal)
+				VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)`,
+		} {
+			stmt, err := tx.PrepareContext(ctx, query)
+			if err != nil {
+				return err
+			}
+			defer stmt.Close()
+			stmts[i] = stmt
 		}
-		defer update.Close()
-		var insert *sql.Stmt
 		for _, st := range c.States {
 			rank, num, text, decimal := refColumns(st.Reference)
 			args := []any{c.Name, st.InstanceID, blob(st.Data), st.Position,
 				st.CreatedAt.UnixMicro(), st.UpdatedAt.UnixMicro(), rank, num, text, decimal}
-			r, err := update.ExecContext(ctx, args...)
-			if err != nil {
-				return err
-			}
-			if n, err := r.RowsAffected(); err != nil || n > 0 {
+			for i, stmt := range stmts {
+				r, err := stmt.ExecContext(ctx, args...)
 				if err != nil {
 					return err
 				}
-				continue
-			}
-			if insert == nil {
-				insert, err = tx.PrepareContext(ctx, `INSERT INTO projection_states
-					(name, instance_id, data, position, created_at, updated_at, ref_rank, ref_num, ref_text, ref_decimal)
-					VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`)
+				n, err := r.RowsAffected()
 				if err != nil {
 					return err
 				}
-				defer insert.Close()
+				if n > 0 {
+					if i == len(stmts)-1 {
+						added++
+					}
+					break
+				}
 			}
-			if _, err := insert.ExecContext(ctx, args...); err != nil {
-				return err
-			}
-			added++
 		}
 	}
 	if len(c.Deletes) > 0 {
