@@ -85,7 +85,7 @@ func (s *Storage) runBatch(ctx context.Context, jobs []*job) []groupcommit.Resul
 		release:         tx.StmtContext(ctx, s.stmts.release),
 		rollbackTo:      tx.StmtContext(ctx, s.stmts.rollbackTo),
 		head:            tx.StmtContext(ctx, s.stmts.head),
-		insert:          tx.StmtContext(ctx, s.stmts.insert),
+		stmts:           &s.stmts,
 		stored:          tx.StmtContext(ctx, s.stmts.stored),
 		lastPosition:    tx.StmtContext(ctx, s.stmts.lastPosition),
 		lastFeed:        tx.StmtContext(ctx, s.stmts.lastFeed),
@@ -100,7 +100,7 @@ func (s *Storage) runBatch(ctx context.Context, jobs []*job) []groupcommit.Resul
 		var res eventstore.AppendResult
 		var err error
 		if j.one != nil {
-			res, err = w.append(ctx, j.one)
+			res, err = w.append(ctx, j.one, len(j.one.Events) > 1)
 		} else {
 			err = w.appendAll(ctx, j)
 		}
@@ -147,9 +147,14 @@ func (s *Storage) runBatch(ctx context.Context, jobs []*job) []groupcommit.Resul
 // writer holds the transaction of one batch, its statements and the
 // counters it advances.
 type writer struct {
-	tx                                            *sql.Tx
-	savepoint, release, rollbackTo                *sql.Stmt
-	head, insert, stored                          *sql.Stmt
+	tx                             *sql.Tx
+	savepoint, release, rollbackTo *sql.Stmt
+	head, stored                   *sql.Stmt
+	// stmts holds the insert statements, bound to tx in inserts on first
+	// use; args is their reused argument buffer.
+	stmts                                         *statements
+	inserts                                       [insertRows]*sql.Stmt
+	args                                          []any
 	lastPosition, lastFeed, saveFeed              *sql.Stmt
 	groupSavepoint, groupRelease, groupRollbackTo *sql.Stmt
 
@@ -211,7 +216,10 @@ func (w *writer) appendAll(ctx context.Context, j *job) error {
 	results := make([]eventstore.AppendResult, len(j.all))
 	for i := range j.all {
 		req := &j.all[i]
-		res, err := w.append(ctx, req)
+		// No savepoint per request: a request that fails rolls back the
+		// whole group, and one whose events are all stored already fails
+		// on its first insert, before writing anything.
+		res, err := w.append(ctx, req, false)
 		var fatal fatalError
 		if errors.As(err, &fatal) {
 			return err
@@ -235,13 +243,13 @@ func (w *writer) appendAll(ctx context.Context, j *job) error {
 	return nil
 }
 
-// append applies one request inside a savepoint of w's transaction, so
-// that a failure undoes this request's writes only. A single-event request
-// needs no savepoint: its one INSERT is atomic on its own. An error that
-// only concerns this request is returned as is, after its writes were
-// undone; an error that breaks the transaction is a fatalError.
-func (w *writer) append(ctx context.Context, req *eventstore.AppendRequest) (eventstore.AppendResult, error) {
-	savepoint := len(req.Events) > 1
+// append applies one request, inside a savepoint of w's transaction when
+// savepoint is set, so that a failure undoes this request's writes only. A
+// single-event request needs no savepoint: its one INSERT is atomic on its
+// own. An error that only concerns this request is returned as is, after
+// its writes were undone (when in a savepoint); an error that breaks the
+// transaction is a fatalError.
+func (w *writer) append(ctx context.Context, req *eventstore.AppendRequest, savepoint bool) (eventstore.AppendResult, error) {
 	if savepoint {
 		if _, err := w.savepoint.ExecContext(ctx); err != nil {
 			return eventstore.AppendResult{}, fatalError{err}
@@ -299,18 +307,25 @@ func (w *writer) write(ctx context.Context, req *eventstore.AppendRequest) (even
 	feedSequence := w.feeds[f].sequence + 1
 	version++
 	position := w.position
-	for _, e := range req.Events {
-		sequence++
-		position++
-		var data, encrypted any
-		if e.Data != nil {
-			data = []byte(e.Data)
+	for start := 0; start < len(req.Events); start += insertRows {
+		chunk := req.Events[start:min(start+insertRows, len(req.Events))]
+		args := w.args[:0]
+		for _, e := range chunk {
+			sequence++
+			position++
+			var data, encrypted any
+			if e.Data != nil {
+				data = []byte(e.Data)
+			}
+			if e.EncryptedData != "" {
+				encrypted = e.EncryptedData
+			}
+			args = append(args, position, req.AggregateType, req.AggregateID, e.ID, e.Type, data,
+				version, sequence, e.RecordedAt.UnixMicro(), feedSequence, encrypted)
 		}
-		if e.EncryptedData != "" {
-			encrypted = e.EncryptedData
-		}
-		_, err := w.insert.ExecContext(ctx, position, req.AggregateType, req.AggregateID, e.ID, e.Type, data,
-			version, sequence, e.RecordedAt.UnixMicro(), feedSequence, encrypted)
+		w.args = args
+		_, err := w.insert(ctx, len(chunk)).ExecContext(ctx, args...)
+		clear(args) // keep no caller data past the request
 		if err != nil {
 			if isConstraint(err) {
 				return eventstore.AppendResult{}, err
@@ -327,6 +342,15 @@ func (w *writer) write(ctx context.Context, req *eventstore.AppendRequest) (even
 		fc.aggregates++
 	}
 	return eventstore.AppendResult{Version: version, Position: position}, nil
+}
+
+// insert returns the statement of w's transaction that inserts n events,
+// 1 <= n <= insertRows.
+func (w *writer) insert(ctx context.Context, n int) *sql.Stmt {
+	if w.inserts[n-1] == nil {
+		w.inserts[n-1] = w.tx.StmtContext(ctx, w.stmts.inserts[n-1])
+	}
+	return w.inserts[n-1]
 }
 
 // replan decides a request whose insert hit a stored event id.

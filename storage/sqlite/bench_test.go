@@ -183,18 +183,24 @@ func bulkInsert(b *testing.B, path string, others int) {
 	}
 	defer tx.Rollback()
 	now := time.Now().UnixMicro()
+	// Every event is a batch of its own: its feed sequence is its position.
 	_, err = tx.Exec(`WITH RECURSIVE g(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM g WHERE n < ?1)
-		INSERT INTO events (aggregate_type, aggregate_id, event_id, event_type, data, version, sequence, recorded_at)
+		INSERT INTO events (aggregate_type, aggregate_id, event_id, event_type, data, version, sequence, recorded_at, feed_sequence)
 		SELECT 'acct', 'o' || ((n - 1) / 10), printf('%08x-0000-4000-8000-000000000000', n), 'Deposited', ?2,
-		       (n - 1) % 10 + 1, (n - 1) % 10 + 1, ?3
+		       (n - 1) % 10 + 1, (n - 1) % 10 + 1, ?3, n
 		FROM g`, others, []byte(benchData), now)
 	if err != nil {
 		b.Fatal(err)
 	}
 	_, err = tx.Exec(`WITH RECURSIVE g(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM g WHERE n < 1000)
-		INSERT INTO events (aggregate_type, aggregate_id, event_id, event_type, data, version, sequence, recorded_at)
-		SELECT 'acct', 'target', printf('%08x-0000-4000-8000-00000000ffff', n), 'Deposited', ?1, n, n, ?2
-		FROM g`, []byte(benchData), now)
+		INSERT INTO events (aggregate_type, aggregate_id, event_id, event_type, data, version, sequence, recorded_at, feed_sequence)
+		SELECT 'acct', 'target', printf('%08x-0000-4000-8000-00000000ffff', n), 'Deposited', ?1, n, n, ?2, ?3 + n
+		FROM g`, []byte(benchData), now, others)
+	if err != nil {
+		b.Fatal(err)
+	}
+	_, err = tx.Exec(`INSERT INTO feeds (aggregate_type, feed_sequence, aggregates, batches, events)
+		VALUES ('acct', ?1 + 1000, ?1 / 10 + 1, ?1 + 1000, ?1 + 1000)`, others)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -297,10 +303,15 @@ func BenchmarkRebuild1M(b *testing.B) {
 	s.Close()
 	db := rawDB(b, path)
 	_, err = db.Exec(`WITH RECURSIVE g(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM g WHERE n < ?1)
-		INSERT INTO events (aggregate_type, aggregate_id, event_id, event_type, data, version, sequence, recorded_at)
+		INSERT INTO events (aggregate_type, aggregate_id, event_id, event_type, data, version, sequence, recorded_at, feed_sequence)
 		SELECT 'order', 'o' || ((n - 1) / 100), printf('%08x-0000-4000-8000-000000000000', n), 'Placed',
-		       CAST('{"total": 12.5, "sku": "A-1"}' AS BLOB), (n - 1) % 100 + 1, (n - 1) % 100 + 1, ?2
+		       CAST('{"total": 12.5, "sku": "A-1"}' AS BLOB), (n - 1) % 100 + 1, (n - 1) % 100 + 1, ?2, n
 		FROM g`, events, time.Now().UnixMicro())
+	if err != nil {
+		b.Fatal(err)
+	}
+	_, err = db.Exec(`INSERT INTO feeds (aggregate_type, feed_sequence, aggregates, batches, events)
+		VALUES ('order', ?1, ?1 / 100, ?1, ?1)`, events)
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -138,8 +139,9 @@ var sortColumns = map[eventstore.ProjectionSort][]string{
 // snapshot: a count of the matches and the page. Filters on the reference
 // and every sort are ranges of an index that starts with the projection
 // name, so a page costs about Skip+Limit index entries, whatever the number
-// of instances; the count visits the matching entries of the smallest
-// index.
+// of instances. Without a filter the count is the one CommitProjection
+// keeps with the definition; with one, counting visits the matching
+// entries of an index.
 func (s *Storage) ListProjections(ctx context.Context, q eventstore.ProjectionQuery) (eventstore.ProjectionList, error) {
 	if err := s.check(ctx, "list projection states"); err != nil {
 		return eventstore.ProjectionList{}, err
@@ -164,7 +166,13 @@ func (s *Storage) ListProjections(ctx context.Context, q eventstore.ProjectionQu
 	}
 	list := eventstore.ProjectionList{States: []eventstore.ProjectionState{}}
 	err = s.readTx(ctx, func(tx *sql.Tx) error {
-		if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM projection_states WHERE `+where, args...).Scan(&list.Total); err != nil {
+		if len(args) == 1 {
+			// No filter: the count kept with the definition.
+			err := tx.QueryRowContext(ctx, `SELECT instances FROM definitions WHERE name = ?`, q.Name).Scan(&list.Total)
+			if err != nil && !errors.Is(err, sql.ErrNoRows) {
+				return err
+			}
+		} else if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM projection_states WHERE `+where, args...).Scan(&list.Total); err != nil {
 			return err
 		}
 		skip := int64(max(q.Skip, 0))

@@ -172,24 +172,53 @@ func (s *Storage) commitProjection(ctx context.Context, c eventstore.ProjectionC
 		}
 		return fmt.Errorf("sqlite: projection %q checkpoint is %d, not %d: %w", c.Name, at, c.From, eventstore.ErrConflict)
 	}
+	// added counts the instances the commit creates, less those it
+	// removes, for definitions.instances.
+	var added int64
 	if len(c.States) > 0 {
-		stmt, err := tx.PrepareContext(ctx, `INSERT INTO projection_states
-			(name, instance_id, data, position, created_at, updated_at, ref_rank, ref_num, ref_text, ref_decimal)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-			ON CONFLICT (name, instance_id) DO UPDATE SET
-				data = excluded.data, position = excluded.position,
-				created_at = excluded.created_at, updated_at = excluded.updated_at,
-				ref_rank = excluded.ref_rank, ref_num = excluded.ref_num,
-				ref_text = excluded.ref_text, ref_decimal = excluded.ref_decimal`)
-		if err != nil {
-			return err
+		// A state is written by the first of these statements that
+		// changes a row. SQLite rewrites the entries of every index whose
+		// columns an UPDATE assigns, so the usual case, an instance whose
+		// creation time and reference stay, assigns only what moved.
+		var stmts [3]*sql.Stmt
+		for i, query := range [...]string{
+			`UPDATE projection_states SET data = ?3, position = ?4, updated_at = ?6
+				WHERE name = ?1 AND instance_id = ?2 AND created_at = ?5
+				AND ref_rank = ?7 AND ref_num = ?8 AND ref_text = ?9 AND ref_decimal = ?10`,
+			`UPDATE projection_states SET
+				data = ?3, position = ?4, created_at = ?5, updated_at = ?6,
+				ref_rank = ?7, ref_num = ?8, ref_text = ?9, ref_decimal = ?10
+				WHERE name = ?1 AND instance_id = ?2`,
+			`INSERT INTO projection_states
+				(name, instance_id, data, position, created_at, updated_at, ref_rank, ref_num, ref_text, ref_decimal)
+				VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)`,
+		} {
+			stmt, err := tx.PrepareContext(ctx, query)
+			if err != nil {
+				return err
+			}
+			defer stmt.Close()
+			stmts[i] = stmt
 		}
-		defer stmt.Close()
 		for _, st := range c.States {
 			rank, num, text, decimal := refColumns(st.Reference)
-			if _, err := stmt.ExecContext(ctx, c.Name, st.InstanceID, blob(st.Data), st.Position,
-				st.CreatedAt.UnixMicro(), st.UpdatedAt.UnixMicro(), rank, num, text, decimal); err != nil {
-				return err
+			args := []any{c.Name, st.InstanceID, blob(st.Data), st.Position,
+				st.CreatedAt.UnixMicro(), st.UpdatedAt.UnixMicro(), rank, num, text, decimal}
+			for i, stmt := range stmts {
+				r, err := stmt.ExecContext(ctx, args...)
+				if err != nil {
+					return err
+				}
+				n, err := r.RowsAffected()
+				if err != nil {
+					return err
+				}
+				if n > 0 {
+					if i == len(stmts)-1 {
+						added++
+					}
+					break
+				}
 			}
 		}
 	}
@@ -200,9 +229,20 @@ func (s *Storage) commitProjection(ctx context.Context, c eventstore.ProjectionC
 		}
 		defer stmt.Close()
 		for _, id := range c.Deletes {
-			if _, err := stmt.ExecContext(ctx, c.Name, id); err != nil {
+			r, err := stmt.ExecContext(ctx, c.Name, id)
+			if err != nil {
 				return err
 			}
+			n, err := r.RowsAffected()
+			if err != nil {
+				return err
+			}
+			added -= n
+		}
+	}
+	if added != 0 {
+		if _, err := tx.ExecContext(ctx, `UPDATE definitions SET instances = instances + ? WHERE name = ?`, added, c.Name); err != nil {
+			return err
 		}
 	}
 	if len(c.Errors) > 0 {
@@ -255,7 +295,7 @@ func (s *Storage) ResetProjection(ctx context.Context, name string) error {
 		return err
 	}
 	return s.fail(ctx, "reset projection "+name, s.inTx(ctx, func(tx *txn) error {
-		n, err := tx.affected(ctx, `UPDATE definitions SET checkpoint = 0 WHERE name = ?`, name)
+		n, err := tx.affected(ctx, `UPDATE definitions SET checkpoint = 0, instances = 0 WHERE name = ?`, name)
 		if err == nil && n == 0 {
 			return fmt.Errorf("projection %q: %w", name, eventstore.ErrNotFound)
 		}

@@ -114,7 +114,7 @@ func TestProjectionLifecycle(t *testing.T) {
 		return eventstore.ProjectionState{InstanceID: id, Data: json.RawMessage(`{"id":"` + id + `"}`), Position: 1}
 	}
 	commitStates(t, s, "old", 0, []eventstore.ProjectionState{state("1"), state("2")})
-	commitStates(t, s, "old", 1, nil, "1")
+	commitStates(t, s, "old", 1, []eventstore.ProjectionState{state("2")}, "1", "never-stored")
 	err := s.CommitProjection(ctx, eventstore.ProjectionCommit{Name: "old", From: 2, To: 3,
 		Errors: []eventstore.ProjectionError{{Position: 3, EventID: "e\x00", EventType: "t\xfe", InstanceID: "2", Message: "bad \xff\x00byte"}}})
 	if err != nil {
@@ -139,7 +139,7 @@ func TestProjectionLifecycle(t *testing.T) {
 		t.Fatalf("renamed definition: %+v, %v", def, err)
 	}
 	l, err := s.ListProjections(ctx, eventstore.ProjectionQuery{Name: "new", Limit: 10})
-	if err != nil || !slices.Equal(ids(l.States), []string{"2"}) || l.States[0].Name != "new" {
+	if err != nil || !slices.Equal(ids(l.States), []string{"2"}) || l.States[0].Name != "new" || l.Total != 1 {
 		t.Fatalf("renamed instances: %+v, %v", l, err)
 	}
 	if err := s.RenameProjection(ctx, "old", "new"); !errors.Is(err, eventstore.ErrNotFound) {

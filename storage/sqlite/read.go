@@ -37,7 +37,11 @@ const (
 	feedTypeQuery = `SELECT ` + feedColumns + ` FROM events
 		WHERE aggregate_type = ? AND position > ? ORDER BY position LIMIT ?`
 	feedSequenceQuery = `SELECT ` + feedColumns + ` FROM events
-		WHERE aggregate_type = ? AND feed_sequence > ? ORDER BY feed_sequence, position LIMIT ?`
+		WHERE aggregate_type = ? AND feed_sequence >= ? AND position > ? ORDER BY feed_sequence, position LIMIT ?`
+	// nextFeedSequenceQuery is the feed sequence of a type's first event
+	// after a position.
+	nextFeedSequenceQuery = `SELECT feed_sequence FROM events
+		WHERE aggregate_type = ? AND position > ? ORDER BY position LIMIT 1`
 )
 
 // errStop ends a rawQuery early without an error.
@@ -123,8 +127,11 @@ func (s *Storage) ReadFeed(ctx context.Context, q eventstore.FeedQuery) (eventst
 	args := []driver.NamedValue{{Ordinal: 1, Value: after}, {Ordinal: 2, Value: int64(limit)}}
 	switch {
 	case q.AggregateType != "" && q.AfterFeedSequence > 0:
+		// Both bounds hold: a reader that continues with After = Head
+		// and the same AfterFeedSequence gets the rest of the feed.
 		query = feedSequenceQuery
-		args = []driver.NamedValue{{Ordinal: 1, Value: q.AggregateType}, {Ordinal: 2, Value: q.AfterFeedSequence}, {Ordinal: 3, Value: int64(limit)}}
+		args = []driver.NamedValue{{Ordinal: 1, Value: q.AggregateType}, {Ordinal: 2, Value: q.AfterFeedSequence + 1},
+			{Ordinal: 3, Value: after}, {Ordinal: 4, Value: int64(limit)}}
 	case q.AggregateType != "":
 		query = feedTypeQuery
 		args = []driver.NamedValue{{Ordinal: 1, Value: q.AggregateType}, {Ordinal: 2, Value: after}, {Ordinal: 3, Value: int64(limit)}}
@@ -138,6 +145,19 @@ func (s *Storage) ReadFeed(ctx context.Context, q eventstore.FeedQuery) (eventst
 			return err
 		}
 		defer tx.Rollback() // read only: nothing to commit
+		if query == feedSequenceQuery && after > 0 {
+			// Start the index range at the batch holding the first event
+			// after After, not at the first batch after AfterFeedSequence:
+			// the events between were read before.
+			err := rawQuery(ctx, dc, nextFeedSequenceQuery, []driver.NamedValue{{Ordinal: 1, Value: q.AggregateType}, {Ordinal: 2, Value: after}},
+				func(r *rawRow) error {
+					args[1].Value = max(args[1].Value.(int64), r.int64(0))
+					return nil
+				})
+			if err != nil {
+				return err
+			}
+		}
 		var sc scanner
 		err = rawQuery(ctx, dc, query, args, func(r *rawRow) error {
 			page.Events = append(page.Events, sc.event(r))
@@ -164,7 +184,9 @@ func (s *Storage) ReadFeed(ctx context.Context, q eventstore.FeedQuery) (eventst
 
 // FeedHead implements eventstore.Storage: the highest position ever
 // assigned (kept across deletions), or the type's latest feed sequence
-// from the feeds table.
+// from the feeds table. A type whose events were all deleted keeps its
+// head, as the memory backend does; only a type never appended to is not
+// found.
 func (s *Storage) FeedHead(ctx context.Context, aggregateType string) (int64, error) {
 	if err := s.check(ctx, "feed head"); err != nil {
 		return 0, err
@@ -175,7 +197,7 @@ func (s *Storage) FeedHead(ctx context.Context, aggregateType string) (int64, er
 		err = s.readDB.QueryRowContext(ctx, lastPositionQuery).Scan(&head)
 	} else {
 		err = s.readDB.QueryRowContext(ctx,
-			`SELECT feed_sequence FROM feeds WHERE aggregate_type = ? AND events > 0`, aggregateType).Scan(&head)
+			`SELECT feed_sequence FROM feeds WHERE aggregate_type = ?`, aggregateType).Scan(&head)
 		if errors.Is(err, sql.ErrNoRows) {
 			return 0, fmt.Errorf("sqlite: feed %q: %w", aggregateType, eventstore.ErrNotFound)
 		}

@@ -107,6 +107,10 @@ ALTER TABLE projection_states ADD COLUMN ref_rank INTEGER NOT NULL DEFAULT 2;
 ALTER TABLE projection_states ADD COLUMN ref_num REAL NOT NULL DEFAULT 0;
 ALTER TABLE projection_states ADD COLUMN ref_text TEXT NOT NULL DEFAULT '';
 ALTER TABLE projection_states ADD COLUMN ref_decimal TEXT NOT NULL DEFAULT '';
+-- The number of instances of each projection, so that counting them
+-- does not visit them.
+ALTER TABLE definitions ADD COLUMN instances INTEGER NOT NULL DEFAULT 0;
+UPDATE definitions SET instances = (SELECT count(*) FROM projection_states s WHERE s.name = definitions.name);
 CREATE INDEX projection_states_by_ref ON projection_states (name, ref_rank, ref_num, ref_text, instance_id);
 CREATE INDEX projection_states_by_created ON projection_states (name, created_at, instance_id);
 CREATE INDEX projection_states_by_updated ON projection_states (name, updated_at, instance_id);

@@ -11,8 +11,15 @@
 // coalesced into one transaction (group commit, one fsync for many saves);
 // each request runs inside its own SAVEPOINT, so a request that fails its
 // version check or any constraint is rolled back alone and never fails its
-// neighbours. Reads use a separate pool of read-only connections and never
-// wait for writes.
+// neighbours. AppendAll joins the same group commit as one unit inside a
+// savepoint of its own, so its requests are written all or none. Reads use
+// a separate pool of read-only connections and never wait for writes.
+//
+// Numbering: the writer assigns positions after the highest ever assigned
+// (the last event's, or the mark a deletion of the last events leaves in
+// the counters table) and each aggregate type's feed sequences after the
+// one kept in the feeds table, which also counts the type's aggregates,
+// batches and events; so deletions never make numbers free again.
 //
 // One file should be opened by one Storage at a time. Several processes may
 // open the same file (SQLite locks it), but writers then contend for the
@@ -87,7 +94,7 @@ func Open(path string, opts *Options) (*Storage, error) {
 		return nil, fmt.Errorf("sqlite: open: empty path: %w", eventstore.ErrInvalid)
 	}
 
-	writeDB, err := sql.Open("sqlite", DSN(path, o.BusyTimeout)+"&_txlock=immediate")
+	writeDB, err := sql.Open("sqlite", DSN(path, o.BusyTimeout)+"&_txlock=immediate&_pragma=temp_store(2)")
 	if err != nil {
 		return nil, fmt.Errorf("sqlite: open %s: %v: %w", path, err, eventstore.ErrUnavailable)
 	}

@@ -4,16 +4,35 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"strings"
 )
 
 // statements are the write statements, prepared once in Open on the single
 // write connection and used inside transactions through Tx.StmtContext,
 // which reuses the connection's prepared statement.
 type statements struct {
-	savepoint, release, rollbackTo                *sql.Stmt
-	head, insert, stored                          *sql.Stmt
+	savepoint, release, rollbackTo *sql.Stmt
+	head, stored                   *sql.Stmt
+	// inserts[k] inserts k+1 events with one statement.
+	inserts                                       [insertRows]*sql.Stmt
 	lastPosition, lastFeed, saveFeed              *sql.Stmt
 	groupSavepoint, groupRelease, groupRollbackTo *sql.Stmt
+}
+
+// insertRows is the most events one INSERT statement writes; a batch of
+// more is written in several.
+const insertRows = 16
+
+// insertColumns are the columns of an event row, in insert order.
+const insertColumns = 11
+
+// insertQuery returns the statement that inserts n events.
+func insertQuery(n int) string {
+	row := "(" + strings.TrimSuffix(strings.Repeat("?, ", insertColumns), ", ") + ")"
+	return `INSERT INTO events
+		(position, aggregate_type, aggregate_id, event_id, event_type, data, version, sequence, recorded_at,
+		 feed_sequence, encrypted_data)
+		VALUES ` + strings.TrimSuffix(strings.Repeat(row+", ", n), ", ")
 }
 
 // lastPositionQuery is the highest position ever assigned: that of the
@@ -26,7 +45,7 @@ func (st *statements) list() []struct {
 	into  **sql.Stmt
 	query string
 } {
-	return []struct {
+	list := []struct {
 		into  **sql.Stmt
 		query string
 	}{
@@ -38,10 +57,6 @@ func (st *statements) list() []struct {
 		{&st.groupRollbackTo, `ROLLBACK TO reqs`},
 		{&st.head, `SELECT version, sequence FROM events
 			WHERE aggregate_type = ? AND aggregate_id = ? ORDER BY sequence DESC LIMIT 1`},
-		{&st.insert, `INSERT INTO events
-			(position, aggregate_type, aggregate_id, event_id, event_type, data, version, sequence, recorded_at,
-			 feed_sequence, encrypted_data)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`},
 		{&st.stored, `SELECT version, position FROM events
 			WHERE aggregate_type = ? AND aggregate_id = ? AND event_id = ?`},
 		{&st.lastPosition, lastPositionQuery},
@@ -54,6 +69,13 @@ func (st *statements) list() []struct {
 				batches = batches + excluded.batches,
 				events = events + excluded.events`},
 	}
+	for i := range st.inserts {
+		list = append(list, struct {
+			into  **sql.Stmt
+			query string
+		}{&st.inserts[i], insertQuery(i + 1)})
+	}
+	return list
 }
 
 func (st *statements) prepare(ctx context.Context, writeDB *sql.DB) error {
