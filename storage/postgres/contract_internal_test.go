@@ -209,3 +209,34 @@ ANALYZE {{schema}}.projection_states;`))
 		t.Errorf("text range: %v, Total %d, %v; want %v, Total %d", ids, list.Total, err, want[:3], len(want))
 	}
 }
+
+// TestGroupNumbersEachType checks the FeedSequences that one appendGroup
+// statement gives to a group mixing aggregate types: each type's batches
+// continue that type's numbering, in request order.
+func TestGroupNumbersEachType(t *testing.T) {
+	s, schema := openBatchTestSchema(t)
+	ctx := context.Background()
+	typed := func(typ, id string) eventstore.AppendRequest {
+		r := request(id, -1, batchEvent("A"))
+		r.AggregateType = typ
+		return r
+	}
+	checkResults(t, s.runBatch(ctx, []eventstore.AppendRequest{typed("u", "a")}), []appendResult{ok(1, 1)})
+	checkResults(t, s.runBatch(ctx, []eventstore.AppendRequest{
+		typed("t", "a"), typed("u", "b"), typed("t", "b"), typed("v", "a"), typed("u", "c"), typed("t", "c"),
+	}), []appendResult{ok(1, 2), ok(1, 3), ok(1, 4), ok(1, 5), ok(1, 6), ok(1, 7)})
+	if n := xmins(t, s, schema, 2, 7); n != 1 {
+		t.Fatalf("the group was written by %d transactions, want 1 (one statement)", n)
+	}
+	page, err := s.ReadFeed(ctx, eventstore.FeedQuery{Limit: 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, e := range page.Events {
+		got = append(got, fmt.Sprint(e.AggregateType, e.FeedSequence))
+	}
+	if want := "u1 t1 u2 t2 v1 u3 t3"; strings.Join(got, " ") != want {
+		t.Errorf("FeedSequences in position order = %v, want %s", got, want)
+	}
+}

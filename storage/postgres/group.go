@@ -15,8 +15,10 @@ import (
 type groupArgs struct {
 	types, aggIDs []string
 	expected      []*int64
-	offsets       []int64 // events of the requests before each request
-	index         []int64 // per event: its request's index, from 1
+	offsets       []int64  // events of the requests before each request
+	nth           []int64  // per request: 1 + the requests of its type before it
+	feeds         []string // the distinct aggregate types
+	index         []int64  // per event: its request's index, from 1
 	ids, evTypes  []string
 	data          [][]byte
 	times         []time.Time
@@ -45,6 +47,7 @@ func newGroupArgs(reqs []eventstore.AppendRequest, args []appendArgs) (groupArgs
 		aggIDs:   make([]string, len(reqs)),
 		expected: make([]*int64, len(reqs)),
 		offsets:  make([]int64, len(reqs)),
+		nth:      make([]int64, len(reqs)),
 		index:    make([]int64, 0, total),
 		ids:      make([]string, 0, total),
 		evTypes:  make([]string, 0, total),
@@ -54,9 +57,16 @@ func newGroupArgs(reqs []eventstore.AppendRequest, args []appendArgs) (groupArgs
 	if hasEnc {
 		g.enc = make([]string, 0, total)
 	}
+	perType := make(map[string]int64, 1)
 	for i, r := range reqs {
 		a := &args[i]
 		g.types[i], g.aggIDs[i], g.expected[i] = r.AggregateType, r.AggregateID, a.expected
+		n, seen := perType[r.AggregateType]
+		if !seen {
+			g.feeds = append(g.feeds, r.AggregateType)
+		}
+		perType[r.AggregateType] = n + 1
+		g.nth[i] = n + 1
 		g.offsets[i] = int64(len(g.ids))
 		for k := range a.ids {
 			g.index = append(g.index, int64(i+1))
@@ -92,7 +102,7 @@ func (s *Storage) runGroup(ctx context.Context, conn *pgxpool.Conn, reqs []event
 	b := &pgx.Batch{}
 	b.Queue("SELECT pg_advisory_xact_lock($1)", s.appendKey)
 	b.Queue(s.sql.appendGroup, g.types, g.aggIDs, g.expected, g.offsets,
-		g.index, g.ids, g.evTypes, g.data, g.times, g.enc)
+		g.index, g.ids, g.evTypes, g.data, g.times, g.enc, g.nth, g.feeds)
 	br := conn.SendBatch(ctx, b)
 	if _, err := br.Exec(); err != nil {
 		br.Close()

@@ -179,7 +179,7 @@ const (
 	// headSQL is the highest position ever written: stored, or deleted
 	// since (the mark of feed '').
 	headSQL = `greatest((SELECT coalesce(max(position), 0) FROM {{schema}}.events),
-	(SELECT coalesce(max(mark), 0) FROM {{schema}}.deleted_marks WHERE feed = ''))`
+	coalesce((SELECT mark FROM {{schema}}.deleted_marks WHERE feed = ''), 0))`
 	// stateCols are the columns of a projection state that readState
 	// reads.
 	stateCols = `instance_id, data, position, created_at, updated_at, ref_rank, ref_num, ref_text, ref_number`
@@ -189,7 +189,7 @@ const (
 // typ (an SQL expression), stored or deleted since.
 func typeHeadSQL(typ string) string {
 	return `greatest((SELECT coalesce(max(feed_sequence), 0) FROM {{schema}}.events WHERE aggregate_type = ` + typ + `),
-	(SELECT coalesce(max(mark), 0) FROM {{schema}}.deleted_marks WHERE feed = ` + typ + `))`
+	coalesce((SELECT mark FROM {{schema}}.deleted_marks WHERE feed = ` + typ + `), 0))`
 }
 
 // newStatements returns the statements for the quoted schema name; channel
@@ -285,7 +285,11 @@ FROM cur, (SELECT count(*) FROM notify) n`),
 		// for none, $4 how many events precede the request's own), the
 		// events of all requests concatenated ($5 the index of the
 		// request, from 1, $6 ids, $7 types, $8 data, $9 times, $10
-		// encrypted data or NULL). It writes every request at its
+		// encrypted data or NULL), then per request $11 how many requests
+		// of its aggregate type precede it, plus one, and $12 the distinct
+		// aggregate types (numbered by the client, which spares the server
+		// a window function and a look-up of each type's head per
+		// request). It writes every request at its
 		// aggregate's current version + 1, positions following the head
 		// in array order, FeedSequences following their type's head in
 		// array order, and returns one row per request, in order: the
@@ -296,18 +300,20 @@ FROM cur, (SELECT count(*) FROM notify) n`),
 		// caller then runs the requests one by one.
 		appendGroup: q(`
 WITH req AS MATERIALIZED (
-	SELECT r.ri, r.atype, r.aid, r.expected, r.off,
-	       coalesce(l.version, 0) AS v, coalesce(l.sequence, 0) AS s,
-	       row_number() OVER (PARTITION BY r.atype ORDER BY r.ri) AS nth
-	FROM unnest((SELECT $1::text[]), (SELECT $2::text[]), (SELECT $3::bigint[]), (SELECT $4::bigint[])) WITH ORDINALITY AS r(atype, aid, expected, off, ri)
+	SELECT r.ri, r.atype, r.aid, r.expected, r.off, r.nth,
+	       coalesce(l.version, 0) AS v, coalesce(l.sequence, 0) AS s
+	FROM unnest((SELECT $1::text[]), (SELECT $2::text[]), (SELECT $3::bigint[]), (SELECT $4::bigint[]),
+		(SELECT $11::bigint[])) WITH ORDINALITY AS r(atype, aid, expected, off, nth, ri)
 	LEFT JOIN LATERAL (
 		SELECT version, sequence FROM {{schema}}.events
 		WHERE aggregate_type = r.atype AND aggregate_id = r.aid
 		ORDER BY sequence DESC LIMIT 1
 	) l ON true
+), types AS MATERIALIZED (
+	SELECT d.atype, ` + typeHeadSQL("d.atype") + ` AS f
+	FROM unnest((SELECT $12::text[])) AS d(atype)
 ), cur AS MATERIALIZED (
-	SELECT req.*, ` + typeHeadSQL("req.atype") + ` + req.nth AS f
-	FROM req
+	SELECT req.*, types.f + req.nth AS f FROM req JOIN types ON types.atype = req.atype
 ), head AS MATERIALIZED (
 	SELECT ` + headSQL + ` AS p
 ), ins AS (
