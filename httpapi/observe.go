@@ -7,9 +7,9 @@ import (
 	"time"
 )
 
-// HeaderRequestID is the response header that names a request, when the
+// requestIDHeader is the response header that names a request, when the
 // handler sets one; RequestInfo.RequestID repeats it.
-const HeaderRequestID = "X-Request-Id"
+const requestIDHeader = "X-Request-Id"
 
 // readyTimeout bounds the storage check of GET /readyz.
 const readyTimeout = 2 * time.Second
@@ -49,7 +49,7 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		defer func() {
 			info := RequestInfo{
 				Method: r.Method, Route: h.route(r), Status: rec.status, Bytes: rec.bytes,
-				Duration: time.Since(start), RequestID: w.Header().Get(HeaderRequestID),
+				Duration: time.Since(start), RequestID: w.Header().Get(requestIDHeader),
 			}
 			if v := recover(); v != nil {
 				info.Aborted = true

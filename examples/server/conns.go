@@ -75,6 +75,7 @@ func (l *limitListener) reject(c net.Conn) {
 			// kernel does not reset the connection before it reads the
 			// answer.
 			_ = tc.CloseWrite()
+			_ = c.SetReadDeadline(time.Now().Add(200 * time.Millisecond))
 			_, _ = io.Copy(io.Discard, io.LimitReader(c, 64<<10))
 		}
 		_ = c.Close()
