@@ -75,6 +75,7 @@ func (p *Projector) catchUp(ctx context.Context, pr *proj, target int64, cache *
 				return fmt.Errorf("projection %q: commit: %w", name, err)
 			}
 			stored = page.Head
+			p.projected(name, len(page.Events), len(commit.Errors))
 		}
 		progressed := page.Head > at
 		at = max(at, page.Head)

@@ -27,6 +27,9 @@ type Options struct {
 	// (the Storage does not implement AppendWatcher, or its watcher is
 	// down). The default is one second.
 	PollInterval time.Duration
+	// Metrics, when set, receives the figures of saves, conflicts,
+	// storage errors and projector commits (see Metrics).
+	Metrics Metrics
 }
 
 func (o *Options) now() func() time.Time {
@@ -81,7 +84,7 @@ func New(s Storage, opts *Options) (*Store, error) {
 		return nil, fmt.Errorf("eventstore: new: nil Storage: %w", ErrInvalid)
 	}
 	return &Store{
-		storage: s,
+		storage: meter(s, opts.metrics()),
 		now:     opts.now(),
 		log:     opts.logger(),
 		changed: make(chan struct{}),

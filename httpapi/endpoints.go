@@ -152,16 +152,7 @@ func (h *handler) load(w http.ResponseWriter, r *http.Request) {
 		h.fail(w, r, err)
 		return
 	}
-	agg, more, err := h.st.LoadRange(r.Context(), seg[0], seg[1], since, limit)
-	if err != nil {
-		h.fail(w, r, err)
-		return
-	}
-	out := aggregateJSON{
-		AggregateID: agg.ID, AggregateType: agg.Type, AggregateVersion: agg.Version,
-		Events: eventsJSON(agg.Events), HasMore: more,
-	}
-	h.sendValue(w, r, out)
+	h.streamLoad(w, r, seg[0], seg[1], since, limit)
 }
 
 // eventsJSON converts events to their JSON form.

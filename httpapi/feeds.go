@@ -161,17 +161,5 @@ func (h *handler) feed(w http.ResponseWriter, r *http.Request) {
 			opts.Wait = 0
 		}
 	}
-	res, err := h.st.ReadFeed(r.Context(), typ, since, opts)
-	if err != nil {
-		h.fail(w, r, err)
-		return
-	}
-	out := feedJSON{Entries: make([]feedEntryJSON, len(res.Entries)), HasMore: res.HasMore, CurrentSequenceNumber: res.Head}
-	for i, e := range res.Entries {
-		out.Entries[i] = feedEntryJSON{
-			SequenceNumber: e.Cursor, AggregateID: e.AggregateID, AggregateType: e.AggregateType,
-			FeedName: e.AggregateType, Timestamp: e.RecordedAt.UnixMilli(), Events: eventsJSON(e.Events),
-		}
-	}
-	h.sendValue(w, r, out)
+	h.streamFeed(w, r, typ, since, *opts)
 }

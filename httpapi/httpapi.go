@@ -13,6 +13,7 @@
 //	POST   /projections/definitions            create a projection definition
 //	GET    /projections/single/{name}/{id}     query a single projection
 //	GET    /projections/aggregated/{name}      query an aggregated projection
+//	GET    /healthz, GET /readyz               health checks, without credentials
 //
 // New returns a plain http.Handler with no global state: mount it at the
 // root of a server, or under a prefix of an application's mux with
@@ -112,7 +113,20 @@
 // Every JSON response carries Content-Type application/json, Content-Length
 // and Vary: Accept-Encoding, and its body ends with a newline; bodies of
 // 1 KiB or more are gzip-compressed when the request's Accept-Encoding
-// allows it. A save answers 200 with an empty body. Creating a definition answers 200 with the stored definition
+// allows it. Load and feed answers larger than Options.MaxResponseBuffer
+// are the exception: they are read from the store in parts and streamed
+// (chunked, without Content-Length), so that a client that reads slowly
+// holds little memory; should the store fail half way, the connection is
+// cut rather than the body completed.
+//
+// # Operations
+//
+// GET /healthz answers 200 {"status":"ok"} while the process serves. GET
+// /readyz answers the same when the storage answers within 2 s and the
+// Projector's Run is running, else 503 {"code":"unavailable","message":"not
+// ready"}. Neither needs credentials nor says more. Options.Observer
+// receives one RequestInfo per request (route pattern, status, bytes,
+// duration, request id) for logs and metrics. A 401 closes the connection. A save answers 200 with an empty body. Creating a definition answers 200 with the stored definition
 // as JSON. A load answers
 //
 //	{"aggregateId", "aggregateType", "aggregateVersion",
@@ -196,6 +210,15 @@ type Options struct {
 	// reads beyond it are answered at once, as if waitTime were 0. Zero
 	// means DefaultMaxLongPolls.
 	MaxLongPolls int
+	// MaxResponseBuffer bounds the bytes of a load or feed answer held in
+	// memory: a larger answer is read from the store in parts and
+	// streamed, without Content-Length. Zero or negative means
+	// DefaultMaxResponseBuffer.
+	MaxResponseBuffer int
+	// Observer, when set, is called once per request after it is served
+	// (see RequestInfo), for request logs and metrics. It must be safe for
+	// concurrent use.
+	Observer func(RequestInfo)
 }
 
 // KeyPair is one accepted pair of credentials.
@@ -223,6 +246,9 @@ type handler struct {
 	gzips   sync.Pool // *gzip.Writer
 	tokens  *deleteTokens
 	polls   chan struct{} // a slot per waiting long poll
+
+	maxResponse int
+	observe     func(RequestInfo)
 }
 
 // New returns an http.Handler serving st and p. Both must be non-nil; New
@@ -241,6 +267,10 @@ func New(st *eventstore.Store, p *eventstore.Projector, opts *Options) http.Hand
 		maxPolls = DefaultMaxLongPolls
 	}
 	h.polls = make(chan struct{}, maxPolls)
+	h.maxResponse, h.observe = opts.MaxResponseBuffer, opts.Observer
+	if h.maxResponse <= 0 {
+		h.maxResponse = DefaultMaxResponseBuffer
+	}
 	if h.maxBody <= 0 {
 		h.maxBody = DefaultMaxBodyBytes
 	}
@@ -281,8 +311,8 @@ func New(st *eventstore.Store, p *eventstore.Projector, opts *Options) http.Hand
 	return h
 }
 
-// ServeHTTP authenticates the request, rejects unclean paths and routes it.
-func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+// serve authenticates the request, rejects unclean paths and routes it.
+func (h *handler) serve(w http.ResponseWriter, r *http.Request) {
 	defer h.recoverPanic(w, r)
 	if !h.authorized(r) {
 		h.fail(w, r, errUnauthorized)

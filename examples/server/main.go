@@ -57,6 +57,7 @@ type config struct {
 	maxBody         int64
 	key             httpapi.KeyPair
 	generatedKey    bool
+	ops             opsConfig
 }
 
 func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (config, error) {
@@ -67,11 +68,15 @@ func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (c
 	fs.StringVar(&c.storage, "storage", "sqlite:eventstore.db", `storage backend: "sqlite:PATH" (durable, embedded), "memory" (lost at exit) or a "postgres://..." URL`)
 	fs.DurationVar(&c.shutdownTimeout, "shutdown-timeout", 10*time.Second, "how long to wait for requests in flight at shutdown")
 	fs.Int64Var(&c.maxBody, "max-body", httpapi.DefaultMaxBodyBytes, "request body limit in bytes")
+	c.ops.flags(fs)
 	if err := fs.Parse(args); err != nil {
 		return config{}, err
 	}
 	if fs.NArg() > 0 {
 		return config{}, fmt.Errorf("unexpected arguments: %q", fs.Args())
+	}
+	if err := c.ops.check(); err != nil {
+		return config{}, err
 	}
 	c.key = httpapi.KeyPair{AccessKey: getenv("EVENTSTORE_ACCESS_KEY"), SecretAccessKey: getenv("EVENTSTORE_SECRET_ACCESS_KEY")}
 	switch {
@@ -91,7 +96,7 @@ func randomHex(n int) string {
 }
 
 // openStorage opens the backend named by the -storage flag.
-func openStorage(ctx context.Context, spec string) (eventstore.Storage, error) {
+func openStorage(ctx context.Context, spec, schema string) (eventstore.Storage, error) {
 	switch {
 	case spec == "memory":
 		return memory.New(), nil
@@ -102,7 +107,7 @@ func openStorage(ctx context.Context, spec string) (eventstore.Storage, error) {
 		}
 		return sqlite.Open(path, nil)
 	case strings.HasPrefix(spec, "postgres://"), strings.HasPrefix(spec, "postgresql://"):
-		return postgres.OpenURL(ctx, spec, nil)
+		return postgres.OpenURL(ctx, spec, &postgres.Options{Schema: schema})
 	}
 	return nil, fmt.Errorf(`unknown -storage %q: use "memory", "sqlite:PATH" or "postgres://..."`, spec)
 }
@@ -117,11 +122,19 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	}
 	log := slog.New(slog.NewTextHandler(stderr, nil))
 
-	storage, err := openStorage(ctx, cfg.storage)
+	schema, err := postgresSchema(cfg.storage, cfg.ops.postgresSchema)
+	if err != nil {
+		return err
+	}
+	log.Info("opening storage", "storage", storageKind(cfg.storage))
+	opened := time.Now()
+	storage, err := openStorage(ctx, cfg.storage, schema)
 	if err != nil {
 		return fmt.Errorf("open storage: %w", err)
 	}
-	st, err := eventstore.New(storage, &eventstore.Options{Logger: log})
+	log.Info("storage open", "took", time.Since(opened).Round(time.Millisecond).String())
+	metrics := newPromMetrics()
+	st, err := eventstore.New(storage, &eventstore.Options{Logger: log, Metrics: metrics})
 	if err != nil {
 		_ = storage.Close()
 		return err
@@ -132,15 +145,33 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		}
 	}()
 	proj := eventstore.NewProjector(st, nil)
+	var logRequests func(httpapi.RequestInfo)
+	if cfg.ops.logRequests {
+		logRequests = requestLogger(log)
+	}
 	handler := httpapi.New(st, proj, &httpapi.Options{
-		Keys:         []httpapi.KeyPair{cfg.key},
-		MaxBodyBytes: cfg.maxBody,
-		Logger:       log,
+		Keys:              []httpapi.KeyPair{cfg.key},
+		MaxBodyBytes:      cfg.maxBody,
+		Logger:            log,
+		MaxResponseBuffer: cfg.ops.maxResponseBuffer,
+		Observer:          observers(metrics.observe, logRequests),
 	})
+	metrics.watchProjections(proj, log)
 
-	ln, err := net.Listen("tcp", cfg.addr)
+	rawLn, err := net.Listen("tcp", cfg.addr)
 	if err != nil {
 		return err
+	}
+	ln := newLimitListener(rawLn, cfg.ops.maxConns)
+	metrics.watchConnections(ln)
+	stopMetrics, err := serveMetrics(cfg.ops.metricsAddr, metrics, stdout, log)
+	if err != nil {
+		_ = ln.Close()
+		return err
+	}
+	defer stopMetrics()
+	if cfg.ops.metricsAddr == "" {
+		handler = withMetricsPath(handler, metrics.metricsHandler(&cfg.key))
 	}
 	srv := &http.Server{
 		Handler:           handler,
@@ -148,7 +179,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		ReadTimeout:       time.Minute,
 		// A feed read may long-poll for 60 s (waitTime) before it writes.
 		WriteTimeout: 90 * time.Second,
-		IdleTimeout:  2 * time.Minute,
+		IdleTimeout:  cfg.ops.idleTimeout,
 		ErrorLog:     slog.NewLogLogger(log.Handler(), slog.LevelWarn),
 	}
 
@@ -170,6 +201,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 			log.Error("projector stopped", "err", err)
 		}
 	})
+	wg.Go(func() { reportStartup(projCtx, st, proj, log, progressEvery) })
 
 	serveErr := make(chan error, 1)
 	go func() { serveErr <- srv.Serve(ln) }()

@@ -105,11 +105,11 @@ func (s *syncBuffer) String() string {
 
 var listening = regexp.MustCompile(`listening on (?:http://)?([0-9.]+:[0-9]+)`)
 
-// startServer runs the server with -storage storageArg on a free port and
-// waits until it listens.
-func startServer(t *testing.T, storageArg string) *server {
+// startServer runs the server with -storage storageArg and the extra
+// flags on a free port and waits until it listens.
+func startServer(t *testing.T, storageArg string, extra ...string) *server {
 	t.Helper()
-	cmd := exec.Command(serverBinary(t), "-addr", "127.0.0.1:0", "-storage", storageArg)
+	cmd := exec.Command(serverBinary(t), append([]string{"-addr", "127.0.0.1:0", "-storage", storageArg}, extra...)...)
 	cmd.Env = append(os.Environ(), "EVENTSTORE_ACCESS_KEY="+accessKey, "EVENTSTORE_SECRET_ACCESS_KEY="+secretKey)
 	logs := &syncBuffer{}
 	pr, pw := io.Pipe()

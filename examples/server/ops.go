@@ -1,0 +1,231 @@
+package main
+
+import (
+	"context"
+	"crypto/sha256"
+	"crypto/subtle"
+	"log/slog"
+	"net/http"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/eventkit-go/eventstore"
+	"github.com/eventkit-go/eventstore/httpapi"
+)
+
+// lagCacheFor is how long a scrape reuses the projections overview.
+const lagCacheFor = 5 * time.Second
+
+// promMetrics exports the server's figures in the Prometheus format. It
+// implements eventstore.Metrics; observe is the httpapi Observer. It uses
+// its own registry: nothing is registered globally.
+type promMetrics struct {
+	reg *prometheus.Registry
+
+	requests      *prometheus.CounterVec
+	latency       *prometheus.HistogramVec
+	events        prometheus.Counter
+	batches       prometheus.Counter
+	conflicts     prometheus.Counter
+	storageErrors *prometheus.CounterVec
+	applied       *prometheus.CounterVec
+	failed        *prometheus.CounterVec
+}
+
+var _ eventstore.Metrics = (*promMetrics)(nil)
+
+func newPromMetrics() *promMetrics {
+	m := &promMetrics{
+		reg: prometheus.NewRegistry(),
+		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "eventstore_http_requests_total",
+			Help: "HTTP requests served, by method, route pattern and status.",
+		}, []string{"method", "route", "status"}),
+		latency: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "eventstore_http_request_duration_seconds",
+			Help:    "Time to serve an HTTP request, by method, route pattern and status.",
+			Buckets: []float64{.001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60},
+		}, []string{"method", "route", "status"}),
+		events: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "eventstore_events_saved_total", Help: "Events stored (retried duplicates not counted).",
+		}),
+		batches: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "eventstore_batches_saved_total", Help: "Batches stored: saves, and batches of bulk saves.",
+		}),
+		conflicts: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "eventstore_conflicts_total", Help: "Saves refused for a version conflict.",
+		}),
+		storageErrors: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "eventstore_storage_errors_total", Help: "Storage calls that failed for a reason other than the request, by operation.",
+		}, []string{"op"}),
+		applied: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "eventstore_projection_events_applied_total", Help: "Feed events the projector applied, by projection.",
+		}, []string{"projection"}),
+		failed: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "eventstore_projection_events_failed_total", Help: "Feed events a projection could not apply (recorded as errors), by projection.",
+		}, []string{"projection"}),
+	}
+	m.reg.MustRegister(m.requests, m.latency, m.events, m.batches, m.conflicts, m.storageErrors, m.applied, m.failed,
+		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	// Export the usual operations at 0, so that a rate of errors has a
+	// series to start from.
+	for _, op := range []string{"Append", "AppendAll", "Load", "ReadFeed", "FeedHead", "CommitProjection", "LoadProjection", "WatchAppends"} {
+		m.storageErrors.WithLabelValues(op)
+	}
+	return m
+}
+
+// Saved implements eventstore.Metrics.
+func (m *promMetrics) Saved(events int) {
+	m.batches.Inc()
+	m.events.Add(float64(events))
+}
+
+// Conflict implements eventstore.Metrics.
+func (m *promMetrics) Conflict() { m.conflicts.Inc() }
+
+// StorageError implements eventstore.Metrics.
+func (m *promMetrics) StorageError(op string) { m.storageErrors.WithLabelValues(op).Inc() }
+
+// Projected implements eventstore.Metrics.
+func (m *promMetrics) Projected(projection string, events, failed int) {
+	m.applied.WithLabelValues(projection).Add(float64(events - failed))
+	if failed > 0 {
+		m.failed.WithLabelValues(projection).Add(float64(failed))
+	}
+}
+
+// observe records one request.
+func (m *promMetrics) observe(ri httpapi.RequestInfo) {
+	route := ri.Route
+	if route == "" {
+		route = "unrouted"
+	}
+	status := strconv.Itoa(ri.Status)
+	m.requests.WithLabelValues(ri.Method, route, status).Inc()
+	m.latency.WithLabelValues(ri.Method, route, status).Observe(ri.Duration.Seconds())
+}
+
+// watchConnections exports the open connections of l and those refused.
+func (m *promMetrics) watchConnections(l *limitListener) {
+	m.reg.MustRegister(
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "eventstore_http_open_connections", Help: "HTTP connections open now.",
+		}, func() float64 { return float64(l.open.Load()) }),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{
+			Name: "eventstore_http_rejected_connections_total", Help: "Connections refused with 503 because -max-conns were open.",
+		}, func() float64 { return float64(l.rejected.Load()) }),
+	)
+}
+
+// watchProjections exports each projection's lag, read at scrape time
+// (at most every lagCacheFor).
+func (m *promMetrics) watchProjections(p *eventstore.Projector, log *slog.Logger) {
+	m.reg.MustRegister(&lagCollector{p: p, log: log})
+}
+
+var lagDesc = prometheus.NewDesc("eventstore_projection_lag",
+	"Feed positions between a projection's checkpoint and the head of the feed: about the events it has still to apply.",
+	[]string{"projection"}, nil)
+
+// lagCollector reads the projections overview when scraped.
+type lagCollector struct {
+	p   *eventstore.Projector
+	log *slog.Logger
+
+	mu   sync.Mutex
+	at   time.Time
+	last []eventstore.Status
+}
+
+func (c *lagCollector) Describe(ch chan<- *prometheus.Desc) { ch <- lagDesc }
+
+func (c *lagCollector) Collect(ch chan<- prometheus.Metric) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if time.Since(c.at) > lagCacheFor {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		st, err := c.p.Overview(ctx)
+		cancel()
+		if err != nil {
+			c.log.Warn("metrics: projections overview", "err", err)
+		} else {
+			c.last, c.at = st, time.Now()
+		}
+	}
+	for _, s := range c.last {
+		ch <- prometheus.MustNewConstMetric(lagDesc, prometheus.GaugeValue, float64(max(0, s.Head-s.Checkpoint)), s.Definition.Name)
+	}
+}
+
+// metricsHandler serves the registry. With key set, requests must carry
+// that key pair (the /metrics of the API address); otherwise it is served
+// on its own address, where whoever reaches it may read it.
+func (m *promMetrics) metricsHandler(key *httpapi.KeyPair) http.Handler {
+	h := promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{})
+	if key == nil {
+		return h
+	}
+	access, secret := sha256.Sum256([]byte(key.AccessKey)), sha256.Sum256([]byte(key.SecretAccessKey))
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		a := sha256.Sum256([]byte(r.Header.Get(httpapi.HeaderAccessKey)))
+		s := sha256.Sum256([]byte(r.Header.Get(httpapi.HeaderSecretAccessKey)))
+		if subtle.ConstantTimeCompare(a[:], access[:])&subtle.ConstantTimeCompare(s[:], secret[:]) != 1 {
+			w.Header().Set("Content-Type", "application/json")
+			w.Header().Set("Connection", "close")
+			w.WriteHeader(http.StatusUnauthorized)
+			_, _ = w.Write([]byte(`{"code":"unauthorized","message":"missing or wrong ` +
+				httpapi.HeaderAccessKey + " / " + httpapi.HeaderSecretAccessKey + `"}` + "\n"))
+			return
+		}
+		h.ServeHTTP(w, r)
+	})
+}
+
+// withMetricsPath serves GET /metrics with metrics and everything else
+// with api.
+func withMetricsPath(api, metrics http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/metrics" {
+			metrics.ServeHTTP(w, r)
+			return
+		}
+		api.ServeHTTP(w, r)
+	})
+}
+
+// requestLogger returns an Observer that logs one line per request: no
+// path (it holds ids), query, header or body, only the route pattern.
+func requestLogger(log *slog.Logger) func(httpapi.RequestInfo) {
+	return func(ri httpapi.RequestInfo) {
+		attrs := []slog.Attr{
+			slog.String("method", ri.Method), slog.String("route", ri.Route), slog.Int("status", ri.Status),
+			slog.Int64("bytes", ri.Bytes), slog.Float64("ms", float64(ri.Duration.Microseconds())/1000),
+			slog.String("request_id", ri.RequestID),
+		}
+		if ri.Aborted {
+			attrs = append(attrs, slog.Bool("aborted", true))
+		}
+		log.LogAttrs(context.Background(), slog.LevelInfo, "request", attrs...)
+	}
+}
+
+// observers combines the Observers that are not nil.
+func observers(fns ...func(httpapi.RequestInfo)) func(httpapi.RequestInfo) {
+	var use []func(httpapi.RequestInfo)
+	for _, f := range fns {
+		if f != nil {
+			use = append(use, f)
+		}
+	}
+	return func(ri httpapi.RequestInfo) {
+		for _, f := range use {
+			f(ri)
+		}
+	}
+}

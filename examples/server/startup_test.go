@@ -1,0 +1,52 @@
+package main
+
+import (
+	"context"
+	"log/slog"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/eventkit-go/eventstore"
+	"github.com/eventkit-go/eventstore/storage/memory"
+)
+
+// TestReportStartup: on a store whose projection is behind, the server
+// logs the store's size and the projector's progress until it has caught
+// up.
+func TestReportStartup(t *testing.T) {
+	ctx := context.Background()
+	st, err := eventstore.New(memory.New(), nil)
+	require.NoError(t, err)
+	defer st.Close()
+	p := eventstore.NewProjector(st, nil)
+	def, err := eventstore.DecodeDefinition([]byte(`{"projectionName":"n","feedName":"order","aggregated":true,
+		"handlers":[{"eventType":"Placed","functions":[{"function":"inc","targetSelector":"$.projection.n"}]}]}`))
+	require.NoError(t, err)
+	require.NoError(t, p.Create(ctx, def))
+	for range 50 {
+		_, err := st.Save(ctx, "order", uuid.NewString(), []eventstore.NewEvent{{ID: uuid.NewString(), Type: "Placed"}}, nil)
+		require.NoError(t, err)
+	}
+	var logs syncBuffer
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		reportStartup(ctx, st, p, slog.New(slog.NewTextHandler(&logs, nil)), 20*time.Millisecond)
+	}()
+	require.Eventually(t, func() bool { return strings.Contains(logs.String(), "projector catching up") }, 5*time.Second, 5*time.Millisecond)
+	require.NoError(t, p.CatchUp(ctx))
+	select {
+	case <-done:
+	case <-time.After(5 * time.Second):
+		t.Fatal("reportStartup did not return after the projections caught up")
+	}
+	out := logs.String()
+	assert.Contains(t, out, `msg="store opened" feed_head=50 projections=1`)
+	assert.Contains(t, out, "positions_behind=50")
+	assert.Contains(t, out, "projections caught up")
+}

@@ -1,0 +1,152 @@
+package httpapi
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"time"
+)
+
+// requestIDHeader is the response header that names a request, when the
+// handler sets one; RequestInfo.RequestID repeats it.
+const requestIDHeader = "X-Request-Id"
+
+// readyTimeout bounds the storage check of GET /readyz.
+const readyTimeout = 2 * time.Second
+
+// RequestInfo describes one request once it is served. It never holds
+// credentials, query strings or bodies.
+type RequestInfo struct {
+	// Method is the request method.
+	Method string
+	// Route is the pattern of the endpoint that served the request, as
+	// in "/aggregates/{type}/{id}", "/healthz" or "/readyz": a bounded set
+	// of values, fit for a metrics label. "/" means no endpoint matched;
+	// "" means the path could not be routed at all (an unclean path).
+	Route string
+	// Status is the response status; 0 when the handler was aborted
+	// before it wrote one.
+	Status int
+	// Bytes counts the response body bytes written, after compression.
+	Bytes int64
+	// Duration is the time from the start of serving to the end.
+	Duration time.Duration
+	// RequestID is the X-Request-Id response header, if set.
+	RequestID string
+	// Aborted reports a response cut off (the client went away or a
+	// streamed answer failed half way).
+	Aborted bool
+}
+
+// ServeHTTP serves the health endpoints, then authenticates the request
+// and routes it; it reports every request to Options.Observer. After a 401
+// the connection is closed, so that unauthenticated clients cannot keep
+// idle connections open.
+func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	start := time.Now()
+	rec := &recorder{w: w}
+	if h.observe != nil {
+		defer func() {
+			info := RequestInfo{
+				Method: r.Method, Route: h.route(r), Status: rec.status, Bytes: rec.bytes,
+				Duration: time.Since(start), RequestID: w.Header().Get(requestIDHeader),
+			}
+			if v := recover(); v != nil {
+				info.Aborted = true
+				h.observe(info)
+				panic(v)
+			}
+			h.observe(info)
+		}()
+	}
+	if p := r.URL.Path; p == "/healthz" || p == "/readyz" {
+		r.Pattern = p
+		switch {
+		case r.Method != http.MethodGet && r.Method != http.MethodHead:
+			rec.Header().Set("Allow", "GET, HEAD")
+			h.fail(rec, r, fmt.Errorf("%w: %s %s allows GET, HEAD", errMethod, r.Method, p))
+		case p == "/healthz":
+			writeStatus(rec, r, true)
+		default:
+			writeStatus(rec, r, h.ready(r.Context()))
+		}
+		return
+	}
+	h.serve(rec, r)
+}
+
+// route is the pattern that served r, or the one that would have for a
+// request refused before routing (401).
+func (h *handler) route(r *http.Request) string {
+	if r.Pattern != "" {
+		return r.Pattern
+	}
+	_, pattern := h.mux.Handler(r)
+	return pattern
+}
+
+// ready reports whether the storage answers and the projector runs.
+func (h *handler) ready(ctx context.Context) bool {
+	if !h.p.Running() {
+		return false
+	}
+	ctx, cancel := context.WithTimeout(ctx, readyTimeout)
+	defer cancel()
+	_, err := h.st.FeedHead(ctx, "")
+	return err == nil
+}
+
+// writeStatus answers a health check: 200 {"status":"ok"} or 503. The
+// body says nothing else.
+func writeStatus(w http.ResponseWriter, r *http.Request, ok bool) {
+	w.Header().Set("Cache-Control", "no-store")
+	if !ok {
+		w.Header().Set("Retry-After", "1")
+		writeErrorBody(w, http.StatusServiceUnavailable, errorBody{Code: "unavailable", Message: "not ready"})
+		return
+	}
+	body := []byte("{\"status\":\"ok\"}\n")
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Content-Length", "16")
+	w.WriteHeader(http.StatusOK)
+	if r.Method != http.MethodHead {
+		_, _ = w.Write(body)
+	}
+}
+
+// recorder notes the status and body size of a response, and closes the
+// connection after a 401.
+type recorder struct {
+	w      http.ResponseWriter
+	status int
+	bytes  int64
+}
+
+func (rc *recorder) Header() http.Header { return rc.w.Header() }
+
+func (rc *recorder) WriteHeader(code int) {
+	if rc.status == 0 && code >= 200 {
+		rc.status = code
+		if code == http.StatusUnauthorized {
+			rc.w.Header().Set("Connection", "close")
+		}
+	}
+	rc.w.WriteHeader(code)
+}
+
+func (rc *recorder) Write(p []byte) (int, error) {
+	if rc.status == 0 {
+		rc.status = http.StatusOK
+	}
+	n, err := rc.w.Write(p)
+	rc.bytes += int64(n)
+	return n, err
+}
+
+// Flush sends buffered data to the client, if the writer can.
+func (rc *recorder) Flush() {
+	_ = http.NewResponseController(rc.w).Flush()
+}
+
+// Unwrap gives http.ResponseController the underlying writer.
+func (rc *recorder) Unwrap() http.ResponseWriter { return rc.w }
