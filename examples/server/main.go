@@ -58,6 +58,7 @@ type config struct {
 	key             httpapi.KeyPair
 	generatedKey    bool
 	ops             opsConfig
+	projector       eventstore.ProjectorOptions
 }
 
 func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (config, error) {
@@ -68,9 +69,14 @@ func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (c
 	fs.StringVar(&c.storage, "storage", "sqlite:eventstore.db", `storage backend: "sqlite:PATH" (durable, embedded), "memory" (lost at exit) or a "postgres://..." URL`)
 	fs.DurationVar(&c.shutdownTimeout, "shutdown-timeout", 10*time.Second, "how long to wait for requests in flight at shutdown")
 	fs.Int64Var(&c.maxBody, "max-body", httpapi.DefaultMaxBodyBytes, "request body limit in bytes")
+	fs.IntVar(&c.projector.MaxInstanceBytes, "max-instance-bytes", eventstore.DefaultMaxInstanceBytes, "largest JSON size of one projection instance; an event that would grow one past it is a recorded error")
+	fs.IntVar(&c.projector.MaxDefinitions, "max-definitions", eventstore.DefaultMaxDefinitions, "most projection definitions the store accepts")
 	c.ops.flags(fs)
 	if err := fs.Parse(args); err != nil {
 		return config{}, err
+	}
+	if c.projector.MaxInstanceBytes < 1 || c.projector.MaxDefinitions < 1 {
+		return config{}, errors.New("-max-instance-bytes and -max-definitions must be at least 1")
 	}
 	if fs.NArg() > 0 {
 		return config{}, fmt.Errorf("unexpected arguments: %q", fs.Args())
@@ -144,7 +150,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 			log.Error("close storage", "err", err)
 		}
 	}()
-	proj := eventstore.NewProjector(st, nil)
+	proj := eventstore.NewProjector(st, &cfg.projector)
 	var logRequests func(httpapi.RequestInfo)
 	if cfg.ops.logRequests {
 		logRequests = requestLogger(log)

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"github.com/eventkit-go/eventstore"
 	"io"
 	"net/http"
 	"path/filepath"
@@ -199,6 +200,8 @@ func TestRunRejectsBadConfig(t *testing.T) {
 		{[]string{"-storage", "mongo"}, nil, "unknown -storage"},
 		{[]string{"-storage", "sqlite:"}, nil, "needs a path"},
 		{[]string{"extra"}, nil, "unexpected arguments"},
+		{[]string{"-max-instance-bytes", "0"}, nil, "at least 1"},
+		{[]string{"-max-definitions", "-5"}, nil, "at least 1"},
 		{nil, map[string]string{"EVENTSTORE_ACCESS_KEY": "only-one"}, "set both"},
 		{[]string{"-addr", "256.0.0.1:bad", "-storage", "memory"}, nil, ""},
 	} {
@@ -213,6 +216,9 @@ func TestDefaultStorageIsSQLiteFile(t *testing.T) {
 	c, err := parseConfig(nil, func(string) string { return "" }, io.Discard)
 	if err != nil {
 		t.Fatal(err)
+	}
+	if c.projector.MaxInstanceBytes != eventstore.DefaultMaxInstanceBytes || c.projector.MaxDefinitions != eventstore.DefaultMaxDefinitions {
+		t.Errorf("projector limits %+v, want the library's defaults", c.projector)
 	}
 	if c.storage != "sqlite:eventstore.db" {
 		t.Errorf("default -storage is %q, want the durable sqlite:eventstore.db", c.storage)
