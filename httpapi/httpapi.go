@@ -23,9 +23,12 @@
 // # Authentication
 //
 // Every request must carry the headers Service-Access-Key and
-// Service-Secret-Access-Key holding one of the configured KeyPairs. They are
-// checked in constant time before anything else happens; a missing or wrong
-// pair is answered with 401 and nothing is read or written.
+// Service-Secret-Access-Key holding one of the configured KeyPairs, or the
+// same pair in the headers the official clients send, Serialized-Access-Key
+// and Serialized-Secret-Access-Key. They are checked in constant time before
+// anything else happens; a missing, empty, repeated or wrong header, or a
+// request mixing the two spellings, is answered with 401 and nothing is read
+// or written.
 //
 // # Requests
 //
@@ -166,10 +169,15 @@ import (
 	"github.com/eventkit-go/eventstore/internal/safetext"
 )
 
-// Header names of the credentials every request carries.
+// Header names of the credentials every request carries. A request uses
+// one spelling for both: HeaderAccessKey and HeaderSecretAccessKey (the
+// interface's), or HeaderSerializedAccessKey and
+// HeaderSerializedSecretAccessKey (what the official clients send).
 const (
-	HeaderAccessKey       = "Service-Access-Key"
-	HeaderSecretAccessKey = "Service-Secret-Access-Key"
+	HeaderAccessKey                 = "Service-Access-Key"
+	HeaderSecretAccessKey           = "Service-Secret-Access-Key"
+	HeaderSerializedAccessKey       = "Serialized-Access-Key"
+	HeaderSerializedSecretAccessKey = "Serialized-Secret-Access-Key"
 )
 
 // DefaultMaxBodyBytes is the request body limit used when
@@ -200,9 +208,11 @@ type Options struct {
 
 // KeyPair is one accepted pair of credentials.
 type KeyPair struct {
-	// AccessKey is expected in the Service-Access-Key header.
+	// AccessKey is expected in the Service-Access-Key header (or
+	// Serialized-Access-Key).
 	AccessKey string
-	// SecretAccessKey is expected in the Service-Secret-Access-Key header.
+	// SecretAccessKey is expected in the Service-Secret-Access-Key header
+	// (or Serialized-Secret-Access-Key).
 	SecretAccessKey string
 }
 
@@ -297,11 +307,32 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	h.mux.ServeHTTP(w, r)
 }
 
+// credentials returns the key pair a request carries, in one spelling of
+// the headers. ok is false when a header is missing, empty or repeated,
+// or when the request mixes the two spellings.
+func credentials(r *http.Request) (access, secret string, ok bool) {
+	one := func(name string) (string, bool, bool) { // value, present, usable
+		v, present := r.Header[name]
+		return strings.Join(v, ""), present, len(v) == 1 && v[0] != ""
+	}
+	sa, saIn, saOK := one(HeaderAccessKey)
+	ss, ssIn, ssOK := one(HeaderSecretAccessKey)
+	ca, caIn, caOK := one(HeaderSerializedAccessKey)
+	cs, csIn, csOK := one(HeaderSerializedSecretAccessKey)
+	switch {
+	case (saIn || ssIn) && (caIn || csIn):
+		return "", "", false
+	case saIn || ssIn:
+		return sa, ss, saOK && ssOK
+	default:
+		return ca, cs, caOK && csOK
+	}
+}
+
 // authorized compares the request's credentials with every configured pair
 // in constant time, without stopping at the first match.
 func (h *handler) authorized(r *http.Request) bool {
-	access := r.Header.Get(HeaderAccessKey)
-	secret := r.Header.Get(HeaderSecretAccessKey)
+	access, secret, ok := credentials(r)
 	a := sha256.Sum256([]byte(access))
 	s := sha256.Sum256([]byte(secret))
 	match := 0
@@ -309,7 +340,7 @@ func (h *handler) authorized(r *http.Request) bool {
 		k := &h.keys[i]
 		match |= subtle.ConstantTimeCompare(a[:], k.access[:]) & subtle.ConstantTimeCompare(s[:], k.secret[:])
 	}
-	return match == 1 && access != "" && secret != ""
+	return match == 1 && ok
 }
 
 // only wraps an endpoint so that other methods get a JSON 405. GET
