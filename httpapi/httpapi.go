@@ -266,26 +266,11 @@ func New(st *eventstore.Store, p *eventstore.Projector, opts *Options) http.Hand
 	// Patterns carry no method: the std mux would answer a wrong method
 	// with a plain-text 405, so each route checks the method itself.
 	mux := http.NewServeMux()
-	mux.HandleFunc("/aggregates/{type}/{id}/events", h.only(http.MethodPost, h.save))
-	mux.HandleFunc("/aggregates/{type}/{id}", h.aggregateRoutes())
-	mux.HandleFunc("/aggregates/{type}/events", h.eventsRoutes())
-	mux.HandleFunc("/aggregates/{type}", h.methods(route{http.MethodDelete, h.deleteType}))
-	mux.HandleFunc("/feeds", h.only(http.MethodGet, h.feeds))
-	mux.HandleFunc("/feeds/{type}", h.methods(route{http.MethodGet, h.feed}, route{http.MethodHead, h.feedHead}))
-	mux.HandleFunc("/projections", h.only(http.MethodGet, h.overview))
-	mux.HandleFunc("/projections/definitions", h.methods(
-		route{http.MethodGet, h.listDefinitions}, route{http.MethodHead, h.listDefinitions}, route{http.MethodPost, h.createDefinition}))
-	mux.HandleFunc("/projections/definitions/{name}", h.methods(
-		route{http.MethodGet, h.getDefinition}, route{http.MethodHead, h.getDefinition},
-		route{http.MethodPut, h.putDefinition}, route{http.MethodDelete, h.deleteDefinition}))
-	mux.HandleFunc("/projections/single/{name}", h.methods(
-		route{http.MethodGet, h.listSingle}, route{http.MethodHead, h.listSingle}, route{http.MethodDelete, h.resetProjection(false)}))
-	mux.HandleFunc("/projections/single/{name}/_count", h.only(http.MethodGet, h.countSingle))
-	mux.HandleFunc("/projections/single/{name}/{id}", h.only(http.MethodGet, h.querySingle))
-	mux.HandleFunc("/projections/aggregated/{name}", h.methods(
-		route{http.MethodGet, h.queryAggregated}, route{http.MethodHead, h.queryAggregated}, route{http.MethodDelete, h.resetProjection(true)}))
+	for _, rt := range h.routes() {
+		mux.HandleFunc(rt.pattern, h.methods(rt.methods...))
+	}
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
-		h.fail(w, r, fmt.Errorf("no endpoint at %s: %w", clip(r.URL.Path), eventstore.ErrNotFound))
+		h.fail(w, r, apiErr(eventstore.ErrNotFound, "no endpoint at %s", clip(r.URL.Path)))
 	})
 	h.mux = mux
 	return h
@@ -293,6 +278,7 @@ func New(st *eventstore.Store, p *eventstore.Projector, opts *Options) http.Hand
 
 // ServeHTTP authenticates the request, rejects unclean paths and routes it.
 func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	r = withRequestID(w, r)
 	defer h.recoverPanic(w, r)
 	if !h.authorized(r) {
 		h.fail(w, r, errUnauthorized)
@@ -353,7 +339,7 @@ func (h *handler) only(method string, fn http.HandlerFunc) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		if r.Method != method && (method != http.MethodGet || r.Method != http.MethodHead) {
 			w.Header().Set("Allow", allow)
-			h.fail(w, r, fmt.Errorf("%w: %s %s allows %s", errMethod, r.Method, clip(r.URL.Path), allow))
+			h.fail(w, r, apiErr(errMethod, "method %s is not allowed on %s; allowed: %s", clip(r.Method), clip(r.URL.Path), allow))
 			return
 		}
 		fn(w, r)
@@ -369,9 +355,10 @@ func (h *handler) recoverPanic(w http.ResponseWriter, r *http.Request) {
 	if v == http.ErrAbortHandler {
 		panic(v)
 	}
-	h.log.Error("httpapi: panic serving request", "method", r.Method, "path", r.URL.Path,
+	id := w.Header().Get(HeaderRequestID)
+	h.log.Error("httpapi: panic serving request", "requestId", id, "method", r.Method, "path", r.URL.Path,
 		"panic", fmt.Sprint(v), "stack", string(debug.Stack()))
-	writeErrorBody(w, http.StatusInternalServerError, errorBody{Code: "internal", Message: "internal error"})
+	writeErrorBody(w, http.StatusInternalServerError, errorBody{Code: "internal", Message: "internal error (request id " + id + ")", RequestID: id})
 }
 
 // uncleanPath reports an empty, "." or ".." segment of an escaped path, and

@@ -1,7 +1,9 @@
 package httpapi
 
 import (
+	"errors"
 	"fmt"
+	"strings"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -23,7 +25,25 @@ type queryError struct {
 	param, msg string
 }
 
-func (e *queryError) Error() string { return "query parameter " + e.param + " " + e.msg }
+func (e *queryError) Error() string {
+	if e.param == "" {
+		return e.msg
+	}
+	return "query parameter " + e.param + " " + e.msg
+}
+
+// queryParseProblem describes why url.ParseQuery failed, without Go's
+// wrapping.
+func queryParseProblem(err error) string {
+	var esc url.EscapeError
+	if errors.As(err, &esc) {
+		return fmt.Sprintf("invalid escape %q", clip(string(esc)))
+	}
+	if strings.Contains(err.Error(), "semicolon") {
+		return "a semicolon is not a separator, use &"
+	}
+	return "it is not of the form name=value&..."
+}
 func (e *queryError) Unwrap() error { return errMalformed }
 
 // query holds the parameters of a request that an endpoint reads.
@@ -36,7 +56,7 @@ type query struct {
 func parseQuery(r *http.Request, known ...string) (query, error) {
 	v, err := url.ParseQuery(r.URL.RawQuery)
 	if err != nil {
-		return query{}, fmt.Errorf("%w: the query string does not parse: %v", errMalformed, err)
+		return query{}, &queryError{"", "the query string does not parse: " + queryParseProblem(err)}
 	}
 	for _, k := range known {
 		if len(v[k]) > 1 {

@@ -161,6 +161,9 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	if err != nil {
 		return err
 	}
+	// net/http's own error responses (a request that does not parse) in
+	// the JSON error shape too.
+	ln = httpapi.JSONErrorListener(ln)
 	srv := &http.Server{
 		Handler:           handler,
 		ReadHeaderTimeout: 10 * time.Second,
