@@ -133,6 +133,22 @@ func shown(err error) (string, bool) {
 	return "", false
 }
 
+// detailAfter returns the detail a library error gives after its
+// sentinel, as in fmt.Errorf("%w: a definition may be at most %d bytes",
+// ErrInvalid, n), or "" when there is none or it names a backend.
+func detailAfter(err, sentinel error) string {
+	text := err.Error()
+	i := strings.Index(text, sentinel.Error()+": ")
+	if i < 0 {
+		return ""
+	}
+	d := text[i+len(sentinel.Error())+2:]
+	if strings.Contains(d, "eventstore: ") || strings.Contains(d, "sqlite") || strings.Contains(d, "postgres") || strings.Contains(d, "pgx") {
+		return ""
+	}
+	return d
+}
+
 // ownText is the message of errors that only this package makes.
 func ownText(_ *http.Request, err error) string {
 	if s, ok := shown(err); ok {
@@ -149,6 +165,9 @@ func invalidMessage(_ *http.Request, err error) string {
 	}
 	var ve *eventstore.ValidationError
 	if !errors.As(err, &ve) || len(ve.Fields) == 0 {
+		if d := detailAfter(err, eventstore.ErrInvalid); d != "" {
+			return d
+		}
 		return "the request is invalid"
 	}
 	n := len(ve.Fields) + ve.Omitted
@@ -312,13 +331,12 @@ type errorBody struct {
 // encodeError returns the JSON text of eb, ending with a newline, with
 // <, > and & as they are.
 func encodeError(eb errorBody) []byte {
-	if eb.Errors == nil {
-		eb.Errors = []eventstore.FieldError{}
+	eb.Message = oneLine(eb.Message)
+	fields := make([]eventstore.FieldError, len(eb.Errors)) // never null; not the caller's
+	for i, f := range eb.Errors {
+		fields[i] = eventstore.FieldError{Field: oneLine(f.Field), Message: oneLine(f.Message)}
 	}
-	for i := range eb.Errors {
-		eb.Errors[i].Message = oneLine(eb.Errors[i].Message)
-		eb.Errors[i].Field = oneLine(eb.Errors[i].Field)
-	}
+	eb.Errors = fields
 	var buf strings.Builder
 	enc := json.NewEncoder(&buf)
 	enc.SetEscapeHTML(false)
