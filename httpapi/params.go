@@ -3,10 +3,10 @@ package httpapi
 import (
 	"errors"
 	"fmt"
-	"strings"
 	"net/http"
 	"net/url"
 	"strconv"
+	"strings"
 )
 
 // Limits of query parameters.
