@@ -22,6 +22,7 @@ var (
 	errMethod       = errors.New("method not allowed")
 	errMediaType    = errors.New("unsupported media type")
 	errForbidden    = errors.New("forbidden")
+	errUnsupported  = errors.New("unsupported")
 )
 
 // apiError is an error of the HTTP layer: its text is written to the
@@ -86,6 +87,7 @@ var errorTable = []errorRule{
 	}},
 	{is(errForbidden), http.StatusForbidden, "forbidden", ownText},
 	{is(errMethod), http.StatusMethodNotAllowed, "method_not_allowed", ownText},
+	{is(errUnsupported), http.StatusBadRequest, "unsupported", ownText},
 	{is(errMediaType), http.StatusUnsupportedMediaType, "unsupported_media_type", ownText},
 	{func(err error) bool { var e *http.MaxBytesError; return errors.As(err, &e) }, http.StatusRequestEntityTooLarge, "too_large",
 		func(_ *http.Request, err error) string {

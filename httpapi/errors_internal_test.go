@@ -49,6 +49,7 @@ func TestErrorTable(t *testing.T) {
 		{"method", patAggregate, apiErr(errMethod, "method PUT is not allowed"), 405, "method_not_allowed", "PUT is not allowed"},
 		{"media type", patAggregateEvents, apiErr(errMediaType, "Content-Type must be application/json"), 415, "unsupported_media_type", "Content-Type"},
 		{"too large", patAggregateEvents, fmt.Errorf("read: %w", &http.MaxBytesError{Limit: 10}), 413, "too_large", "limit of 10 bytes"},
+		{"tenant", patAggregate, apiErr(errUnsupported, "tenants are not supported"), 400, "unsupported", "tenants"},
 		{"path", patAggregate, &pathError{msg: "aggregateId must not be empty"}, 400, "malformed", "aggregateId must not be empty"},
 		{"query", patFeed, &queryError{"limit", "must be an integer"}, 400, "malformed", "query parameter limit must be an integer"},
 	}

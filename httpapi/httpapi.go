@@ -180,6 +180,11 @@ const (
 	HeaderSerializedSecretAccessKey = "Serialized-Secret-Access-Key"
 )
 
+// HeaderTenantID is the header of the hosted service's multi-tenancy. This
+// server has one tenant: a request carrying it is answered with 400
+// (not 404, which a client's exists would read as "no such aggregate").
+const HeaderTenantID = "Serialized-Tenant-Id"
+
 // DefaultMaxBodyBytes is the request body limit used when
 // Options.MaxBodyBytes is zero: 4 MiB.
 const DefaultMaxBodyBytes = 4 << 20
@@ -288,6 +293,12 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	// its cleaned form, which may name another endpoint: refuse it.
 	if msg := uncleanPath(r.URL.EscapedPath()); msg != "" {
 		h.fail(w, r, &pathError{msg: msg})
+		return
+	}
+	// One tenant: a request for another must not be answered with the
+	// default tenant's data.
+	if _, ok := r.Header[HeaderTenantID]; ok {
+		h.fail(w, r, apiErr(errUnsupported, "tenants are not supported: this server has one tenant; send no %s header (no tenantId option)", HeaderTenantID))
 		return
 	}
 	h.mux.ServeHTTP(w, r)

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -89,4 +90,27 @@ func (q query) int(name string, def, lo, hi int64) (int64, error) {
 		return 0, &queryError{name, fmt.Sprintf("must be between %d and %d, got %d", lo, hi, n)}
 	}
 	return n, nil
+}
+
+// unsupportedParams are parameters of the hosted service that this server
+// does not implement, with why.
+var unsupportedParams = map[string]string{
+	"from":     "is not supported: read by sequence number (since)",
+	"to":       "is not supported: read by sequence number (since, limit)",
+	"tenantId": "is not supported: this server has one tenant",
+}
+
+// only refuses parameters other than names: a parameter that is ignored
+// would give a wrong answer (a filter not applied).
+func (q query) only(names ...string) error {
+	for k := range q.v {
+		if slices.Contains(names, k) {
+			continue
+		}
+		if why, ok := unsupportedParams[k]; ok {
+			return &queryError{clip(k), why}
+		}
+		return &queryError{clip(k), "is not a parameter of this endpoint; known: " + strings.Join(names, ", ")}
+	}
+	return nil
 }
