@@ -255,7 +255,7 @@ func syntaxError(body []byte, err error) error {
 		c := body[off]
 		switch {
 		case c >= 0x20 && c < 0x7f:
-			what = fmt.Sprintf("unexpected %q", string(c))
+			what = fmt.Sprintf("unexpected %q", rune(c))
 		default:
 			what = fmt.Sprintf("unexpected byte 0x%02x", c)
 		}

@@ -134,15 +134,27 @@
 //
 // # Errors
 //
-// Errors are answered with {"code": "...", "message": "..."}, and on 400
-// and 422 also "errors": [{"field", "message"}]. Each problem is written
-// once: with several, the message only counts them. At most
-// eventstore.MaxFieldErrors problems are listed, and "omitted" counts the
-// rest. The statuses:
+// Every error is answered with one shape,
 //
-//	400 malformed               JSON that does not parse, a bad path segment or
-//	                            query parameter (named in errors[])
-//	401 unauthorized            missing or wrong key pair
+//	{"code": "...", "message": "...", "errors": [{"field", "message"}], "requestId": "..."}
+//
+// built by one table (errorTable) from the library's sentinel errors and
+// this package's own. message is one line in the API's words, made from the
+// request (the aggregate, feed or projection it names), never a Go error
+// chain or a backend's text; with several problems it counts them and
+// errors lists each once (at most eventstore.MaxFieldErrors; "omitted"
+// counts the rest). errors is always an array. code is a stable word per
+// status, kept for programs to switch on. requestId repeats the
+// X-Request-Id header that every response carries: the request's own when
+// it is sane, else a new one (see RequestID). 5xx answers have a generic
+// message with that id, and the full error is logged with it.
+// JSONErrorListener gives the errors net/http writes by itself the same
+// shape. The statuses:
+//
+//	400 malformed               JSON that does not parse (line, column, byte),
+//	                            a bad path segment or query parameter
+//	400 unsupported             a Serialized-Tenant-Id header (one tenant)
+//	401 unauthorized            missing, empty, mixed or wrong key headers
 //	403 forbidden               wrong, expired or foreign deleteToken
 //	404 not_found               unknown path, aggregate, projection or instance
 //	405 method_not_allowed      with an Allow header
@@ -150,9 +162,12 @@
 //	                            stored and new event ids, a duplicate definition
 //	413 too_large               body over Options.MaxBodyBytes
 //	415 unsupported_media_type  Content-Type is not application/json
-//	422 invalid                 well-formed JSON with invalid content
+//	422 invalid                 well-formed JSON with invalid content or unknown fields
 //	500 internal                anything unexpected; details are only logged
 //	503 unavailable             storage unreachable (with Retry-After) or closed
+//
+// GET /openapi.json serves OpenAPI, the OpenAPI 3.1 document of every
+// endpoint.
 package httpapi
 
 import (
