@@ -26,6 +26,11 @@ func TestOfficialJavaScriptClient(t *testing.T) {
 	lock, err := os.ReadFile(filepath.Join(jsClientDir, "package-lock.json"))
 	require.NoError(t, err)
 	require.NotContains(t, string(lock), `"resolved"`, "the lock names versions and integrity hashes only, no download addresses")
+	// Read what node runs, so that a change to it invalidates a cached pass.
+	for _, f := range []string{"official.mjs", "package.json"} {
+		_, err := os.ReadFile(filepath.Join(jsClientDir, f))
+		require.NoError(t, err)
+	}
 	node := needTool(t, "node")
 	npm := needTool(t, "npm")
 	if !clientInstalled() {
