@@ -31,37 +31,11 @@ func (h *handler) methods(routes ...route) http.HandlerFunc {
 		}
 		if fn == nil {
 			w.Header().Set("Allow", allowed)
-			h.fail(w, r, fmt.Errorf("%w: %s %s allows %s", errMethod, r.Method, clip(r.URL.Path), allowed))
+			h.fail(w, r, apiErr(errMethod, "method %s is not allowed on %s; allowed: %s", clip(r.Method), clip(r.URL.Path), allowed))
 			return
 		}
 		fn(w, r)
 	}
-}
-
-// aggregateRoutes serves /aggregates/{type}/{id}.
-func (h *handler) aggregateRoutes() http.HandlerFunc {
-	return h.methods(
-		route{http.MethodGet, h.load},
-		route{http.MethodHead, h.exists},
-		route{http.MethodDelete, h.deleteAggregate},
-	)
-}
-
-// eventsRoutes serves /aggregates/{type}/events: the bulk save, and, for
-// the other methods, the aggregate whose id is "events".
-func (h *handler) eventsRoutes() http.HandlerFunc {
-	asAggregate := func(fn http.HandlerFunc) http.HandlerFunc {
-		return func(w http.ResponseWriter, r *http.Request) {
-			r.SetPathValue("id", "events")
-			fn(w, r)
-		}
-	}
-	return h.methods(
-		route{http.MethodPost, h.saveBulk},
-		route{http.MethodGet, asAggregate(h.load)},
-		route{http.MethodHead, asAggregate(h.exists)},
-		route{http.MethodDelete, asAggregate(h.deleteAggregate)},
-	)
 }
 
 // exists serves HEAD /aggregates/{type}/{id}: 200 or 404, no body.
@@ -165,7 +139,7 @@ func (h *handler) twoStepDelete(w http.ResponseWriter, r *http.Request, scope st
 		return
 	}
 	if !h.tokens.valid(scope, q.v.Get("deleteToken")) {
-		h.fail(w, r, fmt.Errorf("%w: the deleteToken is wrong, expired or for something else; request a new one without deleteToken", errForbidden))
+		h.fail(w, r, apiErr(errForbidden, "the deleteToken is wrong, expired or for something else; request a new one without deleteToken"))
 		return
 	}
 	if err := del(); err != nil {

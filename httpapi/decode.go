@@ -1,10 +1,12 @@
 package httpapi
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 	"unicode/utf8"
 
 	"github.com/eventkit-go/eventstore"
@@ -12,12 +14,12 @@ import (
 	"github.com/tidwall/gjson"
 )
 
-// The decoders below are strict about JSON types and lenient about unknown
-// fields: a body that is not JSON is errMalformed (400); a known field of
-// the wrong type, a known field given twice, a body that is not UTF-8 or
+// The decoders below are strict: a body that is not JSON is errMalformed
+// (400); an unknown field, a known field of the wrong type, a known field
+// given twice, a body that is not UTF-8 or
 // nests deeper than maxBodyDepth, or an array longer than its limit is a
 // *eventstore.ValidationError (422) listing such fields (at most
-// eventstore.MaxFieldErrors of them); unknown fields are ignored. JSON null
+// eventstore.MaxFieldErrors of them). JSON null
 // counts as an absent field. Values are checked further by the Store and
 // the Projector.
 //
@@ -72,9 +74,9 @@ func parseBody(body []byte, fe *fieldErrors) (gjson.Result, error) {
 			fe.add("", "the body nests deeper than %d levels (event data may nest %d)", maxBodyDepth, eventstore.MaxDataDepth)
 			return gjson.Result{}, fe.err()
 		case len(body) == 0:
-			return gjson.Result{}, fmt.Errorf("%w: the body is empty, a JSON object is required", errMalformed)
+			return gjson.Result{}, apiErr(errMalformed, "the body is empty, a JSON object is required")
 		}
-		return gjson.Result{}, fmt.Errorf("%w: the body is not valid JSON", errMalformed)
+		return gjson.Result{}, syntaxError(body, err)
 	}
 	if !utf8.Valid(body) {
 		fe.add("", "the body must be UTF-8")
@@ -89,23 +91,48 @@ func parseBody(body []byte, fe *fieldErrors) (gjson.Result, error) {
 }
 
 // fields returns the members of obj whose keys are in names, reporting
-// keys given more than once.
-func fields(obj gjson.Result, prefix string, fe *fieldErrors, names ...string) []gjson.Result {
+// keys given more than once and keys not in names: a misspelt field (such
+// as expected_version) must never be ignored, or a typo could bypass the
+// concurrency check. what names the object in the message.
+func fields(obj gjson.Result, prefix, what string, fe *fieldErrors, names ...string) []gjson.Result {
 	out := make([]gjson.Result, len(names))
 	obj.ForEach(func(k, v gjson.Result) bool {
 		key := k.String()
+		known := false
 		for i, n := range names {
 			if key != n {
 				continue
 			}
+			known = true
 			if out[i].Exists() {
 				fe.add(prefix+n, "is given more than once")
 			}
 			out[i] = v
 		}
+		if !known {
+			msg := "is not a field of " + what
+			if near := nearName(key, names); near != "" {
+				msg += fmt.Sprintf(" (did you mean %q?)", near)
+			}
+			fe.add(prefix+clip(key), "%s", msg)
+		}
 		return true
 	})
 	return out
+}
+
+// nearName returns the name of names that key spells differently (case,
+// underscores, dashes), or "".
+func nearName(key string, names []string) string {
+	norm := func(s string) string {
+		return strings.ToLower(strings.NewReplacer("_", "", "-", "").Replace(s))
+	}
+	for _, n := range names {
+		if norm(n) == norm(key) {
+			return n
+		}
+	}
+	return ""
 }
 
 func present(v gjson.Result) bool { return v.Exists() && v.Type != gjson.Null }
@@ -158,7 +185,7 @@ func decodeSave(body []byte) (saveRequest, error) {
 		return saveRequest{}, err
 	}
 	var req saveRequest
-	f := fields(root, "", fe, "events", "expectedVersion", "aggregateId")
+	f := fields(root, "", "a save request", fe, "events", "expectedVersion", "aggregateId")
 	if !present(f[0]) {
 		fe.add("events", "is required")
 	}
@@ -170,7 +197,7 @@ func decodeSave(body []byte) (saveRequest, error) {
 				fe.add(prefix[:len(prefix)-1], "must be an object")
 				continue
 			}
-			ef := fields(item, prefix, fe, "eventId", "eventType", "data", "encryptedData")
+			ef := fields(item, prefix, "an event", fe, "eventId", "eventType", "data", "encryptedData")
 			e := eventstore.NewEvent{
 				ID:            str(ef[0], prefix+"eventId", fe),
 				Type:          str(ef[1], prefix+"eventType", fe),
@@ -207,5 +234,43 @@ func decodeSave(body []byte) (saveRequest, error) {
 // decodeDefinition decodes a definition body with the library's strict
 // decoder.
 func decodeDefinition(body []byte) (eventstore.Definition, error) {
+	if err := checkDefinitionSyntax(body); err != nil {
+		return eventstore.Definition{}, err
+	}
 	return eventstore.DecodeDefinition(body)
+}
+
+// syntaxError describes a jsonscan error of body for a client: what was
+// found, and where, by line, column (in bytes, from 1) and byte offset.
+func syntaxError(body []byte, err error) error {
+	var se *jsonscan.Error
+	if !errors.As(err, &se) {
+		return apiErr(errMalformed, "the body is not valid JSON")
+	}
+	off := min(max(se.Offset, 0), len(body))
+	line := 1 + bytes.Count(body[:off], []byte{'\n'})
+	col := off - bytes.LastIndexByte(body[:off], '\n')
+	what := "unexpected end"
+	if off < len(body) {
+		c := body[off]
+		switch {
+		case c >= 0x20 && c < 0x7f:
+			what = fmt.Sprintf("unexpected %q", rune(c))
+		default:
+			what = fmt.Sprintf("unexpected byte 0x%02x", c)
+		}
+	}
+	return apiErr(errMalformed, "the body is not valid JSON: %s at line %d, column %d (byte %d)", what, line, col, off)
+}
+
+// checkDefinitionSyntax reports a definition body that is not JSON with
+// where the problem is (DecodeDefinition only says that it is not).
+func checkDefinitionSyntax(body []byte) error {
+	if len(body) == 0 {
+		return apiErr(errMalformed, "the body is empty, a JSON object is required")
+	}
+	if err := jsonscan.Check(body, maxBodyDepth); err != nil && errors.Is(err, jsonscan.ErrSyntax) {
+		return syntaxError(body, err)
+	}
+	return nil
 }

@@ -19,7 +19,7 @@ func decodeBulk(body []byte) ([]eventstore.Batch, error) {
 	if err != nil {
 		return nil, err
 	}
-	f := fields(root, "", fe, "batches", "events", "aggregateId", "expectedVersion")
+	f := fields(root, "", "a save request", fe, "batches", "events", "aggregateId", "expectedVersion")
 	if err := fe.err(); err != nil {
 		return nil, err
 	}

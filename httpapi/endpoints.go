@@ -51,10 +51,10 @@ func (h *handler) readJSON(w http.ResponseWriter, r *http.Request) ([]byte, erro
 	ct := r.Header.Get("Content-Type")
 	mt, params, err := mime.ParseMediaType(ct)
 	if err != nil || mt != "application/json" {
-		return nil, fmt.Errorf("%w: Content-Type must be application/json, got %q", errMediaType, clip(ct))
+		return nil, apiErr(errMediaType, "Content-Type must be application/json, got %q", clip(ct))
 	}
 	if cs, ok := params["charset"]; ok && !strings.EqualFold(cs, "utf-8") {
-		return nil, fmt.Errorf("%w: the charset must be utf-8, got %q", errMediaType, clip(cs))
+		return nil, apiErr(errMediaType, "the charset must be utf-8, got %q", clip(cs))
 	}
 	if r.ContentLength > h.maxBody {
 		return nil, &http.MaxBytesError{Limit: h.maxBody}
@@ -65,7 +65,7 @@ func (h *handler) readJSON(w http.ResponseWriter, r *http.Request) ([]byte, erro
 	case errors.As(err, &tooLarge):
 		return nil, fmt.Errorf("read body: %w", err)
 	case err != nil:
-		return nil, fmt.Errorf("%w: reading the body failed: %v", errMalformed, err)
+		return nil, apiErr(errMalformed, "reading the body failed")
 	}
 	return body, nil
 }
@@ -99,6 +99,9 @@ func (h *handler) save(w http.ResponseWriter, r *http.Request) {
 		opts = &eventstore.SaveOptions{ExpectedVersion: eventstore.ExpectVersion(*req.ExpectedVersion)}
 	}
 	if _, err := h.st.Save(r.Context(), seg[0], seg[1], req.Events, opts); err != nil {
+		if errors.Is(err, eventstore.ErrConflict) {
+			err = saveConflict(seg[0], seg[1], req.ExpectedVersion, err)
+		}
 		h.fail(w, r, err)
 		return
 	}
@@ -197,8 +200,21 @@ func (h *handler) queryAggregated(w http.ResponseWriter, r *http.Request) {
 	}
 	p, err := h.p.Aggregated(r.Context(), seg[0])
 	if err != nil {
+		err = h.projectionNotFound(r.Context(), seg[0], "", true, err)
 		h.fail(w, r, err)
 		return
 	}
 	h.sendProjection(w, r, p)
+}
+
+// saveConflict says why a save of typ/id was refused with ErrConflict:
+// without an expected version, only because its events mix stored and new
+// ids.
+func saveConflict(typ, id string, expected *int64, err error) error {
+	msg := fmt.Sprintf("the events mix ids stored in aggregate %s/%s already with new ones; nothing was stored", clip(typ), clip(id))
+	if expected != nil {
+		msg = fmt.Sprintf("aggregate %s/%s is not at version %d (expectedVersion), or the events mix stored and new event ids; nothing was stored",
+			clip(typ), clip(id), *expected)
+	}
+	return &apiError{kind: eventstore.ErrConflict, msg: msg}
 }

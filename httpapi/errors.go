@@ -7,18 +7,40 @@ import (
 	"fmt"
 	"net/http"
 	"strconv"
+	"strings"
 
 	"github.com/eventkit-go/eventstore"
+	"github.com/eventkit-go/eventstore/internal/safetext"
 )
 
-// Errors of the HTTP layer itself; the rest come from the eventstore.
+// Kinds of errors of the HTTP layer itself; the rest come from the
+// eventstore. Their texts are never shown: an *apiError carries the
+// message.
 var (
 	errMalformed    = errors.New("malformed request")
-	errUnauthorized = errors.New("missing or wrong " + HeaderAccessKey + " / " + HeaderSecretAccessKey)
+	errUnauthorized = errors.New("unauthorized")
 	errMethod       = errors.New("method not allowed")
 	errMediaType    = errors.New("unsupported media type")
 	errForbidden    = errors.New("forbidden")
+	errUnsupported  = errors.New("unsupported")
 )
+
+// apiError is an error of the HTTP layer: its text is written to the
+// client as it is, and kind (errMalformed, eventstore.ErrNotFound, ...)
+// picks the status.
+type apiError struct {
+	kind   error
+	msg    string
+	fields []eventstore.FieldError
+}
+
+func (e *apiError) Error() string { return e.msg }
+func (e *apiError) Unwrap() error { return e.kind }
+
+// apiErr returns an *apiError of kind with a formatted message.
+func apiErr(kind error, format string, args ...any) error {
+	return &apiError{kind: kind, msg: fmt.Sprintf(format, args...)}
+}
 
 // pathError is a bad path segment: 400, naming the segment.
 type pathError struct {
@@ -26,111 +48,312 @@ type pathError struct {
 	fields []eventstore.FieldError
 }
 
-func (e *pathError) Error() string { return "bad path: " + e.msg }
+func (e *pathError) Error() string { return e.msg }
 func (e *pathError) Unwrap() error { return errMalformed }
 
-// status is the one table from errors to HTTP statuses and error codes.
-func status(err error) (int, string) {
-	var tooLarge *http.MaxBytesError
-	switch {
-	case errors.Is(err, errUnauthorized):
-		return http.StatusUnauthorized, "unauthorized"
-	case errors.Is(err, errForbidden):
-		return http.StatusForbidden, "forbidden"
-	case errors.Is(err, errMethod):
-		return http.StatusMethodNotAllowed, "method_not_allowed"
-	case errors.Is(err, errMediaType):
-		return http.StatusUnsupportedMediaType, "unsupported_media_type"
-	case errors.As(err, &tooLarge):
-		return http.StatusRequestEntityTooLarge, "too_large"
-	case errors.Is(err, errMalformed), errors.Is(err, eventstore.ErrMalformed):
-		return http.StatusBadRequest, "malformed"
-	case errors.Is(err, eventstore.ErrInvalid):
-		return http.StatusUnprocessableEntity, "invalid"
-	case errors.Is(err, eventstore.ErrNotFound):
-		return http.StatusNotFound, "not_found"
-	case errors.Is(err, eventstore.ErrConflict):
-		return http.StatusConflict, "conflict"
-	case errors.Is(err, eventstore.ErrUnavailable), errors.Is(err, context.DeadlineExceeded):
-		return http.StatusServiceUnavailable, "unavailable"
-	case errors.Is(err, eventstore.ErrClosed):
-		return http.StatusServiceUnavailable, "unavailable"
-	}
-	return http.StatusInternalServerError, "internal"
+// problem is what a client is told about a failed request.
+type problem struct {
+	status  int
+	code    string
+	message string
+	fields  []eventstore.FieldError
+	omitted int
 }
 
-// fail answers r with the error err maps to. Client errors say what is
-// wrong; server errors get a generic message and the details are logged.
-func (h *handler) fail(w http.ResponseWriter, r *http.Request, err error) {
-	if errors.Is(err, context.Canceled) && r.Context().Err() != nil {
-		h.log.Debug("httpapi: client went away", "method", r.Method, "path", r.URL.Path, "err", err)
-		return
-	}
-	code, name := status(err)
-	msg := err.Error()
+// errorRule is one row of errorTable: the errors it matches, the status
+// and code they get, and the message a client reads.
+type errorRule struct {
+	match   func(error) bool
+	status  int
+	code    string
+	message func(r *http.Request, err error) string
+}
+
+func is(target error) func(error) bool {
+	return func(err error) bool { return errors.Is(err, target) }
+}
+
+// errorTable is the one translation from errors to what a client reads:
+// the first matching row wins. Messages speak the API's language: an
+// *apiError, *pathError or *queryError is text of this package and is
+// shown as it is; a library error gets a message made from the request
+// (the aggregate, feed or projection it names), never the error's own
+// text, which holds Go wrapping and backend details. 5xx messages are
+// generic; fail logs the full error with the request id.
+var errorTable = []errorRule{
+	{is(errUnauthorized), http.StatusUnauthorized, "unauthorized", func(*http.Request, error) string {
+		return "missing or wrong credentials: send the key pair in " + HeaderSerializedAccessKey + " and " +
+			HeaderSerializedSecretAccessKey + ", or in " + HeaderAccessKey + " and " + HeaderSecretAccessKey
+	}},
+	{is(errForbidden), http.StatusForbidden, "forbidden", ownText},
+	{is(errMethod), http.StatusMethodNotAllowed, "method_not_allowed", ownText},
+	{is(errUnsupported), http.StatusBadRequest, "unsupported", ownText},
+	{is(errMediaType), http.StatusUnsupportedMediaType, "unsupported_media_type", ownText},
+	{func(err error) bool { var e *http.MaxBytesError; return errors.As(err, &e) }, http.StatusRequestEntityTooLarge, "too_large",
+		func(_ *http.Request, err error) string {
+			var e *http.MaxBytesError
+			errors.As(err, &e)
+			return fmt.Sprintf("the body is larger than the limit of %d bytes", e.Limit)
+		}},
+	{func(err error) bool { return errors.Is(err, errMalformed) || errors.Is(err, eventstore.ErrMalformed) },
+		http.StatusBadRequest, "malformed", func(r *http.Request, err error) string {
+			if s, ok := shown(err); ok {
+				return s
+			}
+			return "the body is not valid JSON"
+		}},
+	{is(eventstore.ErrInvalid), http.StatusUnprocessableEntity, "invalid", invalidMessage},
+	{is(eventstore.ErrNotFound), http.StatusNotFound, "not_found", notFoundMessage},
+	{is(eventstore.ErrConflict), http.StatusConflict, "conflict", conflictMessage},
+	{is(eventstore.ErrClosed), http.StatusServiceUnavailable, "unavailable", func(*http.Request, error) string {
+		return "the service is shutting down; retry on another instance or later"
+	}},
+	{func(err error) bool {
+		return errors.Is(err, eventstore.ErrUnavailable) || errors.Is(err, context.DeadlineExceeded)
+	}, http.StatusServiceUnavailable, "unavailable", func(*http.Request, error) string {
+		return "the service is unavailable, retry later"
+	}},
+}
+
+// internalRule answers what no row of errorTable matches.
+var internalRule = errorRule{status: http.StatusInternalServerError, code: "internal",
+	message: func(*http.Request, error) string { return "internal error" }}
+
+// shown returns the text of this package's own error in err's chain.
+func shown(err error) (string, bool) {
+	var ae *apiError
+	var pe *pathError
+	var qe *queryError
 	switch {
-	case code == http.StatusServiceUnavailable:
-		h.log.Warn("httpapi: unavailable", "method", r.Method, "path", r.URL.Path, "err", err)
-		msg = "the service is unavailable, retry later"
-		if errors.Is(err, eventstore.ErrClosed) {
-			msg = "the service is shutting down"
-		} else {
-			w.Header().Set("Retry-After", "1")
-		}
-	case code >= 500:
-		h.log.Error("httpapi: internal error", "method", r.Method, "path", r.URL.Path, "err", err)
-		msg = "internal error"
-	default:
-		h.log.Debug("httpapi: request refused", "method", r.Method, "path", r.URL.Path, "status", code, "err", err)
+	case errors.As(err, &ae):
+		return ae.msg, true
+	case errors.As(err, &pe):
+		return pe.msg, true
+	case errors.As(err, &qe):
+		return qe.Error(), true
 	}
-	body := errorBody{Code: name, Message: msg}
+	return "", false
+}
+
+// detailAfter returns the detail a library error gives after its
+// sentinel, as in fmt.Errorf("%w: a definition may be at most %d bytes",
+// ErrInvalid, n), or "" when there is none or it names a backend.
+func detailAfter(err, sentinel error) string {
+	text := err.Error()
+	i := strings.Index(text, sentinel.Error()+": ")
+	if i < 0 {
+		return ""
+	}
+	d := text[i+len(sentinel.Error())+2:]
+	if strings.Contains(d, "eventstore: ") || strings.Contains(d, "sqlite") || strings.Contains(d, "postgres") || strings.Contains(d, "pgx") {
+		return ""
+	}
+	return d
+}
+
+// ownText is the message of errors that only this package makes.
+func ownText(_ *http.Request, err error) string {
+	if s, ok := shown(err); ok {
+		return s
+	}
+	return "the request was refused"
+}
+
+// invalidMessage is the message of a 422: the problem when there is one,
+// else their number, so that each problem is written once, in errors.
+func invalidMessage(_ *http.Request, err error) string {
+	if s, ok := shown(err); ok {
+		return s
+	}
 	var ve *eventstore.ValidationError
+	if !errors.As(err, &ve) || len(ve.Fields) == 0 {
+		if d := detailAfter(err, eventstore.ErrInvalid); d != "" {
+			return d
+		}
+		return "the request is invalid"
+	}
+	n := len(ve.Fields) + ve.Omitted
+	switch {
+	case n == 1 && ve.Fields[0].Field == "":
+		return ve.Fields[0].Message
+	case n == 1:
+		return ve.Fields[0].Field + ": " + ve.Fields[0].Message
+	case ve.Omitted > 0:
+		return fmt.Sprintf("%d problems, the first %d listed in errors", n, len(ve.Fields))
+	}
+	return fmt.Sprintf("%d problems, listed in errors", n)
+}
+
+// notFoundMessage names what the request looked for.
+func notFoundMessage(r *http.Request, err error) string {
+	if s, ok := shown(err); ok {
+		return s
+	}
+	typ, id, name := r.PathValue("type"), r.PathValue("id"), r.PathValue("name")
+	switch r.Pattern {
+	case patAggregateEvents, patAggregate, patTypeEvents:
+		if id == "" {
+			id = "events"
+		}
+		return fmt.Sprintf("aggregate %s/%s was not found", clip(typ), clip(id))
+	case patType:
+		return fmt.Sprintf("aggregate type %q has no aggregates", clip(typ))
+	case patFeed:
+		return fmt.Sprintf("feed %q has no events", clip(typ))
+	}
+	if name != "" {
+		return fmt.Sprintf("projection %q was not found", clip(name))
+	}
+	return "not found"
+}
+
+// conflictMessage says what a conflict is about.
+func conflictMessage(r *http.Request, err error) string {
+	if s, ok := shown(err); ok {
+		return s
+	}
+	var be *eventstore.BatchError
+	if errors.As(err, &be) {
+		return fmt.Sprintf("batch %d (aggregate %s/%s) was refused: the aggregate is not at its expectedVersion, "+
+			"or the batch mixes stored and new event ids; nothing was stored", be.Index, clip(be.AggregateType), clip(be.AggregateID))
+	}
+	switch r.Pattern {
+	case patAggregateEvents:
+		return fmt.Sprintf("aggregate %s/%s is not at the expectedVersion, or the events mix stored and new event ids; nothing was stored",
+			clip(r.PathValue("type")), clip(r.PathValue("id")))
+	case patTypeEvents:
+		return "the aggregate is not at the expectedVersion, or the events mix stored and new event ids; nothing was stored"
+	case patDefinitions:
+		return "a projection definition of that name exists; PUT /projections/definitions/{name} replaces one"
+	}
+	return "the request conflicts with the stored state; nothing was changed"
+}
+
+// ruleFor returns the first row of errorTable matching err, or
+// internalRule.
+func ruleFor(err error) errorRule {
+	for _, row := range errorTable {
+		if row.match(err) {
+			return row
+		}
+	}
+	return internalRule
+}
+
+// status returns the status and code err is answered with.
+func status(err error) (int, string) {
+	rule := ruleFor(err)
+	return rule.status, rule.code
+}
+
+// translate maps err to what the client is told.
+func translate(r *http.Request, err error) problem {
+	rule := ruleFor(err)
+	p := problem{status: rule.status, code: rule.code, message: oneLine(rule.message(r, err))}
+	var ve *eventstore.ValidationError
+	var ae *apiError
 	var pe *pathError
 	var qe *queryError
 	switch {
 	case errors.As(err, &ve):
-		body.Errors, body.Omitted = ve.Fields, ve.Omitted
-		body.Message = summary(ve)
+		p.fields, p.omitted = ve.Fields, ve.Omitted
+	case errors.As(err, &ae):
+		p.fields = ae.fields
 	case errors.As(err, &pe):
-		body.Errors = pe.fields
+		p.fields = pe.fields
 	case errors.As(err, &qe):
-		body.Errors = []eventstore.FieldError{{Field: qe.param, Message: qe.msg}}
+		p.fields = []eventstore.FieldError{{Field: qe.param, Message: qe.msg}}
 	}
-	writeErrorBody(w, code, body)
+	var be *eventstore.BatchError
+	if p.fields == nil && errors.As(err, &be) {
+		p.fields = []eventstore.FieldError{{Field: fmt.Sprintf("batches[%d]", be.Index),
+			Message: "not at its expectedVersion, or mixing stored and new event ids"}}
+	}
+	return p
 }
 
-// summary is the message of a 422: the problem when there is one, else
-// their number, so that each problem is written once, in errors.
-func summary(ve *eventstore.ValidationError) string {
-	n := len(ve.Fields) + ve.Omitted
-	if n <= 1 {
-		return ve.Error()
+// oneLine makes s safe to show: valid UTF-8, control characters (newlines
+// among them) replaced by spaces.
+func oneLine(s string) string {
+	s = safetext.Clean(s)
+	if strings.IndexFunc(s, isControl) < 0 {
+		return s
 	}
-	op := ""
-	if ve.Op != "" {
-		op = ve.Op + ": "
-	}
-	if ve.Omitted > 0 {
-		return fmt.Sprintf("eventstore: %sinvalid input: %d problems, the first %d listed", op, n, len(ve.Fields))
-	}
-	return fmt.Sprintf("eventstore: %sinvalid input: %d problems", op, n)
+	return strings.Map(func(r rune) rune {
+		if isControl(r) {
+			return ' '
+		}
+		return r
+	}, s)
 }
 
+func isControl(r rune) bool { return r < 0x20 || r == 0x7f || (r >= 0x80 && r < 0xa0) }
+
+// fail answers r with the error err maps to. Client errors say what is
+// wrong; server errors get a generic message with the request id, and the
+// full error is logged beside that id.
+func (h *handler) fail(w http.ResponseWriter, r *http.Request, err error) {
+	id := w.Header().Get(HeaderRequestID)
+	if errors.Is(err, context.Canceled) && r.Context().Err() != nil {
+		h.log.Debug("httpapi: client went away", "requestId", id, "method", r.Method, "path", r.URL.Path, "err", err)
+		return
+	}
+	p := translate(r, err)
+	switch {
+	case p.status == http.StatusServiceUnavailable:
+		h.log.Warn("httpapi: unavailable", "requestId", id, "method", r.Method, "path", r.URL.Path, "err", err)
+		if !errors.Is(err, eventstore.ErrClosed) {
+			w.Header().Set("Retry-After", "1")
+		}
+		p.message += " (request id " + id + ")"
+	case p.status >= 500:
+		h.log.Error("httpapi: internal error", "requestId", id, "method", r.Method, "path", r.URL.Path, "err", err)
+		p.message += " (request id " + id + ")"
+	default:
+		h.log.Debug("httpapi: request refused", "requestId", id, "method", r.Method, "path", r.URL.Path, "status", p.status, "err", err)
+	}
+	writeErrorBody(w, p.status, errorBody{Code: p.code, Message: p.message, Errors: p.fields, Omitted: p.omitted, RequestID: id})
+}
+
+// errorBody is the one shape of every error response.
 type errorBody struct {
-	Code    string                  `json:"code"`
-	Message string                  `json:"message"`
-	Errors  []eventstore.FieldError `json:"errors,omitempty"`
+	// Code is a stable word per status, for programs.
+	Code string `json:"code"`
+	// Message says what is wrong, for people.
+	Message string `json:"message"`
+	// Errors lists the problems field by field; empty when the problem
+	// is not about a field.
+	Errors []eventstore.FieldError `json:"errors"`
 	// Omitted counts the problems beyond those listed in Errors.
 	Omitted int `json:"omitted,omitempty"`
+	// RequestID is the X-Request-Id of the response.
+	RequestID string `json:"requestId"`
+}
+
+// encodeError returns the JSON text of eb, ending with a newline, with
+// <, > and & as they are.
+func encodeError(eb errorBody) []byte {
+	eb.Message = oneLine(eb.Message)
+	fields := make([]eventstore.FieldError, len(eb.Errors)) // never null; not the caller's
+	for i, f := range eb.Errors {
+		fields[i] = eventstore.FieldError{Field: oneLine(f.Field), Message: oneLine(f.Message)}
+	}
+	eb.Errors = fields
+	var buf strings.Builder
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(eb); err != nil { // cannot happen: strings and a slice of strings
+		return []byte(`{"code":"internal","message":"internal error","errors":[]}` + "\n")
+	}
+	return []byte(buf.String())
 }
 
 func writeErrorBody(w http.ResponseWriter, code int, eb errorBody) {
-	body, err := json.Marshal(eb)
-	if err != nil { // cannot happen: strings and a slice of strings
-		body = []byte(`{"code":"internal","message":"internal error"}`)
-	}
-	body = append(body, '\n')
+	body := encodeError(eb)
 	hd := w.Header()
+	hd.Del("Content-Encoding")
+	hd.Del("ETag")
+	hd.Del("Last-Modified")
 	hd.Set("Content-Type", "application/json")
 	hd.Set("Content-Length", strconv.Itoa(len(body)))
 	hd.Set("Vary", "Accept-Encoding")

@@ -30,6 +30,7 @@ func ExampleNew() {
 		req, _ := http.NewRequest(method, srv.URL+path, strings.NewReader(body))
 		req.Header.Set("Service-Access-Key", "demo")
 		req.Header.Set("Service-Secret-Access-Key", "demo-secret")
+		req.Header.Set("X-Request-Id", "req-1") // optional: the handler draws one otherwise
 		if body != "" {
 			req.Header.Set("Content-Type", "application/json")
 		}
@@ -70,7 +71,7 @@ func ExampleNew() {
 	// POST /es/projections/definitions 200 {"projectionName":"orders-per-city","feedName":"order","aggregated":true,"handlers":[{"eventType":"OrderPlaced","functions":[{"function":"inc","targetSelector":"$.projection.count"},{"function":"add","targetSelector":"$.projection.revenue","eventSelector":"$.event.total"}]}]}
 	// POST /es/aggregates/order/o-1/events 200 (empty body)
 	// POST /es/aggregates/order/o-2/events 200 (empty body)
-	// POST /es/aggregates/order/o-2/events 422 {"code":"invalid","message":"eventstore: save: invalid input: events[0].eventId: must be a UUID such as 123e4567-e89b-12d3-a456-426614174000, got \"not-a-uuid\"","errors":[{"field":"events[0].eventId","message":"must be a UUID such as 123e4567-e89b-12d3-a456-426614174000, got \"not-a-uuid\""}]}
-	// POST /es/aggregates/order/o-2/events 400 {"code":"malformed","message":"malformed request: the body is not valid JSON"}
+	// POST /es/aggregates/order/o-2/events 422 {"code":"invalid","message":"events[0].eventId: must be a UUID such as 123e4567-e89b-12d3-a456-426614174000, got \"not-a-uuid\"","errors":[{"field":"events[0].eventId","message":"must be a UUID such as 123e4567-e89b-12d3-a456-426614174000, got \"not-a-uuid\""}],"requestId":"req-1"}
+	// POST /es/aggregates/order/o-2/events 400 {"code":"malformed","message":"the body is not valid JSON: unexpected end at line 1, column 12 (byte 11)","errors":[],"requestId":"req-1"}
 	// 200 "data":{"count":"2","revenue":"20.00"}}
 }

@@ -102,6 +102,10 @@ func (h *handler) feed(w http.ResponseWriter, r *http.Request) {
 		h.fail(w, r, err)
 		return
 	}
+	if err := q.only("since", "limit", "waitTime", "partitionCount", "partitionNumber", "filterType"); err != nil {
+		h.fail(w, r, err)
+		return
+	}
 	since, err := q.int("since", 0, 0, math.MaxInt64)
 	if err != nil {
 		h.fail(w, r, err)

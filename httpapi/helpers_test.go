@@ -1,6 +1,7 @@
 package httpapi_test
 
 import (
+	"bytes"
 	"encoding/json"
 	"io"
 	"net/http"
@@ -66,7 +67,12 @@ func (e *env) do(method, path, body string, header ...string) *http.Response {
 	}
 	w := httptest.NewRecorder()
 	e.h.ServeHTTP(w, r)
-	return w.Result()
+	res := w.Result()
+	// Every response of the suite follows the OpenAPI document.
+	b, _ := io.ReadAll(res.Body)
+	checkOpenAPI(e.t, r, res, b)
+	res.Body = io.NopCloser(bytes.NewReader(b))
+	return res
 }
 
 // must serves a request and fails unless it gets status want.

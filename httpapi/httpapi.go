@@ -24,9 +24,12 @@
 // # Authentication
 //
 // Every request must carry the headers Service-Access-Key and
-// Service-Secret-Access-Key holding one of the configured KeyPairs. They are
-// checked in constant time before anything else happens; a missing or wrong
-// pair is answered with 401 and nothing is read or written.
+// Service-Secret-Access-Key holding one of the configured KeyPairs, or the
+// same pair in the headers the official clients send, Serialized-Access-Key
+// and Serialized-Secret-Access-Key. They are checked in constant time before
+// anything else happens; a missing, empty, repeated or wrong header, or a
+// request mixing the two spellings, is answered with 401 and nothing is read
+// or written.
 //
 // # Requests
 //
@@ -145,15 +148,27 @@
 //
 // # Errors
 //
-// Errors are answered with {"code": "...", "message": "..."}, and on 400
-// and 422 also "errors": [{"field", "message"}]. Each problem is written
-// once: with several, the message only counts them. At most
-// eventstore.MaxFieldErrors problems are listed, and "omitted" counts the
-// rest. The statuses:
+// Every error is answered with one shape,
 //
-//	400 malformed               JSON that does not parse, a bad path segment or
-//	                            query parameter (named in errors[])
-//	401 unauthorized            missing or wrong key pair
+//	{"code": "...", "message": "...", "errors": [{"field", "message"}], "requestId": "..."}
+//
+// built by one table (errorTable) from the library's sentinel errors and
+// this package's own. message is one line in the API's words, made from the
+// request (the aggregate, feed or projection it names), never a Go error
+// chain or a backend's text; with several problems it counts them and
+// errors lists each once (at most eventstore.MaxFieldErrors; "omitted"
+// counts the rest). errors is always an array. code is a stable word per
+// status, kept for programs to switch on. requestId repeats the
+// X-Request-Id header that every response carries: the request's own when
+// it is sane, else a new one (see RequestID). 5xx answers have a generic
+// message with that id, and the full error is logged with it.
+// JSONErrorListener gives the errors net/http writes by itself the same
+// shape. The statuses:
+//
+//	400 malformed               JSON that does not parse (line, column, byte),
+//	                            a bad path segment or query parameter
+//	400 unsupported             a Serialized-Tenant-Id header (one tenant)
+//	401 unauthorized            missing, empty, mixed or wrong key headers
 //	403 forbidden               wrong, expired or foreign deleteToken
 //	404 not_found               unknown path, aggregate, projection or instance
 //	405 method_not_allowed      with an Allow header
@@ -161,9 +176,12 @@
 //	                            stored and new event ids, a duplicate definition
 //	413 too_large               body over Options.MaxBodyBytes
 //	415 unsupported_media_type  Content-Type is not application/json
-//	422 invalid                 well-formed JSON with invalid content
+//	422 invalid                 well-formed JSON with invalid content or unknown fields
 //	500 internal                anything unexpected; details are only logged
 //	503 unavailable             storage unreachable (with Retry-After) or closed
+//
+// GET /openapi.json serves OpenAPI, the OpenAPI 3.1 document of every
+// endpoint.
 package httpapi
 
 import (
@@ -180,11 +198,21 @@ import (
 	"github.com/eventkit-go/eventstore/internal/safetext"
 )
 
-// Header names of the credentials every request carries.
+// Header names of the credentials every request carries. A request uses
+// one spelling for both: HeaderAccessKey and HeaderSecretAccessKey (the
+// interface's), or HeaderSerializedAccessKey and
+// HeaderSerializedSecretAccessKey (what the official clients send).
 const (
-	HeaderAccessKey       = "Service-Access-Key"
-	HeaderSecretAccessKey = "Service-Secret-Access-Key"
+	HeaderAccessKey                 = "Service-Access-Key"
+	HeaderSecretAccessKey           = "Service-Secret-Access-Key"
+	HeaderSerializedAccessKey       = "Serialized-Access-Key"
+	HeaderSerializedSecretAccessKey = "Serialized-Secret-Access-Key"
 )
+
+// HeaderTenantID is the header of the hosted service's multi-tenancy. This
+// server has one tenant: a request carrying it is answered with 400
+// (not 404, which a client's exists would read as "no such aggregate").
+const HeaderTenantID = "Serialized-Tenant-Id"
 
 // DefaultMaxBodyBytes is the request body limit used when
 // Options.MaxBodyBytes is zero: 4 MiB.
@@ -223,9 +251,11 @@ type Options struct {
 
 // KeyPair is one accepted pair of credentials.
 type KeyPair struct {
-	// AccessKey is expected in the Service-Access-Key header.
+	// AccessKey is expected in the Service-Access-Key header (or
+	// Serialized-Access-Key).
 	AccessKey string
-	// SecretAccessKey is expected in the Service-Secret-Access-Key header.
+	// SecretAccessKey is expected in the Service-Secret-Access-Key header
+	// (or Serialized-Secret-Access-Key).
 	SecretAccessKey string
 }
 
@@ -286,26 +316,11 @@ func New(st *eventstore.Store, p *eventstore.Projector, opts *Options) http.Hand
 	// Patterns carry no method: the std mux would answer a wrong method
 	// with a plain-text 405, so each route checks the method itself.
 	mux := http.NewServeMux()
-	mux.HandleFunc("/aggregates/{type}/{id}/events", h.only(http.MethodPost, h.save))
-	mux.HandleFunc("/aggregates/{type}/{id}", h.aggregateRoutes())
-	mux.HandleFunc("/aggregates/{type}/events", h.eventsRoutes())
-	mux.HandleFunc("/aggregates/{type}", h.methods(route{http.MethodDelete, h.deleteType}))
-	mux.HandleFunc("/feeds", h.only(http.MethodGet, h.feeds))
-	mux.HandleFunc("/feeds/{type}", h.methods(route{http.MethodGet, h.feed}, route{http.MethodHead, h.feedHead}))
-	mux.HandleFunc("/projections", h.only(http.MethodGet, h.overview))
-	mux.HandleFunc("/projections/definitions", h.methods(
-		route{http.MethodGet, h.listDefinitions}, route{http.MethodHead, h.listDefinitions}, route{http.MethodPost, h.createDefinition}))
-	mux.HandleFunc("/projections/definitions/{name}", h.methods(
-		route{http.MethodGet, h.getDefinition}, route{http.MethodHead, h.getDefinition},
-		route{http.MethodPut, h.putDefinition}, route{http.MethodDelete, h.deleteDefinition}))
-	mux.HandleFunc("/projections/single/{name}", h.methods(
-		route{http.MethodGet, h.listSingle}, route{http.MethodHead, h.listSingle}, route{http.MethodDelete, h.resetProjection(false)}))
-	mux.HandleFunc("/projections/single/{name}/_count", h.only(http.MethodGet, h.countSingle))
-	mux.HandleFunc("/projections/single/{name}/{id}", h.only(http.MethodGet, h.querySingle))
-	mux.HandleFunc("/projections/aggregated/{name}", h.methods(
-		route{http.MethodGet, h.queryAggregated}, route{http.MethodHead, h.queryAggregated}, route{http.MethodDelete, h.resetProjection(true)}))
+	for _, rt := range h.routes() {
+		mux.HandleFunc(rt.pattern, h.methods(rt.methods...))
+	}
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
-		h.fail(w, r, fmt.Errorf("no endpoint at %s: %w", clip(r.URL.Path), eventstore.ErrNotFound))
+		h.fail(w, r, apiErr(eventstore.ErrNotFound, "no endpoint at %s", clip(r.URL.Path)))
 	})
 	h.mux = mux
 	return h
@@ -324,14 +339,41 @@ func (h *handler) serve(w http.ResponseWriter, r *http.Request) {
 		h.fail(w, r, &pathError{msg: msg})
 		return
 	}
+	// One tenant: a request for another must not be answered with the
+	// default tenant's data.
+	if _, ok := r.Header[HeaderTenantID]; ok {
+		h.fail(w, r, apiErr(errUnsupported, "tenants are not supported: this server has one tenant; send no %s header (no tenantId option)", HeaderTenantID))
+		return
+	}
 	h.mux.ServeHTTP(w, r)
+}
+
+// credentials returns the key pair a request carries, in one spelling of
+// the headers. ok is false when a header is missing, empty or repeated,
+// or when the request mixes the two spellings.
+func credentials(r *http.Request) (access, secret string, ok bool) {
+	one := func(name string) (string, bool, bool) { // value, present, usable
+		v, present := r.Header[name]
+		return strings.Join(v, ""), present, len(v) == 1 && v[0] != ""
+	}
+	sa, saIn, saOK := one(HeaderAccessKey)
+	ss, ssIn, ssOK := one(HeaderSecretAccessKey)
+	ca, caIn, caOK := one(HeaderSerializedAccessKey)
+	cs, csIn, csOK := one(HeaderSerializedSecretAccessKey)
+	switch {
+	case (saIn || ssIn) && (caIn || csIn):
+		return "", "", false
+	case saIn || ssIn:
+		return sa, ss, saOK && ssOK
+	default:
+		return ca, cs, caOK && csOK
+	}
 }
 
 // authorized compares the request's credentials with every configured pair
 // in constant time, without stopping at the first match.
 func (h *handler) authorized(r *http.Request) bool {
-	access := r.Header.Get(HeaderAccessKey)
-	secret := r.Header.Get(HeaderSecretAccessKey)
+	access, secret, ok := credentials(r)
 	a := sha256.Sum256([]byte(access))
 	s := sha256.Sum256([]byte(secret))
 	match := 0
@@ -339,7 +381,7 @@ func (h *handler) authorized(r *http.Request) bool {
 		k := &h.keys[i]
 		match |= subtle.ConstantTimeCompare(a[:], k.access[:]) & subtle.ConstantTimeCompare(s[:], k.secret[:])
 	}
-	return match == 1 && access != "" && secret != ""
+	return match == 1 && ok
 }
 
 // only wraps an endpoint so that other methods get a JSON 405. GET
@@ -352,7 +394,7 @@ func (h *handler) only(method string, fn http.HandlerFunc) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		if r.Method != method && (method != http.MethodGet || r.Method != http.MethodHead) {
 			w.Header().Set("Allow", allow)
-			h.fail(w, r, fmt.Errorf("%w: %s %s allows %s", errMethod, r.Method, clip(r.URL.Path), allow))
+			h.fail(w, r, apiErr(errMethod, "method %s is not allowed on %s; allowed: %s", clip(r.Method), clip(r.URL.Path), allow))
 			return
 		}
 		fn(w, r)
@@ -368,9 +410,10 @@ func (h *handler) recoverPanic(w http.ResponseWriter, r *http.Request) {
 	if v == http.ErrAbortHandler {
 		panic(v)
 	}
-	h.log.Error("httpapi: panic serving request", "method", r.Method, "path", r.URL.Path,
+	id := w.Header().Get(HeaderRequestID)
+	h.log.Error("httpapi: panic serving request", "requestId", id, "method", r.Method, "path", r.URL.Path,
 		"panic", fmt.Sprint(v), "stack", string(debug.Stack()))
-	writeErrorBody(w, http.StatusInternalServerError, errorBody{Code: "internal", Message: "internal error"})
+	writeErrorBody(w, http.StatusInternalServerError, errorBody{Code: "internal", Message: "internal error (request id " + id + ")", RequestID: id})
 }
 
 // uncleanPath reports an empty, "." or ".." segment of an escaped path, and

@@ -2,6 +2,7 @@ package httpapi_test
 
 import (
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -143,8 +144,20 @@ func TestSaveRejections(t *testing.T) {
 		})
 	}
 	mustErr(t, e.do("GET", "/aggregates/order/o-1", ""), 404, "not_found")
-	// Unknown fields are ignored.
-	e.must(200, "POST", "/aggregates/order/o-1/events", `{"extra":[1,{}],"events":[{"eventId":"`+id1+`","eventType":"A","meta":1}]}`)
+	// Unknown fields are refused, naming them (issue 9: a misspelt
+	// expectedVersion must not bypass the concurrency check); until 0.x
+	// they were ignored.
+	b := mustErr(t, e.do("POST", "/aggregates/order/o-1/events",
+		`{"expected_version":0,"events":[{"eventID":"`+id1+`","eventType":"A","meta":1}]}`), 422, "invalid")
+	for _, f := range []string{"expected_version", "events[0].eventID", "events[0].meta"} {
+		if !hasField(b.Errors, f) {
+			t.Errorf("errors %+v do not name %s", b.Errors, f)
+		}
+	}
+	if !strings.Contains(fmt.Sprint(b.Errors), `did you mean "expectedVersion"?`) {
+		t.Errorf("errors %+v do not suggest expectedVersion", b.Errors)
+	}
+	mustErr(t, e.do("GET", "/aggregates/order/o-1", ""), 404, "not_found")
 }
 
 func TestContentType(t *testing.T) {

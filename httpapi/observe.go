@@ -5,11 +5,9 @@ import (
 	"fmt"
 	"net/http"
 	"time"
-)
 
-// requestIDHeader is the response header that names a request, when the
-// handler sets one; RequestInfo.RequestID repeats it.
-const requestIDHeader = "X-Request-Id"
+	"github.com/eventkit-go/eventstore"
+)
 
 // readyTimeout bounds the storage check of GET /readyz.
 const readyTimeout = 2 * time.Second
@@ -44,12 +42,13 @@ type RequestInfo struct {
 // idle connections open.
 func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	start := time.Now()
+	r = withRequestID(w, r)
 	rec := &recorder{w: w}
 	if h.observe != nil {
 		defer func() {
 			info := RequestInfo{
 				Method: r.Method, Route: h.route(r), Status: rec.status, Bytes: rec.bytes,
-				Duration: time.Since(start), RequestID: w.Header().Get(requestIDHeader),
+				Duration: time.Since(start), RequestID: w.Header().Get(HeaderRequestID),
 			}
 			if v := recover(); v != nil {
 				info.Aborted = true
@@ -102,7 +101,7 @@ func writeStatus(w http.ResponseWriter, r *http.Request, ok bool) {
 	w.Header().Set("Cache-Control", "no-store")
 	if !ok {
 		w.Header().Set("Retry-After", "1")
-		writeErrorBody(w, http.StatusServiceUnavailable, errorBody{Code: "unavailable", Message: "not ready"})
+		writeErrorBody(w, http.StatusServiceUnavailable, errorBody{Code: "unavailable", Message: "not ready", Errors: []eventstore.FieldError{}, RequestID: RequestID(r.Context())})
 		return
 	}
 	body := []byte("{\"status\":\"ok\"}\n")

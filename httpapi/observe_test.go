@@ -2,6 +2,7 @@ package httpapi_test
 
 import (
 	"context"
+	"encoding/json"
 	"io"
 	"net/http"
 	"sync"
@@ -61,7 +62,11 @@ func TestHealthEndpoints(t *testing.T) {
 			continue
 		}
 		assert.Equal(t, http.StatusServiceUnavailable, res.StatusCode, "projector not running")
-		assert.JSONEq(t, `{"code":"unavailable","message":"not ready"}`, string(b))
+		var body map[string]any
+		require.NoError(t, json.Unmarshal(b, &body))
+		assert.Equal(t, "unavailable", body["code"])
+		assert.Equal(t, "not ready", body["message"])
+		assert.NotEmpty(t, body["requestId"], "the error shape carries the request id")
 		assert.Equal(t, "1", res.Header.Get("Retry-After"))
 	}
 	ctx, cancel := context.WithCancel(context.Background())

@@ -1,10 +1,13 @@
 package httpapi
 
 import (
+	"errors"
 	"fmt"
 	"net/http"
 	"net/url"
+	"slices"
 	"strconv"
+	"strings"
 )
 
 // Limits of query parameters.
@@ -23,7 +26,25 @@ type queryError struct {
 	param, msg string
 }
 
-func (e *queryError) Error() string { return "query parameter " + e.param + " " + e.msg }
+func (e *queryError) Error() string {
+	if e.param == "" {
+		return e.msg
+	}
+	return "query parameter " + e.param + " " + e.msg
+}
+
+// queryParseProblem describes why url.ParseQuery failed, without Go's
+// wrapping.
+func queryParseProblem(err error) string {
+	var esc url.EscapeError
+	if errors.As(err, &esc) {
+		return fmt.Sprintf("invalid escape %q", clip(string(esc)))
+	}
+	if strings.Contains(err.Error(), "semicolon") {
+		return "a semicolon is not a separator, use &"
+	}
+	return "it is not of the form name=value&..."
+}
 func (e *queryError) Unwrap() error { return errMalformed }
 
 // query holds the parameters of a request that an endpoint reads.
@@ -36,7 +57,7 @@ type query struct {
 func parseQuery(r *http.Request, known ...string) (query, error) {
 	v, err := url.ParseQuery(r.URL.RawQuery)
 	if err != nil {
-		return query{}, fmt.Errorf("%w: the query string does not parse: %v", errMalformed, err)
+		return query{}, &queryError{"", "the query string does not parse: " + queryParseProblem(err)}
 	}
 	for _, k := range known {
 		if len(v[k]) > 1 {
@@ -69,4 +90,27 @@ func (q query) int(name string, def, lo, hi int64) (int64, error) {
 		return 0, &queryError{name, fmt.Sprintf("must be between %d and %d, got %d", lo, hi, n)}
 	}
 	return n, nil
+}
+
+// unsupportedParams are parameters of the hosted service that this server
+// does not implement, with why.
+var unsupportedParams = map[string]string{
+	"from":     "is not supported: read by sequence number (since)",
+	"to":       "is not supported: read by sequence number (since, limit)",
+	"tenantId": "is not supported: this server has one tenant",
+}
+
+// only refuses parameters other than names: a parameter that is ignored
+// would give a wrong answer (a filter not applied).
+func (q query) only(names ...string) error {
+	for k := range q.v {
+		if slices.Contains(names, k) {
+			continue
+		}
+		if why, ok := unsupportedParams[k]; ok {
+			return &queryError{clip(k), why}
+		}
+		return &queryError{clip(k), "is not a parameter of this endpoint; known: " + strings.Join(names, ", ")}
+	}
+	return nil
 }

@@ -118,7 +118,7 @@ func (h *handler) resetProjection(aggregated bool) http.HandlerFunc {
 		}
 		d, err := h.p.Definition(r.Context(), seg[0])
 		if err == nil && d.Aggregated != aggregated {
-			err = fmt.Errorf("projection %q is not of this kind: %w", seg[0], eventstore.ErrNotFound)
+			err = h.projectionNotFound(r.Context(), seg[0], "", aggregated, eventstore.ErrNotFound)
 		}
 		if err == nil {
 			err = h.p.Reset(r.Context(), seg[0])
@@ -293,14 +293,38 @@ func (h *handler) querySingle(w http.ResponseWriter, r *http.Request) {
 		p, err = h.p.AwaitSingle(ctx, seg[0], seg[1])
 		cancel()
 		if errors.Is(err, context.DeadlineExceeded) && r.Context().Err() == nil {
-			err = fmt.Errorf("projection %q has no instance %q after %d ms: %w", seg[0], seg[1], wait, eventstore.ErrNotFound)
+			err = apiErr(eventstore.ErrNotFound, "projection %q has no instance %q after %d ms", clip(seg[0]), clip(seg[1]), wait)
 		}
 	} else {
 		p, err = h.p.Single(r.Context(), seg[0], seg[1])
 	}
 	if err != nil {
+		err = h.projectionNotFound(r.Context(), seg[0], seg[1], false, err)
 		h.fail(w, r, err)
 		return
 	}
 	h.sendProjection(w, r, p)
+}
+
+// projectionNotFound says why a projection query found nothing: no such
+// definition, a definition of the other kind, or no instance (yet). Other
+// errors are returned as they are.
+func (h *handler) projectionNotFound(ctx context.Context, name, id string, aggregated bool, err error) error {
+	if !errors.Is(err, eventstore.ErrNotFound) {
+		return err
+	}
+	d, derr := h.p.Definition(ctx, name)
+	switch {
+	case errors.Is(derr, eventstore.ErrNotFound):
+		return apiErr(eventstore.ErrNotFound, "projection %q was not found: no definition of that name", clip(name))
+	case derr != nil:
+		return derr
+	case d.Aggregated && !aggregated:
+		return apiErr(eventstore.ErrNotFound, "projection %q is aggregated: use /projections/aggregated/%s", clip(name), clip(name))
+	case !d.Aggregated && aggregated:
+		return apiErr(eventstore.ErrNotFound, "projection %q is a single projection: use /projections/single/%s", clip(name), clip(name))
+	case aggregated:
+		return apiErr(eventstore.ErrNotFound, "aggregated projection %q has no result yet: no event it handles has been processed", clip(name))
+	}
+	return apiErr(eventstore.ErrNotFound, "projection %q has no instance %q: no event it handles has been processed for that id", clip(name), clip(id))
 }

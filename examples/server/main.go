@@ -6,8 +6,10 @@
 // directory, so events survive restarts; -storage memory keeps nothing.
 //
 // The accepted key pair comes from EVENTSTORE_ACCESS_KEY and
-// EVENTSTORE_SECRET_ACCESS_KEY; when both are unset, a random pair is
-// generated and printed once at start-up. The server logs with log/slog to
+// EVENTSTORE_SECRET_ACCESS_KEY, trimmed of surrounding whitespace; a key
+// holding whitespace or control characters inside is refused at start.
+// When both are unset, a random pair is generated and printed once at
+// start-up. The server logs with log/slog to
 // stderr and shuts down gracefully on SIGINT or SIGTERM: it stops accepting
 // connections, finishes the requests in flight, stops the projector and
 // closes the storage.
@@ -30,6 +32,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/eventkit-go/eventstore"
 	"github.com/eventkit-go/eventstore/httpapi"
@@ -84,7 +88,16 @@ func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (c
 	if err := c.ops.check(); err != nil {
 		return config{}, err
 	}
-	c.key = httpapi.KeyPair{AccessKey: getenv("EVENTSTORE_ACCESS_KEY"), SecretAccessKey: getenv("EVENTSTORE_SECRET_ACCESS_KEY")}
+	c.key = httpapi.KeyPair{
+		AccessKey:       strings.TrimSpace(getenv("EVENTSTORE_ACCESS_KEY")),
+		SecretAccessKey: strings.TrimSpace(getenv("EVENTSTORE_SECRET_ACCESS_KEY")),
+	}
+	for name, v := range map[string]string{"EVENTSTORE_ACCESS_KEY": c.key.AccessKey, "EVENTSTORE_SECRET_ACCESS_KEY": c.key.SecretAccessKey} {
+		if i := strings.IndexFunc(v, badKeyRune); i >= 0 {
+			return config{}, fmt.Errorf("%s holds %U at byte %d: a key may not contain whitespace or control characters, "+
+				"which no client can send in a header (surrounding whitespace is trimmed)", name, []rune(v[i:])[0], i)
+		}
+	}
 	switch {
 	case c.key.AccessKey == "" && c.key.SecretAccessKey == "":
 		c.key = httpapi.KeyPair{AccessKey: "ak_" + randomHex(8), SecretAccessKey: "sk_" + randomHex(24)}
@@ -93,6 +106,12 @@ func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (c
 		return config{}, errors.New("set both EVENTSTORE_ACCESS_KEY and EVENTSTORE_SECRET_ACCESS_KEY, or neither")
 	}
 	return c, nil
+}
+
+// badKeyRune reports a rune that a key may not hold: whitespace and
+// control characters would make every request 401.
+func badKeyRune(r rune) bool {
+	return unicode.IsSpace(r) || unicode.IsControl(r) || r == utf8.RuneError
 }
 
 func randomHex(n int) string {
@@ -179,6 +198,9 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	if cfg.ops.metricsAddr == "" {
 		handler = withMetricsPath(handler, metrics.metricsHandler(&cfg.key))
 	}
+	// net/http's own error responses (a request that does not parse) in
+	// the JSON error shape too.
+	srvLn := httpapi.JSONErrorListener(ln)
 	srv := &http.Server{
 		Handler:           handler,
 		ReadHeaderTimeout: 10 * time.Second,
@@ -210,7 +232,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	wg.Go(func() { reportStartup(projCtx, st, proj, log, progressEvery) })
 
 	serveErr := make(chan error, 1)
-	go func() { serveErr <- srv.Serve(ln) }()
+	go func() { serveErr <- srv.Serve(srvLn) }()
 
 	select {
 	case err = <-serveErr:

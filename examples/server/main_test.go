@@ -224,3 +224,34 @@ func TestDefaultStorageIsSQLiteFile(t *testing.T) {
 		t.Errorf("default -storage is %q, want the durable sqlite:eventstore.db", c.storage)
 	}
 }
+
+// TestKeysFromEnvironment: keys are trimmed, and a key with whitespace or a
+// control character inside is refused with a message naming the variable.
+func TestKeysFromEnvironment(t *testing.T) {
+	env := func(access, secret string) func(string) string {
+		return func(k string) string {
+			return map[string]string{"EVENTSTORE_ACCESS_KEY": access, "EVENTSTORE_SECRET_ACCESS_KEY": secret}[k]
+		}
+	}
+	c, err := parseConfig(nil, env(" ak\n", "\tsk "), io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.key.AccessKey != "ak" || c.key.SecretAccessKey != "sk" || c.generatedKey {
+		t.Errorf("keys %+v, want ak/sk trimmed", c.key)
+	}
+	for _, bad := range []struct{ access, secret, name string }{
+		{"a k", "sk", "EVENTSTORE_ACCESS_KEY"},
+		{"ak", "s\x01k", "EVENTSTORE_SECRET_ACCESS_KEY"},
+		{"ak", "s\u00a0k", "EVENTSTORE_SECRET_ACCESS_KEY"},
+		{"a\xffk", "sk", "EVENTSTORE_ACCESS_KEY"},
+	} {
+		_, err := parseConfig(nil, env(bad.access, bad.secret), io.Discard)
+		if err == nil || !strings.Contains(err.Error(), bad.name) || !strings.Contains(err.Error(), "whitespace or control characters") {
+			t.Errorf("keys %q/%q: error %v, want one naming %s", bad.access, bad.secret, err, bad.name)
+		}
+	}
+	if _, err := parseConfig(nil, env("  ", "sk"), io.Discard); err == nil {
+		t.Error("a key of only whitespace is accepted")
+	}
+}

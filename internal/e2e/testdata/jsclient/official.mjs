@@ -1,0 +1,443 @@
+// Drives the official JavaScript client, @serialized/serialized-client
+// 4.12.0 (pinned in package.json and package-lock.json), against the server:
+// every method of its aggregates, projections and feeds clients that the
+// server implements, asserting results. Run by internal/e2e
+// TestOfficialJavaScriptClient. Usage: node official.mjs BASE_URL ACCESS_KEY SECRET_KEY
+//
+// The client's own bugs, each met below with the workaround a user applies
+// (the README's "Using the official clients" says the same):
+//  1. It ignores its client.baseUrl option and always calls
+//     https://api.serialized.io: set axiosClient.defaults.baseURL on every
+//     client it creates.
+//  2. Its error type guards (isConflict, isProjectionNotFound, ...) are not
+//     exported from the package entry point: import them from
+//     '@serialized/serialized-client/dist/error.js'.
+//  3. bulkUpdate sends batches without aggregateId: the server refuses them
+//     with 422 and stores nothing; use saveBulk with the ids.
+//  4. bulkSave logs errors with console.log and returns undefined instead of
+//     throwing: use saveBulk, which throws.
+//  5. getCurrentSequenceNumber and getGlobalSequenceNumber read the header
+//     'Serialized-SequenceNumber-Current', but Node's HTTP client lowercases
+//     header names, so they return NaN: send the HEAD with axiosClient and
+//     read 'serialized-sequencenumber-current'.
+//  6. loadAllFeed passes its options object to axios as it is, which encodes
+//     an array as types[]=a&types[]=b: the server refuses unknown parameters
+//     with 400; use loadFeed({feedName: '_all'}, {types}) instead.
+//  7. Errors carry only the status (SerializedApiError.statusCode); the
+//     client drops the JSON error body with its message.
+import assert from 'node:assert/strict';
+import { randomUUID } from 'node:crypto';
+import client from '@serialized/serialized-client';
+import errors from '@serialized/serialized-client/dist/error.js';
+
+const { Serialized, DomainEvent, ProjectionType } = client;
+const [base, accessKey, secretKey] = process.argv.slice(2);
+
+// Workaround 1: the baseUrl option is ignored.
+const serialized = Serialized.create({ accessKey, secretAccessKey: secretKey, client: { baseUrl: base } });
+function pointed(c) {
+  assert.equal(c.axiosClient.defaults.baseURL, 'https://api.serialized.io', 'bug 1 is still there: baseUrl ignored');
+  c.axiosClient.defaults.baseURL = base;
+  return c;
+}
+
+// The client logs every aggregate load; keep the output for our checks.
+const log = console.log;
+console.log = () => {};
+
+// Events are classes: the client takes the event type from the class name.
+class OrderPlaced { constructor(customer) { this.customer = customer; } }
+class ItemAdded { constructor(sku, price) { this.sku = sku; this.price = price; } }
+class OrderCancelled { constructor(reason) { this.reason = reason; } }
+
+// An aggregate as the @Aggregate decorator would make it, without the
+// decorator syntax: aggregateType, initialState and eventHandlers on the
+// instance.
+class Order {
+  constructor(state) {
+    this.aggregateType = 'jsorder';
+    this.initialState = () => ({ status: 'new', total: 0, items: 0 });
+    this.eventHandlers = {
+      OrderPlaced: (s, e) => ({ ...s, status: 'placed', customer: e.data.customer }),
+      ItemAdded: (s, e) => ({ ...s, total: s.total + e.data.price, items: s.items + 1 }),
+      OrderCancelled: (s) => ({ ...s, status: 'cancelled' }),
+    };
+    this.state = state;
+  }
+  place(customer) {
+    if (this.state.status !== 'new') throw new Error('already placed');
+    return [DomainEvent.create(new OrderPlaced(customer))];
+  }
+  add(sku, price) { return [DomainEvent.create(new ItemAdded(sku, price))]; }
+  cancel(reason) { return [DomainEvent.create(new OrderCancelled(reason))]; }
+}
+class Other {
+  constructor(state) {
+    this.aggregateType = 'jsother';
+    this.initialState = () => ({});
+    this.eventHandlers = { OrderPlaced: (s) => s };
+    this.state = state;
+  }
+}
+
+const orders = pointed(serialized.aggregateClient(Order));
+const others = pointed(serialized.aggregateClient(Other));
+const projections = pointed(serialized.projectionsClient());
+const feeds = pointed(serialized.feedsClient());
+
+const results = [];
+async function step(name, fn) {
+  try {
+    await fn();
+    results.push([name, 'ok']);
+  } catch (e) {
+    results.push([name, 'FAILED: ' + (e && e.stack ? e.stack : e)]);
+  }
+}
+async function rejects(fn, guard, what) {
+  try {
+    await fn();
+  } catch (e) {
+    assert.ok(guard(e), `${what}: got ${e && e.constructor && e.constructor.name} ${e && e.statusCode} ${e}`);
+    return e;
+  }
+  assert.fail(`${what}: no error`);
+}
+const status = (code) => (e) => errors.isSerializedApiError(e) && e.statusCode === code;
+const placed = (customer) => [DomainEvent.create(new OrderPlaced(customer))];
+// The version as the client's update sees it (loadInternal is what update
+// and bulkUpdate call; the client has no public load).
+const version = async (c, id) => (await c.loadInternal(id)).metadata.version;
+const state = async (c, id) => (await c.loadInternal(id)).aggregate.state;
+
+// ---- projections: definitions
+await step('projections.createOrUpdateDefinition', async () => {
+  await projections.createOrUpdateDefinition({
+    projectionName: 'jsc-orders', feedName: 'jsorder',
+    handlers: [
+      { eventType: 'OrderPlaced', functions: [
+        { function: 'set', targetSelector: '$.projection.customer', eventSelector: '$.event.customer' },
+        { function: 'set', targetSelector: '$.projection.status', rawData: 'placed' }] },
+      { eventType: 'ItemAdded', functions: [
+        { function: 'add', targetSelector: '$.projection.total', eventSelector: '$.event.price' },
+        { function: 'inc', targetSelector: '$.projection.items' }] },
+    ],
+  });
+  await projections.createOrUpdateDefinition({
+    projectionName: 'jsc-revenue', feedName: 'jsorder', aggregated: true,
+    handlers: [{ eventType: 'ItemAdded', functions: [
+      { function: 'add', targetSelector: '$.projection.revenue', eventSelector: '$.event.price' }] }],
+  });
+  // Update: PUT replaces the definition.
+  await projections.createOrUpdateDefinition({
+    projectionName: 'jsc-count', feedName: 'jsorder', aggregated: true,
+    handlers: [{ eventType: 'X', functions: [{ function: 'inc', targetSelector: '$.projection.n' }] }],
+  });
+  await projections.createOrUpdateDefinition({
+    projectionName: 'jsc-count', feedName: 'jsorder', aggregated: true,
+    handlers: [{ eventType: 'OrderPlaced', functions: [{ function: 'inc', targetSelector: '$.projection.orders' }] }],
+  });
+  // Webhook handlers (functionUri) are not implemented: 422.
+  await rejects(() => projections.createOrUpdateDefinition({
+    projectionName: 'jsc-hook', feedName: 'jsorder', handlers: [{ eventType: 'X', functionUri: 'https://example.com/f' }],
+  }), status(422), 'functionUri handler');
+});
+
+await step('projections.getProjectionDefinition', async () => {
+  const d = await projections.getProjectionDefinition({ projectionName: 'jsc-count' });
+  assert.equal(d.projectionName, 'jsc-count');
+  assert.equal(d.feedName, 'jsorder');
+  assert.equal(d.aggregated, true);
+  assert.equal(d.handlers.length, 1);
+  assert.equal(d.handlers[0].eventType, 'OrderPlaced', 'the PUT replaced the definition');
+  assert.deepEqual(d.handlers[0].functions, [{ function: 'inc', targetSelector: '$.projection.orders' }]);
+  const e = await rejects(() => projections.getProjectionDefinition({ projectionName: 'jsc-none' }),
+    errors.isProjectionDefinitionNotFound, 'missing definition');
+  assert.equal(e.projectionName, 'jsc-none');
+});
+
+// ---- aggregates
+await step('aggregates.create', async () => {
+  assert.equal(await orders.create('o-1', (o) => o.place('ada')), 1);
+  // Workaround 2: isConflict comes from dist/error.js.
+  const e = await rejects(() => orders.create('o-1', (o) => o.place('bob')), errors.isConflict, 'create twice');
+  assert.equal(e.aggregateId, 'o-1');
+  assert.equal(await version(orders, 'o-1'), 1);
+});
+
+await step('aggregates.exists', async () => {
+  assert.equal(await orders.exists({ aggregateId: 'o-1' }), true);
+  assert.equal(await orders.exists({ aggregateId: 'o-none' }), false);
+});
+
+await step('aggregates.update', async () => {
+  assert.equal(await orders.update('o-1', (o) => o.add('pen', 1.5)), 1);
+  assert.equal(await orders.update('o-1', (o) => o.add('ink', 2.25)), 1);
+  const s = await state(orders, 'o-1');
+  assert.deepEqual(s, { status: 'placed', customer: 'ada', total: 3.75, items: 2 });
+  assert.equal(await version(orders, 'o-1'), 3);
+  // A missing aggregate: the load is 404.
+  await rejects(() => orders.update('o-none', (o) => o.add('x', 1)), status(404), 'update of a missing aggregate');
+});
+
+await step('aggregates.save', async () => {
+  assert.equal(await orders.save({ aggregateId: 'o-2', events: placed('cy'), expectedVersion: 0 }), 1);
+  assert.equal(await orders.save({ aggregateId: 'o-2', events: [DomainEvent.create(new ItemAdded('pad', 10))] }), 1);
+  await rejects(() => orders.save({ aggregateId: 'o-2', events: placed('cy'), expectedVersion: 1 }), status(409), 'stale expectedVersion');
+  assert.equal(await version(orders, 'o-2'), 2);
+  // Nothing to save: the client does not call the server.
+  assert.equal(await orders.save({ aggregateId: 'o-2', events: [] }), 0);
+});
+
+await step('aggregates.saveBulk', async () => {
+  const n = await orders.saveBulk({ batches: [
+    { aggregateId: 'o-3', events: placed('dan'), expectedVersion: 0 },
+    { aggregateId: 'o-4', events: [...placed('eve'), DomainEvent.create(new ItemAdded('cap', 4))] },
+  ] });
+  assert.equal(n, 3);
+  assert.deepEqual(await state(orders, 'o-4'), { status: 'placed', customer: 'eve', total: 4, items: 1 });
+  // A conflict in one batch stores none.
+  await rejects(() => orders.saveBulk({ batches: [
+    { aggregateId: 'o-5', events: placed('fay') },
+    { aggregateId: 'o-3', events: placed('dan'), expectedVersion: 0 },
+  ] }), status(409), 'bulk conflict');
+  assert.equal(await orders.exists({ aggregateId: 'o-5' }), false);
+});
+
+await step('aggregates.bulkSave', async () => {
+  assert.equal(await orders.bulkSave([{ aggregateId: 'o-6', events: placed('gus') }]), 1);
+  // Bug 4: a refused bulkSave resolves to undefined instead of throwing.
+  const out = await orders.bulkSave([{ aggregateId: 'o-6', events: placed('gus'), expectedVersion: 0 }]);
+  assert.equal(out, undefined);
+  assert.equal(await version(orders, 'o-6'), 1, 'nothing stored by the refused bulkSave');
+});
+
+await step('aggregates.bulkUpdate', async () => {
+  // Bug 3: the batches have no aggregateId: 422, nothing stored.
+  await rejects(() => orders.bulkUpdate(['o-3', 'o-4'], (o) => o.add('x', 1)), status(422), 'bulkUpdate');
+  assert.equal(await version(orders, 'o-3'), 1);
+  assert.equal(await version(orders, 'o-4'), 1);
+  // The workaround: saveBulk with the ids and versions.
+  const batches = [];
+  for (const id of ['o-3', 'o-4']) {
+    const { aggregate, metadata } = await orders.loadInternal(id);
+    batches.push({ aggregateId: id, events: aggregate.add('x', 1), expectedVersion: metadata.version });
+  }
+  assert.equal(await orders.saveBulk({ batches }), 2);
+  assert.equal(await version(orders, 'o-3'), 2);
+});
+
+await step('aggregates.deleteAggregate', async () => {
+  await orders.save({ aggregateId: 'o-gone', events: placed('hal') });
+  const first = await orders.deleteAggregate({ aggregateId: 'o-gone' });
+  // The client returns axios' whole response, not its data.
+  assert.equal(first.status, 200);
+  const token = first.data.deleteToken;
+  assert.equal(typeof token, 'string');
+  await rejects(() => orders.deleteAggregate({ aggregateId: 'o-1' }, { deleteToken: token }), status(403), 'foreign token');
+  const second = await orders.deleteAggregate({ aggregateId: 'o-gone' }, { deleteToken: token });
+  assert.equal(second.status, 204);
+  assert.equal(await orders.exists({ aggregateId: 'o-gone' }), false);
+  assert.equal(await orders.exists({ aggregateId: 'o-1' }), true);
+});
+
+await step('aggregates.deleteAggregateType', async () => {
+  await others.save({ aggregateId: 'x-1', events: placed('ivy') });
+  await others.save({ aggregateId: 'x-2', events: placed('jay') });
+  const first = await others.deleteAggregateType({ aggregateType: 'jsother' });
+  const second = await others.deleteAggregateType({ aggregateType: 'jsother' }, { deleteToken: first.data.deleteToken });
+  assert.equal(second.status, 204);
+  assert.equal(await others.exists({ aggregateId: 'x-1' }), false);
+});
+
+// ---- projections: queries (the server waits for this process's saves)
+await step('projections.getSingleProjection', async () => {
+  const p = await projections.getSingleProjection({ projectionName: 'jsc-orders', projectionId: 'o-1' }, { awaitCreation: 5000 });
+  assert.equal(p.projectionId, 'o-1');
+  assert.equal(p.data.customer, 'ada');
+  assert.equal(p.data.status, 'placed');
+  assert.equal(Number(p.data.total), 3.75);
+  assert.equal(Number(p.data.items), 2);
+  assert.ok(p.createdAt > 0 && p.updatedAt >= p.createdAt);
+  const e = await rejects(() => projections.getSingleProjection({ projectionName: 'jsc-orders', projectionId: 'o-none' }),
+    errors.isProjectionNotFound, 'missing instance');
+  assert.equal(e.projectionId, 'o-none');
+  await rejects(() => projections.getSingleProjection({ projectionName: 'jsc-none', projectionId: 'o-1' }),
+    errors.isProjectionNotFound, 'missing projection');
+});
+
+await step('projections.getAggregatedProjection', async () => {
+  const p = await projections.getAggregatedProjection({ projectionName: 'jsc-revenue' });
+  assert.equal(p.projectionId, 'jsc-revenue');
+  // o-1: 1.5 + 2.25, o-2: 10, o-4: 4, o-3 and o-4: 1 each.
+  assert.equal(Number(p.data.revenue), 19.75);
+  const c = await projections.getAggregatedProjection({ projectionName: 'jsc-count' });
+  // o-1, o-2, o-3, o-4, o-6 (o-gone was deleted: its events left the projection).
+  assert.equal(Number(c.data.orders), 5, JSON.stringify(c.data));
+});
+
+await step('projections.listSingleProjections', async () => {
+  const all = await projections.listSingleProjections({ projectionName: 'jsc-orders' });
+  assert.deepEqual(all.projections.map((p) => p.projectionId).sort(), ['o-1', 'o-2', 'o-3', 'o-4', 'o-6']);
+  assert.equal(all.totalCount, 5);
+  assert.equal(all.hasMore, false);
+  const page = await projections.listSingleProjections({ projectionName: 'jsc-orders' },
+    { sort: '-projectionId', skip: 1, limit: 2 });
+  assert.deepEqual(page.projections.map((p) => p.projectionId), ['o-4', 'o-3']);
+  assert.equal(page.hasMore, true);
+  assert.equal(page.totalCount, 5);
+  const some = await projections.listSingleProjections({ projectionName: 'jsc-orders' }, { id: ['o-2', 'o-6'] });
+  assert.deepEqual(some.projections.map((p) => p.projectionId).sort(), ['o-2', 'o-6']);
+  assert.equal(some.projections.find((p) => p.projectionId === 'o-2').data.customer, 'cy');
+});
+
+await step('projections.countSingleProjections', async () => {
+  assert.equal(await projections.countSingleProjections({ projectionName: 'jsc-orders' }), 5);
+  await rejects(() => projections.countSingleProjections({ projectionName: 'jsc-none' }), errors.isProjectionNotFound, 'count of a missing projection');
+});
+
+await step('projections.deleteProjections', async () => {
+  await projections.deleteProjections({ projectionType: ProjectionType.SINGLE, projectionName: 'jsc-orders' });
+  // Rebuilt from the feed.
+  const p = await projections.getSingleProjection({ projectionName: 'jsc-orders', projectionId: 'o-2' }, { awaitCreation: 5000 });
+  assert.equal(Number(p.data.total), 10);
+  await projections.deleteProjections({ projectionType: ProjectionType.AGGREGATED, projectionName: 'jsc-revenue' });
+  await rejects(() => projections.deleteProjections({ projectionType: ProjectionType.AGGREGATED, projectionName: 'jsc-orders' }),
+    errors.isProjectionNotFound, 'reset of the other kind');
+});
+
+await step('projections.recreateSingleProjections', async () => {
+  await projections.recreateSingleProjections({ projectionName: 'jsc-orders' });
+  const p = await projections.getSingleProjection({ projectionName: 'jsc-orders', projectionId: 'o-1' }, { awaitCreation: 5000 });
+  assert.equal(p.data.customer, 'ada');
+});
+
+await step('projections.recreateAggregatedProjection', async () => {
+  await projections.recreateAggregatedProjection({ projectionName: 'jsc-revenue' });
+  let p;
+  for (let i = 0; i < 100; i++) { // rebuilt in the background after a reset
+    try { p = await projections.getAggregatedProjection({ projectionName: 'jsc-revenue' }); } catch { p = undefined; }
+    if (p && Number(p.data.revenue) === 19.75) break;
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  assert.equal(Number(p && p.data.revenue), 19.75);
+});
+
+await step('projections.deleteProjectionDefinition', async () => {
+  await projections.deleteProjectionDefinition({ projectionName: 'jsc-count' });
+  await rejects(() => projections.getProjectionDefinition({ projectionName: 'jsc-count' }),
+    errors.isProjectionDefinitionNotFound, 'deleted definition');
+  await rejects(() => projections.deleteProjectionDefinition({ projectionName: 'jsc-count' }),
+    errors.isProjectionDefinitionNotFound, 'deleting twice');
+});
+
+// ---- feeds
+await step('feeds.loadOverview', async () => {
+  const o = await feeds.loadOverview();
+  const f = o.feeds.find((x) => x.aggregateType === 'jsorder');
+  assert.ok(f, JSON.stringify(o));
+  assert.equal(f.aggregateCount, 5);
+  assert.ok(f.batchCount >= 9 && f.eventCount >= f.batchCount, JSON.stringify(f));
+});
+
+await step('feeds.loadFeed', async () => {
+  const first = await feeds.loadFeed({ feedName: 'jsorder' }, { since: 0, limit: 2 });
+  assert.equal(first.entries.length, 2);
+  assert.equal(first.hasMore, true);
+  assert.deepEqual(first.entries.map((e) => e.sequenceNumber), [1, 2]);
+  assert.equal(first.entries[0].aggregateId, 'o-1');
+  assert.equal(first.entries[0].feedName, 'jsorder');
+  assert.equal(first.entries[0].events[0].eventType, 'OrderPlaced');
+  assert.deepEqual(first.entries[0].events[0].data, { customer: 'ada' });
+  assert.ok(first.entries[0].timestamp > 1.6e12);
+  const rest = await feeds.loadFeed({ feedName: 'jsorder' }, { since: 2 });
+  assert.equal(rest.hasMore, false);
+  // The head counts deleted batches (o-gone) too.
+  assert.ok(rest.currentSequenceNumber >= rest.entries.at(-1).sequenceNumber);
+  // Partitions split the aggregates between readers.
+  const ids = new Set();
+  for (const n of [0, 1]) {
+    const part = await feeds.loadFeed({ feedName: 'jsorder' }, { partitionCount: 2, partitionNumber: n, limit: 1000 });
+    part.entries.forEach((e) => ids.add(e.aggregateId));
+  }
+  assert.deepEqual([...ids].sort(), ['o-1', 'o-2', 'o-3', 'o-4', 'o-6']);
+  // A long poll answers as soon as an event is saved.
+  const head = rest.currentSequenceNumber;
+  const started = Date.now();
+  const poll = feeds.loadFeed({ feedName: 'jsorder' }, { since: head, waitTime: 10000 });
+  setTimeout(() => orders.save({ aggregateId: 'o-7', events: placed('kim') }), 200);
+  const got = await poll;
+  assert.equal(got.entries.length, 1);
+  assert.equal(got.entries[0].aggregateId, 'o-7');
+  assert.ok(Date.now() - started < 5000, 'the long poll answered at once');
+  // Options this server does not implement are refused, not ignored.
+  await rejects(() => feeds.loadFeed({ feedName: 'jsorder' }, { from: '2020-01-01' }), status(400), 'from');
+  await rejects(() => feeds.loadFeed({ feedName: 'jsnone' }), status(404), 'missing feed');
+  // Filtering _all by type.
+  const all = await feeds.loadFeed({ feedName: '_all' }, { types: ['jsother'] });
+  assert.equal(all.entries.length, 0, 'the jsother aggregates were deleted');
+});
+
+await step('feeds.loadAllFeed', async () => {
+  const all = await feeds.loadAllFeed({ feedName: '_all', options: { since: 0, limit: 1000 } });
+  assert.ok(all.entries.length >= 10);
+  const seq = all.entries.map((e) => e.sequenceNumber);
+  assert.deepEqual(seq, [...seq].sort((a, b) => a - b));
+  assert.ok(all.currentSequenceNumber >= seq.at(-1));
+  // Bug 6: an array option is sent as types[]=...: refused.
+  await rejects(() => feeds.loadAllFeed({ feedName: '_all', options: { types: ['jsorder'] } }), status(400), 'types[]');
+});
+
+await step('feeds.getCurrentSequenceNumber', async () => {
+  // Bug 5: the header name is looked up with capitals: NaN.
+  assert.ok(Number.isNaN(await feeds.getCurrentSequenceNumber({ feedName: 'jsorder' })));
+  const res = await feeds.axiosClient.head('/feeds/jsorder');
+  const head = Number(res.headers['serialized-sequencenumber-current']);
+  assert.ok(head >= 10, String(head));
+  const f = await feeds.loadFeed({ feedName: 'jsorder' }, { since: 0, limit: 1000 });
+  assert.equal(f.currentSequenceNumber, head);
+});
+
+await step('feeds.getGlobalSequenceNumber', async () => {
+  assert.ok(Number.isNaN(await feeds.getGlobalSequenceNumber()));
+  const res = await feeds.axiosClient.head('/feeds/_all');
+  const head = Number(res.headers['serialized-sequencenumber-current']);
+  const all = await feeds.loadFeed({ feedName: '_all' }, { since: 0, limit: 1000 });
+  assert.equal(all.currentSequenceNumber, head);
+});
+
+// ---- what the server does not implement answers a JSON 404 (tenants 400)
+await step('not implemented: tenants and reactions', async () => {
+  // Not 404: exists would read that as false.
+  await rejects(() => orders.exists({ aggregateId: 'o-1' }, { tenantId: randomUUID() }), status(400), 'tenantId option');
+  await rejects(() => projections.getSingleProjection({ projectionName: 'jsc-orders', projectionId: 'o-1' }, { tenantId: 't' }),
+    status(400), 'tenantId option');
+  await rejects(() => serialized.tenantClient().axiosClient.get(base + '/tenants'), status(404), 'tenants');
+  const reactions = pointed(serialized.reactionsClient());
+  await rejects(() => reactions.listReactionDefinitions(), status(404), 'reactions');
+  const raw = await fetch(base + '/reactions/definitions', {
+    headers: { 'Serialized-Access-Key': accessKey, 'Serialized-Secret-Access-Key': secretKey },
+  });
+  assert.equal(raw.status, 404);
+  assert.equal(raw.headers.get('content-type'), 'application/json');
+  const body = await raw.json();
+  assert.equal(body.code, 'not_found');
+  assert.ok(body.message && Array.isArray(body.errors) && body.requestId, JSON.stringify(body));
+});
+
+await step('wrong keys', async () => {
+  const bad = Serialized.create({ accessKey, secretAccessKey: 'wrong' });
+  const c = bad.feedsClient();
+  c.axiosClient.defaults.baseURL = base;
+  await rejects(() => c.loadOverview(), errors.isUnauthorizedError, 'wrong secret');
+});
+
+console.log = log;
+let failed = 0;
+for (const [name, outcome] of results) {
+  console.log(`${outcome === 'ok' ? 'ok  ' : 'FAIL'} ${name}${outcome === 'ok' ? '' : '\n' + outcome}`);
+  if (outcome !== 'ok') failed++;
+}
+console.log(`official client: ${results.length - failed} passed, ${failed} failed`);
+if (failed === 0) console.log('all checks passed');
+process.exit(failed === 0 ? 0 : 1);
