@@ -85,9 +85,10 @@ type Storage interface {
 
 	// FeedHead returns the FeedSequence of the latest batch of the
 	// aggregate type, or, for aggregateType "", the highest Position
-	// visible in the feed (0 for an empty store). For a type that has no
-	// events it returns an error wrapping ErrNotFound. Numbers of deleted
-	// batches still count: the head never goes down.
+	// visible in the feed (0 for an empty store). For a type that never
+	// had events it returns an error wrapping ErrNotFound. Numbers of
+	// deleted batches still count: the head never goes down, also for a
+	// type whose events were all deleted (which Feeds no longer lists).
 	FeedHead(ctx context.Context, aggregateType string) (int64, error)
 
 	// Feeds returns one entry per aggregate type that has events, ordered
@@ -250,9 +251,10 @@ type FeedQuery struct {
 	// AggregateType, when not empty, restricts the feed to events of that
 	// aggregate type (the feed of that name).
 	AggregateType string
-	// AfterFeedSequence, when positive, reads the events of AggregateType
-	// whose FeedSequence is greater, instead of those after After (which
-	// must then be 0).
+	// AfterFeedSequence, when positive (only with an AggregateType), reads
+	// the events of AggregateType whose FeedSequence is greater; After,
+	// when also positive, still applies, so a reader may page on with
+	// After = Head.
 	AfterFeedSequence int64
 }
 
@@ -327,7 +329,8 @@ const (
 // Reference is the value of a projection instance that lists filter and
 // sort on. Sorted ascending, numbers come first (by Number), then texts
 // (by the bytes of Text), then instances without a reference; ties are
-// broken by instance id.
+// broken by instance id (byte order). Descending is the exact reverse,
+// ties included.
 type Reference struct {
 	// Kind says which of the fields below holds the value.
 	Kind ReferenceKind
