@@ -72,7 +72,8 @@ type Storage interface {
 	// Position order, at most q.Limit of them, restricted to
 	// q.AggregateType when it is not empty. With q.AfterFeedSequence > 0
 	// (only together with an AggregateType) it returns the events of that
-	// type whose FeedSequence is greater, instead of using q.After.
+	// type whose FeedSequence is greater (and, when q.After > 0, whose
+	// Position is greater than q.After).
 	//
 	// The feed never skips or repeats an event: ReadFeed must not return an
 	// event at position p while an event at a lower position may still
