@@ -83,34 +83,23 @@ func DecodeDefinition(body []byte) (Definition, error) {
 	return d, nil
 }
 
-func decodeHandlers(v *validation, val gjson.Result, field string) []Handler {
-	items := arrayOf(v, val, field, MaxHandlers)
+// objectsOf decodes an array of at most limit objects, each member by
+// member through fn, stopping once the problems fill a ValidationError.
+func objectsOf[T any](v *validation, val gjson.Result, field string, limit int, fn func(x *T, key string, val gjson.Result, field string)) []T {
+	items := arrayOf(v, val, field, limit)
 	if len(items) == 0 {
 		return nil
 	}
-	out := make([]Handler, 0, len(items))
+	out := make([]T, 0, len(items))
 	for i, item := range items {
-		hf := fmt.Sprintf("%s[%d]", field, i)
+		f := fmt.Sprintf("%s[%d]", field, i)
 		if !item.IsObject() {
-			v.add(hf, "must be an object")
+			v.add(f, "must be an object")
 			continue
 		}
-		var h Handler
-		members(v, item, hf+".", func(key string, val gjson.Result, field string) {
-			switch key {
-			case "eventType":
-				h.EventType = str(v, val, field)
-			case "feedName":
-				h.Feed = str(v, val, field)
-			case "idField":
-				h.IDField = str(v, val, field)
-			case "functions":
-				h.Functions = decodeFunctions(v, val, field)
-			default:
-				v.add(field, "is not a field of a handler")
-			}
-		})
-		out = append(out, h)
+		var x T
+		members(v, item, f+".", func(key string, val gjson.Result, field string) { fn(&x, key, val, field) })
+		out = append(out, x)
 		if v.full() {
 			break
 		}
@@ -118,45 +107,44 @@ func decodeHandlers(v *validation, val gjson.Result, field string) []Handler {
 	return out
 }
 
+func decodeHandlers(v *validation, val gjson.Result, field string) []Handler {
+	return objectsOf(v, val, field, MaxHandlers, func(h *Handler, key string, val gjson.Result, field string) {
+		switch key {
+		case "eventType":
+			h.EventType = str(v, val, field)
+		case "feedName":
+			h.Feed = str(v, val, field)
+		case "idField":
+			h.IDField = str(v, val, field)
+		case "functions":
+			h.Functions = decodeFunctions(v, val, field)
+		default:
+			v.add(field, "is not a field of a handler")
+		}
+	})
+}
+
 func decodeFunctions(v *validation, val gjson.Result, field string) []Function {
-	items := arrayOf(v, val, field, MaxFunctions)
-	if len(items) == 0 {
-		return nil
-	}
-	out := make([]Function, 0, len(items))
-	for i, item := range items {
-		ff := fmt.Sprintf("%s[%d]", field, i)
-		if !item.IsObject() {
-			v.add(ff, "must be an object")
-			continue
-		}
-		var f Function
-		members(v, item, ff+".", func(key string, val gjson.Result, field string) {
-			switch key {
-			case "function":
-				f.Function = str(v, val, field)
-			case "targetSelector":
-				f.TargetSelector = str(v, val, field)
-			case "targetFilter":
-				f.TargetFilter = str(v, val, field)
-			case "eventSelector":
-				f.EventSelector = str(v, val, field)
-			case "eventFilter":
-				f.EventFilter = str(v, val, field)
-			case "rawData":
-				if val.Type != gjson.Null {
-					f.RawData = []byte(val.Raw)
-				}
-			default:
-				v.add(field, "is not a field of a function")
+	return objectsOf(v, val, field, MaxFunctions, func(f *Function, key string, val gjson.Result, field string) {
+		switch key {
+		case "function":
+			f.Function = str(v, val, field)
+		case "targetSelector":
+			f.TargetSelector = str(v, val, field)
+		case "targetFilter":
+			f.TargetFilter = str(v, val, field)
+		case "eventSelector":
+			f.EventSelector = str(v, val, field)
+		case "eventFilter":
+			f.EventFilter = str(v, val, field)
+		case "rawData":
+			if val.Type != gjson.Null {
+				f.RawData = []byte(val.Raw)
 			}
-		})
-		out = append(out, f)
-		if v.full() {
-			break
+		default:
+			v.add(field, "is not a field of a function")
 		}
-	}
-	return out
+	})
 }
 
 // members calls fn for each member of obj, reporting keys given twice.
