@@ -11,20 +11,12 @@ import (
 )
 
 // ours drives this library through its public API: eventstore.Store for
-// saves and loads, a Projector for the rebuild. The feed is read with the
-// backend's ReadFeed (Store has no feed method; ReadFeed is what the
-// Projector and the HTTP adapter read).
+// saves, loads and the feed, a Projector for the rebuild.
 type ours struct {
 	store   *eventstore.Store
-	feedSrc feedReader
 	proj    *eventstore.Projector
 	n       atomic.Int64 // projections created, for fresh names
 	cleanup func() error // run after the store is closed, may be nil
-}
-
-// feedReader is the part of a backend the feed workload reads.
-type feedReader interface {
-	ReadFeed(ctx context.Context, q eventstore.FeedQuery) (eventstore.FeedPage, error)
 }
 
 // feedPage is how many events one read of the feed asks for, by every
@@ -36,8 +28,7 @@ func newOurs(s eventstore.Storage, cleanup func() error) (*ours, error) {
 	if err != nil {
 		return nil, err
 	}
-	fr, _ := s.(feedReader)
-	return &ours{store: st, feedSrc: fr, proj: eventstore.NewProjector(st, nil), cleanup: cleanup}, nil
+	return &ours{store: st, proj: eventstore.NewProjector(st, nil), cleanup: cleanup}, nil
 }
 
 func (o *ours) append(ctx context.Context, agg string, expected int64, n int) (int64, error) {
@@ -53,10 +44,10 @@ func (o *ours) append(ctx context.Context, agg string, expected int64, n int) (i
 	return res.Version, err
 }
 
-// refresh loads the whole aggregate: Store has no way to read only the
-// events after a version.
-func (o *ours) refresh(ctx context.Context, agg string, _ int64) (int64, error) {
-	a, err := o.store.Load(ctx, aggType, agg)
+// refresh reads the events after the version the writer knows, as the
+// other subjects do.
+func (o *ours) refresh(ctx context.Context, agg string, known int64) (int64, error) {
+	a, _, err := o.store.LoadRange(ctx, aggType, agg, known, 0)
 	return a.Version, err
 }
 
@@ -66,21 +57,20 @@ func (o *ours) load(ctx context.Context, agg string) (int, error) {
 }
 
 func (o *ours) feed(ctx context.Context) (int, error) {
-	if o.feedSrc == nil {
-		return 0, errors.New("backend has no ReadFeed")
-	}
 	var after int64
 	total := 0
 	for {
-		p, err := o.feedSrc.ReadFeed(ctx, eventstore.FeedQuery{After: after, Limit: feedPage})
+		r, err := o.store.ReadFeed(ctx, "", after, &eventstore.FeedOptions{Limit: feedPage})
 		if err != nil {
 			return total, err
 		}
-		total += len(p.Events)
-		if len(p.Events) == 0 {
+		for _, e := range r.Entries {
+			total += len(e.Events)
+		}
+		if len(r.Entries) == 0 {
 			return total, nil
 		}
-		after = p.Events[len(p.Events)-1].Position
+		after = r.Next
 	}
 }
 
