@@ -55,6 +55,8 @@ func (p *Projector) catchUp(ctx context.Context, pr *proj, target int64, cache *
 			if err != nil {
 				return err
 			}
+			// Refused if the definition was replaced since rec was read.
+			commit.Spec = pr.spec
 			err = p.storage.CommitProjection(ctx, commit)
 			switch {
 			case errors.Is(err, ErrConflict):

@@ -156,8 +156,10 @@ type Storage interface {
 	// CommitProjection atomically moves the checkpoint of projection c.Name
 	// from c.From to c.To, replaces the states in c.States, removes the
 	// instances in c.Deletes and records c.Errors. When the stored
-	// checkpoint is not c.From (another projector got there first) it
-	// writes nothing and returns an error wrapping ErrConflict; an unknown
+	// checkpoint is not c.From (another projector got there first), or
+	// c.Spec is not nil and the stored definition's Spec differs from it
+	// (the definition was replaced meanwhile), it writes nothing and
+	// returns an error wrapping ErrConflict; an unknown
 	// projection wraps ErrNotFound. Error texts may hold any bytes: a
 	// backend that cannot store some (invalid UTF-8, NUL) replaces them
 	// rather than fail.
@@ -395,6 +397,12 @@ type ProjectionCommit struct {
 	Deletes []string
 	// Errors are the errors recorded while applying those events.
 	Errors []ProjectionError
+	// Spec, when not nil, is the spec of the definition the events were
+	// applied with. The commit then also requires the stored definition's
+	// Spec to equal it, so that a page computed from a definition that was
+	// replaced meanwhile (RenameProjection, perhaps by another process) is
+	// refused even when the checkpoints agree.
+	Spec []byte
 }
 
 // ProjectionError records an event that a projection could not apply, for

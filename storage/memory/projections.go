@@ -1,6 +1,7 @@
 package memory
 
 import (
+	"bytes"
 	"cmp"
 	"context"
 	"fmt"
@@ -274,6 +275,9 @@ func (s *Storage) CommitProjection(ctx context.Context, c eventstore.ProjectionC
 	}
 	if d.rec.Checkpoint != c.From {
 		return fmt.Errorf("projection %q checkpoint is %d, not %d: %w", c.Name, d.rec.Checkpoint, c.From, eventstore.ErrConflict)
+	}
+	if c.Spec != nil && !bytes.Equal(d.rec.Spec, c.Spec) {
+		return fmt.Errorf("projection %q was replaced: %w", c.Name, eventstore.ErrConflict)
 	}
 	for _, st := range c.States {
 		st.Data = slices.Clone(st.Data)

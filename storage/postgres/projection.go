@@ -247,7 +247,7 @@ func (s *Storage) CommitProjection(ctx context.Context, c eventstore.ProjectionC
 		return err
 	}
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		tag, err := tx.Exec(ctx, s.sql.commit, c.Name, c.From, c.To)
+		tag, err := tx.Exec(ctx, s.sql.commit, c.Name, c.From, c.To, c.Spec)
 		if err != nil {
 			return err
 		}
@@ -259,6 +259,9 @@ func (s *Storage) CommitProjection(ctx context.Context, c eventstore.ProjectionC
 			}
 			if err != nil {
 				return err
+			}
+			if checkpoint == c.From {
+				return fmt.Errorf("projection %q was replaced: %w", c.Name, eventstore.ErrConflict)
 			}
 			return fmt.Errorf("projection %q checkpoint is %d, not %d: %w", c.Name, checkpoint, c.From, eventstore.ErrConflict)
 		}

@@ -439,8 +439,9 @@ WHERE name = $1 AND instance_id = $2`),
 		loadStates: q(`SELECT ` + stateCols + ` FROM {{schema}}.projection_states
 WHERE name = $1 AND instance_id = ANY($2::text[])`),
 		countStates: q(`SELECT instances FROM {{schema}}.definitions WHERE name = $1`),
-		commit:      q(`UPDATE {{schema}}.definitions SET checkpoint = $3 WHERE name = $1 AND checkpoint = $2`),
-		checkpoint:  q(`SELECT checkpoint FROM {{schema}}.definitions WHERE name = $1`),
+		commit: q(`UPDATE {{schema}}.definitions SET checkpoint = $3
+WHERE name = $1 AND checkpoint = $2 AND ($4::bytea IS NULL OR spec = $4::bytea)`),
+		checkpoint: q(`SELECT checkpoint FROM {{schema}}.definitions WHERE name = $1`),
 		// upsertStates writes states and adds the number of new instances
 		// to the definition's count.
 		upsertStates: q(`

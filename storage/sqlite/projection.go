@@ -154,8 +154,9 @@ func (s *Storage) commitProjection(ctx context.Context, c eventstore.ProjectionC
 		return err
 	}
 	defer tx.Rollback()
-	r, err := tx.ExecContext(ctx, `UPDATE definitions SET checkpoint = ? WHERE name = ? AND checkpoint = ?`,
-		c.To, c.Name, c.From)
+	r, err := tx.ExecContext(ctx, `UPDATE definitions SET checkpoint = ? WHERE name = ? AND checkpoint = ?
+AND (?4 IS NULL OR spec = ?4)`,
+		c.To, c.Name, c.From, nullBytes(c.Spec))
 	if err != nil {
 		return err
 	}
@@ -163,12 +164,16 @@ func (s *Storage) commitProjection(ctx context.Context, c eventstore.ProjectionC
 		return err
 	} else if n == 0 {
 		var at int64
-		err := tx.QueryRowContext(ctx, `SELECT checkpoint FROM definitions WHERE name = ?`, c.Name).Scan(&at)
+		var spec []byte
+		err := tx.QueryRowContext(ctx, `SELECT checkpoint, spec FROM definitions WHERE name = ?`, c.Name).Scan(&at, &spec)
 		if errors.Is(err, sql.ErrNoRows) {
 			return fmt.Errorf("sqlite: projection %q: %w", c.Name, eventstore.ErrNotFound)
 		}
 		if err != nil {
 			return err
+		}
+		if at == c.From {
+			return fmt.Errorf("sqlite: projection %q was replaced: %w", c.Name, eventstore.ErrConflict)
 		}
 		return fmt.Errorf("sqlite: projection %q checkpoint is %d, not %d: %w", c.Name, at, c.From, eventstore.ErrConflict)
 	}
@@ -342,4 +347,12 @@ func closeRows(rows *sql.Rows) error {
 		err = cerr
 	}
 	return err
+}
+
+// nullBytes is b as an SQL argument: NULL when b is nil.
+func nullBytes(b []byte) any {
+	if b == nil {
+		return nil
+	}
+	return b
 }

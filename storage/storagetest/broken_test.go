@@ -134,8 +134,12 @@ func (s noCAS) CommitProjection(ctx context.Context, c eventstore.ProjectionComm
 			return err
 		}
 		c.From = d.Checkpoint
-		if err := s.Storage.CommitProjection(ctx, c); !errors.Is(err, eventstore.ErrConflict) {
+		err = s.Storage.CommitProjection(ctx, c)
+		if !errors.Is(err, eventstore.ErrConflict) {
 			return err
+		}
+		if d2, derr := s.Storage.Definition(ctx, c.Name); derr == nil && d2.Checkpoint == d.Checkpoint {
+			return err // refused for another reason than the checkpoint (its Spec)
 		}
 	}
 }

@@ -19,6 +19,7 @@ func projectionDefinitionCases() []testCase {
 		{"DeleteDefinition", "DeleteDefinition removes the definition with its instances and errors, leaves other projections alone, and frees the name; an unknown name is ErrNotFound", testDeleteDefinition},
 		{"ResetProjection", "ResetProjection removes every instance and error of the projection and sets its checkpoint to 0, keeping its spec; an unknown name is ErrNotFound", testResetProjection},
 		{"RenameProjection", "RenameProjection replaces the projection named to (definition, instances, errors) with the one named from, which is gone afterwards; an unknown from is ErrNotFound and changes nothing", testRenameProjection},
+		{"CommitProjectionChecksSpec", "a commit with a Spec is refused with ErrConflict, writing nothing, when the stored definition's spec is another (it was replaced), even when the checkpoints agree; a matching or nil Spec commits", testCommitChecksSpec},
 		{"LoadProjections", "LoadProjections returns the existing instances among ids, in the order of ids, skipping the others without error", testLoadProjections},
 		{"CommitProjectionDeletes", "a commit removes the instances in Deletes together with storing its States; a refused commit deletes nothing", testCommitDeletes},
 		{"ProjectionStateRoundTrips", "a state's CreatedAt, UpdatedAt and Reference are stored as given, replaced by the next commit of the instance, and returned alike by LoadProjection, LoadProjections and ListProjections", testStateRoundTrip},
@@ -213,6 +214,42 @@ func testRenameProjection(t *testing.T, h *harness) {
 	checkState(t, ctx, h, state("fresh", "c", `{"new":3}`, events[3]), "a rename to a free name keeps the instances")
 	if got := mustDefinition(t, h, "fresh").Checkpoint; got != events[4].Position {
 		t.Errorf("a rename keeps the checkpoint %d, got %d", events[4].Position, got)
+	}
+}
+
+func testCommitChecksSpec(t *testing.T, h *harness) {
+	ctx := t.Context()
+	events := savedPositions(t, h, 3)
+	old := newDef("p")
+	mustCreate(t, h, old)
+	mustCommit(t, h, eventstore.ProjectionCommit{Name: "p", To: events[0].Position, Spec: old.Spec,
+		States: []eventstore.ProjectionState{state("p", "a", `{"old":1}`, events[0])}})
+	// The replacement is built to the same checkpoint and swapped in.
+	next := newDef("p/next")
+	mustCreate(t, h, next)
+	mustCommit(t, h, eventstore.ProjectionCommit{Name: "p/next", To: events[0].Position, Spec: next.Spec,
+		States: []eventstore.ProjectionState{state("p/next", "a", `{"new":1}`, events[0])}})
+	if err := h.s.RenameProjection(ctx, "p/next", "p"); err != nil {
+		t.Fatalf("RenameProjection p/next to p: %v", err)
+	}
+	// A projector still holding the old definition commits the next page.
+	err := h.s.CommitProjection(ctx, eventstore.ProjectionCommit{Name: "p", From: events[0].Position, To: events[1].Position,
+		Spec: old.Spec, States: []eventstore.ProjectionState{state("p", "a", `{"old":2}`, events[1])},
+		Errors: []eventstore.ProjectionError{projError(events[1], "a", "from the old definition")}})
+	if !errors.Is(err, eventstore.ErrConflict) {
+		t.Fatalf("a commit computed from a replaced definition must wrap ErrConflict, got %v", err)
+	}
+	checkState(t, ctx, h, state("p", "a", `{"new":1}`, events[0]), "a commit refused for its spec writes no state")
+	if d := mustDefinition(t, h, "p"); d.Checkpoint != events[0].Position || len(d.Errors) != 0 {
+		t.Errorf("a commit refused for its spec must leave the checkpoint at %d and record no error, got %d and %+v",
+			events[0].Position, d.Checkpoint, d.Errors)
+	}
+	mustCommit(t, h, eventstore.ProjectionCommit{Name: "p", From: events[0].Position, To: events[1].Position,
+		Spec: next.Spec, States: []eventstore.ProjectionState{state("p", "a", `{"new":2}`, events[1])}})
+	checkState(t, ctx, h, state("p", "a", `{"new":2}`, events[1]), "a commit with the current spec writes its states")
+	mustCommit(t, h, eventstore.ProjectionCommit{Name: "p", From: events[1].Position, To: events[2].Position})
+	if d := mustDefinition(t, h, "p"); d.Checkpoint != events[2].Position {
+		t.Errorf("a commit without a Spec checks only the checkpoint: want %d, got %d", events[2].Position, d.Checkpoint)
 	}
 }
 
