@@ -158,19 +158,6 @@ func (h *handler) load(w http.ResponseWriter, r *http.Request) {
 	h.streamLoad(w, r, seg[0], seg[1], since, limit)
 }
 
-// eventsJSON converts events to their JSON form.
-func eventsJSON(events []eventstore.Event) []eventJSON {
-	out := make([]eventJSON, len(events))
-	for i, e := range events {
-		out[i] = eventJSON{
-			EventID: e.ID, EventType: e.Type, Data: e.Data, EncryptedData: e.EncryptedData,
-			Version: e.Version, Sequence: e.Sequence, Position: e.Position,
-			RecordedAt: e.RecordedAt.UnixMilli(),
-		}
-	}
-	return out
-}
-
 // createDefinition serves POST /projections/definitions. It answers with
 // the definition as stored.
 func (h *handler) createDefinition(w http.ResponseWriter, r *http.Request) {

@@ -274,6 +274,7 @@ type handler struct {
 	log     *slog.Logger
 	mux     *http.ServeMux
 	gzips   sync.Pool // *gzip.Writer
+	bufs    sync.Pool // *[]byte: response bodies
 	tokens  *deleteTokens
 	polls   chan struct{} // a slot per waiting long poll
 
