@@ -65,7 +65,7 @@ func trickyEvents() []eventstore.Event {
 		evs = append(evs, eventstore.Event{
 			ID: s, Type: trickyStrings[(i+1)%len(trickyStrings)], Data: json.RawMessage(d),
 			EncryptedData: trickyStrings[(i+2)%len(trickyStrings)],
-			Version: int64(i), Sequence: int64(-i), Position: 1 << 62, RecordedAt: at,
+			Version:       int64(i), Sequence: int64(-i), Position: 1 << 62, RecordedAt: at,
 		})
 	}
 	for _, d := range trickyData {
@@ -89,7 +89,7 @@ func TestAppendJSONMatchesEncodingJSON(t *testing.T) {
 	}
 	evs := trickyEvents()
 	for i := range evs {
-		want, err := stdJSON(t, eventsJSON(evs[i:i+1])[0])
+		want, err := stdJSON(t, eventsJSON(evs[i : i+1])[0])
 		if err != nil {
 			t.Fatal(err)
 		}
