@@ -172,3 +172,21 @@ func FuzzAppendEventJSON(f *testing.F) {
 		}
 	})
 }
+
+// TestDecodeSaveCopiesBody: the save handler reuses the body's buffer
+// after decoding, so the request must hold no part of it.
+func TestDecodeSaveCopiesBody(t *testing.T) {
+	body := []byte(`{"events":[{"eventId":"11111111-1111-4111-8111-111111111111","eventType":"Placed","data":{"a":"b"},"encryptedData":"xyz"}],"aggregateId":"o-1","expectedVersion":2}`)
+	req, err := decodeSave(body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range body {
+		body[i] = 'X'
+	}
+	e := req.Events[0]
+	if e.ID != "11111111-1111-4111-8111-111111111111" || e.Type != "Placed" || string(e.Data) != `{"a":"b"}` ||
+		e.EncryptedData != "xyz" || *req.AggregateID != "o-1" || *req.ExpectedVersion != 2 {
+		t.Fatalf("the request changed with the body: %+v %q %d", e, *req.AggregateID, *req.ExpectedVersion)
+	}
+}
