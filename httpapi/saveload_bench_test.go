@@ -31,63 +31,99 @@ const (
 // BenchmarkHTTPSaveLoad measures saves (POST /aggregates/order/{id}/events
 // of one event to a new aggregate) and loads (GET /aggregates/order/{id}
 // of five versions) over a real loopback TCP server, with 1 and 16
-// concurrent clients on keep-alive connections. baseline is a handler
-// that decodes the same body into structs with encoding/json and keeps
-// events in a map under a mutex (a load reads the map and encodes with
-// encoding/json); ours is httpapi on the memory backend, in the same
-// run, alternated with it: compare their ns/op. ours-sqlite and
-// ours-postgres are httpapi on those backends, for reference.
+// concurrent clients on keep-alive connections.
+//
+// paired compares httpapi on the memory backend (ours) with baseline, a
+// handler that decodes the same body into structs with encoding/json and
+// keeps events in a map under a mutex (a load reads the map and encodes
+// with encoding/json). Both servers run at once and the clients
+// alternate between them in phases of a few hundred requests, so that a
+// change in the load of a shared machine hits both alike; it reports
+// ours-ns/op, baseline-ns/op and ours/baseline, the ratio of their
+// throughputs (1 is as fast as the baseline). ours-sqlite and
+// ours-postgres are httpapi on those backends alone, for reference.
 func BenchmarkHTTPSaveLoad(b *testing.B) {
-	servers := []struct {
-		name string
-		h    func(b *testing.B) http.Handler
-	}{
-		{"baseline", func(b *testing.B) http.Handler { return newBaselineHandler() }},
-		{"ours", func(b *testing.B) http.Handler { return oursHandler(b, benchstorage.All[0]) }},
-		{"ours-sqlite", func(b *testing.B) http.Handler { return oursHandler(b, benchstorage.All[1]) }},
-		{"ours-postgres", func(b *testing.B) http.Handler { return oursHandler(b, benchstorage.All[2]) }},
-	}
 	for _, op := range []string{"save", "load"} {
 		for _, clients := range []int{1, 16} {
-			for _, s := range servers {
-				b.Run(fmt.Sprintf("%s/clients=%d/%s", op, clients, s.name), func(b *testing.B) {
-					srv := httptest.NewServer(s.h(b))
-					defer srv.Close()
-					// Without compression: the baseline does not compress, and ours
-					// would gzip a load of 1 KiB or more when the client accepts it.
-					c := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 64, MaxConnsPerHost: 64, DisableCompression: true}}
-					defer c.CloseIdleConnections()
-					for i := range loadAggregates {
-						for range loadVersions {
-							mustDo(b, c, saveRequest(b, srv.URL, "l-"+strconv.Itoa(i)), http.StatusOK)
-						}
-					}
-					var next atomic.Int64
-					req := func() *http.Request {
-						n := next.Add(1)
-						if op == "save" {
-							return saveRequest(b, srv.URL, "s-"+strconv.FormatInt(n, 10))
-						}
-						return loadRequest(b, srv.URL, "l-"+strconv.FormatInt(n%loadAggregates, 10))
-					}
+			b.Run(fmt.Sprintf("%s/clients=%d/paired", op, clients), func(b *testing.B) {
+				targets := [2]*benchTarget{
+					newBenchTarget(b, newBaselineHandler(), op),
+					newBenchTarget(b, oursHandler(b, benchstorage.All[0]), op),
+				}
+				phase := 64 * clients
+				var spent [2]time.Duration
+				var done [2]int
+				b.ReportAllocs()
+				b.ResetTimer()
+				for i := 0; done[0]+done[1] < b.N; i++ {
+					n := min(phase, b.N-done[0]-done[1])
+					start := time.Now()
+					targets[i%2].run(b, clients, n)
+					spent[i%2] += time.Since(start)
+					done[i%2] += n
+				}
+				if done[0] == 0 || done[1] == 0 {
+					return // b.N too small to time both
+				}
+				base := float64(spent[0]) / float64(done[0])
+				ours := float64(spent[1]) / float64(done[1])
+				b.ReportMetric(base, "baseline-ns/op")
+				b.ReportMetric(ours, "ours-ns/op")
+				b.ReportMetric(base/ours, "ours/baseline")
+			})
+			for _, be := range benchstorage.All[1:] {
+				b.Run(fmt.Sprintf("%s/clients=%d/ours-%s", op, clients, be.Name), func(b *testing.B) {
+					t := newBenchTarget(b, oursHandler(b, be), op)
 					b.ReportAllocs()
 					b.ResetTimer()
-					if clients == 1 {
-						for b.Loop() {
-							mustDo(b, c, req(), http.StatusOK)
-						}
-						return
-					}
-					b.SetParallelism((clients + 1) / 2) // GOMAXPROCS 2 on the benchmark machine
-					b.RunParallel(func(pb *testing.PB) {
-						for pb.Next() {
-							mustDo(b, c, req(), http.StatusOK)
-						}
-					})
+					t.run(b, clients, b.N)
 				})
 			}
 		}
 	}
+}
+
+// benchTarget is a loopback server with its client, preloaded with the
+// aggregates the loads read.
+type benchTarget struct {
+	url  string
+	c    *http.Client
+	op   string
+	next atomic.Int64
+}
+
+func newBenchTarget(b *testing.B, h http.Handler, op string) *benchTarget {
+	srv := httptest.NewServer(h)
+	b.Cleanup(srv.Close)
+	// Without compression: the baseline does not compress, and ours would
+	// gzip a load of 1 KiB or more when the client accepts it.
+	c := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 64, MaxConnsPerHost: 64, DisableCompression: true}}
+	b.Cleanup(c.CloseIdleConnections)
+	for i := range loadAggregates {
+		for range loadVersions {
+			mustDo(b, c, saveRequest(b, srv.URL, "l-"+strconv.Itoa(i)), http.StatusOK)
+		}
+	}
+	return &benchTarget{url: srv.URL, c: c, op: op}
+}
+
+// run sends n requests from clients concurrent clients.
+func (t *benchTarget) run(b *testing.B, clients, n int) {
+	var sent atomic.Int64
+	var wg sync.WaitGroup
+	for range min(clients, n) {
+		wg.Go(func() {
+			for sent.Add(1) <= int64(n) {
+				k := t.next.Add(1)
+				if t.op == "save" {
+					mustDo(b, t.c, saveRequest(b, t.url, "s-"+strconv.FormatInt(k, 10)), http.StatusOK)
+				} else {
+					mustDo(b, t.c, loadRequest(b, t.url, "l-"+strconv.FormatInt(k%loadAggregates, 10)), http.StatusOK)
+				}
+			}
+		})
+	}
+	wg.Wait()
 }
 
 func oursHandler(b *testing.B, be benchstorage.Backend) http.Handler {
