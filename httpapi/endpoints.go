@@ -46,9 +46,7 @@ func pathFieldName(wildcard string) string {
 	return wildcard
 }
 
-// readJSON checks the Content-Type and reads the body within the limit,
-// into a buffer of the handler's pool when it is known not to outgrow
-// it (see putBuffer).
+// readJSON checks the Content-Type and reads the body within the limit.
 func (h *handler) readJSON(w http.ResponseWriter, r *http.Request) ([]byte, error) {
 	if err := checkJSONType(r.Header.Get("Content-Type")); err != nil {
 		return nil, err
@@ -56,14 +54,9 @@ func (h *handler) readJSON(w http.ResponseWriter, r *http.Request) ([]byte, erro
 	if r.ContentLength > h.maxBody {
 		return nil, &http.MaxBytesError{Limit: h.maxBody}
 	}
-	var buf []byte
-	if r.ContentLength >= 0 && r.ContentLength < minBodyBuffer {
-		buf = h.getBuffer()
-	} else {
-		// One more byte than announced, so that reading to EOF needs no
-		// second allocation.
-		buf = make([]byte, 0, max(r.ContentLength, 512)+1)
-	}
+	// One byte more than announced, so that reading to EOF takes one
+	// allocation.
+	buf := make([]byte, 0, max(r.ContentLength, 511)+1)
 	body, err := readAll(buf, http.MaxBytesReader(w, r.Body, h.maxBody))
 	var tooLarge *http.MaxBytesError
 	switch {
@@ -123,8 +116,6 @@ func (h *handler) save(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	req, err := decodeSave(body)
-	// The request holds copies of what it needs: the body can be reused.
-	h.putBuffer(body)
 	if err != nil {
 		h.fail(w, r, err)
 		return

@@ -3,6 +3,7 @@ package httpapi
 import (
 	"bytes"
 	"encoding/json"
+	"mime"
 	"strings"
 	"testing"
 	"time"
@@ -173,20 +174,34 @@ func FuzzAppendEventJSON(f *testing.F) {
 	})
 }
 
-// TestDecodeSaveCopiesBody: the save handler reuses the body's buffer
-// after decoding, so the request must hold no part of it.
-func TestDecodeSaveCopiesBody(t *testing.T) {
-	body := []byte(`{"events":[{"eventId":"11111111-1111-4111-8111-111111111111","eventType":"Placed","data":{"a":"b"},"encryptedData":"xyz"}],"aggregateId":"o-1","expectedVersion":2}`)
-	req, err := decodeSave(body)
-	if err != nil {
-		t.Fatal(err)
+// TestCheckJSONType: the spellings accepted without parsing are ones the
+// parser accepts, and others are still parsed.
+func TestCheckJSONType(t *testing.T) {
+	for _, ct := range []string{"application/json", "application/json; charset=utf-8", "application/json; charset=UTF-8",
+		"application/json;charset=utf-8", "Application/JSON", `application/json; charset="utf-8"`} {
+		if err := checkJSONType(ct); err != nil {
+			t.Errorf("%q: %v", ct, err)
+		}
+		if mt, params, err := mime.ParseMediaType(ct); err != nil || mt != "application/json" || (params["charset"] != "" && !strings.EqualFold(params["charset"], "utf-8")) {
+			t.Errorf("%q: the parser says %q %v %v", ct, mt, params, err)
+		}
 	}
-	for i := range body {
-		body[i] = 'X'
+	for _, ct := range []string{"", "text/plain", "application/json; charset=latin1", "application/jsonx"} {
+		if err := checkJSONType(ct); err == nil {
+			t.Errorf("%q accepted", ct)
+		}
 	}
-	e := req.Events[0]
-	if e.ID != "11111111-1111-4111-8111-111111111111" || e.Type != "Placed" || string(e.Data) != `{"a":"b"}` ||
-		e.EncryptedData != "xyz" || *req.AggregateID != "o-1" || *req.ExpectedVersion != 2 {
-		t.Fatalf("the request changed with the body: %+v %q %d", e, *req.AggregateID, *req.ExpectedVersion)
+}
+
+// TestReadAll reads as io.ReadAll does, whatever the starting capacity.
+func TestReadAll(t *testing.T) {
+	for _, n := range []int{0, 1, 511, 512, 513, 5000} {
+		src := strings.Repeat("x", n)
+		for _, c := range []int{0, 1, n, n + 1} {
+			got, err := readAll(make([]byte, 0, c), strings.NewReader(src))
+			if err != nil || string(got) != src {
+				t.Errorf("n %d cap %d: %d bytes, %v", n, c, len(got), err)
+			}
+		}
 	}
 }
