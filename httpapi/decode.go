@@ -137,13 +137,14 @@ func nearName(key string, names []string) string {
 
 func present(v gjson.Result) bool { return v.Exists() && v.Type != gjson.Null }
 
-// str returns v as a string, or "" after recording a type error.
-func str(v gjson.Result, field string, fe *fieldErrors) string {
+// str returns v as a string, or "" after recording a type error of the
+// field prefix+name (joined only then).
+func str(v gjson.Result, prefix, name string, fe *fieldErrors) string {
 	if !present(v) {
 		return ""
 	}
 	if v.Type != gjson.String {
-		fe.add(field, "must be a string")
+		fe.add(prefix+name, "must be a string")
 		return ""
 	}
 	return v.String()
@@ -192,16 +193,16 @@ func decodeSave(body []byte) (saveRequest, error) {
 	if items := array(f[0], "events", fe, eventstore.MaxEventsPerSave, "events in one save"); items != nil {
 		req.Events = make([]eventstore.NewEvent, 0, len(items))
 		for i, item := range items {
-			prefix := fmt.Sprintf("events[%d].", i)
+			prefix := "events[" + strconv.Itoa(i) + "]."
 			if !item.IsObject() {
 				fe.add(prefix[:len(prefix)-1], "must be an object")
 				continue
 			}
 			ef := fields(item, prefix, "an event", fe, "eventId", "eventType", "data", "encryptedData")
 			e := eventstore.NewEvent{
-				ID:            str(ef[0], prefix+"eventId", fe),
-				Type:          str(ef[1], prefix+"eventType", fe),
-				EncryptedData: str(ef[3], prefix+"encryptedData", fe),
+				ID:            str(ef[0], prefix, "eventId", fe),
+				Type:          str(ef[1], prefix, "eventType", fe),
+				EncryptedData: str(ef[3], prefix, "encryptedData", fe),
 			}
 			if data := ef[2]; present(data) {
 				if data.IsObject() {
@@ -222,7 +223,7 @@ func decodeSave(body []byte) (saveRequest, error) {
 		}
 	}
 	if v := f[2]; present(v) {
-		id := str(v, "aggregateId", fe)
+		id := str(v, "", "aggregateId", fe)
 		req.AggregateID = &id
 	}
 	if err := fe.err(); err != nil {

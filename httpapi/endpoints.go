@@ -48,18 +48,16 @@ func pathFieldName(wildcard string) string {
 
 // readJSON checks the Content-Type and reads the body within the limit.
 func (h *handler) readJSON(w http.ResponseWriter, r *http.Request) ([]byte, error) {
-	ct := r.Header.Get("Content-Type")
-	mt, params, err := mime.ParseMediaType(ct)
-	if err != nil || mt != "application/json" {
-		return nil, apiErr(errMediaType, "Content-Type must be application/json, got %q", clip(ct))
-	}
-	if cs, ok := params["charset"]; ok && !strings.EqualFold(cs, "utf-8") {
-		return nil, apiErr(errMediaType, "the charset must be utf-8, got %q", clip(cs))
+	if err := checkJSONType(r.Header.Get("Content-Type")); err != nil {
+		return nil, err
 	}
 	if r.ContentLength > h.maxBody {
 		return nil, &http.MaxBytesError{Limit: h.maxBody}
 	}
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, h.maxBody))
+	// One byte more than announced, so that reading to EOF takes one
+	// allocation.
+	buf := make([]byte, 0, max(r.ContentLength, 511)+1)
+	body, err := readAll(buf, http.MaxBytesReader(w, r.Body, h.maxBody))
 	var tooLarge *http.MaxBytesError
 	switch {
 	case errors.As(err, &tooLarge):
@@ -68,6 +66,41 @@ func (h *handler) readJSON(w http.ResponseWriter, r *http.Request) ([]byte, erro
 		return nil, apiErr(errMalformed, "reading the body failed")
 	}
 	return body, nil
+}
+
+// checkJSONType accepts a Content-Type of application/json, with no
+// parameter but charset=utf-8; the usual spellings skip the parser.
+func checkJSONType(ct string) error {
+	switch ct {
+	case "application/json", "application/json; charset=utf-8", "application/json; charset=UTF-8", "application/json;charset=utf-8":
+		return nil
+	}
+	mt, params, err := mime.ParseMediaType(ct)
+	if err != nil || mt != "application/json" {
+		return apiErr(errMediaType, "Content-Type must be application/json, got %q", clip(ct))
+	}
+	if cs, ok := params["charset"]; ok && !strings.EqualFold(cs, "utf-8") {
+		return apiErr(errMediaType, "the charset must be utf-8, got %q", clip(cs))
+	}
+	return nil
+}
+
+// readAll appends what rd holds to buf, as io.ReadAll does from an empty
+// buffer.
+func readAll(buf []byte, rd io.Reader) ([]byte, error) {
+	for {
+		n, err := rd.Read(buf[len(buf):cap(buf)])
+		buf = buf[:len(buf)+n]
+		if err != nil {
+			if err == io.EOF {
+				err = nil
+			}
+			return buf, err
+		}
+		if len(buf) == cap(buf) {
+			buf = append(buf, 0)[:len(buf)] // let append pick the growth
+		}
+	}
 }
 
 // save serves POST /aggregates/{type}/{id}/events.
@@ -156,19 +189,6 @@ func (h *handler) load(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	h.streamLoad(w, r, seg[0], seg[1], since, limit)
-}
-
-// eventsJSON converts events to their JSON form.
-func eventsJSON(events []eventstore.Event) []eventJSON {
-	out := make([]eventJSON, len(events))
-	for i, e := range events {
-		out[i] = eventJSON{
-			EventID: e.ID, EventType: e.Type, Data: e.Data, EncryptedData: e.EncryptedData,
-			Version: e.Version, Sequence: e.Sequence, Position: e.Position,
-			RecordedAt: e.RecordedAt.UnixMilli(),
-		}
-	}
-	return out
 }
 
 // createDefinition serves POST /projections/definitions. It answers with

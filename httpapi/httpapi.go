@@ -274,6 +274,7 @@ type handler struct {
 	log     *slog.Logger
 	mux     *http.ServeMux
 	gzips   sync.Pool // *gzip.Writer
+	bufs    sync.Pool // *[]byte: response bodies
 	tokens  *deleteTokens
 	polls   chan struct{} // a slot per waiting long poll
 
@@ -424,7 +425,9 @@ func uncleanPath(p string) string {
 	if p == "/" || p == "" {
 		return ""
 	}
-	for i, seg := range strings.Split(strings.TrimPrefix(p, "/"), "/") {
+	rest := strings.TrimPrefix(p, "/")
+	for i := 0; ; i++ {
+		seg, after, more := strings.Cut(rest, "/")
 		switch seg {
 		case "":
 			return fmt.Sprintf("path segment %d is empty", i+1)
@@ -434,8 +437,11 @@ func uncleanPath(p string) string {
 		if strings.EqualFold(seg, "%2F") {
 			return fmt.Sprintf("path segment %d must not contain '/'", i+1)
 		}
+		if !more {
+			return ""
+		}
+		rest = after
 	}
-	return ""
 }
 
 // clip shortens s for quoting in a message, as eventstore does.

@@ -60,6 +60,8 @@ func saneRequestID(id string) bool {
 // newRequestID returns 16 random bytes in hex.
 func newRequestID() string {
 	var b [16]byte
+	var h [32]byte
 	_, _ = rand.Read(b[:]) // crypto/rand.Read never fails
-	return hex.EncodeToString(b[:])
+	hex.Encode(h[:], b[:])
+	return string(h[:])
 }

@@ -1,9 +1,8 @@
 package httpapi
 
 import (
-	"bytes"
 	"compress/gzip"
-	"encoding/json"
+	"io"
 	"net/http"
 	"strconv"
 
@@ -18,50 +17,83 @@ const DefaultMaxResponseBuffer = 1 << 20
 // Store.ReadFeed does.
 const maxFeedEvents = 20_000
 
-// bodyWriter writes a 200 JSON response. It holds the body in memory up
+// Sizes of the pooled body buffers: a new one starts at minBodyBuffer
+// bytes; one grown past twice the response limit is dropped, not pooled.
+const minBodyBuffer = 4 << 10
+
+// streamChunk is how many bytes a streamed response gathers before it
+// writes them on.
+const streamChunk = 32 << 10
+
+// bodyWriter writes a 200 JSON response. The endpoints append to buf and
+// call flush after each version or entry. It holds the body in memory up
 // to its limit and then answers it whole, with Content-Length, as send
 // does; past the limit it sends the headers and streams the rest (chunked,
 // gzip-compressed as it goes when the client accepts it), so a response
-// never holds more than the limit, whatever its size.
+// never holds much more than the limit, whatever its size. buf comes from
+// the handler's pool and goes back to it when the response is finished.
 type bodyWriter struct {
 	h     *handler
 	w     http.ResponseWriter
 	r     *http.Request
 	limit int
-	buf   bytes.Buffer
-	dst   interface{ Write([]byte) (int, error) } // set once streaming
+	buf   []byte
+	dst   io.Writer // set once streaming
 	zw    *gzip.Writer
 	err   error // the first write error: the client went away
 }
 
 func (h *handler) newBodyWriter(w http.ResponseWriter, r *http.Request) *bodyWriter {
-	return &bodyWriter{h: h, w: w, r: r, limit: h.maxResponse}
+	return &bodyWriter{h: h, w: w, r: r, limit: h.maxResponse, buf: h.getBuffer()}
+}
+
+// getBuffer returns an empty buffer from the pool, or a new one.
+func (h *handler) getBuffer() []byte {
+	if p, ok := h.bufs.Get().(*[]byte); ok {
+		return (*p)[:0]
+	}
+	return make([]byte, 0, minBodyBuffer)
+}
+
+// putBuffer returns b to the pool unless it grew too large to keep.
+func (h *handler) putBuffer(b []byte) {
+	if cap(b) > 2*h.maxResponse+minBodyBuffer {
+		return
+	}
+	b = b[:0]
+	h.bufs.Put(&b)
 }
 
 // streaming reports whether the headers are sent.
 func (b *bodyWriter) streaming() bool { return b.dst != nil }
 
-// Write implements io.Writer. After a write error it drops everything.
-func (b *bodyWriter) Write(p []byte) (int, error) {
-	if b.err != nil {
-		return 0, b.err
-	}
+// write appends p and flushes.
+func (b *bodyWriter) write(p string) {
+	b.buf = append(b.buf, p...)
+	b.flush(false)
+}
+
+// flush starts streaming once buf exceeds the limit; while streaming, it
+// writes buf on when it holds streamChunk bytes, or always. After a
+// write error it drops everything.
+func (b *bodyWriter) flush(always bool) {
 	if b.dst == nil {
-		b.buf.Write(p)
-		if b.buf.Len() <= b.limit {
-			return len(p), nil
+		if len(b.buf) <= b.limit {
+			return
 		}
 		b.start()
-		p, b.buf = b.buf.Bytes(), bytes.Buffer{}
 	}
-	if b.r.Method == http.MethodHead {
-		return len(p), nil
+	if b.err != nil || b.r.Method == http.MethodHead {
+		b.buf = b.buf[:0]
+		return
 	}
-	if _, err := b.dst.Write(p); err != nil {
+	if len(b.buf) < streamChunk && !always {
+		return
+	}
+	if _, err := b.dst.Write(b.buf); err != nil {
 		b.err = err
-		return 0, err
 	}
-	return len(p), nil
+	b.buf = b.buf[:0]
 }
 
 // start sends the headers of a streamed response.
@@ -84,19 +116,22 @@ func (b *bodyWriter) start() {
 }
 
 // finish completes the response: whole with Content-Length when it fits
-// the limit, else the end of the stream.
+// the limit, else the end of the stream. It returns buf to the pool.
 func (b *bodyWriter) finish() {
 	if b.dst == nil {
-		body := b.buf.Bytes()
+		body := b.buf
 		b.h.send(b.w, b.r, body, acceptsGzip(b.r) && len(body) >= gzipMinBytes)
-		return
-	}
-	if b.zw != nil {
-		if err := b.zw.Close(); err == nil {
-			b.h.gzips.Put(b.zw)
+	} else {
+		b.flush(true)
+		if b.zw != nil {
+			if err := b.zw.Close(); err == nil {
+				b.h.gzips.Put(b.zw)
+			}
+			b.zw = nil
 		}
-		b.zw = nil
 	}
+	b.h.putBuffer(b.buf)
+	b.buf = nil
 }
 
 // fail answers err when nothing is sent yet. A streamed response cannot
@@ -104,35 +139,13 @@ func (b *bodyWriter) finish() {
 // truncated body, never a complete-looking one.
 func (b *bodyWriter) fail(err error) {
 	if b.dst == nil {
+		b.h.putBuffer(b.buf)
+		b.buf = nil
 		b.h.fail(b.w, b.r, err)
 		return
 	}
 	b.h.log.Warn("httpapi: streamed response cut", "method", b.r.Method, "path", b.r.URL.Path, "err", err)
 	panic(http.ErrAbortHandler)
-}
-
-// encoder writes JSON values compacted, without HTML escaping, as
-// sendValue does.
-type encoder struct {
-	scratch bytes.Buffer
-	enc     *json.Encoder
-}
-
-func newEncoder() *encoder {
-	e := &encoder{}
-	e.enc = json.NewEncoder(&e.scratch)
-	e.enc.SetEscapeHTML(false)
-	return e
-}
-
-// value appends v to b, without the newline json.Encoder adds.
-func (e *encoder) value(b *bodyWriter, v any) error {
-	e.scratch.Reset()
-	if err := e.enc.Encode(v); err != nil {
-		return err
-	}
-	_, err := b.Write(bytes.TrimSuffix(e.scratch.Bytes(), []byte("\n")))
-	return err
 }
 
 // chunker sizes the successive reads of a streamed answer so that one
@@ -172,7 +185,6 @@ func eventBytes(events []eventstore.Event) int {
 // reading them from the store a part at a time.
 func (h *handler) streamLoad(w http.ResponseWriter, r *http.Request, typ, id string, since, limit int64) {
 	b := h.newBodyWriter(w, r)
-	enc := newEncoder()
 	c := newChunker(h.maxResponse)
 	at, done, more := since, int64(0), false
 	first := true
@@ -185,23 +197,26 @@ func (h *handler) streamLoad(w http.ResponseWriter, r *http.Request, typ, id str
 		more = m
 		if first {
 			first = false
-			_, _ = b.Write([]byte(`{"aggregateId":`))
-			_ = enc.value(b, agg.ID)
-			_, _ = b.Write([]byte(`,"aggregateType":`))
-			_ = enc.value(b, agg.Type)
-			_, _ = b.Write(append(strconv.AppendInt([]byte(`,"aggregateVersion":`), agg.Version, 10), `,"events":[`...))
+			b.buf = append(b.buf, `{"aggregateId":`...)
+			b.buf = appendJSONString(b.buf, agg.ID)
+			b.buf = append(b.buf, `,"aggregateType":`...)
+			b.buf = appendJSONString(b.buf, agg.Type)
+			b.buf = append(b.buf, `,"aggregateVersion":`...)
+			b.buf = strconv.AppendInt(b.buf, agg.Version, 10)
+			b.buf = append(b.buf, `,"events":[`...)
 		}
 		if len(agg.Events) == 0 {
 			break
 		}
-		for i, e := range eventsJSON(agg.Events) {
+		for i := range agg.Events {
 			if done > 0 || i > 0 {
-				_, _ = b.Write([]byte{','})
+				b.buf = append(b.buf, ',')
 			}
-			if err := enc.value(b, e); err != nil {
+			if b.buf, err = appendEventJSON(b.buf, &agg.Events[i]); err != nil {
 				b.fail(err)
 				return
 			}
+			b.flush(false)
 		}
 		last := agg.Events[len(agg.Events)-1].Version
 		done += last - at
@@ -211,7 +226,7 @@ func (h *handler) streamLoad(w http.ResponseWriter, r *http.Request, typ, id str
 			return // the client went away
 		}
 	}
-	_, _ = b.Write([]byte(`],"hasMore":` + strconv.FormatBool(more) + "}\n"))
+	b.write(`],"hasMore":` + strconv.FormatBool(more) + "}\n")
 	b.finish()
 }
 
@@ -219,7 +234,6 @@ func (h *handler) streamLoad(w http.ResponseWriter, r *http.Request, typ, id str
 // reading them from the store a part at a time. Only the first read waits.
 func (h *handler) streamFeed(w http.ResponseWriter, r *http.Request, typ string, since int64, opts eventstore.FeedOptions) {
 	b := h.newBodyWriter(w, r)
-	enc := newEncoder()
 	limit := int64(opts.Limit)
 	c := newChunker(h.maxResponse)
 	var done, events int64
@@ -237,21 +251,19 @@ func (h *handler) streamFeed(w http.ResponseWriter, r *http.Request, typ string,
 			return
 		}
 		if first {
-			_, _ = b.Write([]byte(`{"entries":[`))
+			b.buf = append(b.buf, `{"entries":[`...)
 		}
 		n := 0
-		for _, e := range res.Entries {
+		for i := range res.Entries {
+			e := &res.Entries[i]
 			if done > 0 {
-				_, _ = b.Write([]byte{','})
+				b.buf = append(b.buf, ',')
 			}
-			entry := feedEntryJSON{
-				SequenceNumber: e.Cursor, AggregateID: e.AggregateID, AggregateType: e.AggregateType,
-				FeedName: e.AggregateType, Timestamp: e.RecordedAt.UnixMilli(), Events: eventsJSON(e.Events),
-			}
-			if err := enc.value(b, entry); err != nil {
+			if b.buf, err = appendFeedEntryJSON(b.buf, e); err != nil {
 				b.fail(err)
 				return
 			}
+			b.flush(false)
 			done++
 			events += int64(len(e.Events))
 			n += eventBytes(e.Events)
@@ -266,7 +278,10 @@ func (h *handler) streamFeed(w http.ResponseWriter, r *http.Request, typ string,
 			break
 		}
 	}
-	_, _ = b.Write([]byte(`],"hasMore":` + strconv.FormatBool(res.HasMore) +
-		`,"currentSequenceNumber":` + strconv.FormatInt(res.Head, 10) + "}\n"))
+	b.buf = append(b.buf, `],"hasMore":`...)
+	b.buf = strconv.AppendBool(b.buf, res.HasMore)
+	b.buf = append(b.buf, `,"currentSequenceNumber":`...)
+	b.buf = strconv.AppendInt(b.buf, res.Head, 10)
+	b.write("}\n")
 	b.finish()
 }
