@@ -420,31 +420,57 @@ func (p *Projector) refresh(pr *proj, rec DefinitionRecord) (*compiled, error) {
 }
 
 // Definition returns the definition of the projection named name, or an
-// error wrapping ErrNotFound.
+// error wrapping ErrNotFound. It is the definition last given to Put or
+// Create: while a replacement is being rebuilt (Status reports Rebuilding)
+// it returns the replacement, although queries still answer from the
+// definition it replaces until it has caught up.
 func (p *Projector) Definition(ctx context.Context, name string) (Definition, error) {
 	pr, err := p.lookup(ctx, name)
 	if err != nil {
 		return Definition{}, err
 	}
-	return pr.c.Load().def, nil
+	next, err := p.storage.Definition(ctx, name+replacementSuffix)
+	switch {
+	case errors.Is(err, ErrNotFound):
+		return pr.c.Load().def, nil
+	case err != nil:
+		return Definition{}, fmt.Errorf("projection %q: %w", name, err)
+	}
+	c, err := decodeStored(next)
+	if err != nil {
+		return Definition{}, err
+	}
+	c.def.Name = name
+	return c.def, nil
 }
 
-// Definitions returns every definition, ordered by name. A replacement
-// being rebuilt is not listed; the definition it replaces is.
+// Definitions returns every definition, ordered by name, as Definition
+// returns them: a replacement being rebuilt is listed in the place of the
+// definition it replaces.
 func (p *Projector) Definitions(ctx context.Context) ([]Definition, error) {
 	recs, err := p.storage.Definitions(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("projections: %w", err)
+	}
+	pending := make(map[string]DefinitionRecord)
+	for _, rec := range recs {
+		if base, ok := strings.CutSuffix(rec.Name, replacementSuffix); ok {
+			pending[base] = rec
+		}
 	}
 	out := make([]Definition, 0, len(recs))
 	for _, rec := range recs {
 		if strings.HasSuffix(rec.Name, replacementSuffix) {
 			continue
 		}
+		if next, ok := pending[rec.Name]; ok {
+			rec = next
+		}
 		c, err := decodeStored(rec)
 		if err != nil {
 			return nil, err
 		}
+		c.def.Name = strings.TrimSuffix(rec.Name, replacementSuffix)
 		out = append(out, c.def)
 	}
 	return out, nil
