@@ -142,7 +142,7 @@ func contains(list []string, s string) bool {
 }
 
 // runGroup appends reqs with one appendGroup statement per round (see
-// rounds), sent after the append lock as one pipeline, which the server
+// rounds; appendOne for a round of one request), sent after the append lock as one pipeline, which the server
 // runs as one implicit transaction, committed at its end. appendGroup
 // decides every request itself, conflicts included, without failing, so
 // that a contended aggregate costs no error, no savepoint and no extra
@@ -160,6 +160,13 @@ func (s *Storage) runGroup(ctx context.Context, conn *pgxpool.Conn, reqs []event
 	b := &pgx.Batch{}
 	b.Queue("SELECT pg_advisory_xact_lock($1)", s.appendKey)
 	for _, round := range rs {
+		if len(round) == 1 {
+			i := round[0]
+			r, a := &reqs[i], &args[i]
+			b.Queue(s.sql.appendOne, r.AggregateType, r.AggregateID, a.expected, a.ids, a.types, a.data, a.times, a.enc,
+				strict, doomed[i])
+			continue
+		}
 		g := newGroupArgs(reqs, args, round, doomed)
 		b.Queue(s.sql.appendGroup, g.types, g.aggIDs, g.expected, g.counts,
 			g.index, g.ids, g.evTypes, g.data, g.times, g.enc, g.ord, g.feeds, strict, g.doomed)
