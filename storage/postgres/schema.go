@@ -354,8 +354,8 @@ WITH cur AS MATERIALIZED (
 	INSERT INTO {{schema}}.events (` + eventCols + `)
 	SELECT ` + headSQL + ` + t.ord, $1, $2, t.id, t.typ, t.data,
 	       cur.v + 1, cur.s + t.ord, t.at, ` + typeHeadSQL("$1") + ` + 1, t.enc
-	FROM cur, unnest((SELECT $4::text[]), (SELECT $5::text[]), (SELECT $6::bytea[]), (SELECT $7::timestamptz[]),
-		(SELECT $8::text[])) WITH ORDINALITY AS t(id, typ, data, at, enc, ord)
+	FROM cur, unnest($4::text[], $5::text[], $6::bytea[], $7::timestamptz[], $8::text[])
+		WITH ORDINALITY AS t(id, typ, data, at, enc, ord)
 	WHERE cur.go
 	RETURNING position
 ), ` + notify + `, stored AS (
