@@ -2,9 +2,11 @@
 // one at a time, so that a storage backend can commit many small writes in
 // one transaction (group commit) while each caller still gets its own result.
 //
-// There are no timers: a request that arrives while a batch is running waits
-// and joins the next batch. With a single caller every batch holds one
-// request; under concurrency batches grow by themselves, up to MaxBatch.
+// A request that arrives while a batch is running waits and joins the next
+// batch. With a single caller every batch holds one request; under
+// concurrency batches grow by themselves, up to MaxBatch. By default there
+// are no timers; Options.Linger lets a leader wait briefly for the callers
+// of the previous batch to come back (see Options.Linger).
 package groupcommit
 
 import (
@@ -12,6 +14,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"time"
 
 	"github.com/eventkit-go/eventstore"
 )
@@ -30,6 +33,14 @@ type Options struct {
 	// MaxBatch caps the number of requests passed to one run call. Zero or
 	// a negative value means DefaultMaxBatch.
 	MaxBatch int
+	// Linger is how long a leader that finds fewer requests queued than
+	// the previous batch held waits for more before it runs its batch; it
+	// runs as soon as that many are queued. Callers that write in a loop
+	// all return from one batch at once and come back one by one: without
+	// it the first to come back runs alone and the others form the next
+	// batch, so every other batch holds one request. A lone caller (the
+	// previous batch held one request) never waits. Zero disables it.
+	Linger time.Duration
 }
 
 // Result is the outcome of one request of a batch.
@@ -52,6 +63,10 @@ type Result[Res any] struct {
 type Batcher[Req, Res any] struct {
 	run      func(ctx context.Context, reqs []Req) []Result[Res]
 	maxBatch int
+	linger   time.Duration
+	// arrived is signalled (without blocking) when a request is queued
+	// behind a running batch, for a lingering leader.
+	arrived chan struct{}
 
 	// ctx is passed to run; it is never cancelled by a caller, so one
 	// caller giving up cannot fail its neighbours' writes.
@@ -61,6 +76,7 @@ type Batcher[Req, Res any] struct {
 	queue   []*call[Req, Res] // waiting to be batched, in arrival order
 	running bool              // a leader exists; when false, queue is empty
 	closed  bool
+	last    int       // the size of the last batch run
 	idle    sync.Cond // signalled when running becomes false
 }
 
@@ -82,6 +98,8 @@ func New[Req, Res any](run func(ctx context.Context, reqs []Req) []Result[Res], 
 	b := &Batcher[Req, Res]{
 		run:      run,
 		maxBatch: opts.MaxBatch,
+		linger:   opts.Linger,
+		arrived:  make(chan struct{}, 1),
 		ctx:      context.Background(),
 	}
 	b.idle.L = &b.mu
@@ -115,6 +133,12 @@ func (b *Batcher[Req, Res]) Do(ctx context.Context, req Req) (Res, error) {
 		return c.res.Value, c.res.Err
 	}
 	b.mu.Unlock()
+	if b.linger > 0 {
+		select {
+		case b.arrived <- struct{}{}:
+		default:
+		}
+	}
 
 	select {
 	case <-c.done:
@@ -145,7 +169,13 @@ func (b *Batcher[Req, Res]) Do(ctx context.Context, req Req) (Res, error) {
 // leader's own request, then hands leadership on.
 func (b *Batcher[Req, Res]) lead() {
 	b.mu.Lock()
+	if b.linger > 0 && len(b.queue) < min(b.last, b.maxBatch) {
+		b.mu.Unlock()
+		b.wait()
+		b.mu.Lock()
+	}
 	n := min(len(b.queue), b.maxBatch)
+	b.last = n
 	batch := make([]*call[Req, Res], n)
 	copy(batch, b.queue)
 	// Shift rather than reslice so the queue's array does not grow without
@@ -160,6 +190,26 @@ func (b *Batcher[Req, Res]) lead() {
 	b.mu.Lock()
 	b.handOff()
 	b.mu.Unlock()
+}
+
+// wait waits up to b.linger until as many requests are queued as the last
+// batch held.
+func (b *Batcher[Req, Res]) wait() {
+	timer := time.NewTimer(b.linger)
+	defer timer.Stop()
+	for {
+		select {
+		case <-b.arrived:
+		case <-timer.C:
+			return
+		}
+		b.mu.Lock()
+		enough := len(b.queue) >= min(b.last, b.maxBatch)
+		b.mu.Unlock()
+		if enough {
+			return
+		}
+	}
 }
 
 // handOff promotes the oldest queued caller to lead, or records that no
