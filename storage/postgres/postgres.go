@@ -22,9 +22,14 @@
 // in position order, and a reader of the feed never sees position p while a
 // lower position is still in flight, whichever process wrote it. Within one
 // process, concurrent Appends are coalesced into one transaction (group
-// commit), written by one statement when they all pass their checks and
-// otherwise each in its own savepoint, so a request that fails its checks
-// never affects the others.
+// commit), usually written by one statement per round of requests on
+// distinct aggregates, which decides each request's checks itself (a
+// conflict is a result, not an error); when the server refuses that
+// statement (an event id stored again, bad input) the requests run each in
+// its own savepoint. Either way a request that fails its checks never
+// affects the others. The leader of a group waits up to Options.Linger for
+// the callers of the previous group to come back, so that writers saving in
+// a loop share commits.
 //
 // A save acknowledged by one process is committed: from then on Load and
 // ReadFeed on every process return it. Read-your-writes for projections holds
