@@ -34,12 +34,14 @@ type Options struct {
 	// a negative value means DefaultMaxBatch.
 	MaxBatch int
 	// Linger is how long a leader that finds fewer requests queued than
-	// the previous batch held waits for more before it runs its batch; it
-	// runs as soon as that many are queued. Callers that write in a loop
-	// all return from one batch at once and come back one by one: without
-	// it the first to come back runs alone and the others form the next
-	// batch, so every other batch holds one request. A lone caller (the
-	// previous batch held one request) never waits. Zero disables it.
+	// the previous batch completed without an error waits for more before
+	// it runs its batch; it runs as soon as that many are queued. Callers
+	// that write in a loop all return from one batch at once and come back
+	// one by one: without it the first to come back runs alone and the
+	// others form the next batch, so every other batch holds one request.
+	// A lone caller never waits, nor do callers that failed (they may have
+	// work to do before they come back, such as reading what they missed
+	// after a conflict). Zero disables it.
 	Linger time.Duration
 }
 
@@ -76,7 +78,7 @@ type Batcher[Req, Res any] struct {
 	queue   []*call[Req, Res] // waiting to be batched, in arrival order
 	running bool              // a leader exists; when false, queue is empty
 	closed  bool
-	last    int       // the size of the last batch run
+	last    int       // the requests of the last batch that succeeded
 	idle    sync.Cond // signalled when running becomes false
 }
 
@@ -175,7 +177,6 @@ func (b *Batcher[Req, Res]) lead() {
 		b.mu.Lock()
 	}
 	n := min(len(b.queue), b.maxBatch)
-	b.last = n
 	batch := make([]*call[Req, Res], n)
 	copy(batch, b.queue)
 	// Shift rather than reslice so the queue's array does not grow without
@@ -185,15 +186,16 @@ func (b *Batcher[Req, Res]) lead() {
 	b.queue = b.queue[:rest]
 	b.mu.Unlock()
 
-	b.runBatch(batch)
+	ok := b.runBatch(batch)
 
 	b.mu.Lock()
+	b.last = ok
 	b.handOff()
 	b.mu.Unlock()
 }
 
 // wait waits up to b.linger until as many requests are queued as the last
-// batch held.
+// batch completed without an error.
 func (b *Batcher[Req, Res]) wait() {
 	timer := time.NewTimer(b.linger)
 	defer timer.Stop()
@@ -235,7 +237,10 @@ func (b *Batcher[Req, Res]) Close() {
 	}
 	b.mu.Unlock()
 }
-func (b *Batcher[Req, Res]) runBatch(batch []*call[Req, Res]) {
+
+// runBatch runs batch, hands each caller its result and returns how many
+// succeeded.
+func (b *Batcher[Req, Res]) runBatch(batch []*call[Req, Res]) (ok int) {
 	reqs := make([]Req, len(batch))
 	for i, c := range batch {
 		reqs[i] = c.req
@@ -247,8 +252,12 @@ func (b *Batcher[Req, Res]) runBatch(batch []*call[Req, Res]) {
 		} else {
 			c.res = results[i]
 		}
+		if c.res.Err == nil {
+			ok++
+		}
 		close(c.done)
 	}
+	return ok
 }
 
 func (b *Batcher[Req, Res]) safeRun(reqs []Req) (results []Result[Res], err error) {

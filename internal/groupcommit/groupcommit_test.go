@@ -422,3 +422,51 @@ func TestLingerWaitsForThePreviousBatchsCallers(t *testing.T) {
 		t.Fatalf("batches = %v, want %v", got, want)
 	}
 }
+
+// TestLingerCountsOnlySuccesses checks that callers whose requests failed
+// are not waited for: after a batch of three of which two failed, a lone
+// caller runs at once (the linger is an hour).
+func TestLingerCountsOnlySuccesses(t *testing.T) {
+	g := newGate()
+	run := func(ctx context.Context, reqs []int) []Result[int] {
+		out := g.run(ctx, reqs)
+		for i, r := range reqs {
+			if r < 0 {
+				out[i] = Result[int]{Err: fmt.Errorf("request %d refused", r)}
+			}
+		}
+		return out
+	}
+	b := New(run, Options{Linger: time.Hour})
+	defer b.Close()
+	var wg sync.WaitGroup
+	do := func(r int) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			v, err := b.Do(context.Background(), r)
+			if (err != nil) != (r < 0) || err == nil && v != r {
+				t.Errorf("Do(%d) = %d, %v", r, v, err)
+			}
+		}()
+	}
+	do(0)
+	<-g.started // batch [0] is running
+	for i, r := range []int{-1, -2, 3} {
+		do(r)
+		waitQueued(t, b, i+1)
+	}
+	g.release <- struct{}{} // finish [0]
+	<-g.started             // [-1 -2 3]: the previous batch held 1 success
+	g.release <- struct{}{}
+	wg.Wait()
+	do(4) // one success before: no wait
+	<-g.started
+	g.release <- struct{}{}
+	wg.Wait()
+
+	want := [][]int{{0}, {-1, -2, 3}, {4}}
+	if got := g.seen(); fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("batches = %v, want %v", got, want)
+	}
+}
