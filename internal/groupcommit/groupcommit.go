@@ -2,9 +2,11 @@
 // one at a time, so that a storage backend can commit many small writes in
 // one transaction (group commit) while each caller still gets its own result.
 //
-// There are no timers: a request that arrives while a batch is running waits
-// and joins the next batch. With a single caller every batch holds one
-// request; under concurrency batches grow by themselves, up to MaxBatch.
+// A request that arrives while a batch is running waits and joins the next
+// batch. With a single caller every batch holds one request; under
+// concurrency batches grow by themselves, up to MaxBatch. By default there
+// are no timers; Options.Linger lets a leader wait briefly for the callers
+// of the previous batch to come back (see Options.Linger).
 package groupcommit
 
 import (
@@ -12,6 +14,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"time"
 
 	"github.com/eventkit-go/eventstore"
 )
@@ -30,6 +33,16 @@ type Options struct {
 	// MaxBatch caps the number of requests passed to one run call. Zero or
 	// a negative value means DefaultMaxBatch.
 	MaxBatch int
+	// Linger is how long a leader that finds fewer requests queued than
+	// the previous batch completed without an error waits for more before
+	// it runs its batch; it runs as soon as that many are queued. Callers
+	// that write in a loop all return from one batch at once and come back
+	// one by one: without it the first to come back runs alone and the
+	// others form the next batch, so every other batch holds one request.
+	// A lone caller never waits, nor do callers that failed (they may have
+	// work to do before they come back, such as reading what they missed
+	// after a conflict). Zero disables it.
+	Linger time.Duration
 }
 
 // Result is the outcome of one request of a batch.
@@ -52,6 +65,10 @@ type Result[Res any] struct {
 type Batcher[Req, Res any] struct {
 	run      func(ctx context.Context, reqs []Req) []Result[Res]
 	maxBatch int
+	linger   time.Duration
+	// arrived is signalled (without blocking) when a request is queued
+	// behind a running batch, for a lingering leader.
+	arrived chan struct{}
 
 	// ctx is passed to run; it is never cancelled by a caller, so one
 	// caller giving up cannot fail its neighbours' writes.
@@ -61,6 +78,7 @@ type Batcher[Req, Res any] struct {
 	queue   []*call[Req, Res] // waiting to be batched, in arrival order
 	running bool              // a leader exists; when false, queue is empty
 	closed  bool
+	last    int       // the requests of the last batch that succeeded
 	idle    sync.Cond // signalled when running becomes false
 }
 
@@ -82,6 +100,8 @@ func New[Req, Res any](run func(ctx context.Context, reqs []Req) []Result[Res], 
 	b := &Batcher[Req, Res]{
 		run:      run,
 		maxBatch: opts.MaxBatch,
+		linger:   opts.Linger,
+		arrived:  make(chan struct{}, 1),
 		ctx:      context.Background(),
 	}
 	b.idle.L = &b.mu
@@ -115,6 +135,12 @@ func (b *Batcher[Req, Res]) Do(ctx context.Context, req Req) (Res, error) {
 		return c.res.Value, c.res.Err
 	}
 	b.mu.Unlock()
+	if b.linger > 0 {
+		select {
+		case b.arrived <- struct{}{}:
+		default:
+		}
+	}
 
 	select {
 	case <-c.done:
@@ -145,6 +171,11 @@ func (b *Batcher[Req, Res]) Do(ctx context.Context, req Req) (Res, error) {
 // leader's own request, then hands leadership on.
 func (b *Batcher[Req, Res]) lead() {
 	b.mu.Lock()
+	if b.linger > 0 && len(b.queue) < min(b.last, b.maxBatch) {
+		b.mu.Unlock()
+		b.wait()
+		b.mu.Lock()
+	}
 	n := min(len(b.queue), b.maxBatch)
 	batch := make([]*call[Req, Res], n)
 	copy(batch, b.queue)
@@ -155,11 +186,32 @@ func (b *Batcher[Req, Res]) lead() {
 	b.queue = b.queue[:rest]
 	b.mu.Unlock()
 
-	b.runBatch(batch)
+	ok := b.runBatch(batch)
 
 	b.mu.Lock()
+	b.last = ok
 	b.handOff()
 	b.mu.Unlock()
+}
+
+// wait waits up to b.linger until as many requests are queued as the last
+// batch completed without an error.
+func (b *Batcher[Req, Res]) wait() {
+	timer := time.NewTimer(b.linger)
+	defer timer.Stop()
+	for {
+		select {
+		case <-b.arrived:
+		case <-timer.C:
+			return
+		}
+		b.mu.Lock()
+		enough := len(b.queue) >= min(b.last, b.maxBatch)
+		b.mu.Unlock()
+		if enough {
+			return
+		}
+	}
 }
 
 // handOff promotes the oldest queued caller to lead, or records that no
@@ -185,7 +237,10 @@ func (b *Batcher[Req, Res]) Close() {
 	}
 	b.mu.Unlock()
 }
-func (b *Batcher[Req, Res]) runBatch(batch []*call[Req, Res]) {
+
+// runBatch runs batch, hands each caller its result and returns how many
+// succeeded.
+func (b *Batcher[Req, Res]) runBatch(batch []*call[Req, Res]) (ok int) {
 	reqs := make([]Req, len(batch))
 	for i, c := range batch {
 		reqs[i] = c.req
@@ -197,8 +252,12 @@ func (b *Batcher[Req, Res]) runBatch(batch []*call[Req, Res]) {
 		} else {
 			c.res = results[i]
 		}
+		if c.res.Err == nil {
+			ok++
+		}
 		close(c.done)
 	}
+	return ok
 }
 
 func (b *Batcher[Req, Res]) safeRun(reqs []Req) (results []Result[Res], err error) {

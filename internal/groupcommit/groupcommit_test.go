@@ -366,3 +366,107 @@ func TestStressWithCancellations(t *testing.T) {
 		t.Fatal("Close did not return")
 	}
 }
+
+// TestLingerWaitsForThePreviousBatchsCallers checks that with Linger a
+// leader that finds fewer requests queued than the previous batch held
+// waits for that many (the linger is an hour: the test hangs if it is not
+// cut short by the arrivals), and that a lone caller never waits.
+func TestLingerWaitsForThePreviousBatchsCallers(t *testing.T) {
+	g := newGate()
+	b := New(g.run, Options{Linger: time.Hour})
+	defer b.Close()
+	go func() { // a lone caller: batches of one, no wait
+		for range 3 {
+			<-g.started
+			g.release <- struct{}{}
+		}
+	}()
+	for r := range 3 {
+		if v, err := b.Do(context.Background(), r); err != nil || v != r {
+			t.Fatalf("Do(%d) = %d, %v", r, v, err)
+		}
+	}
+
+	var wg sync.WaitGroup
+	do := func(r int) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if v, err := b.Do(context.Background(), r); err != nil || v != r {
+				t.Errorf("Do(%d) = %d, %v", r, v, err)
+			}
+		}()
+	}
+	do(10)
+	<-g.started // batch [10] is running
+	for r := 11; r <= 13; r++ {
+		do(r)
+		waitQueued(t, b, r-10)
+	}
+	g.release <- struct{}{} // finish [10]
+	<-g.started             // [11 12 13]: the previous batch held 1
+	g.release <- struct{}{}
+	wg.Wait()
+	// The previous batch held 3: the leader of 20 waits for 21 and 22.
+	do(20)
+	waitQueued(t, b, 1)
+	do(21)
+	waitQueued(t, b, 2)
+	do(22)
+	<-g.started
+	g.release <- struct{}{}
+	wg.Wait()
+
+	want := [][]int{{0}, {1}, {2}, {10}, {11, 12, 13}, {20, 21, 22}}
+	if got := g.seen(); fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("batches = %v, want %v", got, want)
+	}
+}
+
+// TestLingerCountsOnlySuccesses checks that callers whose requests failed
+// are not waited for: after a batch of three of which two failed, a lone
+// caller runs at once (the linger is an hour).
+func TestLingerCountsOnlySuccesses(t *testing.T) {
+	g := newGate()
+	run := func(ctx context.Context, reqs []int) []Result[int] {
+		out := g.run(ctx, reqs)
+		for i, r := range reqs {
+			if r < 0 {
+				out[i] = Result[int]{Err: fmt.Errorf("request %d refused", r)}
+			}
+		}
+		return out
+	}
+	b := New(run, Options{Linger: time.Hour})
+	defer b.Close()
+	var wg sync.WaitGroup
+	do := func(r int) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			v, err := b.Do(context.Background(), r)
+			if (err != nil) != (r < 0) || err == nil && v != r {
+				t.Errorf("Do(%d) = %d, %v", r, v, err)
+			}
+		}()
+	}
+	do(0)
+	<-g.started // batch [0] is running
+	for i, r := range []int{-1, -2, 3} {
+		do(r)
+		waitQueued(t, b, i+1)
+	}
+	g.release <- struct{}{} // finish [0]
+	<-g.started             // [-1 -2 3]: the previous batch held 1 success
+	g.release <- struct{}{}
+	wg.Wait()
+	do(4) // one success before: no wait
+	<-g.started
+	g.release <- struct{}{}
+	wg.Wait()
+
+	want := [][]int{{0}, {-1, -2, 3}, {4}}
+	if got := g.seen(); fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("batches = %v, want %v", got, want)
+	}
+}

@@ -38,16 +38,16 @@ type appendResult = groupcommit.Result[eventstore.AppendResult]
 // first takes the schema's append lock, which serialises writers across
 // every process, so positions are assigned as head+1, head+2, ... and
 // transactions become visible in position order; the lock is released only
-// after the commit has made the rows visible. Each request runs in its own
-// savepoint, so one that fails rolls back alone.
+// after the commit has made the rows visible.
 //
-// In the common case (requests on distinct aggregates that all pass their
-// checks) the whole batch is one statement, appendGroup, sent with the lock
-// as one pipeline (see runGroup). When that statement cannot decide, it
-// writes nothing and the requests run one by one in one round trip: BEGIN,
-// the lock, then for each request SAVEPOINT, the append statement and
-// RELEASE, and COMMIT are sent as one pipeline. A batch of one request
-// skips the transaction and savepoint statements (see runOne).
+// In the common case the whole batch is one pipeline of the lock and one
+// appendGroup statement per round of requests on distinct aggregates (see
+// runGroup), which decides every request, conflicts included. When the
+// server refuses that pipeline (an id already stored, bad input), it wrote
+// nothing, and the requests run one by one in one round trip: BEGIN, the
+// lock, then for each request SAVEPOINT, the append statement and RELEASE,
+// and COMMIT are sent as one pipeline; a request the server rejects rolls
+// back to its savepoint alone.
 func (s *Storage) runBatch(ctx context.Context, reqs []eventstore.AppendRequest) []appendResult {
 	results := make([]appendResult, len(reqs))
 	// ctx is shared by the whole batch and never cancelled by a caller;
@@ -73,21 +73,12 @@ func (s *Storage) runBatch(ctx context.Context, reqs []eventstore.AppendRequest)
 	}
 	defer conn.Release()
 
-	if len(reqs) == 1 {
-		res, err := s.runOne(ctx, conn, reqs[0])
-		if err != nil {
-			rollback(conn)
-			return failAll(err)
-		}
-		results[0] = res
-		return results
-	}
 	args := make([]appendArgs, len(reqs))
 	for i, r := range reqs {
 		args[i] = newAppendArgs(r)
 	}
-	// The common case: every request written by one statement.
-	done, err := s.runGroup(ctx, conn, reqs, args, results)
+	// The common case: every request decided by appendGroup.
+	done, err := s.runGroup(ctx, conn, reqs, args, results, false)
 	if err != nil {
 		rollback(conn)
 		return failAll(err)
@@ -104,7 +95,7 @@ func (s *Storage) runBatch(ctx context.Context, reqs []eventstore.AppendRequest)
 	}
 	first := true
 	for {
-		failed, retry, err := s.sendBatch(ctx, conn, reqs, args, pending, results, first)
+		failed, err := s.sendBatch(ctx, conn, reqs, args, pending, results, first)
 		if err != nil {
 			// The transaction cannot go on: nothing of it is committed.
 			rollback(conn)
@@ -120,11 +111,7 @@ func (s *Storage) runBatch(ctx context.Context, reqs []eventstore.AppendRequest)
 			rollback(conn)
 			return failAll(err)
 		}
-		if retry {
-			pending = pending[failed:] // again, with the full check
-		} else {
-			pending = pending[failed+1:]
-		}
+		pending = pending[failed+1:]
 		if len(pending) == 0 {
 			if _, err := conn.Exec(ctx, "COMMIT"); err != nil {
 				rollback(conn)
@@ -135,70 +122,6 @@ func (s *Storage) runBatch(ctx context.Context, reqs []eventstore.AppendRequest)
 	}
 }
 
-// runOne appends a lone request. With nobody to isolate it from, it needs
-// no savepoint, nor even BEGIN and COMMIT: the lock and appendLean are sent
-// as one pipeline, which the server runs as one implicit transaction,
-// committed at the pipeline's end (Sync). When appendLean cannot decide,
-// append decides in a second transaction. The request's own failure is a
-// result; an error means the outcome is unknown.
-func (s *Storage) runOne(ctx context.Context, conn *pgxpool.Conn, req eventstore.AppendRequest) (appendResult, error) {
-	a := newAppendArgs(req)
-	for _, full := range []bool{false, true} {
-		b := &pgx.Batch{}
-		b.Queue("SELECT pg_advisory_xact_lock($1)", s.appendKey)
-		sql := s.sql.appendLean
-		if full {
-			sql = s.sql.append
-		}
-		b.Queue(sql, req.AggregateType, req.AggregateID, a.ids, a.expected, a.types, a.data, a.times, a.enc)
-		br := conn.SendBatch(ctx, b)
-		if _, err := br.Exec(); err != nil {
-			br.Close()
-			return appendResult{}, err
-		}
-		var res appendResult
-		var err error
-		if full {
-			res, err = s.readAppend(br, req)
-		} else {
-			res, err = readLean(br)
-		}
-		// Close reads the end of the pipeline: only then is the
-		// transaction known to be committed.
-		if cerr := br.Close(); err == nil {
-			err = cerr
-		}
-		if err == nil {
-			return res, nil
-		}
-		var pgErr *pgconn.PgError
-		if !errors.As(err, &pgErr) || classify(err) == eventstore.ErrUnavailable {
-			return appendResult{}, err
-		}
-		if !full && needsCheck(pgErr) {
-			continue // rolled back; decide with append
-		}
-		// Rejected by the server (bad input): rolled back, nothing written.
-		return appendResult{Err: s.fail(context.Background(), "append", err)}, nil
-	}
-	return appendResult{}, fmt.Errorf("%w: append undecided", errBug)
-}
-
-// needsCheck reports whether appendLean failed because it could not decide
-// (an id already stored, or nothing written), rather than on bad input.
-func needsCheck(err *pgconn.PgError) bool {
-	return err.Code == "23505" || err.Code == "22012" // unique_violation, division_by_zero
-}
-
-// readLean reads the result of appendLean.
-func readLean(br pgx.BatchResults) (appendResult, error) {
-	var current, written int64
-	if err := br.QueryRow().Scan(&current, &written); err != nil {
-		return appendResult{}, err
-	}
-	return appendResult{Value: eventstore.AppendResult{Version: current + 1, Position: written}}, nil
-}
-
 // sendBatch sends the requests listed in pending as one pipeline, ending
 // with COMMIT, and stores their results. When first is set, it begins the
 // transaction and takes the append lock. It returns the index in pending of
@@ -207,7 +130,7 @@ func readLean(br pgx.BatchResults) (appendResult, error) {
 // the transaction committed. An error means the transaction as a whole
 // failed.
 func (s *Storage) sendBatch(ctx context.Context, conn *pgxpool.Conn, reqs []eventstore.AppendRequest,
-	args []appendArgs, pending []int, results []appendResult, first bool) (failed int, retry bool, err error) {
+	args []appendArgs, pending []int, results []appendResult, first bool) (failed int, err error) {
 	b := &pgx.Batch{}
 	if first {
 		b.Queue("BEGIN")
@@ -216,11 +139,7 @@ func (s *Storage) sendBatch(ctx context.Context, conn *pgxpool.Conn, reqs []even
 	for _, i := range pending {
 		a := &args[i]
 		b.Queue("SAVEPOINT r")
-		sql := s.sql.appendLean
-		if a.full {
-			sql = s.sql.append
-		}
-		b.Queue(sql, reqs[i].AggregateType, reqs[i].AggregateID, a.ids, a.expected, a.types, a.data, a.times, a.enc)
+		b.Queue(s.sql.append, reqs[i].AggregateType, reqs[i].AggregateID, a.ids, a.expected, a.types, a.data, a.times, a.enc)
 		b.Queue("RELEASE SAVEPOINT r")
 	}
 	b.Queue("COMMIT")
@@ -230,48 +149,39 @@ func (s *Storage) sendBatch(ctx context.Context, conn *pgxpool.Conn, reqs []even
 	if first {
 		for range 2 {
 			if _, err := br.Exec(); err != nil {
-				return 0, false, err
+				return 0, err
 			}
 		}
 	}
 	for k, i := range pending {
 		if _, err := br.Exec(); err != nil { // SAVEPOINT
-			return 0, false, err
+			return 0, err
 		}
-		var res appendResult
-		if args[i].full {
-			res, err = s.readAppend(br, reqs[i])
-		} else {
-			res, err = readLean(br)
-		}
+		res, err := s.readAppend(br, reqs[i])
 		if err != nil {
 			var pgErr *pgconn.PgError
 			if !errors.As(err, &pgErr) || classify(err) == eventstore.ErrUnavailable {
-				return 0, false, err // not this request's fault
+				return 0, err // not this request's fault
 			}
 			if cerr := br.Close(); cerr != nil && !errors.As(cerr, &pgErr) {
-				return 0, false, cerr
-			}
-			if !args[i].full && needsCheck(pgErr) {
-				args[i].full = true
-				return k, true, nil
+				return 0, cerr
 			}
 			results[i] = appendResult{Err: s.fail(context.Background(), "append", err)}
-			return k, false, nil
+			return k, nil
 		}
 		results[i] = res
 		if _, err := br.Exec(); err != nil { // RELEASE
-			return 0, false, err
+			return 0, err
 		}
 	}
 	tag, err := br.Exec()
 	if err != nil {
-		return 0, false, err
+		return 0, err
 	}
 	if tag.String() != "COMMIT" {
-		return 0, false, fmt.Errorf("%w: commit answered %q", errBug, tag.String())
+		return 0, fmt.Errorf("%w: commit answered %q", errBug, tag.String())
 	}
-	return -1, false, nil
+	return -1, nil
 }
 
 // readAppend reads the result of one append statement and applies
@@ -327,9 +237,6 @@ type appendArgs struct {
 	// server, which stores NULL for "") when no event has any.
 	enc      []string
 	expected *int64
-	// full selects append over appendLean, once appendLean could not
-	// decide.
-	full bool
 }
 
 func newAppendArgs(r eventstore.AppendRequest) appendArgs {

@@ -49,7 +49,7 @@ func (s *Storage) AppendAll(ctx context.Context, reqs []eventstore.AppendRequest
 		args[i] = newAppendArgs(r)
 	}
 	results := make([]appendResult, len(reqs))
-	done, err := s.runGroup(ctx, conn, reqs, args, results)
+	done, err := s.runGroup(ctx, conn, reqs, args, results, true)
 	if err != nil {
 		rollback(conn)
 		return nil, s.fail(parent, "append all", err)

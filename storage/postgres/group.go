@@ -3,6 +3,7 @@ package postgres
 import (
 	"context"
 	"errors"
+	"fmt"
 	"time"
 
 	"github.com/eventkit-go/eventstore"
@@ -11,44 +12,90 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 )
 
-// groupArgs are the array arguments of the appendGroup statement.
+// groupArgs are the array arguments of one appendGroup statement: one
+// round of requests, on distinct aggregates.
 type groupArgs struct {
 	types, aggIDs []string
 	expected      []*int64
-	offsets       []int64  // events of the requests before each request
-	nth           []int64  // per request: 1 + the requests of its type before it
+	doomed        []bool   // per request: refuse it without a check
+	counts        []int64  // per request: its number of events
 	feeds         []string // the distinct aggregate types
-	index         []int64  // per event: its request's index, from 1
+	index         []int64  // per event: its request's index in the round, from 1
+	ord           []int64  // per event: its place in its request, from 1
 	ids, evTypes  []string
 	data          [][]byte
 	times         []time.Time
 	enc           []string // nil when no event has EncryptedData
 }
 
-// newGroupArgs returns the arguments of appendGroup for reqs, or false when
-// appendGroup cannot take them: when two requests append to the same
-// aggregate (the second's version depends on the first's outcome).
-func newGroupArgs(reqs []eventstore.AppendRequest, args []appendArgs) (groupArgs, bool) {
+// rounds splits the requests of a batch into rounds, keeping their order
+// on each aggregate: a request's outcome depends on the requests before it
+// on its aggregate, which an earlier round decides. The rounds of a batch
+// run in order, one statement each, in one transaction.
+//
+// A request that expects the same version as the last request before it on
+// its aggregate that may write (its leader) cannot pass its version check:
+// either the leader wrote, or the aggregate is not at that version. Such a
+// request is doomed (refused, unless it repeats a stored save, which
+// appendGroup looks up): it goes into the round after its leader's with
+// every other request doomed by that leader, so that a batch of writers
+// contending for one aggregate takes two statements, not one per writer.
+// Every other request goes into the round after the last one its aggregate
+// is in. A round holds at most one request per aggregate that may write.
+func rounds(reqs []eventstore.AppendRequest) (out [][]int, doomed []bool) {
+	doomed = make([]bool, len(reqs))
+	if len(reqs) == 1 {
+		return [][]int{{0}}, doomed
+	}
 	type key struct{ typ, id string }
-	seen := make(map[key]struct{}, len(reqs))
+	type agg struct {
+		leader    int // the round of the last request that may write
+		expected  int64
+		explicit  bool // whether that request expects a version
+		lastRound int  // the last round holding a request of the aggregate
+	}
+	seen := make(map[key]*agg, len(reqs))
+	for i, r := range reqs {
+		k := key{r.AggregateType, r.AggregateID}
+		v, explicit := r.ExpectedVersion.Version()
+		a := seen[k]
+		round := 0
+		switch {
+		case a == nil:
+			seen[k] = &agg{expected: v, explicit: explicit}
+		case explicit && a.explicit && v == a.expected:
+			round = a.leader + 1
+			doomed[i] = true
+			a.lastRound = max(a.lastRound, round)
+		default:
+			round = a.lastRound + 1
+			*a = agg{leader: round, expected: v, explicit: explicit, lastRound: round}
+		}
+		if round == len(out) {
+			out = append(out, make([]int, 0, len(reqs)-i))
+		}
+		out[round] = append(out[round], i)
+	}
+	return out, doomed
+}
+
+// newGroupArgs returns the arguments of appendGroup for the requests of
+// reqs listed in round (see rounds).
+func newGroupArgs(reqs []eventstore.AppendRequest, args []appendArgs, round []int, doomed []bool) groupArgs {
 	total := 0
 	hasEnc := false
-	for i, r := range reqs {
+	for _, i := range round {
 		hasEnc = hasEnc || args[i].enc != nil
-		k := key{r.AggregateType, r.AggregateID}
-		if _, dup := seen[k]; dup {
-			return groupArgs{}, false
-		}
-		seen[k] = struct{}{}
-		total += len(r.Events)
+		total += len(reqs[i].Events)
 	}
 	g := groupArgs{
-		types:    make([]string, len(reqs)),
-		aggIDs:   make([]string, len(reqs)),
-		expected: make([]*int64, len(reqs)),
-		offsets:  make([]int64, len(reqs)),
-		nth:      make([]int64, len(reqs)),
+		types:    make([]string, len(round)),
+		aggIDs:   make([]string, len(round)),
+		expected: make([]*int64, len(round)),
+		doomed:   make([]bool, len(round)),
+		counts:   make([]int64, len(round)),
 		index:    make([]int64, 0, total),
+		ord:      make([]int64, 0, total),
 		ids:      make([]string, 0, total),
 		evTypes:  make([]string, 0, total),
 		data:     make([][]byte, 0, total),
@@ -57,19 +104,16 @@ func newGroupArgs(reqs []eventstore.AppendRequest, args []appendArgs) (groupArgs
 	if hasEnc {
 		g.enc = make([]string, 0, total)
 	}
-	perType := make(map[string]int64, 1)
-	for i, r := range reqs {
-		a := &args[i]
-		g.types[i], g.aggIDs[i], g.expected[i] = r.AggregateType, r.AggregateID, a.expected
-		n, seen := perType[r.AggregateType]
-		if !seen {
+	for j, i := range round {
+		r, a := &reqs[i], &args[i]
+		g.types[j], g.aggIDs[j], g.expected[j] = r.AggregateType, r.AggregateID, a.expected
+		g.counts[j], g.doomed[j] = int64(len(a.ids)), doomed[i]
+		if !contains(g.feeds, r.AggregateType) {
 			g.feeds = append(g.feeds, r.AggregateType)
 		}
-		perType[r.AggregateType] = n + 1
-		g.nth[i] = n + 1
-		g.offsets[i] = int64(len(g.ids))
 		for k := range a.ids {
-			g.index = append(g.index, int64(i+1))
+			g.index = append(g.index, int64(j+1))
+			g.ord = append(g.ord, int64(k+1))
 			g.ids = append(g.ids, a.ids[k])
 			g.evTypes = append(g.evTypes, a.types[k])
 			g.data = append(g.data, a.data[k])
@@ -83,32 +127,58 @@ func newGroupArgs(reqs []eventstore.AppendRequest, args []appendArgs) (groupArgs
 			}
 		}
 	}
-	return g, true
+	return g
 }
 
-// runGroup tries to append every request of reqs with one appendGroup
-// statement: the append lock and the statement are sent as one pipeline,
-// which the server runs as one implicit transaction, committed at its end.
-// It returns done == false, having written nothing, when appendGroup cannot
-// take the group or the server refused it (an id already stored, a version
-// that does not match, bad input): the caller then runs the requests one
-// by one, which decides each. An error means the outcome is unknown.
-func (s *Storage) runGroup(ctx context.Context, conn *pgxpool.Conn, reqs []eventstore.AppendRequest,
-	args []appendArgs, results []appendResult) (done bool, err error) {
-	g, ok := newGroupArgs(reqs, args)
-	if !ok {
-		return false, nil
+// contains reports whether list holds s; the lists are short (the
+// aggregate types of one batch), so a scan beats a map.
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
 	}
+	return false
+}
+
+// runGroup appends reqs with one appendGroup statement per round (see
+// rounds; appendOne for a round of one request), sent after the append lock as one pipeline, which the server
+// runs as one implicit transaction, committed at its end. appendGroup
+// decides every request itself, conflicts included, without failing, so
+// that a contended aggregate costs no error, no savepoint and no extra
+// round trip. With strict set (AppendAll: all or nothing), a request
+// refused for its version fails the statement instead.
+//
+// It returns done == false, having written nothing, when the server
+// refused the pipeline (an event id already stored in a request that
+// passed its version check, bad input, or a refusal under strict): the
+// caller then decides the requests one by one. An error means the outcome
+// is unknown.
+func (s *Storage) runGroup(ctx context.Context, conn *pgxpool.Conn, reqs []eventstore.AppendRequest,
+	args []appendArgs, results []appendResult, strict bool) (done bool, err error) {
+	rs, doomed := rounds(reqs)
 	b := &pgx.Batch{}
 	b.Queue("SELECT pg_advisory_xact_lock($1)", s.appendKey)
-	b.Queue(s.sql.appendGroup, g.types, g.aggIDs, g.expected, g.offsets,
-		g.index, g.ids, g.evTypes, g.data, g.times, g.enc, g.nth, g.feeds)
-	br := conn.SendBatch(ctx, b)
-	if _, err := br.Exec(); err != nil {
-		br.Close()
-		return false, err
+	for _, round := range rs {
+		if len(round) == 1 {
+			i := round[0]
+			r, a := &reqs[i], &args[i]
+			b.Queue(s.sql.appendOne, r.AggregateType, r.AggregateID, a.expected, a.ids, a.types, a.data, a.times, a.enc,
+				strict, doomed[i])
+			continue
+		}
+		g := newGroupArgs(reqs, args, round, doomed)
+		b.Queue(s.sql.appendGroup, g.types, g.aggIDs, g.expected, g.counts,
+			g.index, g.ids, g.evTypes, g.data, g.times, g.enc, g.ord, g.feeds, strict, g.doomed)
 	}
-	err = s.readGroup(br, reqs, g.offsets, results)
+	br := conn.SendBatch(ctx, b)
+	_, err = br.Exec()
+	for _, round := range rs {
+		if err != nil {
+			break
+		}
+		err = s.readGroup(br, reqs, round, results)
+	}
 	// Close reads the end of the pipeline: only then is the transaction
 	// known to be committed.
 	if cerr := br.Close(); err == nil {
@@ -125,33 +195,74 @@ func (s *Storage) runGroup(ctx context.Context, conn *pgxpool.Conn, reqs []event
 	return false, nil // rolled back; decide one by one
 }
 
-// readGroup reads the rows of appendGroup into results.
-func (s *Storage) readGroup(br pgx.BatchResults, reqs []eventstore.AppendRequest, offsets []int64, results []appendResult) error {
+// readGroup reads the rows of one appendGroup statement into the results
+// of the requests listed in round. The rows come in request order: for a
+// written request one row of kind 0, for a refused one a row of kind 1
+// followed by a row of kind 2 per event id of the request already stored.
+func (s *Storage) readGroup(br pgx.BatchResults, reqs []eventstore.AppendRequest, round []int, results []appendResult) error {
 	rows, err := br.Query()
 	if err != nil {
 		return err
 	}
 	defer rows.Close()
-	i := 0
+	var (
+		written int64 // events written by the requests read so far
+		j       = -1  // the request read last, in round
+		refused bool  // whether it was refused
+		current int64 // its aggregate's version
+		stored  []eventstore.Event
+	)
+	// decide settles a refused request with eventstore.PlanAppend.
+	decide := func() error {
+		if !refused {
+			return nil
+		}
+		req := reqs[round[j]]
+		res, done, err := eventstore.PlanAppend(req, current, stored)
+		if err == nil && !done {
+			return fmt.Errorf("%w: appendGroup refused %s/%s that PlanAppend would write", errBug, req.AggregateType, req.AggregateID)
+		}
+		results[round[j]] = appendResult{Value: res, Err: err}
+		refused, stored = false, nil
+		return nil
+	}
 	for rows.Next() {
-		var current, head int64
-		if err := rows.Scan(&current, &head); err != nil {
+		var (
+			kind, ri, version, position int64
+			eventID                     string
+		)
+		if err := rows.Scan(&kind, &ri, &version, &position, &eventID); err != nil {
 			return err
 		}
-		if i >= len(reqs) {
-			return errors.Join(errBug, errors.New("appendGroup returned too many rows"))
+		if kind == 2 {
+			if !refused || ri != int64(j+1) {
+				return fmt.Errorf("%w: appendGroup returned a stored event out of place", errBug)
+			}
+			stored = append(stored, eventstore.Event{ID: eventID, Version: version, Position: position})
+			continue
 		}
-		results[i] = appendResult{Value: eventstore.AppendResult{
-			Version:  current + 1,
-			Position: head + offsets[i] + int64(len(reqs[i].Events)),
-		}}
-		i++
+		if err := decide(); err != nil {
+			return err
+		}
+		j++
+		if j >= len(round) || ri != int64(j+1) {
+			return fmt.Errorf("%w: appendGroup returned request %d in place %d of %d", errBug, ri, j+1, len(round))
+		}
+		if kind == 1 {
+			refused, current = true, version
+			continue
+		}
+		written += int64(len(reqs[round[j]].Events))
+		results[round[j]] = appendResult{Value: eventstore.AppendResult{Version: version + 1, Position: position + written}}
 	}
 	if err := rows.Err(); err != nil {
 		return err
 	}
-	if i != len(reqs) {
-		return errors.Join(errBug, errors.New("appendGroup returned too few rows"))
+	if err := decide(); err != nil {
+		return err
+	}
+	if j != len(round)-1 {
+		return fmt.Errorf("%w: appendGroup returned %d of %d requests", errBug, j+1, len(round))
 	}
 	return nil
 }

@@ -85,16 +85,24 @@ func TestRunBatchGroupStatement(t *testing.T) {
 	}
 }
 
-func TestRunBatchGroupFallsBack(t *testing.T) {
+// TestRunBatchGroupDecides checks the results of groups that hold
+// conflicts, retries of stored saves, ids stored in part and an aggregate
+// twice: appendGroup decides all but the last itself, in one transaction
+// (one round per request on the same aggregate); ids stored in part make
+// the server refuse it, and the requests then run in savepoints, one
+// subtransaction each.
+func TestRunBatchGroupDecides(t *testing.T) {
 	s, schema := openBatchTestSchema(t)
 	ctx := context.Background()
 	stored := batchEvent("A")
+	twice := batchEvent("E")
 	checkResults(t, s.runBatch(ctx, []eventstore.AppendRequest{request("d", 0, stored)}), []appendResult{ok(1, 1)})
 
 	cases := []struct {
-		name string
-		reqs []eventstore.AppendRequest
-		want []appendResult
+		name      string
+		reqs      []eventstore.AppendRequest
+		want      []appendResult
+		savepoint bool // decided one by one, in savepoints
 	}{{
 		name: "version conflict",
 		reqs: []eventstore.AppendRequest{
@@ -117,7 +125,8 @@ func TestRunBatchGroupFallsBack(t *testing.T) {
 			request("d", -1, batchEvent("B"), stored),
 			request(uuid.NewString(), -1, batchEvent("A")),
 		},
-		want: []appendResult{{Err: eventstore.ErrConflict}, ok(1, 7)},
+		want:      []appendResult{{Err: eventstore.ErrConflict}, ok(1, 7)},
+		savepoint: true,
 	}, {
 		name: "same aggregate twice",
 		reqs: []eventstore.AppendRequest{
@@ -126,6 +135,20 @@ func TestRunBatchGroupFallsBack(t *testing.T) {
 			request("d", 2, batchEvent("C"), batchEvent("D")),
 		},
 		want: []appendResult{ok(2, 8), ok(1, 9), ok(3, 11)},
+	}, {
+		// Writers contending for d: the second and fourth expect what
+		// the first does, so they are doomed; the fourth repeats the
+		// first save, which it finds stored.
+		name: "same version expected twice",
+		reqs: []eventstore.AppendRequest{
+			request("d", 3, twice),
+			request("d", 3, batchEvent("F")),
+			request("e", 0, batchEvent("A")),
+			request("d", 3, twice),
+			request("d", 4, batchEvent("G")),
+		},
+		want: []appendResult{ok(4, 12), {Err: eventstore.ErrConflict}, ok(1, 13),
+			{Value: eventstore.AppendResult{Version: 4, Position: 12, Duplicate: true}}, ok(5, 14)},
 	}}
 	for _, c := range cases {
 		before := int64(0)
@@ -140,17 +163,36 @@ func TestRunBatchGroupFallsBack(t *testing.T) {
 				written++
 			}
 		}
-		// The savepoint path wrote each request in a subtransaction.
-		if n := xmins(t, s, schema, before+1, before+100); int64(n) != written {
-			t.Errorf("%s: written by %d (sub)transactions, want %d (one per request)", c.name, n, written)
+		// The savepoint path wrote each request in a subtransaction,
+		// appendGroup all in one transaction.
+		want := min(written, 1)
+		if c.savepoint {
+			want = written
+		}
+		if n := xmins(t, s, schema, before+1, before+100); int64(n) != want {
+			t.Errorf("%s: written by %d (sub)transactions, want %d", c.name, n, want)
 		}
 	}
 	agg, err := s.Load(ctx, eventstore.LoadQuery{AggregateType: "t", AggregateID: "d"})
-	if err != nil || agg.Version != 3 || len(agg.Events) != 4 || agg.Events[3].Sequence != 4 {
-		t.Fatalf("load d = %+v, %v; want version 3 with 4 events", agg, err)
+	if err != nil || agg.Version != 5 || len(agg.Events) != 6 || agg.Events[5].Sequence != 6 {
+		t.Fatalf("load d = %+v, %v; want version 5 with 6 events", agg, err)
 	}
 	page, err := s.ReadFeed(ctx, eventstore.FeedQuery{Limit: 1000})
-	if err != nil || len(page.Events) != 11 || page.Head != 11 {
-		t.Fatalf("feed holds %d events up to %d (%v), want 11", len(page.Events), page.Head, err)
+	if err != nil || len(page.Events) != 14 || page.Head != 14 {
+		t.Fatalf("feed holds %d events up to %d (%v), want 14", len(page.Events), page.Head, err)
+	}
+	for i, e := range page.Events {
+		if e.Position != int64(i+1) {
+			t.Fatalf("feed event %d at position %d", i, e.Position)
+		}
+	}
+	// The refused requests took no FeedSequence: t's batches are numbered
+	// without gaps.
+	var prev int64
+	for _, e := range page.Events {
+		if e.FeedSequence != prev && e.FeedSequence != prev+1 {
+			t.Fatalf("FeedSequence %d after %d", e.FeedSequence, prev)
+		}
+		prev = e.FeedSequence
 	}
 }

@@ -22,9 +22,14 @@
 // in position order, and a reader of the feed never sees position p while a
 // lower position is still in flight, whichever process wrote it. Within one
 // process, concurrent Appends are coalesced into one transaction (group
-// commit), written by one statement when they all pass their checks and
-// otherwise each in its own savepoint, so a request that fails its checks
-// never affects the others.
+// commit), usually written by one statement per round of requests on
+// distinct aggregates, which decides each request's checks itself (a
+// conflict is a result, not an error); when the server refuses that
+// statement (an event id stored again, bad input) the requests run each in
+// its own savepoint. Either way a request that fails its checks never
+// affects the others. The leader of a group waits up to Options.Linger for
+// the callers of the previous group to come back, so that writers saving in
+// a loop share commits.
 //
 // A save acknowledged by one process is committed: from then on Load and
 // ReadFeed on every process return it. Read-your-writes for projections holds
@@ -89,6 +94,11 @@ const DefaultSchema = "eventstore"
 // per backend; beyond that every snapshot in the database gets slower.
 const DefaultMaxBatch = 64
 
+// DefaultLinger is the Linger used when Options.Linger is zero: about a
+// third of a commit on a local disk, enough for writers that save in a
+// loop to come back.
+const DefaultLinger = 300 * time.Microsecond
+
 // DefaultWriteTimeout is the WriteTimeout used when Options.WriteTimeout is
 // zero.
 const DefaultWriteTimeout = 30 * time.Second
@@ -105,6 +115,16 @@ type Options struct {
 	// disables coalescing. Values above 64 make PostgreSQL's subtransaction
 	// cache overflow and are not advised.
 	MaxBatch int
+
+	// Linger is how long the leader of a group waits for the callers of
+	// the previous group to come back when fewer are queued; it goes as
+	// soon as as many are. Writers that save in a loop all return from one
+	// group at once and come back one by one: without lingering the first
+	// to come back commits alone and the others form the next group, so
+	// every other group holds one request and costs a commit of its own. A
+	// lone writer never waits. The default is DefaultLinger; a negative
+	// value disables lingering.
+	Linger time.Duration
 
 	// WriteTimeout bounds one group transaction of Append, which does not
 	// run under any caller's context (several callers share it). The
@@ -124,6 +144,16 @@ func (o *Options) maxBatch() int {
 		return DefaultMaxBatch
 	}
 	return o.MaxBatch
+}
+
+func (o *Options) linger() time.Duration {
+	switch {
+	case o == nil || o.Linger == 0:
+		return DefaultLinger
+	case o.Linger < 0:
+		return 0
+	}
+	return o.Linger
 }
 
 func (o *Options) writeTimeout() time.Duration {
@@ -186,7 +216,7 @@ func Open(ctx context.Context, pool *pgxpool.Pool, opts *Options) (*Storage, err
 	if err := migrate(ctx, pool, schema); err != nil {
 		return nil, s.fail(ctx, "open", err)
 	}
-	s.batcher = groupcommit.New(s.runBatch, groupcommit.Options{MaxBatch: opts.maxBatch()})
+	s.batcher = groupcommit.New(s.runBatch, groupcommit.Options{MaxBatch: opts.maxBatch(), Linger: opts.linger()})
 	return s, nil
 }
 

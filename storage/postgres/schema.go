@@ -156,7 +156,7 @@ CREATE TABLE IF NOT EXISTS {{schema}}.schema_migrations (
 
 // statements holds the SQL of every query, with the schema filled in.
 type statements struct {
-	append, appendLean, appendGroup                string
+	append, appendGroup, appendOne                 string
 	load, loadRange, feed, feedType, feedSeq       string
 	head, typeHead, feeds, deleteAgg, deleteType   string
 	createDef, def, defs, defErrors, allErrors     string
@@ -249,21 +249,103 @@ SELECT 0 AS kind, '' AS event_id, coalesce((SELECT version FROM cur), 0) AS vers
 FROM (SELECT count(*) FROM notify) n
 UNION ALL
 SELECT 1, event_id, version, position FROM stored`),
-		// appendLean is the fast path of append: it writes the request
-		// when the expected version ($4, NULL for none) matches, and
-		// returns the aggregate's current version and the last position
-		// written. It does not look for stored ids: when one is stored,
-		// the unique index on event ids fails the statement
-		// (unique_violation); when the version does not match, it writes
-		// nothing and fails on purpose with division_by_zero (1 / the
-		// count of rows written), so that a pipeline stops right there.
-		// Either way the caller rolls back to the request's savepoint and
-		// runs append, which decides with eventstore.PlanAppend. Skipping
-		// the look-up and the result rows makes the common case about a
-		// quarter cheaper for the server.
-		appendLean: q(`
-WITH cur AS (
-	SELECT coalesce(max(version), 0) AS v, coalesce(max(sequence), 0) AS s FROM (
+		// appendGroup appends one round of requests, on distinct
+		// aggregates, in one statement. The requests come as arrays ($1
+		// aggregate types, $2 ids, $3 expected versions, NULL for none, $4
+		// their numbers of events), the events of all requests
+		// concatenated ($5 the index of the request, from 1, $6 ids, $7
+		// types, $8 data, $9 times, $10 encrypted data or NULL, $11 the
+		// event's place in its request, from 1), then $12 the distinct
+		// aggregate types. It writes every request whose expected version
+		// matches at its aggregate's current version + 1, positions
+		// following the head and FeedSequences following their type's
+		// head, both in request order and without gaps for the requests it
+		// skips. It does not look for stored ids among the requests it
+		// writes: an id already stored fails it with unique_violation (the
+		// caller then decides the requests one by one). It returns a row per
+		// request, in request order: kind 0 when written, 1 when refused,
+		// with the request's index, its aggregate's current version and the
+		// head before the statement; each refused request is followed by a
+		// row of kind 2 per event id of it already stored (its version and
+		// position), which eventstore.PlanAppend needs to tell a retry of a
+		// stored save from a conflict. With $13 set (all or nothing) a
+		// refused request fails the statement with division_by_zero
+		// instead.
+		//
+		// A conflict is a result, not an error, on purpose: an error costs
+		// the server a log entry with the whole statement and the client a
+		// rollback, and makes pgx forget the prepared statements of the
+		// pipeline (re-prepared and re-planned on the next use), which made
+		// every attempt on a contended aggregate several times slower.
+		appendGroup: q(`
+WITH req AS MATERIALIZED (
+	SELECT r.ri, r.atype, r.aid, r.n, coalesce(l.version, 0) AS v, coalesce(l.sequence, 0) AS s,
+	       (NOT r.doomed AND (r.expected IS NULL OR r.expected = coalesce(l.version, 0))) AS go
+	FROM unnest((SELECT $1::text[]), (SELECT $2::text[]), (SELECT $3::bigint[]), (SELECT $4::bigint[]),
+		(SELECT $14::bool[])) WITH ORDINALITY AS r(atype, aid, expected, n, doomed, ri)
+	LEFT JOIN LATERAL (
+		SELECT version, sequence FROM {{schema}}.events
+		WHERE aggregate_type = r.atype AND aggregate_id = r.aid
+		ORDER BY sequence DESC LIMIT 1
+	) l ON true
+), head AS MATERIALIZED (
+	SELECT ` + headSQL + ` AS p
+), w AS MATERIALIZED (
+	SELECT req.ri, req.atype, req.aid, req.v, req.s,
+	       sum(req.n) OVER (ORDER BY req.ri) - req.n AS off,
+	       row_number() OVER (PARTITION BY req.atype ORDER BY req.ri) AS nth
+	FROM req WHERE req.go
+), types AS MATERIALIZED (
+	SELECT d.atype, ` + typeHeadSQL("d.atype") + ` AS f
+	FROM unnest((SELECT $12::text[])) AS d(atype)
+), ins AS (
+	INSERT INTO {{schema}}.events (` + eventCols + `)
+	SELECT head.p + w.off + t.k, w.atype, w.aid, t.id, t.typ, t.data, w.v + 1, w.s + t.k, t.at, types.f + w.nth, t.enc
+	FROM head, unnest((SELECT $5::bigint[]), (SELECT $6::text[]), (SELECT $7::text[]), (SELECT $8::bytea[]),
+		(SELECT $9::timestamptz[]), (SELECT $10::text[]), (SELECT $11::bigint[]))
+		AS t(ri, id, typ, data, at, enc, k)
+	JOIN w ON w.ri = t.ri
+	JOIN types ON types.atype = w.atype
+	RETURNING 1
+), ` + notify + `, stored AS (
+	SELECT req.ri, e.event_id, e.version, e.position
+	FROM req
+	JOIN unnest((SELECT $5::bigint[]), (SELECT $6::text[])) AS u(ri, id) ON u.ri = req.ri
+	CROSS JOIN LATERAL (
+		SELECT event_id, version, position FROM {{schema}}.events
+		WHERE aggregate_type = req.atype AND aggregate_id = req.aid AND event_id = u.id
+		LIMIT 1 -- one at most (unique); keeps the look-up a probe per id
+	) e
+	WHERE NOT req.go
+)
+SELECT CASE WHEN req.go THEN 0 ELSE 1 END AS kind, req.ri, req.v,
+       head.p + 0 * (1 / CASE WHEN $13::bool AND NOT req.go THEN 0 ELSE 1 END) AS position, '' AS event_id
+FROM req, head, (SELECT count(*) FROM notify) n
+UNION ALL
+SELECT 2, ri, version, position, event_id FROM stored
+ORDER BY 2, 1`),
+		// appendOne is appendGroup for a round of one request, with a
+		// plan a third the size (no window functions, joins or sorts of
+		// requests), which matters as much as its execution for a lone
+		// writer: the server spends about as long starting the executor
+		// for the plan of appendGroup as running it. The arguments are $1
+		// the aggregate type, $2 its id, $3 the expected version (NULL for
+		// none), per event $4 ids, $5 types, $6 data, $7 times, $8
+		// encrypted data (NULL when no event has any), then $9 strict and
+		// $10 doomed, as for appendGroup; the rows are those of
+		// appendGroup. The arrays are read through sub-selects, as in
+		// appendGroup, so that custom plans do not see their lengths:
+		// their costs then match the generic plan's and PostgreSQL
+		// switches to it after five runs (with the arrays as constants it
+		// never did, and planned every call). The request's row comes
+		// before the stored ids without a sort: a statement that writes
+		// runs no parallel plan, so UNION ALL returns its branches in
+		// order (readGroup checks the order).
+		appendOne: q(`
+WITH cur AS MATERIALIZED (
+	SELECT coalesce(max(version), 0) AS v, coalesce(max(sequence), 0) AS s,
+	       (NOT $10::bool AND ($3::bigint IS NULL OR $3::bigint = coalesce(max(version), 0))) AS go
+	FROM (
 		SELECT version, sequence FROM {{schema}}.events
 		WHERE aggregate_type = $1 AND aggregate_id = $2
 		ORDER BY sequence DESC LIMIT 1
@@ -272,62 +354,26 @@ WITH cur AS (
 	INSERT INTO {{schema}}.events (` + eventCols + `)
 	SELECT ` + headSQL + ` + t.ord, $1, $2, t.id, t.typ, t.data,
 	       cur.v + 1, cur.s + t.ord, t.at, ` + typeHeadSQL("$1") + ` + 1, t.enc
-	FROM cur, unnest($3::text[], $5::text[], $6::bytea[], $7::timestamptz[], $8::text[])
+	FROM cur, unnest($4::text[], $5::text[], $6::bytea[], $7::timestamptz[], $8::text[])
 		WITH ORDINALITY AS t(id, typ, data, at, enc, ord)
-	WHERE $4::bigint IS NULL OR $4::bigint = cur.v
+	WHERE cur.go
 	RETURNING position
-), ` + notify + `
-SELECT cur.v, (SELECT max(position) FROM ins) + 0 * (1 / (SELECT count(*) FROM ins))
-FROM cur, (SELECT count(*) FROM notify) n`),
-		// appendGroup is appendLean for a whole group of requests on
-		// distinct aggregates, in one statement. The requests come as
-		// arrays ($1 aggregate types, $2 ids, $3 expected versions, NULL
-		// for none, $4 how many events precede the request's own), the
-		// events of all requests concatenated ($5 the index of the
-		// request, from 1, $6 ids, $7 types, $8 data, $9 times, $10
-		// encrypted data or NULL), then per request $11 how many requests
-		// of its aggregate type precede it, plus one, and $12 the distinct
-		// aggregate types (numbered by the client, which spares the server
-		// a window function and a look-up of each type's head per
-		// request). It writes every request at its
-		// aggregate's current version + 1, positions following the head
-		// in array order, FeedSequences following their type's head in
-		// array order, and returns one row per request, in order: the
-		// aggregate's current version and the head it wrote after. It
-		// writes all or nothing: an id already stored fails it with
-		// unique_violation, and a version that does not match with
-		// division_by_zero (1 / whether every event was written); the
-		// caller then runs the requests one by one.
-		appendGroup: q(`
-WITH req AS MATERIALIZED (
-	SELECT r.ri, r.atype, r.aid, r.expected, r.off, r.nth,
-	       coalesce(l.version, 0) AS v, coalesce(l.sequence, 0) AS s
-	FROM unnest((SELECT $1::text[]), (SELECT $2::text[]), (SELECT $3::bigint[]), (SELECT $4::bigint[]),
-		(SELECT $11::bigint[])) WITH ORDINALITY AS r(atype, aid, expected, off, nth, ri)
-	LEFT JOIN LATERAL (
-		SELECT version, sequence FROM {{schema}}.events
-		WHERE aggregate_type = r.atype AND aggregate_id = r.aid
-		ORDER BY sequence DESC LIMIT 1
-	) l ON true
-), types AS MATERIALIZED (
-	SELECT d.atype, ` + typeHeadSQL("d.atype") + ` AS f
-	FROM unnest((SELECT $12::text[])) AS d(atype)
-), cur AS MATERIALIZED (
-	SELECT req.*, types.f + req.nth AS f FROM req JOIN types ON types.atype = req.atype
-), head AS MATERIALIZED (
-	SELECT ` + headSQL + ` AS p
-), ins AS (
-	INSERT INTO {{schema}}.events (` + eventCols + `)
-	SELECT head.p + t.ord, cur.atype, cur.aid, t.id, t.typ, t.data, cur.v + 1, cur.s + t.ord - cur.off, t.at, cur.f, t.enc
-	FROM head, unnest((SELECT $5::bigint[]), (SELECT $6::text[]), (SELECT $7::text[]), (SELECT $8::bytea[]),
-		(SELECT $9::timestamptz[]), (SELECT $10::text[]))
-		WITH ORDINALITY AS t(ri, id, typ, data, at, enc, ord)
-	JOIN cur ON cur.ri = t.ri
-	WHERE cur.expected IS NULL OR cur.expected = cur.v
-	RETURNING 1
-), ` + notify + `
-SELECT cur.v, head.p + 0 * (1 / (SELECT (count(*) = cardinality($6::text[]))::int FROM ins))
-FROM cur, head, (SELECT count(*) FROM notify) n ORDER BY cur.ri`),
+), ` + notify + `, stored AS (
+	SELECT e.event_id, e.version, e.position
+	FROM cur, unnest((SELECT $4::text[])) AS u(id)
+	CROSS JOIN LATERAL (
+		SELECT event_id, version, position FROM {{schema}}.events
+		WHERE aggregate_type = $1 AND aggregate_id = $2 AND event_id = u.id
+		LIMIT 1
+	) e
+	WHERE NOT cur.go
+)
+SELECT CASE WHEN cur.go THEN 0 ELSE 1 END AS kind, 1::bigint AS ri, cur.v,
+       coalesce((SELECT min(position) FROM ins) - 1, 0) + 0 * (1 / CASE WHEN $9::bool AND NOT cur.go THEN 0 ELSE 1 END),
+       '' AS event_id
+FROM cur, (SELECT count(*) FROM notify) n
+UNION ALL
+SELECT 2, 1, version, position, event_id FROM stored`),
 		load: q(`SELECT ` + selectCols + ` FROM {{schema}}.events
 WHERE aggregate_type = $1 AND aggregate_id = $2 ORDER BY sequence`),
 		// loadRange reads the versions in ($3, $4] of an aggregate with its
