@@ -13,7 +13,8 @@
 // version check or any constraint is rolled back alone and never fails its
 // neighbours. AppendAll joins the same group commit as one unit inside a
 // savepoint of its own, so its requests are written all or none. Reads use
-// a separate pool of read-only connections and never wait for writes.
+// a separate pool of read-only connections, which map the file into memory
+// (Options.MmapSize), and never wait for writes.
 //
 // Numbering: the writer assigns positions after the highest ever assigned
 // (the last event's, or the mark a deletion of the last events leaves in
