@@ -20,12 +20,13 @@ func TestFailedAppendAllLeavesItsBatchAlone(t *testing.T) {
 	if _, err := s.Append(ctx, request("acct", "x", eventstore.VersionCheck{}, 1)); err != nil {
 		t.Fatal(err)
 	}
-	for round := range 20 {
+	const rounds, longAggs, longEvents = 10, 20, 25
+	for round := range rounds {
 		var wg sync.WaitGroup
 		// A long batch that the others queue behind.
 		var long []eventstore.AppendRequest
-		for k := range 20 {
-			long = append(long, request("acct", fmt.Sprintf("long%d-%d", round, k), eventstore.VersionCheck{}, 50))
+		for k := range longAggs {
+			long = append(long, request("acct", fmt.Sprintf("long%d-%d", round, k), eventstore.VersionCheck{}, longEvents))
 		}
 		wg.Go(func() {
 			if _, err := s.AppendAll(ctx, long); err != nil {
@@ -68,8 +69,9 @@ func TestFailedAppendAllLeavesItsBatchAlone(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// The first event, then per round 20×50 and 10 Appends of 1+k%3.
-	if want := 1 + 20*(20*50+19); len(page.Events) != want {
+	// The first event, then per round the long batch and 10 Appends of
+	// 1+k%3 events.
+	if want := 1 + rounds*(longAggs*longEvents+19); len(page.Events) != want {
 		t.Fatalf("feed: %d events, want %d", len(page.Events), want)
 	}
 	for i, e := range page.Events {
