@@ -79,22 +79,7 @@ func (s *Storage) runBatch(ctx context.Context, jobs []*job) []groupcommit.Resul
 	if err != nil {
 		return failAll(err)
 	}
-	w := writer{
-		tx:              tx,
-		savepoint:       tx.StmtContext(ctx, s.stmts.savepoint),
-		release:         tx.StmtContext(ctx, s.stmts.release),
-		rollbackTo:      tx.StmtContext(ctx, s.stmts.rollbackTo),
-		head:            tx.StmtContext(ctx, s.stmts.head),
-		stmts:           &s.stmts,
-		stored:          tx.StmtContext(ctx, s.stmts.stored),
-		lastPosition:    tx.StmtContext(ctx, s.stmts.lastPosition),
-		lastFeed:        tx.StmtContext(ctx, s.stmts.lastFeed),
-		saveFeed:        tx.StmtContext(ctx, s.stmts.saveFeed),
-		groupSavepoint:  tx.StmtContext(ctx, s.stmts.groupSavepoint),
-		groupRelease:    tx.StmtContext(ctx, s.stmts.groupRelease),
-		groupRollbackTo: tx.StmtContext(ctx, s.stmts.groupRollbackTo),
-		position:        -1,
-	}
+	w := writer{tx: tx, stmts: &s.stmts, position: -1}
 	wrote := false
 	for i, j := range jobs {
 		var res eventstore.AppendResult
@@ -147,12 +132,13 @@ func (s *Storage) runBatch(ctx context.Context, jobs []*job) []groupcommit.Resul
 // writer holds the transaction of one batch, its statements and the
 // counters it advances.
 type writer struct {
-	tx                             *sql.Tx
-	savepoint, release, rollbackTo *sql.Stmt
-	head, stored                   *sql.Stmt
-	// stmts holds the insert statements, bound to tx in inserts on first
-	// use; args is their reused argument buffer.
+	tx *sql.Tx
+	// stmts holds the prepared statements; those below are bound to tx
+	// on first use (bound, insert). args is the inserts' reused argument
+	// buffer.
 	stmts                                         *statements
+	savepoint, release, rollbackTo                *sql.Stmt
+	head, stored                                  *sql.Stmt
 	inserts                                       [insertRows]*sql.Stmt
 	args                                          []any
 	lastPosition, lastFeed, saveFeed              *sql.Stmt
@@ -183,7 +169,7 @@ func (w *writer) feed(ctx context.Context, aggregateType string) (int, error) {
 		}
 	}
 	var seq int64
-	err := w.lastFeed.QueryRowContext(ctx, aggregateType).Scan(&seq)
+	err := w.bound(ctx, &w.lastFeed, w.stmts.lastFeed).QueryRowContext(ctx, aggregateType).Scan(&seq)
 	if err != nil && !errors.Is(err, sql.ErrNoRows) {
 		return 0, err
 	}
@@ -198,7 +184,7 @@ func (w *writer) flush(ctx context.Context) error {
 		if f.batches == 0 {
 			continue
 		}
-		if _, err := w.saveFeed.ExecContext(ctx, f.aggregateType, f.sequence, f.aggregates, f.batches, f.events); err != nil {
+		if _, err := w.bound(ctx, &w.saveFeed, w.stmts.saveFeed).ExecContext(ctx, f.aggregateType, f.sequence, f.aggregates, f.batches, f.events); err != nil {
 			return fmt.Errorf("save feed %q: %w", f.aggregateType, err)
 		}
 	}
@@ -209,7 +195,7 @@ func (w *writer) flush(ctx context.Context) error {
 // of them, or, when one fails, none, with a *eventstore.BatchError naming
 // it. A fatalError is returned as is.
 func (w *writer) appendAll(ctx context.Context, j *job) error {
-	if _, err := w.groupSavepoint.ExecContext(ctx); err != nil {
+	if _, err := w.bound(ctx, &w.groupSavepoint, w.stmts.groupSavepoint).ExecContext(ctx); err != nil {
 		return fatalError{err}
 	}
 	position, feeds := w.position, append([]feedCounts(nil), w.feeds...)
@@ -225,10 +211,10 @@ func (w *writer) appendAll(ctx context.Context, j *job) error {
 			return err
 		}
 		if err != nil {
-			if _, rerr := w.groupRollbackTo.ExecContext(ctx); rerr != nil {
+			if _, rerr := w.bound(ctx, &w.groupRollbackTo, w.stmts.groupRollbackTo).ExecContext(ctx); rerr != nil {
 				return fatalError{rerr}
 			}
-			if _, rerr := w.groupRelease.ExecContext(ctx); rerr != nil {
+			if _, rerr := w.bound(ctx, &w.groupRelease, w.stmts.groupRelease).ExecContext(ctx); rerr != nil {
 				return fatalError{rerr}
 			}
 			w.position, w.feeds = position, feeds
@@ -236,7 +222,7 @@ func (w *writer) appendAll(ctx context.Context, j *job) error {
 		}
 		results[i] = res
 	}
-	if _, err := w.groupRelease.ExecContext(ctx); err != nil {
+	if _, err := w.bound(ctx, &w.groupRelease, w.stmts.groupRelease).ExecContext(ctx); err != nil {
 		return fatalError{err}
 	}
 	j.results = results
@@ -251,7 +237,7 @@ func (w *writer) appendAll(ctx context.Context, j *job) error {
 // transaction is a fatalError.
 func (w *writer) append(ctx context.Context, req *eventstore.AppendRequest, savepoint bool) (eventstore.AppendResult, error) {
 	if savepoint {
-		if _, err := w.savepoint.ExecContext(ctx); err != nil {
+		if _, err := w.bound(ctx, &w.savepoint, w.stmts.savepoint).ExecContext(ctx); err != nil {
 			return eventstore.AppendResult{}, fatalError{err}
 		}
 	}
@@ -262,7 +248,7 @@ func (w *writer) append(ctx context.Context, req *eventstore.AppendRequest, save
 			return res, err
 		}
 		if savepoint {
-			if _, rerr := w.rollbackTo.ExecContext(ctx); rerr != nil {
+			if _, rerr := w.bound(ctx, &w.rollbackTo, w.stmts.rollbackTo).ExecContext(ctx); rerr != nil {
 				return res, fatalError{rerr}
 			}
 		}
@@ -273,7 +259,7 @@ func (w *writer) append(ctx context.Context, req *eventstore.AppendRequest, save
 		}
 	}
 	if savepoint {
-		if _, rerr := w.release.ExecContext(ctx); rerr != nil {
+		if _, rerr := w.bound(ctx, &w.release, w.stmts.release).ExecContext(ctx); rerr != nil {
 			return res, fatalError{rerr}
 		}
 	}
@@ -286,7 +272,7 @@ func (w *writer) append(ctx context.Context, req *eventstore.AppendRequest, save
 // only when every insert succeeded.
 func (w *writer) write(ctx context.Context, req *eventstore.AppendRequest) (eventstore.AppendResult, error) {
 	var version, sequence int64
-	err := w.head.QueryRowContext(ctx, req.AggregateType, req.AggregateID).Scan(&version, &sequence)
+	err := w.bound(ctx, &w.head, w.stmts.head).QueryRowContext(ctx, req.AggregateType, req.AggregateID).Scan(&version, &sequence)
 	if err != nil && !errors.Is(err, sql.ErrNoRows) {
 		return eventstore.AppendResult{}, fatalError{err}
 	}
@@ -296,7 +282,7 @@ func (w *writer) write(ctx context.Context, req *eventstore.AppendRequest) (even
 		return w.plan(ctx, req, version)
 	}
 	if w.position < 0 {
-		if err := w.lastPosition.QueryRowContext(ctx).Scan(&w.position); err != nil {
+		if err := w.bound(ctx, &w.lastPosition, w.stmts.lastPosition).QueryRowContext(ctx).Scan(&w.position); err != nil {
 			return eventstore.AppendResult{}, fatalError{fmt.Errorf("last position: %w", err)}
 		}
 	}
@@ -344,6 +330,16 @@ func (w *writer) write(ctx context.Context, req *eventstore.AppendRequest) (even
 	return eventstore.AppendResult{Version: version, Position: position}, nil
 }
 
+// bound returns the statement of w's transaction for the prepared
+// statement shared, kept in *into once bound: a transaction binds only
+// the statements it uses.
+func (w *writer) bound(ctx context.Context, into **sql.Stmt, shared *sql.Stmt) *sql.Stmt {
+	if *into == nil {
+		*into = w.tx.StmtContext(ctx, shared)
+	}
+	return *into
+}
+
 // insert returns the statement of w's transaction that inserts n events,
 // 1 <= n <= insertRows.
 func (w *writer) insert(ctx context.Context, n int) *sql.Stmt {
@@ -356,7 +352,7 @@ func (w *writer) insert(ctx context.Context, n int) *sql.Stmt {
 // replan decides a request whose insert hit a stored event id.
 func (w *writer) replan(ctx context.Context, req *eventstore.AppendRequest) (eventstore.AppendResult, error) {
 	var version int64
-	err := w.head.QueryRowContext(ctx, req.AggregateType, req.AggregateID).Scan(&version, new(int64))
+	err := w.bound(ctx, &w.head, w.stmts.head).QueryRowContext(ctx, req.AggregateType, req.AggregateID).Scan(&version, new(int64))
 	if err != nil && !errors.Is(err, sql.ErrNoRows) {
 		return eventstore.AppendResult{}, fatalError{err}
 	}
@@ -377,7 +373,7 @@ func (w *writer) plan(ctx context.Context, req *eventstore.AppendRequest, curren
 	if current > 0 {
 		for _, e := range req.Events {
 			var se eventstore.Event
-			err := w.stored.QueryRowContext(ctx, req.AggregateType, req.AggregateID, e.ID).Scan(&se.Version, &se.Position)
+			err := w.bound(ctx, &w.stored, w.stmts.stored).QueryRowContext(ctx, req.AggregateType, req.AggregateID, e.ID).Scan(&se.Version, &se.Position)
 			switch {
 			case errors.Is(err, sql.ErrNoRows):
 				continue

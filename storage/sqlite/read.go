@@ -27,21 +27,16 @@ const (
 	// versionQuery is an aggregate's current version.
 	versionQuery = `SELECT version FROM events
 		WHERE aggregate_type = ? AND aggregate_id = ? ORDER BY sequence DESC LIMIT 1`
-	// feedQuery and feedTypeQuery read the global feed, or that of one
-	// aggregate type through the (aggregate_type, position) index;
-	// feedSequenceQuery reads a type's feed by feed sequence through the
-	// (aggregate_type, feed_sequence) index, whose entries end with the
-	// position.
+	// feedQuery reads the global feed; feedTypeQuery reads that of one
+	// aggregate type, from a feed sequence on, through the
+	// (aggregate_type, feed_sequence) index: its entries end with the
+	// position, and a type's feed sequences rise with its positions, so
+	// they are in position order (typefeed.go finds where to start for a
+	// position).
 	feedQuery = `SELECT ` + feedColumns + ` FROM events
 		WHERE position > ? ORDER BY position LIMIT ?`
 	feedTypeQuery = `SELECT ` + feedColumns + ` FROM events
-		WHERE aggregate_type = ? AND position > ? ORDER BY position LIMIT ?`
-	feedSequenceQuery = `SELECT ` + feedColumns + ` FROM events
 		WHERE aggregate_type = ? AND feed_sequence >= ? AND position > ? ORDER BY feed_sequence, position LIMIT ?`
-	// nextFeedSequenceQuery is the feed sequence of a type's first event
-	// after a position.
-	nextFeedSequenceQuery = `SELECT feed_sequence FROM events
-		WHERE aggregate_type = ? AND position > ? ORDER BY position LIMIT 1`
 )
 
 // errStop ends a rawQuery early without an error.
@@ -126,15 +121,13 @@ func (s *Storage) ReadFeed(ctx context.Context, q eventstore.FeedQuery) (eventst
 	query := feedQuery
 	args := []driver.NamedValue{{Ordinal: 1, Value: after}, {Ordinal: 2, Value: int64(limit)}}
 	switch {
-	case q.AggregateType != "" && q.AfterFeedSequence > 0:
-		// Both bounds hold: a reader that continues with After = Head
-		// and the same AfterFeedSequence gets the rest of the feed.
-		query = feedSequenceQuery
-		args = []driver.NamedValue{{Ordinal: 1, Value: q.AggregateType}, {Ordinal: 2, Value: q.AfterFeedSequence + 1},
-			{Ordinal: 3, Value: after}, {Ordinal: 4, Value: int64(limit)}}
 	case q.AggregateType != "":
+		// With both bounds, both hold: a reader that continues with
+		// After = Head and the same AfterFeedSequence gets the rest of the
+		// feed.
 		query = feedTypeQuery
-		args = []driver.NamedValue{{Ordinal: 1, Value: q.AggregateType}, {Ordinal: 2, Value: after}, {Ordinal: 3, Value: int64(limit)}}
+		args = []driver.NamedValue{{Ordinal: 1, Value: q.AggregateType}, {Ordinal: 2, Value: max(q.AfterFeedSequence, 0) + 1},
+			{Ordinal: 3, Value: after}, {Ordinal: 4, Value: int64(limit)}}
 	case q.AfterFeedSequence > 0:
 		return eventstore.FeedPage{}, fmt.Errorf("sqlite: read feed: a feed sequence needs an aggregate type: %w", eventstore.ErrInvalid)
 	}
@@ -145,18 +138,14 @@ func (s *Storage) ReadFeed(ctx context.Context, q eventstore.FeedQuery) (eventst
 			return err
 		}
 		defer tx.Rollback() // read only: nothing to commit
-		if query == feedSequenceQuery && after > 0 {
+		if query == feedTypeQuery && after > 0 {
 			// Start the index range at the batch holding the first event
-			// after After, not at the first batch after AfterFeedSequence:
-			// the events between were read before.
-			err := rawQuery(ctx, dc, nextFeedSequenceQuery, []driver.NamedValue{{Ordinal: 1, Value: q.AggregateType}, {Ordinal: 2, Value: after}},
-				func(r *rawRow) error {
-					args[1].Value = max(args[1].Value.(int64), r.int64(0))
-					return nil
-				})
+			// after After: the events before were read before.
+			from, err := typeFeedStart(ctx, dc, q.AggregateType, after, args[1].Value.(int64))
 			if err != nil {
 				return err
 			}
+			args[1].Value = from
 		}
 		var sc scanner
 		err = rawQuery(ctx, dc, query, args, func(r *rawRow) error {

@@ -115,6 +115,12 @@ CREATE INDEX projection_states_by_ref ON projection_states (name, ref_rank, ref_
 CREATE INDEX projection_states_by_created ON projection_states (name, created_at, instance_id);
 CREATE INDEX projection_states_by_updated ON projection_states (name, updated_at, instance_id);
 `,
+
+	// 3: a type's feed is read through events_by_feed, whose entries are in
+	// position order too (typefeed.go): one index less to keep per event.
+	`
+DROP INDEX events_by_type;
+`,
 }
 
 // migrate brings the schema up to date in one IMMEDIATE transaction (db's
