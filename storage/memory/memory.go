@@ -21,14 +21,15 @@ type Storage struct {
 	mu     sync.RWMutex
 	closed bool
 
-	aggs    map[aggKey]int32 // index into aggList
-	aggList []*aggregate     // nil once deleted
-	log     []ref            // global feed; log[p-1] holds position p
-	deleted int              // entries of log that are deleted
-	byType  map[string]*feed // each aggregate type that ever had events
-	types   []string         // interned event types
-	typeIdx map[string]uint32
-	arena   arena
+	aggs     map[aggKey]int32 // index into aggList
+	aggList  list[*aggregate] // nil once deleted
+	log      list[ref]        // global feed; log.at(p-1) holds position p
+	deleted  int              // entries of log that are deleted
+	byType   map[string]*feed // each aggregate type that ever had events
+	types    []string         // interned event types
+	typeIdx  map[string]uint32
+	lastType uint32 // index of the type interned last
+	arena    arena
 
 	defs map[string]*definition
 }
@@ -40,23 +41,23 @@ type aggKey struct{ typ, id string }
 // feed holds the events of one aggregate type. It outlives the deletion of
 // all of them, so that FeedSequences are never reused.
 type feed struct {
-	positions []int64 // of the type's events, ascending
-	seq       int64   // the FeedSequence of the type's latest batch
-	aggCount  int64   // aggregates with events
-	batches   int64   // batches of those aggregates
+	positions list[int64] // of the type's events, ascending
+	seq       int64       // the FeedSequence of the type's latest batch
+	aggCount  int64       // aggregates with events
+	batches   int64       // batches of those aggregates
 }
 
 type aggregate struct {
 	typ, id string
 	feed    *feed // of typ
-	events  []record
+	index   int32 // in Storage.aggList
+	events  list[record]
 	ids     map[uuid.UUID]int32 // event id -> index in events
-	seqs    []int64             // seqs[v-1] is the FeedSequence of version v
+	seqs    list[int64]         // seqs.at(v-1) is the FeedSequence of version v
 }
 
 // record is a stored event. It holds no pointers.
 type record struct {
-	id      uuid.UUID
 	typ     uint32 // index into Storage.types
 	text    span   // the id's canonical text, the data, the encrypted data
 	encLen  uint16 // length of the encrypted data at the end of text
@@ -101,7 +102,7 @@ func (s *Storage) Close() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.closed = true
-	s.aggs, s.aggList, s.log, s.byType, s.defs = nil, nil, nil, nil, nil
+	s.aggs, s.aggList, s.log, s.byType, s.defs = nil, list[*aggregate]{}, list[ref]{}, nil, nil
 	s.types, s.typeIdx, s.arena = nil, nil, arena{}
 	return nil
 }
