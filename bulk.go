@@ -95,7 +95,7 @@ func (s *Store) prepareAll(aggregateType string, batches []Batch) ([]AppendReque
 		} else {
 			first[b.AggregateID] = i
 		}
-		req, err := s.prepare(aggregateType, b.AggregateID, b.Events, &SaveOptions{ExpectedVersion: b.ExpectedVersion})
+		req, err := s.prepare(aggregateType, b.AggregateID, b.Events, &SaveOptions{ExpectedVersion: b.ExpectedVersion}, nil)
 		if ve, ok := err.(*ValidationError); ok {
 			for _, f := range ve.Fields {
 				if f.Field == "aggregateType" {
