@@ -8,67 +8,14 @@ import (
 	"time"
 
 	"github.com/eventkit-go/eventstore"
-	"github.com/google/uuid"
 )
 
-// unhex maps a hexadecimal digit of either case to its value, and every
-// other byte to 0xff.
-var unhex = func() (t [256]byte) {
-	for c := range t {
-		switch {
-		case '0' <= c && c <= '9':
-			t[c] = byte(c - '0')
-		case 'a' <= c && c <= 'f':
-			t[c] = byte(c - 'a' + 10)
-		case 'A' <= c && c <= 'F':
-			t[c] = byte(c - 'A' + 10)
-		default:
-			t[c] = 0xff
-		}
-	}
-	return t
-}()
-
-// hexAt holds the offset in a canonical UUID's text of the first digit of
-// each of its 16 bytes.
-var hexAt = [16]uint8{0, 2, 4, 6, 9, 11, 14, 16, 19, 21, 24, 26, 28, 30, 32, 34}
-
-// parseID parses a UUID in the canonical 8-4-4-4-12 form, the only one the
-// Store passes on, in either case.
-func parseID(s string) (id uuid.UUID, ok bool) {
-	if len(s) != 36 || s[8] != '-' || s[13] != '-' || s[18] != '-' || s[23] != '-' {
-		return id, false
-	}
-	var bad byte
-	for i, at := range hexAt {
-		hi, lo := unhex[s[at]], unhex[s[at+1]]
-		bad |= hi | lo
-		id[i] = hi<<4 | lo
-	}
-	return id, bad&0xf0 == 0
-}
-
-// parseIDs parses the event ids of req into buf.
-func parseIDs(buf []uuid.UUID, req *eventstore.AppendRequest) ([]uuid.UUID, error) {
-	for _, e := range req.Events {
-		id, ok := parseID(e.ID)
-		if !ok {
-			return nil, fmt.Errorf("event id %q: %w", e.ID, eventstore.ErrInvalid)
-		}
-		if len(e.EncryptedData) > eventstore.MaxEncryptedData {
-			return nil, fmt.Errorf("event %s: %d bytes of encrypted data, more than %d: %w", e.ID, len(e.EncryptedData), eventstore.MaxEncryptedData, eventstore.ErrInvalid)
-		}
-		buf = append(buf, id)
-	}
-	return buf, nil
-}
-
-// Append implements eventstore.Storage. Ids are parsed before the lock is
-// taken; under it, the aggregate is found once, each id is looked up once,
-// and nothing already stored moves.
+// Append implements eventstore.Storage. Ids are checked and hashed before
+// the lock is taken; under it, the aggregate is found once, each id is
+// looked up in the aggregate's index, and nothing already stored moves.
 func (s *Storage) Append(ctx context.Context, req eventstore.AppendRequest) (eventstore.AppendResult, error) {
-	var small [8]uuid.UUID
-	ids, err := parseIDs(small[:0], &req)
+	var small [8]eventID
+	ids, err := eventIDs(small[:0], s.seed, &req)
 	if err != nil {
 		return eventstore.AppendResult{}, err
 	}
@@ -88,12 +35,12 @@ func (s *Storage) Append(ctx context.Context, req eventstore.AppendRequest) (eve
 // the first is written, under one lock. Two requests for one aggregate are
 // refused with a *BatchError wrapping ErrInvalid.
 func (s *Storage) AppendAll(ctx context.Context, reqs []eventstore.AppendRequest) ([]eventstore.AppendResult, error) {
-	ids := make([][]uuid.UUID, len(reqs))
+	ids := make([][]eventID, len(reqs))
 	seen := make(map[aggKey]int, len(reqs))
 	for i := range reqs {
 		req := &reqs[i]
 		var err error
-		if ids[i], err = parseIDs(make([]uuid.UUID, 0, len(req.Events)), req); err != nil {
+		if ids[i], err = eventIDs(make([]eventID, 0, len(req.Events)), s.seed, req); err != nil {
 			return nil, batchError(i, req, err)
 		}
 		k := aggKey{req.AggregateType, req.AggregateID}
@@ -132,14 +79,14 @@ func batchError(i int, req *eventstore.AppendRequest, err error) error {
 // plan applies eventstore.PlanAppend to req, whose event ids are ids. It
 // returns the aggregate (nil when it has no events) and whether the
 // request is settled (a duplicate) or refused. s.mu is held.
-func (s *Storage) plan(req *eventstore.AppendRequest, ids []uuid.UUID) (agg *aggregate, res eventstore.AppendResult, done bool, err error) {
+func (s *Storage) plan(req *eventstore.AppendRequest, ids []eventID) (agg *aggregate, res eventstore.AppendResult, done bool, err error) {
 	var current int64
 	var stored []eventstore.Event
 	if ai, ok := s.aggs[aggKey{req.AggregateType, req.AggregateID}]; ok {
 		agg = *s.aggList.at(int(ai))
 		current = int64(agg.seqs.len())
 		for _, id := range ids {
-			if i, ok := agg.ids[id]; ok {
+			if i, ok := agg.ids.find(id.hash, func(i int32) bool { return s.hasID(agg.events.at(int(i)), id.text) }); ok {
 				r := agg.events.at(int(i))
 				stored = append(stored, eventstore.Event{Version: r.version, Position: r.position})
 			}
@@ -151,7 +98,7 @@ func (s *Storage) plan(req *eventstore.AppendRequest, ids []uuid.UUID) (agg *agg
 
 // write stores the batch req, planned by plan for agg (nil for a new
 // aggregate), and returns its result. s.mu is held.
-func (s *Storage) write(req *eventstore.AppendRequest, ids []uuid.UUID, agg *aggregate) eventstore.AppendResult {
+func (s *Storage) write(req *eventstore.AppendRequest, ids []eventID, agg *aggregate) eventstore.AppendResult {
 	if agg == nil {
 		f := s.byType[req.AggregateType]
 		if f == nil {
@@ -159,7 +106,7 @@ func (s *Storage) write(req *eventstore.AppendRequest, ids []uuid.UUID, agg *agg
 			s.byType[req.AggregateType] = f
 		}
 		f.aggCount++
-		agg = &aggregate{typ: req.AggregateType, id: req.AggregateID, feed: f, index: int32(s.aggList.len()), ids: make(map[uuid.UUID]int32, len(req.Events))}
+		agg = &aggregate{typ: req.AggregateType, id: req.AggregateID, feed: f, index: int32(s.aggList.len())}
 		s.aggList.push(agg)
 		s.aggs[aggKey{req.AggregateType, req.AggregateID}] = agg.index
 	}
@@ -173,18 +120,23 @@ func (s *Storage) write(req *eventstore.AppendRequest, ids []uuid.UUID, agg *agg
 		position := int64(s.log.len()) + 1
 		agg.events.push(record{
 			typ:      s.intern(e.Type),
-			text:     s.arena.add(e.ID, e.Data, e.EncryptedData),
+			text:     s.arena.add(ids[i].text, e.Data, e.EncryptedData),
 			encLen:   uint16(len(e.EncryptedData)),
 			hasData:  e.Data != nil,
 			version:  version,
 			position: position,
 			recorded: e.RecordedAt.UnixMicro(),
 		})
-		agg.ids[ids[i]] = idx
+		agg.ids.add(ids[i].hash, idx)
 		s.log.push(ref{agg.index, idx})
 		f.positions.push(position)
 	}
 	return eventstore.AppendResult{Version: version, Position: int64(s.log.len())}
+}
+
+// hasID reports whether the event r has the id id.
+func (s *Storage) hasID(r *record, id string) bool {
+	return string(s.arena.get(r.text)[:36]) == id // no copy: compared in place
 }
 
 // intern returns the index of typ in s.types, adding it when it is new.

@@ -3,8 +3,6 @@ package memory
 import (
 	"slices"
 	"testing"
-
-	"github.com/google/uuid"
 )
 
 // TestList checks the list against a slice through growth across many
@@ -81,35 +79,6 @@ func TestLocate(t *testing.T) {
 		off++
 		if off == 1<<(block+firstBlockBits) {
 			block, off = block+1, 0
-		}
-	}
-}
-
-func TestParseID(t *testing.T) {
-	for _, s := range []string{
-		"123e4567-e89b-12d3-a456-426614174000",
-		"123E4567-E89B-12D3-A456-42661417400F",
-		"00000000-0000-0000-0000-000000000000",
-		"ffffffff-ffff-ffff-ffff-ffffffffffff",
-	} {
-		got, ok := parseID(s)
-		want, err := uuid.Parse(s)
-		if !ok || err != nil || got != want {
-			t.Errorf("parseID(%q) = %v, %v; uuid.Parse: %v, %v", s, got, ok, want, err)
-		}
-	}
-	for _, s := range []string{
-		"",
-		"123e4567e89b12d3a456426614174000",
-		"{123e4567-e89b-12d3-a456-426614174000}",
-		"urn:uuid:123e4567-e89b-12d3-a456-426614174000",
-		"123e4567-e89b-12d3-a456-42661417400g",
-		"123e4567-e89b-12d3-a456_426614174000",
-		"g23e4567-e89b-12d3-a456-426614174000",
-		"123e4567-e89b-12d3-a456-4266141740 0",
-	} {
-		if id, ok := parseID(s); ok {
-			t.Errorf("parseID(%q) = %v, accepted", s, id)
 		}
 	}
 }

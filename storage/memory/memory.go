@@ -1,19 +1,19 @@
 // Package memory is an in-memory eventstore.Storage for tests, examples and
 // embedding. Nothing survives the process. It is safe for concurrent use.
 //
-// Events are kept in a compact form without pointers (ids as 16 bytes,
-// types interned, data in shared append-only chunks), so that a store
-// holding millions of events costs the garbage collector almost nothing to
-// scan. Deleting aggregates removes their events from every read, but the
+// Events are kept in a compact form without pointers (ids indexed by hash
+// in tables of 8-byte slots, types interned, ids and data in shared
+// append-only chunks), so that a store holding millions of events costs
+// the garbage collector almost nothing to scan. Deleting aggregates removes their events from every read, but the
 // bytes of their data stay in the chunks until the Storage is closed.
 package memory
 
 import (
 	"context"
+	"hash/maphash"
 	"sync"
 
 	"github.com/eventkit-go/eventstore"
-	"github.com/google/uuid"
 )
 
 // Storage is the in-memory backend. The zero value is not usable; call New.
@@ -30,6 +30,7 @@ type Storage struct {
 	typeIdx  map[string]uint32
 	lastType uint32 // index of the type interned last
 	arena    arena
+	seed     maphash.Seed // of the event ids' hashes
 
 	defs map[string]*definition
 }
@@ -52,8 +53,8 @@ type aggregate struct {
 	feed    *feed // of typ
 	index   int32 // in Storage.aggList
 	events  list[record]
-	ids     map[uuid.UUID]int32 // event id -> index in events
-	seqs    list[int64]         // seqs.at(v-1) is the FeedSequence of version v
+	ids     idIndex     // event id -> index in events
+	seqs    list[int64] // seqs.at(v-1) is the FeedSequence of version v
 }
 
 // record is a stored event. It holds no pointers.
@@ -87,6 +88,7 @@ func New() *Storage {
 		byType:  make(map[string]*feed),
 		typeIdx: make(map[string]uint32),
 		defs:    make(map[string]*definition),
+		seed:    maphash.MakeSeed(),
 	}
 }
 
