@@ -119,7 +119,11 @@ func New(s Storage, opts *Options) (*Store, error) {
 func (s *Store) Save(ctx context.Context, aggregateType, aggregateID string, events []NewEvent, opts *SaveOptions) (AppendResult, error) {
 	buf := s.eventBuffer(len(events))
 	defer s.recycle(buf, len(events))
-	req, err := s.prepare(aggregateType, aggregateID, events, opts, buf)
+	var into []Event
+	if buf != nil {
+		into = *buf
+	}
+	req, err := s.prepare(aggregateType, aggregateID, events, opts, into)
 	if err != nil {
 		return AppendResult{}, err
 	}
@@ -162,8 +166,8 @@ func (s *Store) recycle(b *[]Event, n int) {
 }
 
 // prepare validates a save and builds the storage request, with its events
-// in *buf when buf is not nil.
-func (s *Store) prepare(aggregateType, aggregateID string, events []NewEvent, opts *SaveOptions, buf *[]Event) (AppendRequest, error) {
+// at the start of into when it is long enough.
+func (s *Store) prepare(aggregateType, aggregateID string, events []NewEvent, opts *SaveOptions, into []Event) (AppendRequest, error) {
 	v := validation{op: "save"}
 	checkName(&v, "aggregateType", aggregateType)
 	checkName(&v, "aggregateId", aggregateID)
@@ -182,8 +186,8 @@ func (s *Store) prepare(aggregateType, aggregateID string, events []NewEvent, op
 		}
 	}
 	now := s.now().UTC().Truncate(time.Microsecond)
-	if buf != nil {
-		req.Events = (*buf)[:len(events):len(events)]
+	if len(into) >= len(events) {
+		req.Events = into[:len(events):len(events)]
 	} else {
 		req.Events = make([]Event, len(events))
 	}

@@ -35,14 +35,21 @@ func (s *Storage) Append(ctx context.Context, req eventstore.AppendRequest) (eve
 // the first is written, under one lock. Two requests for one aggregate are
 // refused with a *BatchError wrapping ErrInvalid.
 func (s *Storage) AppendAll(ctx context.Context, reqs []eventstore.AppendRequest) ([]eventstore.AppendResult, error) {
+	total := 0
+	for i := range reqs {
+		total += len(reqs[i].Events)
+	}
+	all := make([]eventID, 0, total) // every request's, each capped to its own
 	ids := make([][]eventID, len(reqs))
 	seen := make(map[aggKey]int, len(reqs))
 	for i := range reqs {
 		req := &reqs[i]
+		start := len(all)
 		var err error
-		if ids[i], err = eventIDs(make([]eventID, 0, len(req.Events)), s.seed, req); err != nil {
+		if all, err = eventIDs(all, s.seed, req); err != nil {
 			return nil, batchError(i, req, err)
 		}
+		ids[i] = all[start:len(all):len(all)]
 		k := aggKey{req.AggregateType, req.AggregateID}
 		if j, ok := seen[k]; ok {
 			return nil, batchError(i, req, fmt.Errorf("the aggregate of batch %d again: %w", j, eventstore.ErrInvalid))
