@@ -10,8 +10,8 @@ import (
 	"github.com/eventkit-go/eventstore"
 )
 
-// Append implements eventstore.Storage. Ids are checked and hashed before
-// the lock is taken; under it, the aggregate is found once, each id is
+// Append implements eventstore.Storage. Ids are hashed before the lock is
+// taken; under it, the aggregate is found once, each id is
 // looked up in the aggregate's index, and nothing already stored moves.
 func (s *Storage) Append(ctx context.Context, req eventstore.AppendRequest) (eventstore.AppendResult, error) {
 	var small [8]eventID
@@ -143,7 +143,7 @@ func (s *Storage) write(req *eventstore.AppendRequest, ids []eventID, agg *aggre
 
 // hasID reports whether the event r has the id id.
 func (s *Storage) hasID(r *record, id string) bool {
-	return string(s.arena.get(r.text)[:36]) == id // no copy: compared in place
+	return string(s.arena.get(r.text)[:idLen]) == id // no copy: compared in place
 }
 
 // intern returns the index of typ in s.types, adding it when it is new.
@@ -271,19 +271,19 @@ func (s *Storage) build(refs []ref) []eventstore.Event {
 	dataLen, encLen := 0, 0
 	for _, r := range refs {
 		rec := (*s.aggList.at(int(r.agg))).events.at(int(r.idx))
-		dataLen += int(rec.text.n) - 36 - int(rec.encLen)
+		dataLen += int(rec.text.n) - idLen - int(rec.encLen)
 		encLen += int(rec.encLen)
 	}
 	data := make([]byte, 0, dataLen)
 	var idText, encText strings.Builder // String does not copy
-	idText.Grow(36 * len(refs))
+	idText.Grow(idLen * len(refs))
 	encText.Grow(encLen)
 	events := make([]eventstore.Event, len(refs))
 	for k, r := range refs {
 		a := *s.aggList.at(int(r.agg))
 		rec := a.events.at(int(r.idx))
 		text := s.arena.get(rec.text)
-		idText.Write(text[:36])
+		idText.Write(text[:idLen])
 		e := &events[k]
 		e.Type = s.types[rec.typ]
 		e.AggregateType, e.AggregateID = a.typ, a.id
@@ -293,7 +293,7 @@ func (s *Storage) build(refs []ref) []eventstore.Event {
 		end := len(text) - int(rec.encLen)
 		if rec.hasData {
 			start := len(data)
-			data = append(data, text[36:end]...)
+			data = append(data, text[idLen:end]...)
 			e.Data = data[start:len(data):len(data)]
 		}
 		if rec.encLen > 0 {
@@ -302,7 +302,7 @@ func (s *Storage) build(refs []ref) []eventstore.Event {
 	}
 	ids := idText.String()
 	for k := range events {
-		events[k].ID = ids[36*k : 36*k+36]
+		events[k].ID = ids[idLen*k : idLen*k+idLen]
 	}
 	if encLen > 0 {
 		enc, off := encText.String(), 0

@@ -3,71 +3,33 @@ package memory
 import (
 	"fmt"
 	"hash/maphash"
-	"strings"
 
 	"github.com/eventkit-go/eventstore"
 )
 
-// eventID is an event id of a request in canonical form (lower case), with
-// its hash, both computed before the write lock is taken.
+// eventID is an event id of a request with its hash, computed before the
+// write lock is taken.
 type eventID struct {
 	text string
 	hash uint32
 }
 
-// idClass classifies bytes of an event id: 0 for lower-case hex digits,
-// idUpper for upper-case ones, idBad for anything else.
-var idClass = func() (t [256]uint8) {
-	for c := range t {
-		switch {
-		case '0' <= c && c <= '9', 'a' <= c && c <= 'f':
-		case 'A' <= c && c <= 'F':
-			t[c] = idUpper
-		default:
-			t[c] = idBad
-		}
-	}
-	return t
-}()
+// idLen is the length of an event id: the Store passes on ids in the
+// canonical lower-case text of a UUID, which the arena keeps in 36 bytes.
+const idLen = 36
 
-const (
-	idUpper = 1
-	idBad   = 2
-)
-
-// canonicalID returns s, a UUID in the 8-4-4-4-12 form, in lower case, or
-// false when s is not one.
-func canonicalID(s string) (string, bool) {
-	if len(s) != 36 || s[8] != '-' || s[13] != '-' || s[18] != '-' || s[23] != '-' {
-		return "", false
-	}
-	var acc uint8
-	for _, part := range [...]string{s[0:8], s[9:13], s[14:18], s[19:23], s[24:36]} {
-		for i := 0; i < len(part); i++ {
-			acc |= idClass[part[i]]
-		}
-	}
-	switch {
-	case acc&idBad != 0:
-		return "", false
-	case acc&idUpper != 0:
-		return strings.ToLower(s), true
-	}
-	return s, true
-}
-
-// eventIDs checks the event ids of req and appends them to buf, hashed
-// with seed.
+// eventIDs appends the event ids of req to buf, hashed with seed. The
+// Store has checked and lower-cased them already: they are not parsed
+// again, only their length is checked, on which the arena relies.
 func eventIDs(buf []eventID, seed maphash.Seed, req *eventstore.AppendRequest) ([]eventID, error) {
 	for _, e := range req.Events {
-		id, ok := canonicalID(e.ID)
-		if !ok {
-			return nil, fmt.Errorf("event id %q: %w", e.ID, eventstore.ErrInvalid)
+		if len(e.ID) != idLen {
+			return nil, fmt.Errorf("event id %q: not a UUID: %w", e.ID, eventstore.ErrInvalid)
 		}
 		if len(e.EncryptedData) > eventstore.MaxEncryptedData {
 			return nil, fmt.Errorf("event %s: %d bytes of encrypted data, more than %d: %w", e.ID, len(e.EncryptedData), eventstore.MaxEncryptedData, eventstore.ErrInvalid)
 		}
-		buf = append(buf, eventID{id, uint32(maphash.String(seed, id) >> 32)})
+		buf = append(buf, eventID{e.ID, uint32(maphash.String(seed, e.ID) >> 32)})
 	}
 	return buf, nil
 }
