@@ -219,8 +219,10 @@ func (s *Store) prepare(aggregateType, aggregateID string, events []NewEvent, op
 				typeOK = true
 			}
 		}
-		if msg := encryptedProblem(e.EncryptedData); msg != "" {
-			v.add(fmt.Sprintf("events[%d].encryptedData", i), "%s", msg)
+		if e.EncryptedData != "" { // mostly none
+			if msg := encryptedProblem(e.EncryptedData); msg != "" {
+				v.add(fmt.Sprintf("events[%d].encryptedData", i), "%s", msg)
+			}
 		}
 		data, msg := checkData(e.Data)
 		if msg != "" {
