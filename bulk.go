@@ -88,6 +88,7 @@ func (s *Store) prepareAll(aggregateType string, batches []Batch) ([]AppendReque
 	}
 	reqs := make([]AppendRequest, len(batches))
 	first := make(map[string]int, len(batches))
+	events := make([]Event, total) // of every request, each capped to its own
 	for i, b := range batches {
 		prefix := func() string { return fmt.Sprintf("batches[%d].", i) } // only on errors
 		if j, ok := first[b.AggregateID]; ok && b.AggregateID != "" {
@@ -95,7 +96,8 @@ func (s *Store) prepareAll(aggregateType string, batches []Batch) ([]AppendReque
 		} else {
 			first[b.AggregateID] = i
 		}
-		req, err := s.prepare(aggregateType, b.AggregateID, b.Events, &SaveOptions{ExpectedVersion: b.ExpectedVersion})
+		req, err := s.prepare(aggregateType, b.AggregateID, b.Events, &SaveOptions{ExpectedVersion: b.ExpectedVersion}, events)
+		events = events[min(len(b.Events), len(events)):]
 		if ve, ok := err.(*ValidationError); ok {
 			for _, f := range ve.Fields {
 				if f.Field == "aggregateType" {

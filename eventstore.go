@@ -74,6 +74,10 @@ type Store struct {
 	changed chan struct{} // closed and replaced on a save after watch
 	watched atomic.Bool   // someone holds changed
 
+	// requests recycles the event slices of storage requests (*[]Event):
+	// a Storage retains nothing of a request once Append returns.
+	requests sync.Pool
+
 	bg background // wake-ups across processes, running projectors (wake.go)
 }
 
@@ -113,7 +117,13 @@ func New(s Storage, opts *Options) (*Store, error) {
 // field. Event
 // ids are stored in lower case.
 func (s *Store) Save(ctx context.Context, aggregateType, aggregateID string, events []NewEvent, opts *SaveOptions) (AppendResult, error) {
-	req, err := s.prepare(aggregateType, aggregateID, events, opts)
+	buf := s.eventBuffer(len(events))
+	defer s.recycle(buf, len(events))
+	var into []Event
+	if buf != nil {
+		into = *buf
+	}
+	req, err := s.prepare(aggregateType, aggregateID, events, opts, into)
 	if err != nil {
 		return AppendResult{}, err
 	}
@@ -128,8 +138,36 @@ func (s *Store) Save(ctx context.Context, aggregateType, aggregateID string, eve
 	return res, nil
 }
 
-// prepare validates a save and builds the storage request.
-func (s *Store) prepare(aggregateType, aggregateID string, events []NewEvent, opts *SaveOptions) (AppendRequest, error) {
+// maxRecycled bounds the batches whose event slices are recycled, so that
+// the pool holds no large slices.
+const maxRecycled = 64
+
+// eventBuffer returns a slice of maxRecycled events for a storage request
+// of n events, recycled; nil when n is larger (prepare allocates).
+func (s *Store) eventBuffer(n int) *[]Event {
+	if n > maxRecycled {
+		return nil
+	}
+	if b, ok := s.requests.Get().(*[]Event); ok {
+		return b
+	}
+	b := make([]Event, maxRecycled)
+	return &b
+}
+
+// recycle clears the first n events of b, which no storage request refers
+// to any longer, so that it keeps none of the caller's data alive, and
+// returns it to the pool.
+func (s *Store) recycle(b *[]Event, n int) {
+	if b != nil {
+		clear((*b)[:n])
+		s.requests.Put(b)
+	}
+}
+
+// prepare validates a save and builds the storage request, with its events
+// at the start of into when it is long enough.
+func (s *Store) prepare(aggregateType, aggregateID string, events []NewEvent, opts *SaveOptions, into []Event) (AppendRequest, error) {
 	v := validation{op: "save"}
 	checkName(&v, "aggregateType", aggregateType)
 	checkName(&v, "aggregateId", aggregateID)
@@ -148,11 +186,16 @@ func (s *Store) prepare(aggregateType, aggregateID string, events []NewEvent, op
 		}
 	}
 	now := s.now().UTC().Truncate(time.Microsecond)
-	req.Events = make([]Event, len(events))
+	if len(into) >= len(events) {
+		req.Events = into[:len(events):len(events)]
+	} else {
+		req.Events = make([]Event, len(events))
+	}
 	var seen map[string]int // for large batches; small ones scan
 	if len(events) > 16 {
 		seen = make(map[string]int, len(events))
 	}
+	typeOK := false // events[i-1].Type is acceptable
 	for i, e := range events {
 		id, ok := normalizeUUID(e.ID)
 		switch {
@@ -168,11 +211,18 @@ func (s *Store) prepare(aggregateType, aggregateID string, events []NewEvent, op
 				seen[id] = i
 			}
 		}
-		if msg := typeProblem(e.Type); msg != "" {
-			v.add(fmt.Sprintf("events[%d].eventType", i), "%s", msg)
+		// A batch mostly repeats one type: checked once is enough.
+		if typeOK = typeOK && e.Type == events[i-1].Type; !typeOK {
+			if msg := typeProblem(e.Type); msg != "" {
+				v.add(fmt.Sprintf("events[%d].eventType", i), "%s", msg)
+			} else {
+				typeOK = true
+			}
 		}
-		if msg := encryptedProblem(e.EncryptedData); msg != "" {
-			v.add(fmt.Sprintf("events[%d].encryptedData", i), "%s", msg)
+		if e.EncryptedData != "" { // mostly none
+			if msg := encryptedProblem(e.EncryptedData); msg != "" {
+				v.add(fmt.Sprintf("events[%d].encryptedData", i), "%s", msg)
+			}
 		}
 		data, msg := checkData(e.Data)
 		if msg != "" {
@@ -252,13 +302,45 @@ func nameProblem(s string) string {
 	return problem(s, true)
 }
 
+// nameClass classifies bytes for problem: nameOK for printable ASCII,
+// nameSlash for '/', nameOther for control characters, DEL and every byte
+// of a multi-byte UTF-8 sequence (or of invalid UTF-8).
+var nameClass = func() (t [256]uint8) {
+	for c := range t {
+		switch {
+		case c == '/':
+			t[c] = nameSlash
+		case c < 0x20 || c >= 0x7f:
+			t[c] = nameOther
+		}
+	}
+	return t
+}()
+
+const (
+	nameOK    = 0
+	nameSlash = 1
+	nameOther = 2
+)
+
+// problem returns what is wrong with s as a name ("" for nothing); path
+// names may not contain '/'. Names of printable ASCII, by far the most
+// common, take one pass over their bytes.
 func problem(s string, path bool) string {
 	switch {
 	case s == "":
 		return "is required"
 	case len(s) > maxNameLen:
 		return fmt.Sprintf("must be at most %d bytes long", maxNameLen)
-	case !utf8.ValidString(s):
+	}
+	var acc uint8
+	for i := 0; i < len(s); i++ {
+		acc |= nameClass[s[i]]
+	}
+	if acc == nameOK || (acc == nameSlash && !path) {
+		return ""
+	}
+	if !utf8.ValidString(s) {
 		return "must be valid UTF-8"
 	}
 	for _, r := range s {

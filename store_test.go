@@ -211,3 +211,78 @@ func TestErrorsNameAggregate(t *testing.T) {
 	require.ErrorIs(t, err, eventstore.ErrNotFound)
 	assert.Equal(t, fmt.Sprintf("aggregate order/missing: %v", eventstore.ErrNotFound), err.Error())
 }
+
+// requestChecker is a Storage that records what each Append receives.
+type requestChecker struct {
+	*memory.Storage
+	t *testing.T
+}
+
+func (c requestChecker) Append(ctx context.Context, req eventstore.AppendRequest) (eventstore.AppendResult, error) {
+	if cap(req.Events) != len(req.Events) {
+		c.t.Errorf("request of %d events has capacity %d: a Storage appending to it would write past the batch", len(req.Events), cap(req.Events))
+	}
+	return c.Storage.Append(ctx, req)
+}
+
+func (c requestChecker) AppendAll(ctx context.Context, reqs []eventstore.AppendRequest) ([]eventstore.AppendResult, error) {
+	for i, req := range reqs {
+		if cap(req.Events) != len(req.Events) {
+			c.t.Errorf("request %d of %d events has capacity %d: a Storage appending to it would write over the next", i, len(req.Events), cap(req.Events))
+		}
+	}
+	return c.Storage.AppendAll(ctx, reqs)
+}
+
+// The Store reuses the event slices of its storage requests: each request
+// must hold its own batch alone, whatever the saves before it held.
+func TestSaveRequestsHoldTheirBatchAlone(t *testing.T) {
+	ctx := context.Background()
+	st, err := eventstore.New(requestChecker{memory.New(), t}, nil)
+	require.NoError(t, err)
+	defer st.Close()
+	var want []string
+	for i, n := range []int{5, 1, 3, 64, 2, 65, 1} {
+		batch := make([]eventstore.NewEvent, n)
+		for j := range batch {
+			batch[j] = ev(fmt.Sprintf("T%d", i), fmt.Sprintf(`{"save":%d,"n":%d}`, i, j))
+			want = append(want, string(batch[j].Data))
+		}
+		_, err := st.Save(ctx, "order", "1", batch, nil)
+		require.NoError(t, err)
+	}
+	agg, err := st.Load(ctx, "order", "1")
+	require.NoError(t, err)
+	got := make([]string, len(agg.Events))
+	for i, e := range agg.Events {
+		got[i] = string(e.Data)
+	}
+	assert.Equal(t, want, got)
+}
+
+// SaveAll builds its requests' events in one slice: each request must
+// still hold its own batch alone.
+func TestSaveAllRequestsHoldTheirBatchAlone(t *testing.T) {
+	ctx := context.Background()
+	st, err := eventstore.New(requestChecker{memory.New(), t}, nil)
+	require.NoError(t, err)
+	defer st.Close()
+	batches := make([]eventstore.Batch, 4)
+	for i := range batches {
+		batches[i].AggregateID = fmt.Sprint(i)
+		for j := range i + 1 {
+			batches[i].Events = append(batches[i].Events, ev("T", fmt.Sprintf(`{"batch":%d,"n":%d}`, i, j)))
+		}
+	}
+	_, err = st.SaveAll(ctx, "order", batches)
+	require.NoError(t, err)
+	for i, b := range batches {
+		agg, err := st.Load(ctx, "order", b.AggregateID)
+		require.NoError(t, err)
+		require.Len(t, agg.Events, len(b.Events))
+		for j, e := range agg.Events {
+			assert.Equal(t, b.Events[j].ID, e.ID, "batch %d event %d", i, j)
+			assert.Equal(t, string(b.Events[j].Data), string(e.Data), "batch %d event %d", i, j)
+		}
+	}
+}

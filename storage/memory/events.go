@@ -4,33 +4,18 @@ import (
 	"context"
 	"fmt"
 	"math"
-	"sort"
 	"strings"
 	"time"
 
 	"github.com/eventkit-go/eventstore"
-	"github.com/google/uuid"
 )
 
-// parseIDs parses the event ids of req into buf.
-func parseIDs(buf []uuid.UUID, req *eventstore.AppendRequest) ([]uuid.UUID, error) {
-	for _, e := range req.Events {
-		id, err := uuid.Parse(e.ID)
-		if err != nil {
-			return nil, fmt.Errorf("event id %q: %w", e.ID, eventstore.ErrInvalid)
-		}
-		if len(e.EncryptedData) > eventstore.MaxEncryptedData {
-			return nil, fmt.Errorf("event %s: %d bytes of encrypted data, more than %d: %w", e.ID, len(e.EncryptedData), eventstore.MaxEncryptedData, eventstore.ErrInvalid)
-		}
-		buf = append(buf, id)
-	}
-	return buf, nil
-}
-
-// Append implements eventstore.Storage.
+// Append implements eventstore.Storage. Ids are hashed before the lock is
+// taken; under it, the aggregate is found once, each id is
+// looked up in the aggregate's index, and nothing already stored moves.
 func (s *Storage) Append(ctx context.Context, req eventstore.AppendRequest) (eventstore.AppendResult, error) {
-	var small [8]uuid.UUID
-	ids, err := parseIDs(small[:0], &req)
+	var small [8]eventID
+	ids, err := eventIDs(small[:0], s.seed, &req)
 	if err != nil {
 		return eventstore.AppendResult{}, err
 	}
@@ -39,25 +24,32 @@ func (s *Storage) Append(ctx context.Context, req eventstore.AppendRequest) (eve
 	if err := s.check(ctx); err != nil {
 		return eventstore.AppendResult{}, err
 	}
-	ai, current, res, done, err := s.plan(&req, ids)
+	agg, res, done, err := s.plan(&req, ids)
 	if done || err != nil {
 		return res, err
 	}
-	return s.write(&req, ids, ai, current), nil
+	return s.write(&req, ids, agg), nil
 }
 
 // AppendAll implements eventstore.Storage. Every request is checked before
 // the first is written, under one lock. Two requests for one aggregate are
 // refused with a *BatchError wrapping ErrInvalid.
 func (s *Storage) AppendAll(ctx context.Context, reqs []eventstore.AppendRequest) ([]eventstore.AppendResult, error) {
-	ids := make([][]uuid.UUID, len(reqs))
+	total := 0
+	for i := range reqs {
+		total += len(reqs[i].Events)
+	}
+	all := make([]eventID, 0, total) // every request's, each capped to its own
+	ids := make([][]eventID, len(reqs))
 	seen := make(map[aggKey]int, len(reqs))
 	for i := range reqs {
 		req := &reqs[i]
+		start := len(all)
 		var err error
-		if ids[i], err = parseIDs(make([]uuid.UUID, 0, len(req.Events)), req); err != nil {
+		if all, err = eventIDs(all, s.seed, req); err != nil {
 			return nil, batchError(i, req, err)
 		}
+		ids[i] = all[start:len(all):len(all)]
 		k := aggKey{req.AggregateType, req.AggregateID}
 		if j, ok := seen[k]; ok {
 			return nil, batchError(i, req, fmt.Errorf("the aggregate of batch %d again: %w", j, eventstore.ErrInvalid))
@@ -69,26 +61,19 @@ func (s *Storage) AppendAll(ctx context.Context, reqs []eventstore.AppendRequest
 	if err := s.check(ctx); err != nil {
 		return nil, err
 	}
-	type planned struct {
-		ai      int32
-		current int64
-	}
-	plans := make([]planned, len(reqs))
+	aggs := make([]*aggregate, len(reqs))
 	results := make([]eventstore.AppendResult, len(reqs))
+	written := make([]bool, len(reqs))
 	for i := range reqs {
-		ai, current, res, done, err := s.plan(&reqs[i], ids[i])
+		agg, res, done, err := s.plan(&reqs[i], ids[i])
 		if err != nil {
 			return nil, batchError(i, &reqs[i], err)
 		}
-		if done {
-			results[i] = res
-			ai = -2 // written already
-		}
-		plans[i] = planned{ai, current}
+		aggs[i], results[i], written[i] = agg, res, done
 	}
-	for i, p := range plans {
-		if p.ai != -2 {
-			results[i] = s.write(&reqs[i], ids[i], p.ai, p.current)
+	for i := range reqs {
+		if !written[i] {
+			results[i] = s.write(&reqs[i], ids[i], aggs[i])
 		}
 	}
 	return results, nil
@@ -99,79 +84,82 @@ func batchError(i int, req *eventstore.AppendRequest, err error) error {
 }
 
 // plan applies eventstore.PlanAppend to req, whose event ids are ids. It
-// returns the aggregate's index (-1 when it has no events) and current
-// version, and whether the request is settled (a duplicate) or refused.
-// s.mu is held.
-func (s *Storage) plan(req *eventstore.AppendRequest, ids []uuid.UUID) (ai int32, current int64, res eventstore.AppendResult, done bool, err error) {
-	ai, ok := s.aggs[aggKey{req.AggregateType, req.AggregateID}]
+// returns the aggregate (nil when it has no events) and whether the
+// request is settled (a duplicate) or refused. s.mu is held.
+func (s *Storage) plan(req *eventstore.AppendRequest, ids []eventID) (agg *aggregate, res eventstore.AppendResult, done bool, err error) {
+	var current int64
 	var stored []eventstore.Event
-	if !ok {
-		ai = -1
-	} else {
-		agg := s.aggList[ai]
-		current = agg.events[len(agg.events)-1].version
+	if ai, ok := s.aggs[aggKey{req.AggregateType, req.AggregateID}]; ok {
+		agg = *s.aggList.at(int(ai))
+		current = int64(agg.seqs.len())
 		for _, id := range ids {
-			if i, ok := agg.ids[id]; ok {
-				r := agg.events[i]
+			if i, ok := agg.ids.find(id.hash, func(i int32) bool { return s.hasID(agg.events.at(int(i)), id.text) }); ok {
+				r := agg.events.at(int(i))
 				stored = append(stored, eventstore.Event{Version: r.version, Position: r.position})
 			}
 		}
 	}
 	res, done, err = eventstore.PlanAppend(*req, current, stored)
-	return ai, current, res, done, err
+	return agg, res, done, err
 }
 
-// write stores the batch req, planned by plan, and returns its result. s.mu
-// is held.
-func (s *Storage) write(req *eventstore.AppendRequest, ids []uuid.UUID, ai int32, current int64) eventstore.AppendResult {
-	var agg *aggregate
-	if ai >= 0 {
-		agg = s.aggList[ai]
-	} else {
+// write stores the batch req, planned by plan for agg (nil for a new
+// aggregate), and returns its result. s.mu is held.
+func (s *Storage) write(req *eventstore.AppendRequest, ids []eventID, agg *aggregate) eventstore.AppendResult {
+	if agg == nil {
 		f := s.byType[req.AggregateType]
 		if f == nil {
 			f = &feed{}
 			s.byType[req.AggregateType] = f
 		}
 		f.aggCount++
-		agg = &aggregate{typ: req.AggregateType, id: req.AggregateID, feed: f, ids: make(map[uuid.UUID]int32, len(req.Events))}
-		ai = int32(len(s.aggList))
-		s.aggList = append(s.aggList, agg)
-		s.aggs[aggKey{req.AggregateType, req.AggregateID}] = ai
+		agg = &aggregate{typ: req.AggregateType, id: req.AggregateID, feed: f, index: int32(s.aggList.len())}
+		s.aggList.push(agg)
+		s.aggs[aggKey{req.AggregateType, req.AggregateID}] = agg.index
 	}
 	f := agg.feed
 	f.seq++
 	f.batches++
-	agg.seqs = append(agg.seqs, f.seq)
-	version := current + 1
-	positions := f.positions
+	agg.seqs.push(f.seq)
+	version := int64(agg.seqs.len())
 	for i, e := range req.Events {
-		r := record{
-			id:       ids[i],
+		idx := int32(agg.events.len())
+		position := int64(s.log.len()) + 1
+		agg.events.push(record{
 			typ:      s.intern(e.Type),
-			text:     s.arena.add(e.ID, e.Data, e.EncryptedData),
+			text:     s.arena.add(ids[i].text, e.Data, e.EncryptedData),
 			encLen:   uint16(len(e.EncryptedData)),
 			hasData:  e.Data != nil,
 			version:  version,
-			position: int64(len(s.log)) + 1,
+			position: position,
 			recorded: e.RecordedAt.UnixMicro(),
-		}
-		agg.ids[r.id] = int32(len(agg.events))
-		s.log = append(s.log, ref{ai, int32(len(agg.events))})
-		agg.events = append(agg.events, r)
-		positions = append(positions, r.position)
+		})
+		agg.ids.add(ids[i].hash, idx)
+		s.log.push(ref{agg.index, idx})
+		f.positions.push(position)
 	}
-	f.positions = positions
-	return eventstore.AppendResult{Version: version, Position: int64(len(s.log))}
+	return eventstore.AppendResult{Version: version, Position: int64(s.log.len())}
 }
 
+// hasID reports whether the event r has the id id.
+func (s *Storage) hasID(r *record, id string) bool {
+	return string(s.arena.get(r.text)[:idLen]) == id // no copy: compared in place
+}
+
+// intern returns the index of typ in s.types, adding it when it is new.
+// Saves mostly repeat the type of the event before, which is checked
+// before the map.
 func (s *Storage) intern(typ string) uint32 {
-	if i, ok := s.typeIdx[typ]; ok {
-		return i
+	if s.lastType < uint32(len(s.types)) && s.types[s.lastType] == typ {
+		return s.lastType
 	}
-	i := uint32(len(s.types))
-	s.types = append(s.types, typ)
-	s.typeIdx[typ] = i
+	i, ok := s.typeIdx[typ]
+	if !ok {
+		i = uint32(len(s.types))
+		s.types = append(s.types, typ)
+		s.typeIdx[typ] = i
+	}
+	s.lastType = i
 	return i
 }
 
@@ -187,18 +175,18 @@ func (s *Storage) Load(ctx context.Context, q eventstore.LoadQuery) (eventstore.
 	if !ok {
 		return eventstore.Aggregate{}, fmt.Errorf("aggregate %s/%s: %w", q.AggregateType, q.AggregateID, eventstore.ErrNotFound)
 	}
-	agg := s.aggList[ai]
-	events := agg.events
-	lo, hi := 0, len(events)
+	agg := *s.aggList.at(int(ai))
+	events := &agg.events
+	lo, hi := 0, events.len()
 	if q.AfterVersion > 0 {
-		lo = sort.Search(len(events), func(i int) bool { return events[i].version > q.AfterVersion })
+		lo = events.search(0, func(r *record) bool { return r.version > q.AfterVersion })
 	}
 	if q.Limit > 0 {
 		last := int64(math.MaxInt64)
 		if q.AfterVersion < math.MaxInt64-q.Limit {
 			last = max(q.AfterVersion, 0) + q.Limit
 		}
-		hi = lo + sort.Search(len(events)-lo, func(i int) bool { return events[lo+i].version > last })
+		hi = events.search(lo, func(r *record) bool { return r.version > last })
 	}
 	refs := make([]ref, hi-lo)
 	for i := range refs {
@@ -207,7 +195,7 @@ func (s *Storage) Load(ctx context.Context, q eventstore.LoadQuery) (eventstore.
 	return eventstore.Aggregate{
 		Type:    q.AggregateType,
 		ID:      q.AggregateID,
-		Version: events[len(events)-1].version,
+		Version: int64(agg.seqs.len()),
 		Events:  s.build(refs),
 	}, nil
 }
@@ -221,7 +209,7 @@ func (s *Storage) ReadFeed(ctx context.Context, q eventstore.FeedQuery) (eventst
 		return eventstore.FeedPage{}, err
 	}
 	limit := max(q.Limit, 1)
-	head := int64(len(s.log))
+	head := int64(s.log.len())
 	after := max(q.After, 0)
 	page := eventstore.FeedPage{Head: max(after, head)}
 	var refs []ref
@@ -232,10 +220,10 @@ func (s *Storage) ReadFeed(ctx context.Context, q eventstore.FeedQuery) (eventst
 			return page, nil
 		}
 		page.Head = end
-		refs = s.log[after:end]
+		refs = s.log.appendTo(make([]ref, 0, end-after), int(after), int(end))
 	case q.AggregateType == "":
 		for p := after; p < head; p++ {
-			if r := s.log[p]; r.agg >= 0 {
+			if r := *s.log.at(int(p)); r.agg >= 0 {
 				if len(refs) == limit {
 					page.Head = p // the last position returned
 					break
@@ -244,21 +232,23 @@ func (s *Storage) ReadFeed(ctx context.Context, q eventstore.FeedQuery) (eventst
 			}
 		}
 	default:
-		var all []int64
+		var all *list[int64]
 		if f := s.byType[q.AggregateType]; f != nil {
-			all = f.positions
+			all = &f.positions
+		} else {
+			all = &list[int64]{}
 		}
-		i := sort.Search(len(all), func(i int) bool { return all[i] > after })
+		i := all.search(0, func(p *int64) bool { return *p > after })
 		if q.AfterFeedSequence > 0 {
-			i = max(i, sort.Search(len(all), func(i int) bool { return s.feedSeq(all[i]) > q.AfterFeedSequence }))
+			i = max(i, all.search(0, func(p *int64) bool { return s.feedSeq(*p) > q.AfterFeedSequence }))
 		}
-		j := min(len(all), i+limit)
-		if j < len(all) {
-			page.Head = all[j-1]
+		j := min(all.len(), i+limit)
+		if j < all.len() {
+			page.Head = *all.at(j - 1)
 		}
 		refs = make([]ref, j-i)
-		for k, p := range all[i:j] {
-			refs[k] = s.log[p-1]
+		for k := range refs {
+			refs[k] = *s.log.at(int(*all.at(i + k)) - 1)
 		}
 	}
 	if len(refs) > 0 {
@@ -269,9 +259,9 @@ func (s *Storage) ReadFeed(ctx context.Context, q eventstore.FeedQuery) (eventst
 
 // feedSeq returns the FeedSequence of the live event at position p.
 func (s *Storage) feedSeq(p int64) int64 {
-	r := s.log[p-1]
-	a := s.aggList[r.agg]
-	return a.seqs[a.events[r.idx].version-1]
+	r := s.log.at(int(p) - 1)
+	a := *s.aggList.at(int(r.agg))
+	return *a.seqs.at(int(a.events.at(int(r.idx)).version) - 1)
 }
 
 // build turns the records at refs into events that the caller owns, with
@@ -280,30 +270,30 @@ func (s *Storage) feedSeq(p int64) int64 {
 func (s *Storage) build(refs []ref) []eventstore.Event {
 	dataLen, encLen := 0, 0
 	for _, r := range refs {
-		rec := &s.aggList[r.agg].events[r.idx]
-		dataLen += int(rec.text.n) - 36 - int(rec.encLen)
+		rec := (*s.aggList.at(int(r.agg))).events.at(int(r.idx))
+		dataLen += int(rec.text.n) - idLen - int(rec.encLen)
 		encLen += int(rec.encLen)
 	}
 	data := make([]byte, 0, dataLen)
 	var idText, encText strings.Builder // String does not copy
-	idText.Grow(36 * len(refs))
+	idText.Grow(idLen * len(refs))
 	encText.Grow(encLen)
 	events := make([]eventstore.Event, len(refs))
 	for k, r := range refs {
-		a := s.aggList[r.agg]
-		rec := &a.events[r.idx]
+		a := *s.aggList.at(int(r.agg))
+		rec := a.events.at(int(r.idx))
 		text := s.arena.get(rec.text)
-		idText.Write(text[:36])
+		idText.Write(text[:idLen])
 		e := &events[k]
 		e.Type = s.types[rec.typ]
 		e.AggregateType, e.AggregateID = a.typ, a.id
 		e.Version, e.Sequence, e.Position = rec.version, int64(r.idx)+1, rec.position
-		e.FeedSequence = a.seqs[rec.version-1]
+		e.FeedSequence = *a.seqs.at(int(rec.version) - 1)
 		e.RecordedAt = time.UnixMicro(rec.recorded).UTC()
 		end := len(text) - int(rec.encLen)
 		if rec.hasData {
 			start := len(data)
-			data = append(data, text[36:end]...)
+			data = append(data, text[idLen:end]...)
 			e.Data = data[start:len(data):len(data)]
 		}
 		if rec.encLen > 0 {
@@ -312,12 +302,12 @@ func (s *Storage) build(refs []ref) []eventstore.Event {
 	}
 	ids := idText.String()
 	for k := range events {
-		events[k].ID = ids[36*k : 36*k+36]
+		events[k].ID = ids[idLen*k : idLen*k+idLen]
 	}
 	if encLen > 0 {
 		enc, off := encText.String(), 0
 		for k, r := range refs {
-			if n := int(s.aggList[r.agg].events[r.idx].encLen); n > 0 {
+			if n := int((*s.aggList.at(int(r.agg))).events.at(int(r.idx)).encLen); n > 0 {
 				events[k].EncryptedData = enc[off : off+n]
 				off += n
 			}

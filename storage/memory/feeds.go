@@ -18,7 +18,7 @@ func (s *Storage) FeedHead(ctx context.Context, aggregateType string) (int64, er
 		return 0, err
 	}
 	if aggregateType == "" {
-		return int64(len(s.log)), nil
+		return int64(s.log.len()), nil
 	}
 	f := s.byType[aggregateType]
 	if f == nil {
@@ -36,8 +36,8 @@ func (s *Storage) Feeds(ctx context.Context) ([]eventstore.FeedInfo, error) {
 	}
 	out := make([]eventstore.FeedInfo, 0, len(s.byType))
 	for typ, f := range s.byType {
-		if len(f.positions) > 0 {
-			out = append(out, eventstore.FeedInfo{AggregateType: typ, AggregateCount: f.aggCount, BatchCount: f.batches, EventCount: int64(len(f.positions))})
+		if n := f.positions.len(); n > 0 {
+			out = append(out, eventstore.FeedInfo{AggregateType: typ, AggregateCount: f.aggCount, BatchCount: f.batches, EventCount: int64(n)})
 		}
 	}
 	slices.SortFunc(out, func(a, b eventstore.FeedInfo) int { return strings.Compare(a.AggregateType, b.AggregateType) })
@@ -56,11 +56,11 @@ func (s *Storage) DeleteAggregate(ctx context.Context, aggregateType, aggregateI
 	if !ok {
 		return fmt.Errorf("aggregate %s/%s: %w", aggregateType, aggregateID, eventstore.ErrNotFound)
 	}
-	agg := s.aggList[ai]
+	agg := *s.aggList.at(int(ai))
 	// Both lists are ascending: drop the aggregate's positions in one pass.
 	f, k := agg.feed, 0
-	f.positions = slices.DeleteFunc(f.positions, func(p int64) bool {
-		if k < len(agg.events) && agg.events[k].position == p {
+	f.positions.deleteFunc(func(p *int64) bool {
+		if k < agg.events.len() && agg.events.at(k).position == *p {
 			k++
 			return true
 		}
@@ -78,28 +78,28 @@ func (s *Storage) DeleteAggregateType(ctx context.Context, aggregateType string)
 		return err
 	}
 	f := s.byType[aggregateType]
-	if f == nil || len(f.positions) == 0 {
+	if f == nil || f.positions.len() == 0 {
 		return fmt.Errorf("aggregate type %q: %w", aggregateType, eventstore.ErrNotFound)
 	}
-	for _, p := range f.positions {
-		if r := s.log[p-1]; r.agg >= 0 && s.aggList[r.agg] != nil {
+	for i := range f.positions.len() {
+		if r := *s.log.at(int(*f.positions.at(i)) - 1); r.agg >= 0 && *s.aggList.at(int(r.agg)) != nil {
 			s.drop(r.agg)
 		}
 	}
-	f.positions = nil
+	f.positions.truncate(0)
 	return nil
 }
 
 // drop deletes the aggregate at ai, except for its type's positions: its
 // events leave the log, and it leaves the index. s.mu is held.
 func (s *Storage) drop(ai int32) {
-	agg := s.aggList[ai]
-	for _, r := range agg.events {
-		s.log[r.position-1] = ref{agg: -1}
+	agg := *s.aggList.at(int(ai))
+	for i := range agg.events.len() {
+		*s.log.at(int(agg.events.at(i).position) - 1) = ref{agg: -1}
 	}
-	s.deleted += len(agg.events)
+	s.deleted += agg.events.len()
 	agg.feed.aggCount--
-	agg.feed.batches -= int64(len(agg.seqs))
+	agg.feed.batches -= int64(agg.seqs.len())
 	delete(s.aggs, aggKey{agg.typ, agg.id})
-	s.aggList[ai] = nil
+	*s.aggList.at(int(ai)) = nil
 }

@@ -1,19 +1,19 @@
 // Package memory is an in-memory eventstore.Storage for tests, examples and
 // embedding. Nothing survives the process. It is safe for concurrent use.
 //
-// Events are kept in a compact form without pointers (ids as 16 bytes,
-// types interned, data in shared append-only chunks), so that a store
-// holding millions of events costs the garbage collector almost nothing to
-// scan. Deleting aggregates removes their events from every read, but the
+// Events are kept in a compact form without pointers (ids indexed by hash
+// in tables of 8-byte slots, types interned, ids and data in shared
+// append-only chunks), so that a store holding millions of events costs
+// the garbage collector almost nothing to scan. Deleting aggregates removes their events from every read, but the
 // bytes of their data stay in the chunks until the Storage is closed.
 package memory
 
 import (
 	"context"
+	"hash/maphash"
 	"sync"
 
 	"github.com/eventkit-go/eventstore"
-	"github.com/google/uuid"
 )
 
 // Storage is the in-memory backend. The zero value is not usable; call New.
@@ -21,14 +21,16 @@ type Storage struct {
 	mu     sync.RWMutex
 	closed bool
 
-	aggs    map[aggKey]int32 // index into aggList
-	aggList []*aggregate     // nil once deleted
-	log     []ref            // global feed; log[p-1] holds position p
-	deleted int              // entries of log that are deleted
-	byType  map[string]*feed // each aggregate type that ever had events
-	types   []string         // interned event types
-	typeIdx map[string]uint32
-	arena   arena
+	aggs     map[aggKey]int32 // index into aggList
+	aggList  list[*aggregate] // nil once deleted
+	log      list[ref]        // global feed; log.at(p-1) holds position p
+	deleted  int              // entries of log that are deleted
+	byType   map[string]*feed // each aggregate type that ever had events
+	types    []string         // interned event types
+	typeIdx  map[string]uint32
+	lastType uint32 // index of the type interned last
+	arena    arena
+	seed     maphash.Seed // of the event ids' hashes
 
 	defs map[string]*definition
 }
@@ -40,23 +42,23 @@ type aggKey struct{ typ, id string }
 // feed holds the events of one aggregate type. It outlives the deletion of
 // all of them, so that FeedSequences are never reused.
 type feed struct {
-	positions []int64 // of the type's events, ascending
-	seq       int64   // the FeedSequence of the type's latest batch
-	aggCount  int64   // aggregates with events
-	batches   int64   // batches of those aggregates
+	positions list[int64] // of the type's events, ascending
+	seq       int64       // the FeedSequence of the type's latest batch
+	aggCount  int64       // aggregates with events
+	batches   int64       // batches of those aggregates
 }
 
 type aggregate struct {
 	typ, id string
 	feed    *feed // of typ
-	events  []record
-	ids     map[uuid.UUID]int32 // event id -> index in events
-	seqs    []int64             // seqs[v-1] is the FeedSequence of version v
+	index   int32 // in Storage.aggList
+	events  list[record]
+	ids     idIndex     // event id -> index in events
+	seqs    list[int64] // seqs.at(v-1) is the FeedSequence of version v
 }
 
 // record is a stored event. It holds no pointers.
 type record struct {
-	id      uuid.UUID
 	typ     uint32 // index into Storage.types
 	text    span   // the id's canonical text, the data, the encrypted data
 	encLen  uint16 // length of the encrypted data at the end of text
@@ -86,6 +88,7 @@ func New() *Storage {
 		byType:  make(map[string]*feed),
 		typeIdx: make(map[string]uint32),
 		defs:    make(map[string]*definition),
+		seed:    maphash.MakeSeed(),
 	}
 }
 
@@ -101,7 +104,7 @@ func (s *Storage) Close() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.closed = true
-	s.aggs, s.aggList, s.log, s.byType, s.defs = nil, nil, nil, nil, nil
+	s.aggs, s.aggList, s.log, s.byType, s.defs = nil, list[*aggregate]{}, list[ref]{}, nil, nil
 	s.types, s.typeIdx, s.arena = nil, nil, arena{}
 	return nil
 }
