@@ -231,6 +231,9 @@ type AppendRequest struct {
 	ExpectedVersion VersionCheck
 	// Events are the events to store, with ID, Type, Data and RecordedAt
 	// set; Version, Sequence and Position are assigned by the backend.
+	// Every ID is a UUID in its canonical lower-case 36-character form (the
+	// Store checks and normalises ids before it appends), so a backend may
+	// compare ids as bytes without parsing them again.
 	Events []Event
 }
 
