@@ -62,7 +62,7 @@ func (s *Storage) Load(ctx context.Context, q eventstore.LoadQuery) (eventstore.
 	var version int64
 	var sc scanner
 	args := []driver.NamedValue{{Ordinal: 1, Value: q.AggregateType}, {Ordinal: 2, Value: q.AggregateID}, {Ordinal: 3, Value: after}}
-	err := withRawConn(ctx, s.readDB, func(dc any) error {
+	err := s.reads.with(ctx, s.readDB, func(dc *rawConn) error {
 		if !whole {
 			tx, err := rawBegin(ctx, dc)
 			if err != nil {
@@ -132,7 +132,7 @@ func (s *Storage) ReadFeed(ctx context.Context, q eventstore.FeedQuery) (eventst
 		return eventstore.FeedPage{}, fmt.Errorf("sqlite: read feed: a feed sequence needs an aggregate type: %w", eventstore.ErrInvalid)
 	}
 	page := eventstore.FeedPage{Head: after}
-	err := withRawConn(ctx, s.readDB, func(dc any) error {
+	err := s.reads.with(ctx, s.readDB, func(dc *rawConn) error {
 		tx, err := rawBegin(ctx, dc)
 		if err != nil {
 			return err

@@ -75,6 +75,7 @@ type Storage struct {
 	writeDB *sql.DB // exactly one connection: every write is serialised
 	readDB  *sql.DB // read-only pool
 	stmts   statements
+	reads   rawConns // statements of the read paths, per read connection
 	batcher *groupcommit.Batcher[*job, eventstore.AppendResult]
 
 	closed    atomic.Bool
@@ -169,7 +170,7 @@ func (s *Storage) Close() error {
 		s.closed.Store(true)
 		s.batcher.Close()
 		s.stmts.close()
-		s.closeErr = errors.Join(s.readDB.Close(), s.writeDB.Close())
+		s.closeErr = errors.Join(s.reads.close(), s.readDB.Close(), s.writeDB.Close())
 		if s.closeErr != nil {
 			s.closeErr = fmt.Errorf("sqlite: close %s: %w", s.path, s.closeErr)
 		}

@@ -37,7 +37,7 @@ const (
 // A reader continuing after the last event it read asks for the position
 // of an event of typ: one look-up. Otherwise, unless typ has nothing after
 // after, it searches the feed sequences in halves, one index probe each.
-func typeFeedStart(ctx context.Context, dc any, typ string, after, lo int64) (int64, error) {
+func typeFeedStart(ctx context.Context, dc *rawConn, typ string, after, lo int64) (int64, error) {
 	at := int64(-1)
 	err := rawQuery(ctx, dc, typeAtQuery, []driver.NamedValue{{Ordinal: 1, Value: after}, {Ordinal: 2, Value: typ}},
 		func(r *rawRow) error {
@@ -62,11 +62,11 @@ func typeFeedStart(ctx context.Context, dc any, typ string, after, lo int64) (in
 	// with a feed sequence of at least m) is after after, or that has
 	// none (lastFS+1). The batch before m, when m > lo, holds the last
 	// event not after after and maybe some after it: start there.
-	probe, err := prepareRaw(ctx, dc, typeFirstFromQuery)
+	probe, release, err := prepareRaw(ctx, dc, typeFirstFromQuery)
 	if err != nil {
 		return 0, err
 	}
-	defer probe.Close()
+	defer release()
 	hi := lastFS + 1
 	m := lo
 	for m < hi {
@@ -94,18 +94,14 @@ type rawStmt struct {
 	dest []driver.Value
 }
 
-// prepareRaw prepares query on the driver connection dc. The caller must
-// Close the statement.
-func prepareRaw(ctx context.Context, dc any, query string) (*rawStmt, error) {
-	prep, ok := dc.(driver.ConnPrepareContext)
-	if !ok {
-		return nil, errors.New("driver connection cannot prepare with a context")
-	}
-	stmt, err := prep.PrepareContext(ctx, query)
+// prepareRaw prepares query on the driver connection rc. The caller must
+// call release when done with the statement.
+func prepareRaw(ctx context.Context, rc *rawConn, query string) (s *rawStmt, release func(), err error) {
+	stmt, release, err := rc.stmt(ctx, query)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	return &rawStmt{Stmt: stmt}, nil
+	return &rawStmt{Stmt: stmt}, release, nil
 }
 
 // int64 runs the query with args and returns the integer in the first
