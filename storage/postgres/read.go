@@ -56,6 +56,10 @@ func (s *Storage) Load(ctx context.Context, q eventstore.LoadQuery) (eventstore.
 
 // scanEvents reads rows of selectCols and closes rows.
 func scanEvents(rows pgx.Rows) ([]eventstore.Event, error) {
+	if d := (rowDecoder{}); d.checkFormats(rows) {
+		err := d.decode(rows)
+		return d.events, err
+	}
 	defer rows.Close()
 	var events []eventstore.Event
 	for rows.Next() {
@@ -76,6 +80,13 @@ func scanEvents(rows pgx.Rows) ([]eventstore.Event, error) {
 // where a row with position 0 carries only the number, and closes rows. It
 // calls head with the number of every row.
 func scanHeadEvents(rows pgx.Rows, head func(int64)) ([]eventstore.Event, error) {
+	if d := (rowDecoder{lead: 1}); d.checkFormats(rows) {
+		err := d.decode(rows)
+		for _, h := range d.lead0 {
+			head(h)
+		}
+		return d.events, err
+	}
 	defer rows.Close()
 	var events []eventstore.Event
 	for rows.Next() {

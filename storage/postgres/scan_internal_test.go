@@ -1,0 +1,126 @@
+package postgres
+
+import (
+	"context"
+	"reflect"
+	"testing"
+	"time"
+
+	"github.com/eventkit-go/eventstore"
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+)
+
+// scanWithPgx is the reference: the rows read with pgx's Scan, as before
+// rowDecoder.
+func scanWithPgx(t *testing.T, rows pgx.Rows, lead int) (heads []int64, events []eventstore.Event) {
+	t.Helper()
+	defer rows.Close()
+	for rows.Next() {
+		var e eventstore.Event
+		var data []byte
+		var h int64
+		dest := []any{&e.Position, &e.AggregateType, &e.AggregateID, &e.ID, &e.Type,
+			&data, &e.Version, &e.Sequence, &e.RecordedAt, &e.FeedSequence, &e.EncryptedData}
+		if lead == 1 {
+			dest = append([]any{&h}, dest...)
+		}
+		if err := rows.Scan(dest...); err != nil {
+			t.Fatal(err)
+		}
+		heads = append(heads, h)
+		if e.Position == 0 && lead == 1 {
+			continue
+		}
+		e.Data = data
+		e.RecordedAt = e.RecordedAt.UTC()
+		events = append(events, e)
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return heads, events
+}
+
+// TestRowDecoderMatchesScan reads the same rows with rowDecoder and with
+// pgx's Scan, for every statement that returns events, over events with
+// and without data and encrypted data, odd text and timestamps before and
+// after 2000, and checks that the decoder took its fast path.
+func TestRowDecoderMatchesScan(t *testing.T) {
+	s := openBatchTest(t)
+	ctx := context.Background()
+	times := []time.Time{
+		time.Date(1999, 12, 31, 23, 59, 59, 999999000, time.UTC),
+		time.Date(2000, 1, 1, 0, 0, 0, 1000, time.UTC),
+		time.Date(2026, 11, 23, 18, 0, 0, 123456000, time.UTC),
+	}
+	big := make([]byte, dataBlock/2) // copied on its own, not into a block
+	for i := range big {
+		big[i] = 'x'
+	}
+	big[0], big[len(big)-1] = '"', '"'
+	datas := [][]byte{nil, []byte(`{"a":"ü\u2028"}`), big, []byte(`{}`)}
+	for i := range 12 {
+		typ := []string{"order", "ördér"}[i%2]
+		n := 1 + i%3
+		events := make([]eventstore.Event, n)
+		for k := range events {
+			events[k] = eventstore.Event{ID: uuid.NewString(), Type: []string{"Placed", "Pläced"}[k%2],
+				Data: datas[(i+k)%len(datas)], RecordedAt: times[(i+k)%len(times)]}
+			if (i+k)%3 == 0 {
+				events[k].EncryptedData = "c2VjcmV0"
+			}
+		}
+		if _, err := s.Append(ctx, eventstore.AppendRequest{AggregateType: typ, AggregateID: []string{"a", "b", "c"}[i%3], Events: events}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	queries := []struct {
+		name string
+		lead int
+		sql  string
+		args []any
+	}{
+		{"load", 0, s.sql.load, []any{"order", "a"}},
+		{"loadRange", 1, s.sql.loadRange, []any{"ördér", "b", int64(1), int64(3)}},
+		{"feed", 0, s.sql.feed, []any{int64(2), 100}},
+		{"feedType", 1, s.sql.feedType, []any{int64(0), 100, "ördér"}},
+		{"feedType empty", 1, s.sql.feedType, []any{int64(1000), 100, "order"}},
+		{"feedSeq", 1, s.sql.feedSeq, []any{int64(2), 100, "order", int64(0)}},
+	}
+	for _, q := range queries {
+		t.Run(q.name, func(t *testing.T) {
+			rows, err := s.pool.Query(ctx, q.sql, q.args...)
+			if err != nil {
+				t.Fatal(err)
+			}
+			d := rowDecoder{lead: q.lead}
+			if !d.checkFormats(rows) {
+				rows.Close()
+				t.Fatalf("the decoder refused the wire formats of %s: %+v", q.name, rows.FieldDescriptions())
+			}
+			if err := d.decode(rows); err != nil {
+				t.Fatal(err)
+			}
+			rows, err = s.pool.Query(ctx, q.sql, q.args...)
+			if err != nil {
+				t.Fatal(err)
+			}
+			heads, want := scanWithPgx(t, rows, q.lead)
+			if !reflect.DeepEqual(d.events, want) {
+				t.Errorf("decoded events differ from pgx's Scan:\n got %+v\nwant %+v", d.events, want)
+			}
+			if q.lead == 1 && !reflect.DeepEqual(d.lead0, heads) {
+				t.Errorf("lead column: got %v, want %v", d.lead0, heads)
+			}
+			if q.name != "feedType empty" && len(want) == 0 {
+				t.Errorf("%s returned no event: the comparison proves nothing", q.name)
+			}
+			for i := range d.events {
+				if c := cap(d.events[i].Data); c != len(d.events[i].Data) {
+					t.Errorf("event %d: data capacity %d beyond its length %d: an append could overwrite the next event's data", i, c, len(d.events[i].Data))
+				}
+			}
+		})
+	}
+}
