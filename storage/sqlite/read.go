@@ -24,9 +24,13 @@ const (
 	// one range scan of the (aggregate_type, aggregate_id, sequence) index.
 	loadQuery = `SELECT ` + eventColumns + ` FROM events
 		WHERE aggregate_type = ? AND aggregate_id = ? AND sequence > ? ORDER BY sequence`
-	// versionQuery is an aggregate's current version.
-	versionQuery = `SELECT version FROM events
+	// versionQuery is an aggregate's current version and last sequence.
+	versionQuery = `SELECT version, sequence FROM events
 		WHERE aggregate_type = ? AND aggregate_id = ? ORDER BY sequence DESC LIMIT 1`
+	// versionAtQuery is the version of an aggregate's first event from a
+	// sequence on.
+	versionAtQuery = `SELECT version FROM events
+		WHERE aggregate_type = ? AND aggregate_id = ? AND sequence >= ? ORDER BY sequence LIMIT 1`
 	// feedQuery reads the global feed; feedTypeQuery reads that of one
 	// aggregate type, from a feed sequence on, through the
 	// (aggregate_type, feed_sequence) index: its entries end with the
@@ -69,12 +73,20 @@ func (s *Storage) Load(ctx context.Context, q eventstore.LoadQuery) (eventstore.
 				return err
 			}
 			defer tx.Rollback() // read only: nothing to commit
+			var lastSeq int64
 			err = rawQuery(ctx, dc, versionQuery, args[:2], func(r *rawRow) error {
-				version = r.int64(0)
+				version, lastSeq = r.int64(0), r.int64(1)
 				return nil
 			})
 			if err != nil || version <= after {
 				return err
+			}
+			if after > 0 {
+				from, err := firstSequenceAfter(ctx, dc, q.AggregateType, q.AggregateID, after, lastSeq)
+				if err != nil {
+					return err
+				}
+				args[2].Value = from - 1
 			}
 		}
 		err := rawQuery(ctx, dc, loadQuery, args, func(r *rawRow) error {
@@ -284,4 +296,43 @@ func (sc *scanner) event(r *rawRow) eventstore.Event {
 		e.AggregateID = sc.intern(r.string(10))
 	}
 	return e
+}
+
+// firstSequenceAfter returns the sequence of the first event of an
+// aggregate whose version is above after, given that its last event (at
+// lastSeq) is. A version's events take sequences at least as high as the
+// version, so the answer lies in [after+1, lastSeq]: with one event per
+// save it is after+1, one probe; otherwise the range is halved, one index
+// probe each, so that a load of the last versions of a long aggregate saved
+// in batches does not scan its history.
+func firstSequenceAfter(ctx context.Context, dc *rawConn, typ, id string, after, lastSeq int64) (int64, error) {
+	probe, release, err := prepareRaw(ctx, dc, versionAtQuery)
+	if err != nil {
+		return 0, err
+	}
+	defer release()
+	args := []driver.NamedValue{{Ordinal: 1, Value: typ}, {Ordinal: 2, Value: id}, {Ordinal: 3}}
+	versionAt := func(seq int64) (int64, error) {
+		args[2].Value = seq
+		v, _, err := probe.int64(ctx, args)
+		return v, err
+	}
+	lo, hi := after+1, lastSeq
+	if v, err := versionAt(lo); err != nil || v > after {
+		return lo, err
+	}
+	lo++ // lo's version is not above after
+	for lo < hi {
+		mid := lo + (hi-lo)/2
+		v, err := versionAt(mid)
+		if err != nil {
+			return 0, err
+		}
+		if v > after {
+			hi = mid
+		} else {
+			lo = mid + 1
+		}
+	}
+	return lo, nil
 }
