@@ -39,7 +39,7 @@ func (s *Storage) Load(ctx context.Context, q eventstore.LoadQuery) (eventstore.
 	if q.Limit > 0 && after <= upTo-q.Limit {
 		upTo = after + q.Limit
 	}
-	rows, err := s.pool.Query(ctx, s.sql.loadRange, q.AggregateType, q.AggregateID, after, upTo)
+	rows, err := s.pool.Query(ctx, s.sql.loadRange, q.AggregateType, q.AggregateID, after, upTo, q.Limit <= 0)
 	if err != nil {
 		return eventstore.Aggregate{}, s.fail(ctx, "load", err)
 	}

@@ -82,7 +82,8 @@ func TestRowDecoderMatchesScan(t *testing.T) {
 		args []any
 	}{
 		{"load", 0, s.sql.load, []any{"order", "a"}},
-		{"loadRange", 1, s.sql.loadRange, []any{"ördér", "b", int64(1), int64(3)}},
+		{"loadRange", 1, s.sql.loadRange, []any{"ördér", "b", int64(1), int64(3), false}},
+		{"loadRange to the end", 1, s.sql.loadRange, []any{"ördér", "b", int64(1), int64(1<<63 - 1), true}},
 		{"feed", 0, s.sql.feed, []any{int64(2), 100}},
 		{"feedType", 1, s.sql.feedType, []any{int64(0), 100, "ördér"}},
 		{"feedType empty", 1, s.sql.feedType, []any{int64(1000), 100, "order"}},

@@ -378,7 +378,15 @@ SELECT 2, 1, version, position, event_id FROM stored`),
 WHERE aggregate_type = $1 AND aggregate_id = $2 ORDER BY sequence`),
 		// loadRange reads the versions in ($3, $4] of an aggregate with its
 		// current version, in one snapshot. A row with position 0 stands
-		// for no event; no row at all for no aggregate.
+		// for no event; no row at all for no aggregate. The scan of the
+		// aggregate's sequence index starts after the last event of version
+		// $3 when $5 (a read to the end, such as a writer catching up after
+		// a conflict: found by scanning back from the end, over no more
+		// entries than it returns), else after sequence $3 (a version's
+		// events have sequences at least as high as the version) and up to
+		// the first event of a version after $4 (found by scanning forward
+		// from there), so a page of a long aggregate neither starts at its
+		// first event nor runs to its last.
 		loadRange: q(`
 SELECT c.version, coalesce(e.position, 0), coalesce(e.aggregate_type, ''), coalesce(e.aggregate_id, ''),
        coalesce(e.event_id, ''), coalesce(e.event_type, ''), e.data, coalesce(e.version, 0),
@@ -391,6 +399,14 @@ FROM (
 LEFT JOIN LATERAL (
 	SELECT * FROM {{schema}}.events
 	WHERE aggregate_type = $1 AND aggregate_id = $2 AND version > $3 AND version <= $4
+	  AND sequence > (CASE WHEN $5::boolean THEN coalesce((
+		SELECT sequence FROM {{schema}}.events
+		WHERE aggregate_type = $1 AND aggregate_id = $2 AND version <= $3
+		ORDER BY sequence DESC LIMIT 1), 0) ELSE $3::bigint END)
+	  AND sequence < (CASE WHEN $5::boolean THEN 9223372036854775807 ELSE coalesce((
+		SELECT sequence FROM {{schema}}.events
+		WHERE aggregate_type = $1 AND aggregate_id = $2 AND sequence > $3::bigint AND version > $4
+		ORDER BY sequence LIMIT 1), 9223372036854775807) END)
 	ORDER BY sequence
 ) e ON true
 ORDER BY e.sequence`),

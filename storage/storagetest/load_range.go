@@ -2,6 +2,8 @@ package storagetest
 
 import (
 	"errors"
+	"fmt"
+	"math/rand/v2"
 	"testing"
 
 	"github.com/eventkit-go/eventstore"
@@ -10,6 +12,7 @@ import (
 func loadRangeCases() []testCase {
 	return []testCase{
 		{"LoadRange", "Load returns the events of versions (AfterVersion, AfterVersion+Limit] (all later ones when Limit is 0) with their stored fields; Aggregate.Version is always the current version; a range past it has no events; an unknown aggregate is ErrNotFound", testLoadRange},
+		{"LoadRangeEveryVersion", "on aggregates saved in batches of 1 to 12 events and one event at a time, every range (AfterVersion, AfterVersion+Limit] returns exactly the events of those versions, in order", testLoadRangeEveryVersion},
 	}
 }
 
@@ -70,6 +73,44 @@ func testLoadRange(t *testing.T, h *harness) {
 	} {
 		if agg, err := h.s.Load(ctx, q); !errors.Is(err, eventstore.ErrNotFound) {
 			t.Errorf("Load %+v of an aggregate without events must wrap ErrNotFound, got %v (%d events)", q, err, len(agg.Events))
+		}
+	}
+}
+
+func testLoadRangeEveryVersion(t *testing.T, h *harness) {
+	ctx := t.Context()
+	rng := rand.New(rand.NewPCG(3, 4))
+	for _, agg := range []struct {
+		id       string
+		maxBatch int
+	}{{"batched", 12}, {"single", 1}} {
+		for range 30 {
+			mustSave(t, h, "ledger", agg.id, evs("Booked", 1+rng.IntN(agg.maxBatch)), nil)
+		}
+		whole, err := h.s.Load(ctx, eventstore.LoadQuery{AggregateType: "ledger", AggregateID: agg.id})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for after := int64(0); after <= whole.Version+1; after++ {
+			for _, limit := range []int64{0, 1, 3, 1000} {
+				got, err := h.s.Load(ctx, eventstore.LoadQuery{AggregateType: "ledger", AggregateID: agg.id, AfterVersion: after, Limit: limit})
+				if err != nil {
+					t.Fatal(err)
+				}
+				var want, ids []string
+				for _, e := range whole.Events {
+					if e.Version > after && (limit == 0 || e.Version <= after+limit) {
+						want = append(want, e.ID)
+					}
+				}
+				for _, e := range got.Events {
+					ids = append(ids, e.ID)
+				}
+				if fmt.Sprint(ids) != fmt.Sprint(want) || got.Version != whole.Version {
+					t.Fatalf("%s after %d limit %d: got %d events %v at version %d, want %d events %v at %d",
+						agg.id, after, limit, len(ids), ids, got.Version, len(want), want, whole.Version)
+				}
+			}
 		}
 	}
 }
