@@ -1,0 +1,243 @@
+package eventstore
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+)
+
+// Create validates d and stores it. A definition created after events exist
+// is built from the whole history of its feed. The name is unique: creating
+// it again fails with ErrConflict, even with the same content (Put creates
+// or replaces). Invalid definitions fail with a *ValidationError naming
+// each bad field.
+func (p *Projector) Create(ctx context.Context, d Definition) error {
+	c, err := compile(d)
+	if err != nil {
+		return err
+	}
+	if err := p.checkOpen("create projection", d.Name); err != nil {
+		return err
+	}
+	if err := p.checkCount(ctx); err != nil {
+		return err
+	}
+	if err := p.storage.CreateDefinition(ctx, p.record(d.Name, c)); err != nil {
+		return fmt.Errorf("create projection %q: %w", d.Name, err)
+	}
+	p.wake()
+	return nil
+}
+
+// PutResult says what Projector.Put did.
+type PutResult uint8
+
+// Outcomes of Put.
+const (
+	// Created: there was no definition of that name.
+	Created PutResult = iota + 1
+	// Unchanged: the stored definition is the same.
+	Unchanged
+	// Replacing: a different definition is being rebuilt from history; it
+	// replaces the current one once it has caught up (Run, CatchUp or Sync
+	// builds it), and queries answer from the current one until then.
+	Replacing
+)
+
+// Put creates the definition, or replaces the one of the same name. A
+// replacement is rebuilt from the whole history while queries keep
+// answering from the current definition; it takes over in one step once it
+// has caught up. Putting an identical definition changes nothing, so a
+// program may call Put at every start.
+func (p *Projector) Put(ctx context.Context, d Definition) (PutResult, error) {
+	c, err := compile(d)
+	if err != nil {
+		return 0, err
+	}
+	if err := p.checkOpen("put projection", d.Name); err != nil {
+		return 0, err
+	}
+	rec, err := p.storage.Definition(ctx, d.Name)
+	switch {
+	case errors.Is(err, ErrNotFound):
+		if err := p.Create(ctx, d); err != nil {
+			return 0, err
+		}
+		return Created, nil
+	case err != nil:
+		return 0, fmt.Errorf("put projection %q: %w", d.Name, err)
+	}
+	shadow := d.Name + replacementSuffix
+	if sameSpec(rec.Spec, c.spec) {
+		// Back to the current definition: drop a pending replacement.
+		if err := p.storage.DeleteDefinition(ctx, shadow); err != nil && !errors.Is(err, ErrNotFound) {
+			return 0, fmt.Errorf("put projection %q: %w", d.Name, err)
+		}
+		p.forget(shadow)
+		return Unchanged, nil
+	}
+	if pending, err := p.storage.Definition(ctx, shadow); err == nil && sameSpec(pending.Spec, c.spec) {
+		return Replacing, nil
+	}
+	if err := p.storage.DeleteDefinition(ctx, shadow); err != nil && !errors.Is(err, ErrNotFound) {
+		return 0, fmt.Errorf("put projection %q: %w", d.Name, err)
+	}
+	p.forget(shadow)
+	if err := p.storage.CreateDefinition(ctx, p.record(shadow, c)); err != nil {
+		return 0, fmt.Errorf("put projection %q: %w", d.Name, err)
+	}
+	p.wake()
+	return Replacing, nil
+}
+
+// sameSpec reports whether a stored spec compiles to the canonical spec.
+func sameSpec(stored, canonical []byte) bool {
+	if string(stored) == string(canonical) {
+		return true
+	}
+	var d Definition
+	if json.Unmarshal(stored, &d) != nil {
+		return false
+	}
+	c, err := compile(d)
+	return err == nil && string(c.spec) == string(canonical)
+}
+
+func (p *Projector) record(name string, c *compiled) DefinitionRecord {
+	return DefinitionRecord{Name: name, Spec: c.spec, CreatedAt: p.store.now().UTC().Truncate(time.Microsecond)}
+}
+
+func (p *Projector) checkOpen(op, name string) error {
+	if p.store.closed.Load() {
+		return fmt.Errorf("%s %q: %w", op, name, ErrClosed)
+	}
+	return nil
+}
+
+// checkCount refuses a definition beyond MaxDefinitions.
+func (p *Projector) checkCount(ctx context.Context) error {
+	recs, err := p.storage.Definitions(ctx)
+	if err != nil {
+		return fmt.Errorf("projections: %w", err)
+	}
+	n := 0
+	for _, r := range recs {
+		if !strings.HasSuffix(r.Name, replacementSuffix) {
+			n++
+		}
+	}
+	if n >= p.maxDefs {
+		return &ValidationError{Op: "projection definition", Fields: []FieldError{{Field: "projectionName", Message: fmt.Sprintf("at most %d projection definitions are allowed", p.maxDefs)}}}
+	}
+	return nil
+}
+
+// Delete removes the projection named name with its instances, and a
+// pending replacement. The name can be used again.
+func (p *Projector) Delete(ctx context.Context, name string) error {
+	if err := checkProjectionName(name); err != nil {
+		return err
+	}
+	if err := p.checkOpen("delete projection", name); err != nil {
+		return err
+	}
+	pr := p.cached(name)
+	if pr != nil {
+		pr.mu.Lock()
+		defer pr.mu.Unlock()
+	}
+	err := p.storage.DeleteDefinition(ctx, name)
+	if err2 := p.storage.DeleteDefinition(ctx, name+replacementSuffix); err2 != nil && !errors.Is(err2, ErrNotFound) && err == nil {
+		err = err2
+	}
+	p.forget(name)
+	p.forget(name + replacementSuffix)
+	if err != nil {
+		return wrapNotFound(fmt.Sprintf("projection %q", name), err)
+	}
+	return nil
+}
+
+// Reset drops every instance of the projection named name and rebuilds it
+// from the start of the feed (on the next query, Sync, CatchUp or Run).
+func (p *Projector) Reset(ctx context.Context, name string) error {
+	pr, err := p.lookup(ctx, name)
+	if err != nil {
+		return err
+	}
+	pr.mu.Lock()
+	defer pr.mu.Unlock()
+	if err := p.storage.ResetProjection(ctx, name); err != nil {
+		return wrapNotFound(fmt.Sprintf("projection %q", name), err)
+	}
+	pr.checkpoint.Store(0)
+	p.wake()
+	return nil
+}
+
+func checkProjectionName(name string) error {
+	if msg := nameProblem(name); msg != "" {
+		return &ValidationError{Op: "projection", Fields: []FieldError{{Field: "projectionName", Message: msg}}}
+	}
+	return nil
+}
+
+// Definition returns the definition of the projection named name, or an
+// error wrapping ErrNotFound. It is the definition last given to Put or
+// Create: while a replacement is being rebuilt (Status reports Rebuilding)
+// it returns the replacement, although queries still answer from the
+// definition it replaces until it has caught up.
+func (p *Projector) Definition(ctx context.Context, name string) (Definition, error) {
+	pr, err := p.lookup(ctx, name)
+	if err != nil {
+		return Definition{}, err
+	}
+	next, err := p.storage.Definition(ctx, name+replacementSuffix)
+	switch {
+	case errors.Is(err, ErrNotFound):
+		return pr.c.Load().def, nil
+	case err != nil:
+		return Definition{}, fmt.Errorf("projection %q: %w", name, err)
+	}
+	c, err := decodeStored(next)
+	if err != nil {
+		return Definition{}, err
+	}
+	c.def.Name = name
+	return c.def, nil
+}
+
+// Definitions returns every definition, ordered by name, as Definition
+// returns them: a replacement being rebuilt is listed in the place of the
+// definition it replaces.
+func (p *Projector) Definitions(ctx context.Context) ([]Definition, error) {
+	recs, err := p.storage.Definitions(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("projections: %w", err)
+	}
+	pending := make(map[string]DefinitionRecord)
+	for _, rec := range recs {
+		if base, ok := strings.CutSuffix(rec.Name, replacementSuffix); ok {
+			pending[base] = rec
+		}
+	}
+	out := make([]Definition, 0, len(recs))
+	for _, rec := range recs {
+		if strings.HasSuffix(rec.Name, replacementSuffix) {
+			continue
+		}
+		if next, ok := pending[rec.Name]; ok {
+			rec = next
+		}
+		c, err := decodeStored(rec)
+		if err != nil {
+			return nil, err
+		}
+		c.def.Name = strings.TrimSuffix(rec.Name, replacementSuffix)
+		out = append(out, c.def)
+	}
+	return out, nil
+}

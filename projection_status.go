@@ -1,0 +1,82 @@
+package eventstore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+)
+
+// Status returns the definition, progress, instance count and recent
+// errors of the projection named name, or an error wrapping ErrNotFound.
+func (p *Projector) Status(ctx context.Context, name string) (Status, error) {
+	if err := checkProjectionName(name); err != nil {
+		return Status{}, err
+	}
+	rec, err := p.storage.Definition(ctx, name)
+	if err != nil {
+		return Status{}, wrapNotFound(fmt.Sprintf("projection %q", name), err)
+	}
+	var next *DefinitionRecord
+	switch r, err := p.storage.Definition(ctx, name+replacementSuffix); {
+	case err == nil:
+		next = &r
+	case !errors.Is(err, ErrNotFound):
+		return Status{}, fmt.Errorf("projection %q: %w", name, err)
+	}
+	head, err := p.storage.FeedHead(ctx, "")
+	if err != nil {
+		return Status{}, fmt.Errorf("projection %q: %w", name, err)
+	}
+	return p.status(ctx, rec, next, head)
+}
+
+// status completes the Status of rec, whose replacement being rebuilt is
+// next (nil for none), with the feed's head.
+func (p *Projector) status(ctx context.Context, rec DefinitionRecord, next *DefinitionRecord, head int64) (Status, error) {
+	c, err := decodeStored(rec)
+	if err != nil {
+		return Status{}, err
+	}
+	st := Status{Definition: c.def, Checkpoint: rec.Checkpoint, Head: head, Errors: rec.Errors}
+	list, err := p.storage.ListProjections(ctx, ProjectionQuery{Name: rec.Name})
+	if err != nil {
+		return Status{}, fmt.Errorf("projection %q: %w", rec.Name, err)
+	}
+	st.Instances = list.Total
+	if next != nil {
+		st.Rebuilding, st.RebuildCheckpoint = true, next.Checkpoint
+	}
+	return st, nil
+}
+
+// Overview returns the Status of every projection, ordered by name. It
+// reads the definitions and the feed's head once for all of them.
+func (p *Projector) Overview(ctx context.Context) ([]Status, error) {
+	recs, err := p.storage.Definitions(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("projections: %w", err)
+	}
+	head, err := p.storage.FeedHead(ctx, "")
+	if err != nil {
+		return nil, fmt.Errorf("projections: %w", err)
+	}
+	replacements := make(map[string]*DefinitionRecord)
+	for i := range recs {
+		if name, ok := strings.CutSuffix(recs[i].Name, replacementSuffix); ok {
+			replacements[name] = &recs[i]
+		}
+	}
+	out := make([]Status, 0, len(recs)-len(replacements))
+	for _, rec := range recs {
+		if strings.HasSuffix(rec.Name, replacementSuffix) {
+			continue
+		}
+		st, err := p.status(ctx, rec, replacements[rec.Name], head)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, st)
+	}
+	return out, nil
+}
