@@ -149,8 +149,8 @@ func (b *bodyWriter) fail(err error) {
 }
 
 // chunker sizes the successive reads of a streamed answer so that one
-// read holds about a response buffer of event data. It starts with one
-// version or entry, as their sizes are unknown, grows fourfold while a
+// read holds about a response buffer of event data. It starts with first
+// versions or entries, as their sizes are unknown, grows fourfold while a
 // read holds less than a quarter of the buffer and halves after one above
 // it: a small answer takes a few reads, a large one never holds much more
 // than the buffer (a single version or entry may be as large as a
@@ -159,7 +159,18 @@ type chunker struct {
 	n, limit int64
 }
 
-func newChunker(limit int) chunker { return chunker{n: 1, limit: int64(limit)} }
+// First reads: a load starts with one version, as Store.LoadRange reads
+// exactly the versions asked for. A feed starts with 64 entries: whatever
+// the limit, Store.ReadFeed reads at least 64 events from the storage per
+// read, so a first read of one entry had the same worst case (64 events,
+// each as large as a request body) and only cost more reads (a 1,000-entry
+// page took six).
+const (
+	firstLoadChunk = 1
+	firstFeedChunk = 64
+)
+
+func newChunker(limit int, first int64) chunker { return chunker{n: first, limit: int64(limit)} }
 
 func (c *chunker) next(remaining int64) int64 { return max(1, min(c.n, remaining)) }
 
@@ -185,7 +196,7 @@ func eventBytes(events []eventstore.Event) int {
 // reading them from the store a part at a time.
 func (h *handler) streamLoad(w http.ResponseWriter, r *http.Request, typ, id string, since, limit int64) {
 	b := h.newBodyWriter(w, r)
-	c := newChunker(h.maxResponse)
+	c := newChunker(h.maxResponse, firstLoadChunk)
 	at, done, more := since, int64(0), false
 	first := true
 	for first || more && done < limit {
@@ -235,7 +246,7 @@ func (h *handler) streamLoad(w http.ResponseWriter, r *http.Request, typ, id str
 func (h *handler) streamFeed(w http.ResponseWriter, r *http.Request, typ string, since int64, opts eventstore.FeedOptions) {
 	b := h.newBodyWriter(w, r)
 	limit := int64(opts.Limit)
-	c := newChunker(h.maxResponse)
+	c := newChunker(h.maxResponse, firstFeedChunk)
 	var done, events int64
 	var res eventstore.FeedResult
 	for first := true; ; first = false {
