@@ -191,18 +191,24 @@ func checkProjectionName(name string) error {
 // it returns the replacement, although queries still answer from the
 // definition it replaces until it has caught up.
 func (p *Projector) Definition(ctx context.Context, name string) (Definition, error) {
-	pr, err := p.lookup(ctx, name)
-	if err != nil {
+	if err := checkProjectionName(name); err != nil {
 		return Definition{}, err
 	}
-	next, err := p.storage.Definition(ctx, name+replacementSuffix)
-	switch {
-	case errors.Is(err, ErrNotFound):
-		return pr.c.Load().def, nil
-	case err != nil:
-		return Definition{}, fmt.Errorf("projection %q: %w", name, err)
+	if err := p.checkOpen("projection", name); err != nil {
+		return Definition{}, err
 	}
-	c, err := decodeStored(next)
+	// The replacement first: once it is swapped in it is gone under its
+	// own name and found under name, so this order never misses it. The
+	// stored records are read, not this Projector's compiled copy, which
+	// lags a swap until the projection next catches up.
+	rec, err := p.storage.Definition(ctx, name+replacementSuffix)
+	if errors.Is(err, ErrNotFound) {
+		rec, err = p.storage.Definition(ctx, name)
+	}
+	if err != nil {
+		return Definition{}, wrapNotFound(fmt.Sprintf("projection %q", name), err)
+	}
+	c, err := decodeStored(rec)
 	if err != nil {
 		return Definition{}, err
 	}

@@ -73,6 +73,35 @@ func TestPutCreatesReplacesAndIsIdempotent(t *testing.T) {
 	assert.Len(t, defs, 1, "a replacement is not listed on its own")
 }
 
+// TestDefinitionAfterAnotherProjectorSwapped: a Projector that has the
+// old definition cached answers Definition with the one another Projector
+// (another process) put and swapped in, not with its stale copy.
+func TestDefinitionAfterAnotherProjectorSwapped(t *testing.T) {
+	ctx := context.Background()
+	st, p1 := newProjector(t)
+	p2 := eventstore.NewProjector(st, nil)
+	save(t, st, "order", "o1", pev(1, "Placed", `{"total":5}`))
+	_, err := p1.Put(ctx, countDef("n", eventstore.Function{Function: "inc", TargetSelector: "$.projection.count"}))
+	require.NoError(t, err)
+	_, err = p1.Single(ctx, "n", "o1") // p1 now has the first definition compiled and cached
+	require.NoError(t, err)
+
+	res, err := p2.Put(ctx, countDef("n", eventstore.Function{Function: "add", TargetSelector: "$.projection.sum", EventSelector: "$.event.total"}))
+	require.NoError(t, err)
+	require.Equal(t, eventstore.Replacing, res)
+	got, err := p1.Definition(ctx, "n")
+	require.NoError(t, err)
+	assert.Equal(t, "add", got.Handlers[0].Functions[0].Function, "while the replacement rebuilds")
+	require.NoError(t, p2.Sync(ctx, "n")) // builds the replacement and swaps it in
+	got, err = p1.Definition(ctx, "n")
+	require.NoError(t, err)
+	assert.Equal(t, "add", got.Handlers[0].Functions[0].Function, "after another Projector swapped it in")
+	defs, err := p1.Definitions(ctx)
+	require.NoError(t, err)
+	require.Len(t, defs, 1)
+	assert.Equal(t, "add", defs[0].Handlers[0].Functions[0].Function)
+}
+
 func TestReplaceKeepsAnsweringUnderRun(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
