@@ -4,9 +4,9 @@ import (
 	"bytes"
 	"encoding/json"
 	"strconv"
-	"unicode/utf8"
 
 	"github.com/eventkit-go/eventstore"
+	"github.com/eventkit-go/eventstore/internal/jsonenc"
 )
 
 // The append functions below write the bodies of loads and feeds without
@@ -15,72 +15,9 @@ import (
 // eventJSON and feedEntryJSON (minus its newline), which the tests and
 // the fuzz test compare.
 
-// hexDigits are the digits of \u escapes, lower case as encoding/json's.
-const hexDigits = "0123456789abcdef"
-
-// plainASCII marks the bytes below utf8.RuneSelf that a JSON string holds
-// unescaped when HTML escaping is off: every printable byte but '"' and
-// '\\'.
-var plainASCII = func() (t [utf8.RuneSelf]bool) {
-	for c := 0x20; c < utf8.RuneSelf; c++ {
-		t[c] = c != '"' && c != '\\'
-	}
-	return t
-}()
-
-// appendJSONString appends s as a JSON string exactly as encoding/json
-// does with HTML escaping off: '"', '\\' and control bytes escaped (\b,
-// \f, \n, \r, \t short, others as \u00XX), U+2028 and U+2029 as \u2028
-// and \u2029, each byte of invalid UTF-8 as \ufffd.
-func appendJSONString(dst []byte, s string) []byte {
-	dst = append(dst, '"')
-	start := 0
-	for i := 0; i < len(s); {
-		c := s[i]
-		if c < utf8.RuneSelf {
-			if plainASCII[c] {
-				i++
-				continue
-			}
-			dst = append(dst, s[start:i]...)
-			switch c {
-			case '\\', '"':
-				dst = append(dst, '\\', c)
-			case '\b':
-				dst = append(dst, '\\', 'b')
-			case '\f':
-				dst = append(dst, '\\', 'f')
-			case '\n':
-				dst = append(dst, '\\', 'n')
-			case '\r':
-				dst = append(dst, '\\', 'r')
-			case '\t':
-				dst = append(dst, '\\', 't')
-			default:
-				dst = append(dst, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xF])
-			}
-			i++
-			start = i
-			continue
-		}
-		r, size := utf8.DecodeRuneInString(s[i:])
-		switch {
-		case r == utf8.RuneError && size == 1:
-			dst = append(dst, s[start:i]...)
-			dst = append(dst, `\ufffd`...)
-		case r == '\u2028' || r == '\u2029':
-			dst = append(dst, s[start:i]...)
-			dst = append(dst, '\\', 'u', '2', '0', '2', hexDigits[r&0xF])
-		default:
-			i += size
-			continue
-		}
-		i += size
-		start = i
-	}
-	dst = append(dst, s[start:]...)
-	return append(dst, '"')
-}
+// appendJSONString appends s as a JSON string, as encoding/json does
+// with HTML escaping off.
+func appendJSONString(dst []byte, s string) []byte { return jsonenc.AppendString(dst, s) }
 
 // appendRawJSON appends JSON text as encoding/json encodes a
 // json.RawMessage with HTML escaping off: compacted, every other byte
