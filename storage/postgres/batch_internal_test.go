@@ -27,7 +27,7 @@ func openBatchTest(t *testing.T) *Storage {
 
 // openBatchTestSchema is openBatchTest, also returning the quoted schema
 // name, for tests that look at the tables.
-func openBatchTestSchema(t *testing.T) (*Storage, string) {
+func openBatchTestSchema(t testing.TB) (*Storage, string) {
 	t.Helper()
 	url := os.Getenv("EVENTSTORE_POSTGRES_URL")
 	if url == "" {

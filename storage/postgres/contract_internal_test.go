@@ -69,6 +69,8 @@ func TestAppendAllOneTransaction(t *testing.T) {
 	}{
 		"conflict":             {[]eventstore.AppendRequest{request("x", -1, a), request("v", 0, batchEvent("C")), request("y", 0, batchEvent("C"))}, 2, eventstore.ErrConflict},
 		"bad input":            {[]eventstore.AppendRequest{request("v", 0, batchEvent("C")), request("u", 0, batchEvent("Bad\x00"))}, 1, eventstore.ErrInvalid},
+		"lone conflict":        {[]eventstore.AppendRequest{request("x", 5, batchEvent("C"))}, 0, eventstore.ErrConflict},
+		"lone conflict, two":   {[]eventstore.AppendRequest{request("x", 5, batchEvent("C"), batchEvent("D"))}, 0, eventstore.ErrConflict},
 		"same aggregate twice": {[]eventstore.AppendRequest{request("v", 0, batchEvent("C")), request("v", -1, batchEvent("D"))}, 1, eventstore.ErrInvalid},
 	} {
 		_, err := s.AppendAll(ctx, c.reqs)

@@ -142,7 +142,7 @@ func contains(list []string, s string) bool {
 }
 
 // runGroup appends reqs with one appendGroup statement per round (see
-// rounds; appendOne for a round of one request), sent after the append lock as one pipeline, which the server
+// rounds; appendOne for a round of one request, appendSingle for one of one event), sent after the append lock as one pipeline, which the server
 // runs as one implicit transaction, committed at its end. appendGroup
 // decides every request itself, conflicts included, without failing, so
 // that a contended aggregate costs no error, no savepoint and no extra
@@ -160,6 +160,17 @@ func (s *Storage) runGroup(ctx context.Context, conn *pgxpool.Conn, reqs []event
 	b := &pgx.Batch{}
 	b.Queue("SELECT pg_advisory_xact_lock($1)", s.appendKey)
 	for _, round := range rs {
+		if len(round) == 1 && len(reqs[round[0]].Events) == 1 {
+			i := round[0]
+			r, a := &reqs[i], &args[i]
+			var enc *string
+			if a.enc != nil {
+				enc = &a.enc[0]
+			}
+			b.Queue(s.sql.appendSingle, r.AggregateType, r.AggregateID, a.expected, a.ids[0], a.types[0], a.data[0], a.times[0], enc,
+				strict, doomed[i])
+			continue
+		}
 		if len(round) == 1 {
 			i := round[0]
 			r, a := &reqs[i], &args[i]

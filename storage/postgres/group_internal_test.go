@@ -196,3 +196,50 @@ func TestRunBatchGroupDecides(t *testing.T) {
 		prev = e.FeedSequence
 	}
 }
+
+// TestRunBatchLoneRequests checks the outcomes of batches of one request,
+// which appendSingle decides for one event and appendOne for several:
+// written, refused for its version, retries of a stored save (whatever
+// version they expect), ids stored in part, and encrypted data kept.
+func TestRunBatchLoneRequests(t *testing.T) {
+	s, _ := openBatchTestSchema(t)
+	ctx := context.Background()
+	first, second := batchEvent("A"), batchEvent("B")
+	secret := batchEvent("S")
+	secret.EncryptedData = "sealed"
+	pair := []eventstore.Event{batchEvent("C"), batchEvent("D")}
+	for _, c := range []struct {
+		name string
+		req  eventstore.AppendRequest
+		want appendResult
+	}{
+		{"first", request("x", 0, first), ok(1, 1)},
+		{"no expectation", request("x", -1, second), ok(2, 2)},
+		{"stale version", request("x", 1, batchEvent("B")), appendResult{Err: eventstore.ErrConflict}},
+		{"retry of the first save", request("x", 0, first), appendResult{Value: eventstore.AppendResult{Version: 1, Position: 1, Duplicate: true}}},
+		{"stored id, other version", request("x", 2, first), appendResult{Value: eventstore.AppendResult{Version: 1, Position: 1, Duplicate: true}}},
+		{"stored id among new ones", request("x", 2, batchEvent("B"), first), appendResult{Err: eventstore.ErrConflict}},
+		{"encrypted", request("y", 0, secret), ok(1, 3)},
+		{"two events", request("x", 2, pair...), ok(3, 5)},
+		{"retry of two events", request("x", 2, pair...), appendResult{Value: eventstore.AppendResult{Version: 3, Position: 5, Duplicate: true}}},
+		{"two events, stale", request("x", 2, batchEvent("E"), batchEvent("F")), appendResult{Err: eventstore.ErrConflict}},
+		{"after two events", request("y", 1, batchEvent("G")), ok(2, 6)},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			checkResults(t, s.runBatch(ctx, []eventstore.AppendRequest{c.req}), []appendResult{c.want})
+		})
+	}
+	page, err := s.ReadFeed(ctx, eventstore.FeedQuery{Limit: 100})
+	if err != nil || len(page.Events) != 6 || page.Head != 6 {
+		t.Fatalf("feed holds %d events up to %d (%v), want 6", len(page.Events), page.Head, err)
+	}
+	wantSeq := []int64{1, 2, 3, 4, 4, 5} // every batch is of type t
+	for i, e := range page.Events {
+		if e.Position != int64(i+1) || e.FeedSequence != wantSeq[i] {
+			t.Errorf("feed event %d: position %d, FeedSequence %d; want %d, %d", i, e.Position, e.FeedSequence, i+1, wantSeq[i])
+		}
+	}
+	if page.Events[2].EncryptedData != "sealed" || page.Events[0].EncryptedData != "" {
+		t.Errorf("encrypted data %q and %q, want sealed and none", page.Events[2].EncryptedData, page.Events[0].EncryptedData)
+	}
+}
