@@ -63,7 +63,8 @@ type Storage interface {
 	// order, restricted to the versions in (q.AfterVersion,
 	// q.AfterVersion+q.Limit] (all versions after q.AfterVersion when
 	// q.Limit is 0). Aggregate.Version is always the aggregate's current
-	// version, whatever the range; a range past it returns no events. It
+	// version, whatever the range; a range past it returns no events;
+	// q.MaxBytes may end the range early, after a whole version. It
 	// returns an error wrapping ErrNotFound when the aggregate has no
 	// events.
 	Load(ctx context.Context, q LoadQuery) (Aggregate, error)
@@ -81,7 +82,7 @@ type Storage interface {
 	// committed yet). FeedPage.Head says how far the read got; reading again
 	// with After = Head continues exactly where this read stopped. The
 	// events of one batch have consecutive positions; a page may end in the
-	// middle of a batch (Limit counts events).
+	// middle of a batch (Limit and MaxBytes count events).
 	ReadFeed(ctx context.Context, q FeedQuery) (FeedPage, error)
 
 	// FeedHead returns the FeedSequence of the latest batch of the
@@ -211,6 +212,20 @@ type LoadQuery struct {
 	AfterVersion int64
 	// Limit, when positive, caps the number of versions (saves) returned.
 	Limit int64
+	// MaxBytes, when positive, also caps the size of the answer: the
+	// backend stops after the first version with which the events
+	// returned reach MaxBytes (counted by EventBytes). Versions are never
+	// split, and at least one is returned when the range holds any,
+	// however large. Aggregate.Version tells the caller whether versions
+	// after the returned ones exist.
+	MaxBytes int64
+}
+
+// EventBytes is the size of an event as LoadQuery.MaxBytes and
+// FeedQuery.MaxBytes count it: the length of its Data and EncryptedData,
+// which are all of its size that callers control beyond fixed bounds.
+func EventBytes(e *Event) int64 {
+	return int64(len(e.Data) + len(e.EncryptedData))
 }
 
 // FeedInfo describes one aggregate type's feed.
@@ -262,6 +277,12 @@ type FeedQuery struct {
 	// when also positive, still applies, so a reader may page on with
 	// After = Head.
 	AfterFeedSequence int64
+	// MaxBytes, when positive, also caps the size of the page: the backend
+	// stops after the first event with which the events returned reach
+	// MaxBytes (counted by EventBytes), and sets FeedPage.Truncated when it
+	// stopped there while more events were visible. At least one event is
+	// returned when any is visible, however large.
+	MaxBytes int64
 }
 
 // FeedPage is the result of Storage.ReadFeed.
@@ -275,6 +296,11 @@ type FeedPage struct {
 	// the last returned event up to the highest visible position, so that a
 	// reader of a quiet feed keeps up with the store.
 	Head int64
+	// Truncated reports that the page ended at FeedQuery.MaxBytes before
+	// Limit while events after it may be visible: a page shorter than
+	// Limit is then not the end of the feed. Head is the last event's
+	// Position.
+	Truncated bool
 }
 
 // DefinitionRecord is a projection definition as a Storage keeps it.

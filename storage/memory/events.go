@@ -192,6 +192,7 @@ func (s *Storage) Load(ctx context.Context, q eventstore.LoadQuery) (eventstore.
 	for i := range refs {
 		refs[i] = ref{ai, int32(lo + i)}
 	}
+	refs = refs[:s.budget(refs, q.MaxBytes, true)]
 	return eventstore.Aggregate{
 		Type:    q.AggregateType,
 		ID:      q.AggregateID,
@@ -251,10 +252,40 @@ func (s *Storage) ReadFeed(ctx context.Context, q eventstore.FeedQuery) (eventst
 			refs[k] = *s.log.at(int(*all.at(i + k)) - 1)
 		}
 	}
+	if n := s.budget(refs, q.MaxBytes, false); n < len(refs) {
+		refs = refs[:n]
+		page.Head, page.Truncated = (*s.aggList.at(int(refs[n-1].agg))).events.at(int(refs[n-1].idx)).position, true
+	}
 	if len(refs) > 0 {
 		page.Events = s.build(refs)
 	}
 	return page, nil
+}
+
+// budget returns how many of refs a read with a byte budget of max keeps
+// (see eventstore.LoadQuery.MaxBytes and FeedQuery.MaxBytes): all when
+// max is not positive, else up to the first event, or with byVersion the
+// end of the first version, with which their data and encrypted data
+// reach max.
+func (s *Storage) budget(refs []ref, max int64, byVersion bool) int {
+	if max <= 0 {
+		return len(refs)
+	}
+	var total int64
+	for i, r := range refs {
+		rec := (*s.aggList.at(int(r.agg))).events.at(int(r.idx))
+		total += int64(rec.text.n) - idLen
+		if total < max {
+			continue
+		}
+		if !byVersion || i+1 == len(refs) {
+			return i + 1
+		}
+		if next := refs[i+1]; next.agg != r.agg || (*s.aggList.at(int(next.agg))).events.at(int(next.idx)).version != rec.version {
+			return i + 1
+		}
+	}
+	return len(refs)
 }
 
 // feedSeq returns the FeedSequence of the live event at position p.

@@ -20,12 +20,12 @@ func (s *Storage) Load(ctx context.Context, q eventstore.LoadQuery) (eventstore.
 	}
 	agg := eventstore.Aggregate{Type: q.AggregateType, ID: q.AggregateID}
 	after := max(q.AfterVersion, 0)
-	if after == 0 && q.Limit <= 0 {
+	if after == 0 && q.Limit <= 0 && q.MaxBytes <= 0 {
 		rows, err := s.pool.Query(ctx, s.sql.load, q.AggregateType, q.AggregateID)
 		if err != nil {
 			return eventstore.Aggregate{}, s.fail(ctx, "load", err)
 		}
-		events, err := scanEvents(rows)
+		events, err := scanEvents(rows, nil)
 		if err != nil {
 			return eventstore.Aggregate{}, s.fail(ctx, "load", err)
 		}
@@ -44,7 +44,8 @@ func (s *Storage) Load(ctx context.Context, q eventstore.LoadQuery) (eventstore.
 		return eventstore.Aggregate{}, s.fail(ctx, "load", err)
 	}
 	found := false
-	agg.Events, err = scanHeadEvents(rows, func(current int64) { found, agg.Version = true, current })
+	agg.Events, err = scanHeadEvents(rows, func(current int64) { found, agg.Version = true, current },
+		&budget{max: q.MaxBytes, byVersion: true})
 	if err != nil {
 		return eventstore.Aggregate{}, s.fail(ctx, "load", err)
 	}
@@ -54,15 +55,20 @@ func (s *Storage) Load(ctx context.Context, q eventstore.LoadQuery) (eventstore.
 	return agg, nil
 }
 
-// scanEvents reads rows of selectCols and closes rows.
-func scanEvents(rows pgx.Rows) ([]eventstore.Event, error) {
-	if d := (rowDecoder{}); d.checkFormats(rows) {
+// scanEvents reads rows of selectCols, up to the end of b (nil for none),
+// and closes rows.
+func scanEvents(rows pgx.Rows, b *budget) ([]eventstore.Event, error) {
+	if b == nil {
+		b = &budget{}
+	}
+	if d := (rowDecoder{budget: *b}); d.checkFormats(rows) {
 		err := d.decode(rows)
+		*b = d.budget
 		return d.events, err
 	}
 	defer rows.Close()
 	var events []eventstore.Event
-	for rows.Next() {
+	for !b.cut && rows.Next() {
 		var e eventstore.Event
 		var data []byte
 		if err := rows.Scan(&e.Position, &e.AggregateType, &e.AggregateID, &e.ID, &e.Type,
@@ -71,17 +77,22 @@ func scanEvents(rows pgx.Rows) ([]eventstore.Event, error) {
 		}
 		e.Data = data
 		e.RecordedAt = e.RecordedAt.UTC()
-		events = append(events, e)
+		if b.take(&e) {
+			events = append(events, e)
+		}
 	}
+	rows.Close()
 	return events, rows.Err()
 }
 
 // scanHeadEvents reads rows of a number followed by the event columns,
-// where a row with position 0 carries only the number, and closes rows. It
-// calls head with the number of every row.
-func scanHeadEvents(rows pgx.Rows, head func(int64)) ([]eventstore.Event, error) {
-	if d := (rowDecoder{lead: 1}); d.checkFormats(rows) {
+// where a row with position 0 carries only the number, up to the end of b,
+// and closes rows. It calls head with the number of every row read; the
+// number must be the same in every row.
+func scanHeadEvents(rows pgx.Rows, head func(int64), b *budget) ([]eventstore.Event, error) {
+	if d := (rowDecoder{lead: 1, budget: *b}); d.checkFormats(rows) {
 		err := d.decode(rows)
+		*b = d.budget
 		for _, h := range d.lead0 {
 			head(h)
 		}
@@ -89,7 +100,7 @@ func scanHeadEvents(rows pgx.Rows, head func(int64)) ([]eventstore.Event, error)
 	}
 	defer rows.Close()
 	var events []eventstore.Event
-	for rows.Next() {
+	for !b.cut && rows.Next() {
 		var e eventstore.Event
 		var data []byte
 		var h int64
@@ -103,8 +114,11 @@ func scanHeadEvents(rows pgx.Rows, head func(int64)) ([]eventstore.Event, error)
 		}
 		e.Data = data
 		e.RecordedAt = e.RecordedAt.UTC()
-		events = append(events, e)
+		if b.take(&e) {
+			events = append(events, e)
+		}
 	}
+	rows.Close()
 	return events, rows.Err()
 }
 
@@ -126,11 +140,12 @@ func (s *Storage) ReadFeed(ctx context.Context, q eventstore.FeedQuery) (eventst
 		if err != nil {
 			return eventstore.FeedPage{}, s.fail(ctx, "read feed", err)
 		}
-		events, err := scanEvents(rows)
+		b := budget{max: q.MaxBytes}
+		events, err := scanEvents(rows, &b)
 		if err != nil {
 			return eventstore.FeedPage{}, s.fail(ctx, "read feed", err)
 		}
-		page := eventstore.FeedPage{Events: events, Head: after}
+		page := eventstore.FeedPage{Events: events, Head: after, Truncated: b.cut}
 		if len(events) > 0 {
 			page.Head = events[len(events)-1].Position
 		}
@@ -150,12 +165,13 @@ func (s *Storage) ReadFeed(ctx context.Context, q eventstore.FeedQuery) (eventst
 		return eventstore.FeedPage{}, s.fail(ctx, "read feed", err)
 	}
 	var head int64
-	events, err := scanHeadEvents(rows, func(h int64) { head = h })
+	b := budget{max: q.MaxBytes}
+	events, err := scanHeadEvents(rows, func(h int64) { head = h }, &b)
 	if err != nil {
 		return eventstore.FeedPage{}, s.fail(ctx, "read feed", err)
 	}
-	page := eventstore.FeedPage{Events: events, Head: max(after, head)}
-	if len(events) == limit {
+	page := eventstore.FeedPage{Events: events, Head: max(after, head), Truncated: b.cut}
+	if len(events) == limit || b.cut {
 		page.Head = events[len(events)-1].Position
 	}
 	return page, nil

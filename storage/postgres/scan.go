@@ -53,6 +53,31 @@ type rowDecoder struct {
 	block  []byte // the free part of the current data block
 	types  map[string]string
 	lastID string // the last aggregate id, shared by a batch's events
+	budget budget // ends the read early, with a byte budget
+}
+
+// budget ends a read at a byte budget (eventstore.LoadQuery.MaxBytes,
+// FeedQuery.MaxBytes). The rows after the cut are still received from the
+// server (pgx reads them to the end of the result) but not kept.
+type budget struct {
+	max       int64 // 0: no budget
+	byVersion bool  // end only between versions (loads)
+	size      int64 // of the events taken
+	last      int64 // the version of the last event taken
+	cut       bool  // an event was refused
+}
+
+// take reports whether e is to be kept, and counts it. It refuses e, and
+// sets cut, once the events taken reach max, unless byVersion and e
+// continues the last event's version.
+func (b *budget) take(e *eventstore.Event) bool {
+	if b.max > 0 && b.size >= b.max && (!b.byVersion || e.Version != b.last) {
+		b.cut = true
+		return false
+	}
+	b.size += eventstore.EventBytes(e)
+	b.last = e.Version
+	return true
 }
 
 // checkFormats reports whether rows carry the columns as decode expects.
@@ -82,12 +107,13 @@ func (d *rowDecoder) checkFormats(rows pgx.Rows) bool {
 // and closes them.
 func (d *rowDecoder) decode(rows pgx.Rows) error {
 	defer rows.Close()
-	for rows.Next() {
+	for !d.budget.cut && rows.Next() {
 		vals := rows.RawValues()
 		if err := d.row(vals); err != nil {
 			return err
 		}
 	}
+	rows.Close() // reads the rows after a cut
 	if err := rows.Err(); err != nil {
 		return err
 	}
@@ -141,6 +167,10 @@ func (d *rowDecoder) row(vals [][]byte) error {
 	}
 	if len(vals[10]) > 0 {
 		e.EncryptedData = string(vals[10])
+	}
+	if !d.budget.take(&e) {
+		d.ids, d.idEnds = d.ids[:len(d.ids)-len(vals[3])], d.idEnds[:len(d.idEnds)-1]
+		return nil
 	}
 	d.events = append(d.events, e)
 	return nil

@@ -3,12 +3,14 @@ package postgres
 import (
 	"context"
 	"reflect"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/eventkit-go/eventstore"
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 )
 
 // scanWithPgx is the reference: the rows read with pgx's Scan, as before
@@ -123,5 +125,72 @@ func TestRowDecoderMatchesScan(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestScanFallback reads through a pool whose results come as text, which
+// the decoder refuses, so that Load and ReadFeed take pgx's Scan instead:
+// with and without a byte budget, they must return what the decoder
+// returns.
+func TestScanFallback(t *testing.T) {
+	s, _ := openBatchTestSchema(t)
+	ctx := context.Background()
+	for i := range 6 {
+		ev := batchEvent("Big")
+		ev.Data = []byte(`{"pad":"` + strings.Repeat("x", i*300) + `"}`)
+		if i%2 == 1 {
+			ev.EncryptedData = "sealed"
+		}
+		checkResults(t, s.runBatch(ctx, []eventstore.AppendRequest{request("x", -1, ev, batchEvent("Small"))}),
+			[]appendResult{ok(int64(i+1), int64(2*i+2))})
+	}
+	loads := []eventstore.LoadQuery{
+		{AggregateType: "t", AggregateID: "x"},
+		{AggregateType: "t", AggregateID: "x", AfterVersion: 2, Limit: 3},
+		{AggregateType: "t", AggregateID: "x", AfterVersion: 1, MaxBytes: 700},
+	}
+	feeds := []eventstore.FeedQuery{
+		{Limit: 100},
+		{Limit: 100, MaxBytes: 500},
+		{AggregateType: "t", After: 3, Limit: 5, MaxBytes: 900},
+		{AggregateType: "t", AfterFeedSequence: 2, Limit: 100, MaxBytes: 1},
+	}
+	read := func() (aggs []eventstore.Aggregate, pages []eventstore.FeedPage) {
+		for _, q := range loads {
+			agg, err := s.Load(ctx, q)
+			if err != nil {
+				t.Fatalf("Load %+v: %v", q, err)
+			}
+			aggs = append(aggs, agg)
+		}
+		for _, q := range feeds {
+			page, err := s.ReadFeed(ctx, q)
+			if err != nil {
+				t.Fatalf("ReadFeed %+v: %v", q, err)
+			}
+			pages = append(pages, page)
+		}
+		return aggs, pages
+	}
+	wantAggs, wantPages := read()
+	if !wantPages[1].Truncated || len(wantAggs[2].Events) >= len(wantAggs[0].Events)-2 {
+		t.Fatalf("the budgets cut nothing: the comparison proves little")
+	}
+	cfg := s.pool.Config()
+	cfg.ConnConfig.DefaultQueryExecMode = pgx.QueryExecModeSimpleProtocol // results as text
+	text, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer text.Close()
+	binary := s.pool
+	s.pool = text
+	defer func() { s.pool = binary }()
+	gotAggs, gotPages := read()
+	if !reflect.DeepEqual(gotAggs, wantAggs) {
+		t.Errorf("loads through Scan differ from the decoder's:\n got %+v\nwant %+v", gotAggs, wantAggs)
+	}
+	if !reflect.DeepEqual(gotPages, wantPages) {
+		t.Errorf("feed pages through Scan differ from the decoder's:\n got %+v\nwant %+v", gotPages, wantPages)
 	}
 }

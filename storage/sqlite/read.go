@@ -61,7 +61,10 @@ func (s *Storage) Load(ctx context.Context, q eventstore.LoadQuery) (eventstore.
 	if q.Limit > 0 && q.Limit <= math.MaxInt64-after {
 		last = after + q.Limit
 	}
-	whole := after == 0 && last == math.MaxInt64
+	// A whole load takes the version from its last event, unless a byte
+	// budget may end it early.
+	whole := after == 0 && last == math.MaxInt64 && q.MaxBytes <= 0
+	var size int64 // of the events read, with MaxBytes
 	var events []eventstore.Event
 	var version int64
 	var sc scanner
@@ -94,12 +97,13 @@ func (s *Storage) Load(ctx context.Context, q eventstore.LoadQuery) (eventstore.
 			if v <= after {
 				return nil
 			}
-			if v > last {
+			if v > last || q.MaxBytes > 0 && size >= q.MaxBytes && v != events[len(events)-1].Version {
 				return errStop
 			}
 			e := sc.event(r)
 			e.AggregateType, e.AggregateID = q.AggregateType, q.AggregateID
 			events = append(events, e)
+			size += eventstore.EventBytes(&e)
 			return nil
 		})
 		if errors.Is(err, errStop) {
@@ -160,14 +164,20 @@ func (s *Storage) ReadFeed(ctx context.Context, q eventstore.FeedQuery) (eventst
 			args[1].Value = from
 		}
 		var sc scanner
+		var size int64 // of the events read, with MaxBytes
 		err = rawQuery(ctx, dc, query, args, func(r *rawRow) error {
+			if q.MaxBytes > 0 && size >= q.MaxBytes {
+				page.Truncated = true // and this row is visible
+				return errStop
+			}
 			page.Events = append(page.Events, sc.event(r))
+			size += eventstore.EventBytes(&page.Events[len(page.Events)-1])
 			return nil
 		})
-		if err != nil {
+		if err != nil && !errors.Is(err, errStop) {
 			return err
 		}
-		if n := len(page.Events); n == limit {
+		if n := len(page.Events); n == limit || page.Truncated {
 			page.Head = page.Events[n-1].Position
 			return nil
 		}

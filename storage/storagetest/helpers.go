@@ -110,6 +110,19 @@ func checkPage(q eventstore.FeedQuery, page eventstore.FeedPage) error {
 	if page.Head < last {
 		return fmt.Errorf("FeedPage.Head must be at least the last returned position: Head %d, last event at %d", page.Head, last)
 	}
+	if q.MaxBytes > 0 {
+		var total int64
+		for i := range page.Events {
+			if total >= q.MaxBytes {
+				return fmt.Errorf("ReadFeed with MaxBytes %d must stop after the event with which it reaches MaxBytes: %d bytes before event %d", q.MaxBytes, total, i)
+			}
+			total += eventstore.EventBytes(&page.Events[i])
+		}
+	}
+	if page.Truncated && (q.MaxBytes <= 0 || len(page.Events) == 0 || page.Head != last) {
+		return fmt.Errorf("FeedPage.Truncated may be set only with MaxBytes, on a page with events whose Head is its last position: MaxBytes %d, %d events, Head %d, last at %d",
+			q.MaxBytes, len(page.Events), page.Head, last)
+	}
 	return nil
 }
 
