@@ -40,7 +40,7 @@ func (p *Projector) catchUp(ctx context.Context, pr *proj, target int64, cache *
 	at := stored             // how far this call has verified the feed
 	wait := time.Millisecond
 	for {
-		q := FeedQuery{After: at, Limit: p.batch, AggregateType: c.feed}
+		q := FeedQuery{After: at, Limit: p.batch, AggregateType: c.feed, MaxBytes: p.store.readBytes}
 		var page FeedPage
 		if cache != nil {
 			page, err = cache.read(ctx, q)

@@ -30,6 +30,27 @@ type Options struct {
 	// Metrics, when set, receives the figures of saves, conflicts,
 	// storage errors and projector commits (see Metrics).
 	Metrics Metrics
+	// MaxReadBytes caps the event data (EventBytes: Data and
+	// EncryptedData) the Store asks its Storage for in one read of a page:
+	// LoadRange with a limit, ReadFeed, subscriptions and projector
+	// catch-up pass it as LoadQuery.MaxBytes and FeedQuery.MaxBytes. A
+	// read still returns at least one save or event, so a reader holds at
+	// most about this plus one save, whatever the size of the events. The
+	// default is DefaultMaxReadBytes; a negative value removes the cap.
+	MaxReadBytes int64
+}
+
+// DefaultMaxReadBytes is the Options.MaxReadBytes used when it is zero.
+const DefaultMaxReadBytes = 1 << 20
+
+func (o *Options) maxReadBytes() int64 {
+	switch {
+	case o == nil || o.MaxReadBytes == 0:
+		return DefaultMaxReadBytes
+	case o.MaxReadBytes < 0:
+		return 0
+	}
+	return o.MaxReadBytes
 }
 
 func (o *Options) now() func() time.Time {
@@ -61,6 +82,8 @@ type Store struct {
 	storage Storage
 	now     func() time.Time
 	log     *slog.Logger
+	// readBytes is Options.MaxReadBytes, 0 for no cap.
+	readBytes int64
 
 	// lastPos is the highest position this Store has saved or seen saved
 	// (including duplicates): projectors wait for it to give read-your-writes.
@@ -88,11 +111,12 @@ func New(s Storage, opts *Options) (*Store, error) {
 		return nil, fmt.Errorf("eventstore: new: nil Storage: %w", ErrInvalid)
 	}
 	return &Store{
-		storage: meter(s, opts.metrics()),
-		now:     opts.now(),
-		log:     opts.logger(),
-		changed: make(chan struct{}),
-		bg:      background{poll: opts.pollInterval()},
+		storage:   meter(s, opts.metrics()),
+		now:       opts.now(),
+		log:       opts.logger(),
+		changed:   make(chan struct{}),
+		bg:        background{poll: opts.pollInterval()},
+		readBytes: opts.maxReadBytes(),
 	}, nil
 }
 

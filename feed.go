@@ -362,13 +362,13 @@ func (r *batchReader) verified() int64 {
 // read appends the next page to buf.
 func (r *batchReader) read(ctx context.Context) error {
 	q := r.q
-	q.Limit = r.pageSize
+	q.Limit, q.MaxBytes = r.pageSize, r.s.readBytes
 	page, err := r.s.storage.ReadFeed(ctx, q)
 	if err != nil {
 		return err
 	}
 	n := len(page.Events)
-	r.done = n < r.pageSize
+	r.done = n < r.pageSize && !page.Truncated
 	if r.byFS {
 		if n > 0 {
 			r.q.AfterFeedSequence = max(r.q.AfterFeedSequence, page.Events[n-1].FeedSequence)

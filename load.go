@@ -9,10 +9,13 @@ import (
 
 // LoadRange returns the aggregate with the events of the versions in
 // (afterVersion, afterVersion+limit], in order: a page of its history.
-// limit 0 means every version after afterVersion. Aggregate.Version is
-// always the aggregate's current version, and hasMore reports whether
-// versions after the returned ones exist, so a reader pages with
-// afterVersion = the last returned event's Version while hasMore is true.
+// limit 0 means every version after afterVersion. With a limit, a page
+// whose events hold more than Options.MaxReadBytes ends early, after the
+// version with which it reaches that size (at least one version).
+// Aggregate.Version is always the aggregate's current version, and
+// hasMore reports whether versions after the returned ones exist, so a
+// reader pages with afterVersion = the last returned event's Version while
+// hasMore is true.
 // A range past the current version returns no events. It fails with an
 // error wrapping ErrNotFound when the aggregate has no events, and with a
 // *ValidationError for a negative afterVersion or limit.
@@ -35,7 +38,11 @@ func (s *Store) LoadRange(ctx context.Context, aggregateType, aggregateID string
 	if limit > 0 && afterVersion > math.MaxInt64-limit {
 		limit = math.MaxInt64 - afterVersion
 	}
-	agg, err = s.storage.Load(ctx, LoadQuery{AggregateType: aggregateType, AggregateID: aggregateID, AfterVersion: afterVersion, Limit: limit})
+	q := LoadQuery{AggregateType: aggregateType, AggregateID: aggregateID, AfterVersion: afterVersion, Limit: limit}
+	if limit > 0 {
+		q.MaxBytes = s.readBytes
+	}
+	agg, err = s.storage.Load(ctx, q)
 	if err != nil {
 		return Aggregate{}, false, wrapNotFound(fmt.Sprintf("aggregate %s/%s", aggregateType, aggregateID), err)
 	}

@@ -159,14 +159,14 @@ type chunker struct {
 	n, limit int64
 }
 
-// First reads: a load starts with one version, as Store.LoadRange reads
-// exactly the versions asked for. A feed starts with 64 entries: whatever
-// the limit, Store.ReadFeed reads at least 64 events from the storage per
-// read, so a first read of one entry had the same worst case (64 events,
-// each as large as a request body) and only cost more reads (a 1,000-entry
-// page took six).
+// First reads: 64 versions or entries. The Store caps each storage read
+// at Options.MaxReadBytes (1 MiB by default) plus one save, so a first
+// read of many small versions costs one read, and one of large versions
+// still holds about the cap; the chunker then adapts to what it saw.
+// (Before the cap a load started with one version, and a 5-version load
+// took two reads.)
 const (
-	firstLoadChunk = 1
+	firstLoadChunk = 64
 	firstFeedChunk = 64
 )
 
