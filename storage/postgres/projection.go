@@ -9,6 +9,7 @@ import (
 	"github.com/eventkit-go/eventstore"
 	"github.com/eventkit-go/eventstore/internal/safetext"
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 )
 
 // CreateDefinition implements eventstore.Storage.
@@ -246,78 +247,88 @@ func (s *Storage) CommitProjection(ctx context.Context, c eventstore.ProjectionC
 	if err := s.check(ctx, "commit projection"); err != nil {
 		return err
 	}
-	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		tag, err := tx.Exec(ctx, s.sql.commit, c.Name, c.From, c.To, c.Spec)
-		if err != nil {
-			return err
-		}
-		if tag.RowsAffected() == 0 {
-			var checkpoint int64
-			err := tx.QueryRow(ctx, s.sql.checkpoint, c.Name).Scan(&checkpoint)
-			if errors.Is(err, pgx.ErrNoRows) {
-				return fmt.Errorf("projection %q: %w", c.Name, eventstore.ErrNotFound)
+	// One pipeline, one round trip: the checkpoint's compare-and-set
+	// fails the transaction when it does not match, and only then does a
+	// second query find out why.
+	b := &pgx.Batch{}
+	b.Queue("BEGIN")
+	b.Queue(s.sql.commit, c.Name, c.From, c.To, c.Spec)
+	if len(c.States) > 0 {
+		n := len(c.States)
+		ids := make([]string, n)
+		data := make([][]byte, n)
+		positions := make([]int64, n)
+		created := make([]time.Time, n)
+		updated := make([]time.Time, n)
+		ranks := make([]int16, n)
+		nums := make([]float64, n)
+		texts := make([]string, n)
+		numbers := make([]*string, n)
+		for i, st := range c.States {
+			ids[i], data[i], positions[i] = st.InstanceID, st.Data, st.Position
+			created[i], updated[i] = st.CreatedAt, st.UpdatedAt
+			if data[i] == nil {
+				data[i] = []byte{}
 			}
-			if err != nil {
-				return err
+			r := newRef(st.Reference)
+			ranks[i], nums[i], texts[i] = r.rank, r.num, r.text
+			if r.rank == rankNumber {
+				numbers[i] = &c.States[i].Reference.Text
 			}
-			if checkpoint == c.From {
-				return fmt.Errorf("projection %q was replaced: %w", c.Name, eventstore.ErrConflict)
-			}
-			return fmt.Errorf("projection %q checkpoint is %d, not %d: %w", c.Name, checkpoint, c.From, eventstore.ErrConflict)
 		}
-		b := &pgx.Batch{}
-		if len(c.States) > 0 {
-			n := len(c.States)
-			ids := make([]string, n)
-			data := make([][]byte, n)
-			positions := make([]int64, n)
-			created := make([]time.Time, n)
-			updated := make([]time.Time, n)
-			ranks := make([]int16, n)
-			nums := make([]float64, n)
-			texts := make([]string, n)
-			numbers := make([]*string, n)
-			for i, st := range c.States {
-				ids[i], data[i], positions[i] = st.InstanceID, st.Data, st.Position
-				created[i], updated[i] = st.CreatedAt, st.UpdatedAt
-				if data[i] == nil {
-					data[i] = []byte{}
-				}
-				r := newRef(st.Reference)
-				ranks[i], nums[i], texts[i] = r.rank, r.num, r.text
-				if r.rank == rankNumber {
-					numbers[i] = &c.States[i].Reference.Text
-				}
-			}
-			b.Queue(s.sql.upsertStates, c.Name, ids, data, positions, created, updated, ranks, nums, texts, numbers)
+		b.Queue(s.sql.upsertStates, c.Name, ids, data, positions, created, updated, ranks, nums, texts, numbers)
+	}
+	if len(c.Deletes) > 0 {
+		b.Queue(s.sql.deleteStates, c.Name, c.Deletes)
+	}
+	if len(c.Errors) > 0 {
+		n := len(c.Errors)
+		positions := make([]int64, n)
+		ids := make([]string, n)
+		types := make([]string, n)
+		instances := make([]string, n)
+		messages := make([]string, n)
+		for i, e := range c.Errors {
+			positions[i] = e.Position
+			ids[i], types[i] = safetext.Clean(e.EventID), safetext.Clean(e.EventType)
+			instances[i], messages[i] = safetext.Clean(e.InstanceID), safetext.Clean(e.Message)
 		}
-		if len(c.Deletes) > 0 {
-			b.Queue(s.sql.deleteStates, c.Name, c.Deletes)
-		}
-		if len(c.Errors) > 0 {
-			n := len(c.Errors)
-			positions := make([]int64, n)
-			ids := make([]string, n)
-			types := make([]string, n)
-			instances := make([]string, n)
-			messages := make([]string, n)
-			for i, e := range c.Errors {
-				positions[i] = e.Position
-				ids[i], types[i] = safetext.Clean(e.EventID), safetext.Clean(e.EventType)
-				instances[i], messages[i] = safetext.Clean(e.InstanceID), safetext.Clean(e.Message)
-			}
-			b.Queue(s.sql.insertErrors, c.Name, positions, ids, types, instances, messages)
-			b.Queue(s.sql.trimErrors, c.Name, eventstore.MaxRecordedErrors)
-		}
-		if b.Len() == 0 {
-			return nil
-		}
-		return tx.SendBatch(ctx, b).Close()
-	})
+		b.Queue(s.sql.insertErrors, c.Name, positions, ids, types, instances, messages)
+		b.Queue(s.sql.trimErrors, c.Name, eventstore.MaxRecordedErrors)
+	}
+	b.Queue("COMMIT")
+	conn, err := s.pool.Acquire(ctx)
 	if err != nil {
 		return s.fail(ctx, "commit projection", err)
 	}
+	defer conn.Release()
+	err = conn.SendBatch(ctx, b).Close()
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) && pgErr.Code == "22012" { // division_by_zero: the compare-and-set failed
+		rollback(conn)
+		return s.refusedCommit(ctx, c)
+	}
+	if err != nil {
+		rollback(conn)
+		return s.fail(ctx, "commit projection", err)
+	}
 	return nil
+}
+
+// refusedCommit returns the error of a commit whose checkpoint did not
+// match: ErrNotFound without the definition, else ErrConflict.
+func (s *Storage) refusedCommit(ctx context.Context, c eventstore.ProjectionCommit) error {
+	var checkpoint int64
+	err := s.pool.QueryRow(ctx, s.sql.checkpoint, c.Name).Scan(&checkpoint)
+	switch {
+	case errors.Is(err, pgx.ErrNoRows):
+		return fmt.Errorf("projection %q: %w", c.Name, eventstore.ErrNotFound)
+	case err != nil:
+		return s.fail(ctx, "commit projection", err)
+	case checkpoint == c.From:
+		return fmt.Errorf("projection %q was replaced: %w", c.Name, eventstore.ErrConflict)
+	}
+	return fmt.Errorf("projection %q checkpoint is %d, not %d: %w", c.Name, checkpoint, c.From, eventstore.ErrConflict)
 }
 
 // DeleteDefinition implements eventstore.Storage.

@@ -530,8 +530,17 @@ WHERE name = $1 AND instance_id = $2`),
 		loadStates: q(`SELECT ` + stateCols + ` FROM {{schema}}.projection_states
 WHERE name = $1 AND instance_id = ANY($2::text[])`),
 		countStates: q(`SELECT instances FROM {{schema}}.definitions WHERE name = $1`),
-		commit: q(`UPDATE {{schema}}.definitions SET checkpoint = $3
-WHERE name = $1 AND checkpoint = $2 AND ($4::bytea IS NULL OR spec = $4::bytea)`),
+		// commit moves a definition's checkpoint from $2 to $3 when its
+		// spec is $4 (any spec when NULL), and fails with
+		// division_by_zero when it does not, so that the states that
+		// follow it in CommitProjection's pipeline are rolled back with it.
+		commit: q(`
+WITH c AS (
+	UPDATE {{schema}}.definitions SET checkpoint = $3
+	WHERE name = $1 AND checkpoint = $2 AND ($4::bytea IS NULL OR spec = $4::bytea)
+	RETURNING 1
+)
+SELECT 1 / (SELECT count(*)::int FROM c)`),
 		checkpoint: q(`SELECT checkpoint FROM {{schema}}.definitions WHERE name = $1`),
 		// upsertStates writes states and adds the number of new instances
 		// to the definition's count.
