@@ -77,6 +77,18 @@ func (s *Storage) runBatch(ctx context.Context, reqs []eventstore.AppendRequest)
 	for i, r := range reqs {
 		args[i] = newAppendArgs(r)
 	}
+	// A lone writer's save of one event: appendLean, unless it is refused
+	// or rejected, which runGroup then decides and explains.
+	if len(reqs) == 1 && len(reqs[0].Events) == 1 {
+		written, err := s.runLean(ctx, conn, &reqs[0], &args[0], results)
+		if err != nil {
+			rollback(conn)
+			return failAll(err)
+		}
+		if written {
+			return results
+		}
+	}
 	// The common case: every request decided by appendGroup.
 	done, err := s.runGroup(ctx, conn, reqs, args, results, false)
 	if err != nil {
@@ -120,6 +132,50 @@ func (s *Storage) runBatch(ctx context.Context, reqs []eventstore.AppendRequest)
 			return results
 		}
 	}
+}
+
+// runLean appends req, of one event, with the append lock and appendLean
+// in one pipeline (one implicit transaction). It reports
+// whether it wrote req, setting its result; when it did not (req's
+// version check failed, or the server refused it: an event id stored
+// already, bad input), nothing was written and the caller decides req with
+// the statements that tell why. An error means the outcome is unknown.
+func (s *Storage) runLean(ctx context.Context, conn *pgxpool.Conn, req *eventstore.AppendRequest, a *appendArgs,
+	results []appendResult) (written bool, err error) {
+	var enc *string
+	if a.enc != nil {
+		enc = &a.enc[0]
+	}
+	b := &pgx.Batch{}
+	b.Queue("SELECT pg_advisory_xact_lock($1)", s.appendKey)
+	b.Queue(s.sql.appendLean, req.AggregateType, req.AggregateID, a.ids[0], a.types[0], a.data[0], a.times[0], a.expected, enc)
+	br := conn.SendBatch(ctx, b)
+	var position, version int64
+	_, err = br.Exec()
+	if err == nil {
+		err = br.QueryRow().Scan(&position, &version)
+		if errors.Is(err, pgx.ErrNoRows) {
+			err = nil // refused: nothing written
+		} else if err == nil {
+			written = true
+		}
+	}
+	// Close reads the end of the pipeline: only then is the transaction
+	// known to be committed.
+	if cerr := br.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		var pgErr *pgconn.PgError
+		if !errors.As(err, &pgErr) || classify(err) == eventstore.ErrUnavailable {
+			return false, err
+		}
+		return false, nil // rolled back
+	}
+	if written {
+		results[0] = appendResult{Value: eventstore.AppendResult{Version: version, Position: position}}
+	}
+	return written, nil
 }
 
 // sendBatch sends the requests listed in pending as one pipeline, ending

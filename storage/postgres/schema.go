@@ -157,6 +157,7 @@ CREATE TABLE IF NOT EXISTS {{schema}}.schema_migrations (
 // statements holds the SQL of every query, with the schema filled in.
 type statements struct {
 	append, appendGroup, appendOne, appendSingle   string
+	appendLean                                     string
 	load, loadRange, feed, feedType, feedSeq       string
 	head, typeHead, feeds, deleteAgg, deleteType   string
 	createDef, def, defs, defErrors, allErrors     string
@@ -403,6 +404,31 @@ UNION ALL
 SELECT 2, 1, e.version, e.position, e.event_id
 FROM cur, {{schema}}.events e
 WHERE NOT cur.go AND e.aggregate_type = $1 AND e.aggregate_id = $2 AND e.event_id = $4`),
+		// appendLean writes a request of one event when its expected
+		// version ($7, NULL for none) matches, and returns its position and
+		// version; it returns no row when it does not match, and fails
+		// with unique_violation when the event id is stored already: it
+		// says nothing of why, for the lone writer's common case, which it
+		// makes about a tenth cheaper than appendSingle (no refusal rows;
+		// see BenchmarkStatementCost). It notifies the channel when it
+		// writes. The arguments are $1 the
+		// aggregate type, $2 its id, $3 the event id, $4 its type, $5 data,
+		// $6 time, $8 encrypted data (NULL for none).
+		appendLean: q(`
+WITH ins AS (
+INSERT INTO {{schema}}.events (` + eventCols + `)
+SELECT ` + headSQL + ` + 1, $1, $2, $3, $4, $5, cur.v + 1, cur.s + 1, $6, ` + typeHeadSQL("$1") + ` + 1, $8
+FROM (
+	SELECT coalesce(max(version), 0) AS v, coalesce(max(sequence), 0) AS s FROM (
+		SELECT version, sequence FROM {{schema}}.events
+		WHERE aggregate_type = $1 AND aggregate_id = $2
+		ORDER BY sequence DESC LIMIT 1
+	) last
+) cur
+WHERE $7::bigint IS NULL OR $7::bigint = cur.v
+RETURNING position, version
+), ` + notify + `
+SELECT position, version FROM ins, (SELECT count(*) FROM notify) n`),
 		load: q(`SELECT ` + selectCols + ` FROM {{schema}}.events
 WHERE aggregate_type = $1 AND aggregate_id = $2 ORDER BY sequence`),
 		// loadRange reads the versions in ($3, $4] of an aggregate with its

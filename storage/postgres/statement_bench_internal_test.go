@@ -27,9 +27,11 @@ import (
 //	go test ./storage/postgres -run '^$' -bench StatementCost -benchtime 3000x
 //
 // The variants: appendOne (arrays, as for a batch of several events; the
-// Storage used it for single events too before appendSingle),
-// appendSingle, and appendSingle's INSERT alone (lean: no refusal rows, no
-// NOTIFY), then lean without the deletion marks' look-ups (noMarks),
+// Storage used it for single events too before appendSingle and
+// appendLean), appendSingle (scalar arguments; decides refusals),
+// appendLean (what a lone writer's save runs: the INSERT and its NOTIFY,
+// no refusal rows), the INSERT alone (lean), then lean without the
+// deletion marks' look-ups (noMarks),
 // without any head look-up (noHeads: positions and FeedSequences from the
 // client, so no global order across processes) and without the version
 // look-up (noVersion: no optimistic concurrency).
@@ -92,6 +94,9 @@ VALUES ($1, 'raw', $2, $3, 'Deposited', $4, $5, $5, $6, $1)`)
 		}},
 		{"appendSingle", func(agg string) error {
 			return locked(s.sql.appendSingle, "single", agg, nil, uuid.NewString(), "Deposited", data, now, nil, false, false)
+		}},
+		{"appendLean", func(agg string) error {
+			return locked(s.sql.appendLean, "appendlean", agg, uuid.NewString(), "Deposited", data, now, nil, nil)
 		}},
 		{"lean", func(agg string) error {
 			return locked(leanSQL, "lean", agg, uuid.NewString(), "Deposited", data, now, nil)
