@@ -2,7 +2,6 @@ package sqlite
 
 import (
 	"context"
-	"database/sql"
 	"errors"
 	"fmt"
 
@@ -67,19 +66,32 @@ func (e fatalError) Unwrap() error { return e.err }
 // batch at a time; the other writes (projections, deletions) wait for the
 // write connection.
 func (s *Storage) runBatch(ctx context.Context, jobs []*job) []groupcommit.Result[eventstore.AppendResult] {
-	results := make([]groupcommit.Result[eventstore.AppendResult], len(jobs))
-	failAll := func(err error) []groupcommit.Result[eventstore.AppendResult] {
-		err = s.fail(ctx, "append", err)
-		for i := range results {
-			results[i] = groupcommit.Result[eventstore.AppendResult]{Err: err}
-		}
-		return results
-	}
-	tx, err := s.writeDB.BeginTx(ctx, nil)
+	var results []groupcommit.Result[eventstore.AppendResult]
+	err := s.onWriteConn(ctx, func(c *writeConn) error {
+		results = s.runBatchOn(ctx, c, jobs)
+		return nil
+	})
 	if err != nil {
-		return failAll(err)
+		return failAll(make([]groupcommit.Result[eventstore.AppendResult], len(jobs)), s.fail(ctx, "append", err))
 	}
-	w := writer{tx: tx, stmts: &s.stmts, position: -1}
+	return results
+}
+
+// failAll sets every result to err and returns results.
+func failAll(results []groupcommit.Result[eventstore.AppendResult], err error) []groupcommit.Result[eventstore.AppendResult] {
+	for i := range results {
+		results[i] = groupcommit.Result[eventstore.AppendResult]{Err: err}
+	}
+	return results
+}
+
+// runBatchOn is runBatch on the write connection c.
+func (s *Storage) runBatchOn(ctx context.Context, c *writeConn, jobs []*job) []groupcommit.Result[eventstore.AppendResult] {
+	results := make([]groupcommit.Result[eventstore.AppendResult], len(jobs))
+	if err := c.exec(ctx, stmtBegin); err != nil {
+		return failAll(results, s.fail(ctx, "append", err))
+	}
+	w := writer{c: c, position: -1}
 	wrote := false
 	for i, j := range jobs {
 		var res eventstore.AppendResult
@@ -91,8 +103,8 @@ func (s *Storage) runBatch(ctx context.Context, jobs []*job) []groupcommit.Resul
 		}
 		var fatal fatalError
 		if errors.As(err, &fatal) {
-			_ = tx.Rollback()
-			return failAll(fatal.err)
+			c.rollback(ctx)
+			return failAll(results, s.fail(ctx, "append", fatal.err))
 		}
 		var be *eventstore.BatchError
 		switch {
@@ -110,15 +122,17 @@ func (s *Storage) runBatch(ctx context.Context, jobs []*job) []groupcommit.Resul
 		results[i] = groupcommit.Result[eventstore.AppendResult]{Value: res, Err: err}
 	}
 	if !wrote {
-		_ = tx.Rollback() // nothing to make durable
+		c.rollback(ctx) // nothing to make durable
 		return results
 	}
 	if err := w.flush(ctx); err != nil {
-		_ = tx.Rollback()
-		return failAll(err)
+		c.rollback(ctx)
+		return failAll(results, s.fail(ctx, "append", err))
 	}
-	if err := tx.Commit(); err != nil {
-		s.abandon(ctx)
+	if err := c.exec(ctx, stmtCommit); err != nil {
+		// A failed COMMIT may leave the transaction open: end it, so
+		// that the next one can begin.
+		c.rollback(ctx)
 		err = s.fail(ctx, "append: commit", err)
 		for i := range results {
 			if results[i].Err == nil {
@@ -129,20 +143,12 @@ func (s *Storage) runBatch(ctx context.Context, jobs []*job) []groupcommit.Resul
 	return results
 }
 
-// writer holds the transaction of one batch, its statements and the
-// counters it advances.
+// writer holds the transaction of one batch, on the write connection c,
+// and the counters it advances.
 type writer struct {
-	tx *sql.Tx
-	// stmts holds the prepared statements; those below are bound to tx
-	// on first use (bound, insert). args is the inserts' reused argument
-	// buffer.
-	stmts                                         *statements
-	savepoint, release, rollbackTo                *sql.Stmt
-	head, stored                                  *sql.Stmt
-	inserts                                       [insertRows]*sql.Stmt
-	args                                          []any
-	lastPosition, lastFeed, saveFeed              *sql.Stmt
-	groupSavepoint, groupRelease, groupRollbackTo *sql.Stmt
+	c *writeConn
+	// args is the inserts' reused argument buffer.
+	args []any
 
 	// position is the last position assigned, or -1 until the
 	// transaction's first write looks it up.
@@ -169,8 +175,7 @@ func (w *writer) feed(ctx context.Context, aggregateType string) (int, error) {
 		}
 	}
 	var seq int64
-	err := w.bound(ctx, &w.lastFeed, w.stmts.lastFeed).QueryRowContext(ctx, aggregateType).Scan(&seq)
-	if err != nil && !errors.Is(err, sql.ErrNoRows) {
+	if _, err := w.c.queryRow(ctx, stmtLastFeed, []*int64{&seq}, aggregateType); err != nil {
 		return 0, err
 	}
 	w.feeds = append(w.feeds, feedCounts{aggregateType: aggregateType, sequence: seq})
@@ -184,7 +189,7 @@ func (w *writer) flush(ctx context.Context) error {
 		if f.batches == 0 {
 			continue
 		}
-		if _, err := w.bound(ctx, &w.saveFeed, w.stmts.saveFeed).ExecContext(ctx, f.aggregateType, f.sequence, f.aggregates, f.batches, f.events); err != nil {
+		if err := w.c.exec(ctx, stmtSaveFeed, f.aggregateType, f.sequence, f.aggregates, f.batches, f.events); err != nil {
 			return fmt.Errorf("save feed %q: %w", f.aggregateType, err)
 		}
 	}
@@ -195,7 +200,7 @@ func (w *writer) flush(ctx context.Context) error {
 // of them, or, when one fails, none, with a *eventstore.BatchError naming
 // it. A fatalError is returned as is.
 func (w *writer) appendAll(ctx context.Context, j *job) error {
-	if _, err := w.bound(ctx, &w.groupSavepoint, w.stmts.groupSavepoint).ExecContext(ctx); err != nil {
+	if err := w.c.exec(ctx, stmtGroupSavepoint); err != nil {
 		return fatalError{err}
 	}
 	position, feeds := w.position, append([]feedCounts(nil), w.feeds...)
@@ -211,10 +216,10 @@ func (w *writer) appendAll(ctx context.Context, j *job) error {
 			return err
 		}
 		if err != nil {
-			if _, rerr := w.bound(ctx, &w.groupRollbackTo, w.stmts.groupRollbackTo).ExecContext(ctx); rerr != nil {
+			if rerr := w.c.exec(ctx, stmtGroupRollbackTo); rerr != nil {
 				return fatalError{rerr}
 			}
-			if _, rerr := w.bound(ctx, &w.groupRelease, w.stmts.groupRelease).ExecContext(ctx); rerr != nil {
+			if rerr := w.c.exec(ctx, stmtGroupRelease); rerr != nil {
 				return fatalError{rerr}
 			}
 			w.position, w.feeds = position, feeds
@@ -222,7 +227,7 @@ func (w *writer) appendAll(ctx context.Context, j *job) error {
 		}
 		results[i] = res
 	}
-	if _, err := w.bound(ctx, &w.groupRelease, w.stmts.groupRelease).ExecContext(ctx); err != nil {
+	if err := w.c.exec(ctx, stmtGroupRelease); err != nil {
 		return fatalError{err}
 	}
 	j.results = results
@@ -237,7 +242,7 @@ func (w *writer) appendAll(ctx context.Context, j *job) error {
 // transaction is a fatalError.
 func (w *writer) append(ctx context.Context, req *eventstore.AppendRequest, savepoint bool) (eventstore.AppendResult, error) {
 	if savepoint {
-		if _, err := w.bound(ctx, &w.savepoint, w.stmts.savepoint).ExecContext(ctx); err != nil {
+		if err := w.c.exec(ctx, stmtSavepoint); err != nil {
 			return eventstore.AppendResult{}, fatalError{err}
 		}
 	}
@@ -248,7 +253,7 @@ func (w *writer) append(ctx context.Context, req *eventstore.AppendRequest, save
 			return res, err
 		}
 		if savepoint {
-			if _, rerr := w.bound(ctx, &w.rollbackTo, w.stmts.rollbackTo).ExecContext(ctx); rerr != nil {
+			if rerr := w.c.exec(ctx, stmtRollbackTo); rerr != nil {
 				return res, fatalError{rerr}
 			}
 		}
@@ -259,7 +264,7 @@ func (w *writer) append(ctx context.Context, req *eventstore.AppendRequest, save
 		}
 	}
 	if savepoint {
-		if _, rerr := w.bound(ctx, &w.release, w.stmts.release).ExecContext(ctx); rerr != nil {
+		if rerr := w.c.exec(ctx, stmtRelease); rerr != nil {
 			return res, fatalError{rerr}
 		}
 	}
@@ -272,8 +277,7 @@ func (w *writer) append(ctx context.Context, req *eventstore.AppendRequest, save
 // only when every insert succeeded.
 func (w *writer) write(ctx context.Context, req *eventstore.AppendRequest) (eventstore.AppendResult, error) {
 	var version, sequence int64
-	err := w.bound(ctx, &w.head, w.stmts.head).QueryRowContext(ctx, req.AggregateType, req.AggregateID).Scan(&version, &sequence)
-	if err != nil && !errors.Is(err, sql.ErrNoRows) {
+	if _, err := w.c.queryRow(ctx, stmtHead, []*int64{&version, &sequence}, req.AggregateType, req.AggregateID); err != nil {
 		return eventstore.AppendResult{}, fatalError{err}
 	}
 	if !req.ExpectedVersion.Allows(version) {
@@ -282,7 +286,7 @@ func (w *writer) write(ctx context.Context, req *eventstore.AppendRequest) (even
 		return w.plan(ctx, req, version)
 	}
 	if w.position < 0 {
-		if err := w.bound(ctx, &w.lastPosition, w.stmts.lastPosition).QueryRowContext(ctx).Scan(&w.position); err != nil {
+		if _, err := w.c.queryRow(ctx, stmtLastPosition, []*int64{&w.position}); err != nil {
 			return eventstore.AppendResult{}, fatalError{fmt.Errorf("last position: %w", err)}
 		}
 	}
@@ -310,7 +314,7 @@ func (w *writer) write(ctx context.Context, req *eventstore.AppendRequest) (even
 				version, sequence, e.RecordedAt.UnixMicro(), feedSequence, encrypted)
 		}
 		w.args = args
-		_, err := w.insert(ctx, len(chunk)).ExecContext(ctx, args...)
+		err := w.c.exec(ctx, stmtInsert+stmtID(len(chunk)-1), args...)
 		clear(args) // keep no caller data past the request
 		if err != nil {
 			if isConstraint(err) {
@@ -330,30 +334,10 @@ func (w *writer) write(ctx context.Context, req *eventstore.AppendRequest) (even
 	return eventstore.AppendResult{Version: version, Position: position}, nil
 }
 
-// bound returns the statement of w's transaction for the prepared
-// statement shared, kept in *into once bound: a transaction binds only
-// the statements it uses.
-func (w *writer) bound(ctx context.Context, into **sql.Stmt, shared *sql.Stmt) *sql.Stmt {
-	if *into == nil {
-		*into = w.tx.StmtContext(ctx, shared)
-	}
-	return *into
-}
-
-// insert returns the statement of w's transaction that inserts n events,
-// 1 <= n <= insertRows.
-func (w *writer) insert(ctx context.Context, n int) *sql.Stmt {
-	if w.inserts[n-1] == nil {
-		w.inserts[n-1] = w.tx.StmtContext(ctx, w.stmts.inserts[n-1])
-	}
-	return w.inserts[n-1]
-}
-
 // replan decides a request whose insert hit a stored event id.
 func (w *writer) replan(ctx context.Context, req *eventstore.AppendRequest) (eventstore.AppendResult, error) {
 	var version int64
-	err := w.bound(ctx, &w.head, w.stmts.head).QueryRowContext(ctx, req.AggregateType, req.AggregateID).Scan(&version, new(int64))
-	if err != nil && !errors.Is(err, sql.ErrNoRows) {
+	if _, err := w.c.queryRow(ctx, stmtHead, []*int64{&version, new(int64)}, req.AggregateType, req.AggregateID); err != nil {
 		return eventstore.AppendResult{}, fatalError{err}
 	}
 	res, err := w.plan(ctx, req, version)
@@ -373,12 +357,12 @@ func (w *writer) plan(ctx context.Context, req *eventstore.AppendRequest, curren
 	if current > 0 {
 		for _, e := range req.Events {
 			var se eventstore.Event
-			err := w.bound(ctx, &w.stored, w.stmts.stored).QueryRowContext(ctx, req.AggregateType, req.AggregateID, e.ID).Scan(&se.Version, &se.Position)
+			found, err := w.c.queryRow(ctx, stmtStored, []*int64{&se.Version, &se.Position}, req.AggregateType, req.AggregateID, e.ID)
 			switch {
-			case errors.Is(err, sql.ErrNoRows):
-				continue
 			case err != nil:
 				return eventstore.AppendResult{}, fatalError{err}
+			case !found:
+				continue
 			}
 			se.ID = e.ID
 			stored = append(stored, se)
@@ -391,11 +375,4 @@ func (w *writer) plan(ctx context.Context, req *eventstore.AppendRequest, curren
 	// PlanAppend allows the write: only reachable from replan, which
 	// reports it.
 	return eventstore.AppendResult{}, nil
-}
-
-// abandon rolls back a transaction that a failed COMMIT may have left open
-// on the write connection (database/sql forgets it either way), so that the
-// next transaction can begin. The write pool has exactly one connection.
-func (s *Storage) abandon(ctx context.Context) {
-	_, _ = s.writeDB.ExecContext(ctx, "ROLLBACK") // fails harmlessly when none is open
 }

@@ -74,7 +74,9 @@ type Storage struct {
 	path    string
 	writeDB *sql.DB // exactly one connection: every write is serialised
 	readDB  *sql.DB // read-only pool
-	stmts   statements
+	// wc is the write connection at the driver level with the append
+	// statements; used only while holding it (onWriteConn).
+	wc      *writeConn
 	reads   rawConns // statements of the read paths, per read connection
 	batcher *groupcommit.Batcher[*job, eventstore.AppendResult]
 
@@ -138,8 +140,9 @@ func Open(path string, opts *Options) (*Storage, error) {
 	readDB.SetConnMaxIdleTime(0)
 	s.readDB = readDB
 
-	if err := s.stmts.prepare(ctx, writeDB); err != nil {
-		s.stmts.close()
+	err = s.onWriteConn(ctx, func(c *writeConn) error { return c.prepare(ctx) })
+	if err != nil {
+		s.closeWriteConn()
 		readDB.Close()
 		writeDB.Close()
 		return nil, s.fail(ctx, "open "+path, err)
@@ -169,7 +172,7 @@ func (s *Storage) Close() error {
 	s.closeOnce.Do(func() {
 		s.closed.Store(true)
 		s.batcher.Close()
-		s.stmts.close()
+		s.closeWriteConn()
 		s.closeErr = errors.Join(s.reads.close(), s.readDB.Close(), s.writeDB.Close())
 		if s.closeErr != nil {
 			s.closeErr = fmt.Errorf("sqlite: close %s: %w", s.path, s.closeErr)
@@ -184,4 +187,10 @@ func (s *Storage) check(ctx context.Context, op string) error {
 		return fmt.Errorf("sqlite: %s: %w", op, eventstore.ErrClosed)
 	}
 	return ctx.Err()
+}
+
+// closeWriteConn finalises the append statements. Errors are ignored: the
+// connection is being closed too.
+func (s *Storage) closeWriteConn() {
+	_ = s.onWriteConn(context.Background(), func(c *writeConn) error { return c.close() })
 }

@@ -1,0 +1,160 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql/driver"
+	"errors"
+	"fmt"
+	"io"
+)
+
+// The append path talks to the write connection through the driver's own
+// interfaces, as the read paths do (rawquery.go): a database/sql
+// transaction starts a goroutine to watch its context, and every statement
+// run inside it one more in the driver, which for a lone writer's save of
+// one event cost more CPU than its INSERT.
+
+// writeConn is the single write connection at the driver level, with the
+// append statements prepared on it. Only the holder of the connection
+// (see Storage.onWriteConn) uses it.
+type writeConn struct {
+	dc    any
+	stmts [numStmts]driver.Stmt
+	args  []driver.NamedValue // reused argument buffer
+	dest  []driver.Value      // reused row buffer
+}
+
+// onWriteConn calls fn with the write connection, which database/sql hands
+// to no one else until fn returns. When database/sql has replaced the
+// connection, its statements are prepared anew.
+func (s *Storage) onWriteConn(ctx context.Context, fn func(c *writeConn) error) error {
+	conn, err := s.writeDB.Conn(ctx)
+	if err != nil {
+		return err
+	}
+	defer conn.Close()
+	return conn.Raw(func(dc any) error {
+		if s.wc == nil || s.wc.dc != dc {
+			s.wc = &writeConn{dc: dc}
+		}
+		return fn(s.wc)
+	})
+}
+
+// prepare prepares every statement, so that Open reports a bad one.
+func (c *writeConn) prepare(ctx context.Context) error {
+	for id := range numStmts {
+		if _, err := c.stmt(ctx, id); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// close finalises the statements.
+func (c *writeConn) close() error {
+	var errs []error
+	for i, st := range c.stmts {
+		if st != nil {
+			errs = append(errs, st.Close())
+			c.stmts[i] = nil
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// stmt returns statement id, prepared on first use.
+func (c *writeConn) stmt(ctx context.Context, id stmtID) (driver.Stmt, error) {
+	if st := c.stmts[id]; st != nil {
+		return st, nil
+	}
+	prep, ok := c.dc.(driver.ConnPrepareContext)
+	if !ok {
+		return nil, errors.New("driver connection cannot prepare with a context")
+	}
+	q := query(id)
+	st, err := prep.PrepareContext(ctx, q)
+	if err != nil {
+		return nil, fmt.Errorf("prepare %q: %w", q, err)
+	}
+	c.stmts[id] = st
+	return st, nil
+}
+
+// bind returns args as the driver's arguments, in c's reused buffer.
+func (c *writeConn) bind(args []any) []driver.NamedValue {
+	nv := c.args[:0]
+	for i, a := range args {
+		nv = append(nv, driver.NamedValue{Ordinal: i + 1, Value: a})
+	}
+	c.args = nv
+	return nv
+}
+
+// unbind drops the references the argument buffer holds.
+func (c *writeConn) unbind() { clear(c.args[:cap(c.args)]) }
+
+// exec runs statement id with args.
+func (c *writeConn) exec(ctx context.Context, id stmtID, args ...any) error {
+	st, err := c.stmt(ctx, id)
+	if err != nil {
+		return err
+	}
+	ex, ok := st.(driver.StmtExecContext)
+	if !ok {
+		return errors.New("driver statement cannot execute with a context")
+	}
+	_, err = ex.ExecContext(ctx, c.bind(args))
+	c.unbind()
+	return err
+}
+
+// queryRow runs statement id with args and scans the integer columns of
+// its first row into dest, a NULL as 0. It reports whether there was a
+// row.
+func (c *writeConn) queryRow(ctx context.Context, id stmtID, dest []*int64, args ...any) (bool, error) {
+	st, err := c.stmt(ctx, id)
+	if err != nil {
+		return false, err
+	}
+	q, ok := st.(driver.StmtQueryContext)
+	if !ok {
+		return false, errors.New("driver statement cannot query with a context")
+	}
+	rows, err := q.QueryContext(ctx, c.bind(args))
+	c.unbind()
+	if err != nil {
+		return false, err
+	}
+	if n := len(rows.Columns()); cap(c.dest) < n {
+		c.dest = make([]driver.Value, n)
+	}
+	row := c.dest[:len(rows.Columns())]
+	err = rows.Next(row)
+	if errors.Is(err, io.EOF) {
+		return false, rows.Close()
+	}
+	if err != nil {
+		rows.Close()
+		return false, err
+	}
+	for i, d := range dest {
+		switch v := row[i].(type) {
+		case int64:
+			*d = v
+		case nil:
+			*d = 0
+		default:
+			rows.Close()
+			return false, fmt.Errorf("column %d holds %T, want an integer", i, row[i])
+		}
+	}
+	clear(row)
+	return true, rows.Close()
+}
+
+// rollback ends the transaction open on c, if any, without its writes. It
+// fails harmlessly when none is open.
+func (c *writeConn) rollback(ctx context.Context) {
+	_ = c.exec(ctx, stmtRollback)
+}
