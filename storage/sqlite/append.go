@@ -91,7 +91,8 @@ func (s *Storage) runBatchOn(ctx context.Context, c *writeConn, jobs []*job) []g
 	if err := c.exec(ctx, stmtBegin); err != nil {
 		return failAll(results, s.fail(ctx, "append", err))
 	}
-	w := writer{c: c, position: -1}
+	position, known := c.takeHead()
+	w := writer{c: c, position: position, known: known}
 	wrote := false
 	for i, j := range jobs {
 		var res eventstore.AppendResult
@@ -139,7 +140,9 @@ func (s *Storage) runBatchOn(ctx context.Context, c *writeConn, jobs []*job) []g
 				results[i] = groupcommit.Result[eventstore.AppendResult]{Err: err}
 			}
 		}
+		return results
 	}
+	c.keepHead(w.position, w.feeds)
 	return results
 }
 
@@ -153,6 +156,9 @@ type writer struct {
 	// position is the last position assigned, or -1 until the
 	// transaction's first write looks it up.
 	position int64
+	// known are the feed sequences of the write connection's head, which
+	// spare their look-ups.
+	known map[string]int64
 	// feeds are the aggregate types this transaction appended to or looked
 	// up; saved to the feeds table by flush before the commit.
 	feeds []feedCounts
@@ -174,9 +180,11 @@ func (w *writer) feed(ctx context.Context, aggregateType string) (int, error) {
 			return i, nil
 		}
 	}
-	var seq int64
-	if _, err := w.c.queryRow(ctx, stmtLastFeed, []*int64{&seq}, aggregateType); err != nil {
-		return 0, err
+	seq, ok := w.known[aggregateType]
+	if !ok {
+		if _, err := w.c.queryRow(ctx, stmtLastFeed, []*int64{&seq}, aggregateType); err != nil {
+			return 0, err
+		}
 	}
 	w.feeds = append(w.feeds, feedCounts{aggregateType: aggregateType, sequence: seq})
 	return len(w.feeds) - 1, nil

@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+
+	"modernc.org/sqlite"
 )
 
 // The append path talks to the write connection through the driver's own
@@ -22,6 +24,73 @@ type writeConn struct {
 	stmts [numStmts]driver.Stmt
 	args  []driver.NamedValue // reused argument buffer
 	dest  []driver.Value      // reused row buffer
+	head  head
+}
+
+// head is what the write connection knows of the file's numbering after
+// its last commit: the last position assigned and the latest feed sequence
+// of the types it appended to or looked up. It holds only while nothing
+// else wrote to the file, which the file's data version tells: SQLite
+// changes it at every commit to the file, by this connection or any other,
+// of this process or another (SQLITE_FCNTL_DATA_VERSION), and BEGIN
+// IMMEDIATE brings it up to date before the batch reads anything.
+type head struct {
+	valid    bool
+	version  uint32 // the data version after the commit that cached the head
+	position int64  // -1 when unknown
+	feeds    map[string]int64
+}
+
+// maxHeadFeeds bounds the feed sequences a head keeps.
+const maxHeadFeeds = 1024
+
+// dataVersion returns the data version of the main database of c.
+func (c *writeConn) dataVersion() (uint32, bool) {
+	fc, ok := c.dc.(sqlite.FileControl)
+	if !ok {
+		return 0, false
+	}
+	v, err := fc.FileControlDataVersion("main")
+	return v, err == nil
+}
+
+// takeHead returns the last position assigned (-1 when unknown) and the
+// known feed sequences, when nothing wrote to the file since keepHead
+// cached them; otherwise -1 and an empty map. Until keepHead, the head is
+// forgotten: a batch that fails leaves none. Call it inside the batch's
+// transaction.
+func (c *writeConn) takeHead() (int64, map[string]int64) {
+	h := &c.head
+	valid := h.valid
+	h.valid = false
+	if h.feeds == nil {
+		h.feeds = make(map[string]int64)
+	}
+	if valid {
+		if v, ok := c.dataVersion(); ok && v == h.version {
+			return h.position, h.feeds
+		}
+	}
+	h.position = -1
+	clear(h.feeds)
+	return -1, h.feeds
+}
+
+// keepHead caches what a batch committed: the last position assigned
+// and the types' feed sequences.
+func (c *writeConn) keepHead(position int64, feeds []feedCounts) {
+	v, ok := c.dataVersion()
+	if !ok {
+		return
+	}
+	h := &c.head
+	if len(h.feeds)+len(feeds) > maxHeadFeeds {
+		clear(h.feeds)
+	}
+	for _, f := range feeds {
+		h.feeds[f.aggregateType] = f.sequence
+	}
+	h.position, h.version, h.valid = position, v, true
 }
 
 // onWriteConn calls fn with the write connection, which database/sql hands
