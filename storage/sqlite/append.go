@@ -91,8 +91,8 @@ func (s *Storage) runBatchOn(ctx context.Context, c *writeConn, jobs []*job) []g
 	if err := c.exec(ctx, stmtBegin); err != nil {
 		return failAll(results, s.fail(ctx, "append", err))
 	}
-	position, known := c.takeHead()
-	w := writer{c: c, position: position, known: known}
+	h := c.takeHead()
+	w := writer{c: c, position: h.position, known: h.feeds, knownAggs: h.aggs}
 	wrote := false
 	for i, j := range jobs {
 		var res eventstore.AppendResult
@@ -142,7 +142,7 @@ func (s *Storage) runBatchOn(ctx context.Context, c *writeConn, jobs []*job) []g
 		}
 		return results
 	}
-	c.keepHead(w.position, w.feeds)
+	c.keepHead(w.position, w.feeds, w.aggs)
 	return results
 }
 
@@ -156,9 +156,13 @@ type writer struct {
 	// position is the last position assigned, or -1 until the
 	// transaction's first write looks it up.
 	position int64
-	// known are the feed sequences of the write connection's head, which
-	// spare their look-ups.
-	known map[string]int64
+	// known and knownAggs are the feed sequences and aggregate heads of
+	// the write connection's head, which spare their look-ups.
+	known     map[string]int64
+	knownAggs map[aggKey]aggHead
+	// aggs are the heads of the aggregates this transaction wrote, in
+	// order: the last of an aggregate is its current one.
+	aggs []aggWrite
 	// feeds are the aggregate types this transaction appended to or looked
 	// up; saved to the feeds table by flush before the commit.
 	feeds []feedCounts
@@ -211,7 +215,7 @@ func (w *writer) appendAll(ctx context.Context, j *job) error {
 	if err := w.c.exec(ctx, stmtGroupSavepoint); err != nil {
 		return fatalError{err}
 	}
-	position, feeds := w.position, append([]feedCounts(nil), w.feeds...)
+	position, feeds, aggs := w.position, append([]feedCounts(nil), w.feeds...), len(w.aggs)
 	results := make([]eventstore.AppendResult, len(j.all))
 	for i := range j.all {
 		req := &j.all[i]
@@ -230,7 +234,7 @@ func (w *writer) appendAll(ctx context.Context, j *job) error {
 			if rerr := w.c.exec(ctx, stmtGroupRelease); rerr != nil {
 				return fatalError{rerr}
 			}
-			w.position, w.feeds = position, feeds
+			w.position, w.feeds, w.aggs = position, feeds, w.aggs[:aggs]
 			return &eventstore.BatchError{Index: i, AggregateType: req.AggregateType, AggregateID: req.AggregateID, Err: err}
 		}
 		results[i] = res
@@ -284,8 +288,9 @@ func (w *writer) append(ctx context.Context, req *eventstore.AppendRequest, save
 // surfaces as a constraint violation of the insert. w's counters advance
 // only when every insert succeeded.
 func (w *writer) write(ctx context.Context, req *eventstore.AppendRequest) (eventstore.AppendResult, error) {
-	var version, sequence int64
-	if _, err := w.c.queryRow(ctx, stmtHead, []*int64{&version, &sequence}, req.AggregateType, req.AggregateID); err != nil {
+	key := aggKey{req.AggregateType, req.AggregateID}
+	version, sequence, err := w.aggHead(ctx, key)
+	if err != nil {
 		return eventstore.AppendResult{}, fatalError{err}
 	}
 	if !req.ExpectedVersion.Allows(version) {
@@ -332,6 +337,7 @@ func (w *writer) write(ctx context.Context, req *eventstore.AppendRequest) (even
 		}
 	}
 	w.position = position
+	w.aggs = append(w.aggs, aggWrite{key, aggHead{version, sequence}})
 	fc := &w.feeds[f]
 	fc.sequence = feedSequence
 	fc.batches++
@@ -340,6 +346,22 @@ func (w *writer) write(ctx context.Context, req *eventstore.AppendRequest) (even
 		fc.aggregates++
 	}
 	return eventstore.AppendResult{Version: version, Position: position}, nil
+}
+
+// aggHead returns the version and last sequence of an aggregate: as this
+// transaction left it, as the write connection's head knows it, or as
+// stored.
+func (w *writer) aggHead(ctx context.Context, key aggKey) (version, sequence int64, err error) {
+	for i := len(w.aggs) - 1; i >= 0; i-- {
+		if w.aggs[i].key == key {
+			return w.aggs[i].head.version, w.aggs[i].head.sequence, nil
+		}
+	}
+	if h, ok := w.knownAggs[key]; ok {
+		return h.version, h.sequence, nil
+	}
+	_, err = w.c.queryRow(ctx, stmtHead, []*int64{&version, &sequence}, key.typ, key.id)
+	return version, sequence, err
 }
 
 // replan decides a request whose insert hit a stored event id.

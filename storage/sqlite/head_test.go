@@ -27,8 +27,9 @@ func TestTwoWritersOnOneFile(t *testing.T) {
 		stores[i] = s
 	}
 	const rounds = 20
-	want := int64(0)
+	want, shared := int64(0), int64(0)
 	feedSeq := map[string]int64{}
+	batches := int64(0)
 	for i := range rounds {
 		for k, s := range stores {
 			typ := []string{"a", "b"}[(i+k)%2]
@@ -39,11 +40,24 @@ func TestTwoWritersOnOneFile(t *testing.T) {
 			}
 			want += int64(n)
 			feedSeq[typ]++
+			batches++
 			if res.Position != want {
 				t.Fatalf("round %d, store %d: position %d, want %d", i, k, res.Position, want)
 			}
 			if head, err := s.FeedHead(ctx, typ); err != nil || head != feedSeq[typ] {
 				t.Fatalf("round %d, store %d: feed head of %s %d, %v; want %d", i, k, typ, head, err, feedSeq[typ])
+			}
+			// One aggregate both write to, with version checks.
+			res, err = s.Append(ctx, request("b", "shared", eventstore.ExpectVersion(shared), 2))
+			if err != nil {
+				t.Fatalf("round %d, store %d: shared aggregate at %d: %v", i, k, shared, err)
+			}
+			shared++
+			want += 2
+			feedSeq["b"]++
+			batches++
+			if res.Version != shared || res.Position != want {
+				t.Fatalf("round %d, store %d: shared aggregate %+v, want version %d, position %d", i, k, res, shared, want)
 			}
 		}
 		if i == rounds/2 {
@@ -54,6 +68,7 @@ func TestTwoWritersOnOneFile(t *testing.T) {
 			}
 			want++
 			feedSeq["a"]++
+			batches++
 			_, err = db.Exec(`INSERT INTO events (position, aggregate_type, aggregate_id, event_id, event_type,
 				version, sequence, recorded_at, feed_sequence) VALUES (?, 'a', 'plain', 'e-plain', 'Happened', 1, 1, 0, ?)`,
 				want, feedSeq["a"])
@@ -101,12 +116,42 @@ func TestTwoWritersOnOneFile(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var batches, events int64
+	var gotBatches, gotEvents int64
 	for _, f := range feeds {
-		batches += f.BatchCount
-		events += f.EventCount
+		gotBatches += f.BatchCount
+		gotEvents += f.EventCount
 	}
-	if batches != 2*rounds+1 || events != want {
-		t.Fatalf("feeds count %d batches, %d events; want %d, %d", batches, events, 2*rounds+1, want)
+	if gotBatches != batches || gotEvents != want {
+		t.Fatalf("feeds count %d batches, %d events; want %d, %d", gotBatches, gotEvents, batches, want)
+	}
+}
+
+// TestAppendAfterDeleteInOneStorage: an aggregate deleted and written
+// again by the same Storage starts over at version 1, its events at the
+// next positions.
+func TestAppendAfterDeleteInOneStorage(t *testing.T) {
+	s := openTemp(t)
+	for v := range int64(2) {
+		if _, err := s.Append(ctx, request("a", "1", eventstore.ExpectVersion(v), 2)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := s.DeleteAggregate(ctx, "a", "1"); err != nil {
+		t.Fatal(err)
+	}
+	res, err := s.Append(ctx, request("a", "1", eventstore.ExpectVersion(0), 1))
+	if err != nil || res.Version != 1 || res.Position != 5 {
+		t.Fatalf("after delete: %+v, %v; want version 1 at position 5", res, err)
+	}
+	if err := s.DeleteAggregateType(ctx, "a"); err != nil {
+		t.Fatal(err)
+	}
+	res, err = s.Append(ctx, request("a", "1", eventstore.ExpectVersion(0), 1))
+	if err != nil || res.Version != 1 || res.Position != 6 {
+		t.Fatalf("after type delete: %+v, %v; want version 1 at position 6", res, err)
+	}
+	agg, err := s.Load(ctx, eventstore.LoadQuery{AggregateType: "a", AggregateID: "1"})
+	if err != nil || len(agg.Events) != 1 || agg.Events[0].Sequence != 1 {
+		t.Fatalf("load: %+v, %v", agg, err)
 	}
 }

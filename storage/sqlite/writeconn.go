@@ -28,8 +28,9 @@ type writeConn struct {
 }
 
 // head is what the write connection knows of the file's numbering after
-// its last commit: the last position assigned and the latest feed sequence
-// of the types it appended to or looked up. It holds only while nothing
+// its last commit: the last position assigned, the latest feed sequence
+// of the types it appended to or looked up, and the version and last
+// sequence of the aggregates it appended to. It holds only while nothing
 // else wrote to the file, which the file's data version tells: SQLite
 // changes it at every commit to the file, by this connection or any other,
 // of this process or another (SQLITE_FCNTL_DATA_VERSION), and BEGIN
@@ -39,10 +40,27 @@ type head struct {
 	version  uint32 // the data version after the commit that cached the head
 	position int64  // -1 when unknown
 	feeds    map[string]int64
+	aggs     map[aggKey]aggHead
 }
 
-// maxHeadFeeds bounds the feed sequences a head keeps.
-const maxHeadFeeds = 1024
+// aggKey names an aggregate.
+type aggKey struct{ typ, id string }
+
+// aggHead is the version and last event sequence of an aggregate.
+type aggHead struct{ version, sequence int64 }
+
+// aggWrite is the head an aggregate reached in a transaction.
+type aggWrite struct {
+	key  aggKey
+	head aggHead
+}
+
+// maxHeadFeeds and maxHeadAggs bound the feed sequences and aggregate
+// heads a head keeps; past them it starts over.
+const (
+	maxHeadFeeds = 1024
+	maxHeadAggs  = 4096
+)
 
 // dataVersion returns the data version of the main database of c.
 func (c *writeConn) dataVersion() (uint32, bool) {
@@ -54,31 +72,32 @@ func (c *writeConn) dataVersion() (uint32, bool) {
 	return v, err == nil
 }
 
-// takeHead returns the last position assigned (-1 when unknown) and the
-// known feed sequences, when nothing wrote to the file since keepHead
-// cached them; otherwise -1 and an empty map. Until keepHead, the head is
-// forgotten: a batch that fails leaves none. Call it inside the batch's
-// transaction.
-func (c *writeConn) takeHead() (int64, map[string]int64) {
+// takeHead returns the head: when nothing wrote to the file since
+// keepHead cached it, as cached; otherwise empty, with position -1. Until
+// keepHead, the head is forgotten: a batch that fails leaves none. Call it
+// inside the batch's transaction, and only read the maps it returns.
+func (c *writeConn) takeHead() *head {
 	h := &c.head
 	valid := h.valid
 	h.valid = false
 	if h.feeds == nil {
 		h.feeds = make(map[string]int64)
+		h.aggs = make(map[aggKey]aggHead)
 	}
 	if valid {
 		if v, ok := c.dataVersion(); ok && v == h.version {
-			return h.position, h.feeds
+			return h
 		}
 	}
 	h.position = -1
 	clear(h.feeds)
-	return -1, h.feeds
+	clear(h.aggs)
+	return h
 }
 
-// keepHead caches what a batch committed: the last position assigned
-// and the types' feed sequences.
-func (c *writeConn) keepHead(position int64, feeds []feedCounts) {
+// keepHead caches what a batch committed: the last position assigned,
+// the types' feed sequences and the heads of the aggregates written.
+func (c *writeConn) keepHead(position int64, feeds []feedCounts, aggs []aggWrite) {
 	v, ok := c.dataVersion()
 	if !ok {
 		return
@@ -89,6 +108,12 @@ func (c *writeConn) keepHead(position int64, feeds []feedCounts) {
 	}
 	for _, f := range feeds {
 		h.feeds[f.aggregateType] = f.sequence
+	}
+	if len(h.aggs)+len(aggs) > maxHeadAggs {
+		clear(h.aggs)
+	}
+	for _, a := range aggs {
+		h.aggs[a.key] = a.head
 	}
 	h.position, h.version, h.valid = position, v, true
 }
