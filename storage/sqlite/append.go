@@ -156,54 +156,82 @@ type writer struct {
 	// position is the last position assigned, or -1 until the
 	// transaction's first write looks it up.
 	position int64
-	// known and knownAggs are the feed sequences and aggregate heads of
-	// the write connection's head, which spare their look-ups.
-	known     map[string]int64
+	// known and knownAggs are the feeds and aggregate heads of the write
+	// connection's head, which spare their look-ups.
+	known     map[string]feedHead
 	knownAggs map[aggKey]aggHead
 	// aggs are the heads of the aggregates this transaction wrote, in
 	// order: the last of an aggregate is its current one.
 	aggs []aggWrite
 	// feeds are the aggregate types this transaction appended to or looked
-	// up; saved to the feeds table by flush before the commit.
+	// up; flush creates or settles their rows of the feeds table.
 	feeds []feedCounts
 }
 
-// feedCounts is the state of one aggregate type in a transaction: the feed
-// sequence of its latest batch, and what this transaction added.
+// feedCounts is the state of one aggregate type in a transaction.
 type feedCounts struct {
-	aggregateType               string
-	sequence                    int64
-	aggregates, batches, events int64
+	aggregateType string
+	feedHead
+	// batches counts the batches this transaction appended.
+	batches int64
 }
 
+// feedHead is what the writer knows of a type's feed: the feed sequence
+// of its latest batch, and that up to which the type's row in the feeds
+// table counts (see settleFeedQuery); settled is -1 when the type has no
+// row yet.
+type feedHead struct {
+	sequence, settled int64
+}
+
+// settleEvery is how many batches of a type may be left out of the counts
+// of its row in the feeds table before the writer settles it (see
+// settleFeedQuery): a bound on what Feeds and FeedHead count from the
+// events themselves.
+const settleEvery = 64
+
 // feed returns the index in w.feeds of aggregateType, looking up its
-// latest feed sequence on first use.
+// feed on first use.
 func (w *writer) feed(ctx context.Context, aggregateType string) (int, error) {
 	for i := range w.feeds {
 		if w.feeds[i].aggregateType == aggregateType {
 			return i, nil
 		}
 	}
-	seq, ok := w.known[aggregateType]
+	h, ok := w.known[aggregateType]
 	if !ok {
-		if _, err := w.c.queryRow(ctx, stmtLastFeed, []*int64{&seq}, aggregateType); err != nil {
+		found, err := w.c.queryRow(ctx, stmtLastFeed, []*int64{&h.settled, &h.sequence}, aggregateType)
+		if err != nil {
 			return 0, err
 		}
+		if !found {
+			h = feedHead{sequence: 0, settled: -1}
+		}
+		h.sequence = max(h.sequence, h.settled)
 	}
-	w.feeds = append(w.feeds, feedCounts{aggregateType: aggregateType, sequence: seq})
+	w.feeds = append(w.feeds, feedCounts{aggregateType: aggregateType, feedHead: h})
 	return len(w.feeds) - 1, nil
 }
 
-// flush saves the feed sequences and counts advanced by the transaction.
-// Positions need no saving: the events themselves hold the highest.
+// flush creates the rows of the feeds table of the types appended to for
+// the first time, and settles those left unsettled long enough. The other
+// appends write nothing there: the events hold their feed sequences and
+// counts (see settleFeedQuery), and positions.
 func (w *writer) flush(ctx context.Context) error {
-	for _, f := range w.feeds {
-		if f.batches == 0 {
+	for i := range w.feeds {
+		f := &w.feeds[i]
+		if f.batches == 0 || f.settled >= 0 && f.sequence-f.settled < settleEvery {
 			continue
 		}
-		if err := w.c.exec(ctx, stmtSaveFeed, f.aggregateType, f.sequence, f.aggregates, f.batches, f.events); err != nil {
-			return fmt.Errorf("save feed %q: %w", f.aggregateType, err)
+		if f.settled < 0 {
+			if err := w.c.exec(ctx, stmtCreateFeed, f.aggregateType); err != nil {
+				return fmt.Errorf("create feed %q: %w", f.aggregateType, err)
+			}
 		}
+		if err := w.c.exec(ctx, stmtSettleFeed, f.aggregateType); err != nil {
+			return fmt.Errorf("settle feed %q: %w", f.aggregateType, err)
+		}
+		f.settled = f.sequence
 	}
 	return nil
 }
@@ -341,10 +369,6 @@ func (w *writer) write(ctx context.Context, req *eventstore.AppendRequest) (even
 	fc := &w.feeds[f]
 	fc.sequence = feedSequence
 	fc.batches++
-	fc.events += int64(len(req.Events))
-	if version == 1 {
-		fc.aggregates++
-	}
 	return eventstore.AppendResult{Version: version, Position: position}, nil
 }
 

@@ -22,7 +22,8 @@ const (
 	stmtStored
 	stmtLastPosition
 	stmtLastFeed
-	stmtSaveFeed
+	stmtCreateFeed
+	stmtSettleFeed
 	// stmtInsert+k inserts k+1 events with one statement.
 	stmtInsert
 	numStmts = stmtInsert + insertRows
@@ -49,6 +50,33 @@ func insertQuery(n int) string {
 const lastPositionQuery = `SELECT max(
 	coalesce((SELECT max(position) FROM events), 0),
 	coalesce((SELECT value FROM counters WHERE name = 'position'), 0))`
+
+// A type's row in the feeds table is settled up to its feed_sequence: its
+// counts are those of the batches up to there. The writer appends batches
+// without touching the row, which saves a statement and a page write per
+// commit; their events, at higher feed sequences, are counted from the
+// events_by_feed index by whoever needs the counts (Feeds) or the head
+// (FeedHead), until the writer settles the row (every settleEvery batches)
+// or a deletion does (before it removes events). The row is created, and
+// settled, by the type's first append.
+
+// latestFeedSequence, in a query on the feeds table, is the feed sequence
+// of the type's latest stored batch, or 0.
+const latestFeedSequence = `coalesce((SELECT max(e.feed_sequence) FROM events e
+	WHERE e.aggregate_type = feeds.aggregate_type), 0)`
+
+// settleFeedQuery adds the batches past a type's settled feed sequence to
+// its counts and moves the settled feed sequence to the latest. (SET reads
+// the row as it was before the update.)
+const settleFeedQuery = `UPDATE feeds SET
+	aggregates = aggregates + (SELECT count(DISTINCT e.feed_sequence) FROM events e
+		WHERE e.aggregate_type = feeds.aggregate_type AND e.feed_sequence > feeds.feed_sequence AND e.version = 1),
+	batches = batches + (SELECT count(DISTINCT e.feed_sequence) FROM events e
+		WHERE e.aggregate_type = feeds.aggregate_type AND e.feed_sequence > feeds.feed_sequence),
+	events = events + (SELECT count(*) FROM events e
+		WHERE e.aggregate_type = feeds.aggregate_type AND e.feed_sequence > feeds.feed_sequence),
+	feed_sequence = max(feed_sequence, ` + latestFeedSequence + `)
+	WHERE aggregate_type = ?`
 
 // query returns the text of statement id.
 func query(id stmtID) string {
@@ -82,15 +110,12 @@ func query(id stmtID) string {
 	case stmtLastPosition:
 		return lastPositionQuery
 	case stmtLastFeed:
-		return `SELECT feed_sequence FROM feeds WHERE aggregate_type = ?`
-	case stmtSaveFeed:
+		return `SELECT feed_sequence, ` + latestFeedSequence + ` FROM feeds WHERE aggregate_type = ?`
+	case stmtCreateFeed:
 		return `INSERT INTO feeds (aggregate_type, feed_sequence, aggregates, batches, events)
-			VALUES (?, ?, ?, ?, ?)
-			ON CONFLICT (aggregate_type) DO UPDATE SET
-				feed_sequence = excluded.feed_sequence,
-				aggregates = aggregates + excluded.aggregates,
-				batches = batches + excluded.batches,
-				events = events + excluded.events`
+			VALUES (?, 0, 0, 0, 0) ON CONFLICT (aggregate_type) DO NOTHING`
+	case stmtSettleFeed:
+		return settleFeedQuery
 	}
 	if id >= stmtInsert && id < numStmts {
 		return insertQuery(int(id-stmtInsert) + 1)

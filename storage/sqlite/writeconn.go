@@ -39,7 +39,7 @@ type head struct {
 	valid    bool
 	version  uint32 // the data version after the commit that cached the head
 	position int64  // -1 when unknown
-	feeds    map[string]int64
+	feeds    map[string]feedHead
 	aggs     map[aggKey]aggHead
 }
 
@@ -81,7 +81,7 @@ func (c *writeConn) takeHead() *head {
 	valid := h.valid
 	h.valid = false
 	if h.feeds == nil {
-		h.feeds = make(map[string]int64)
+		h.feeds = make(map[string]feedHead)
 		h.aggs = make(map[aggKey]aggHead)
 	}
 	if valid {
@@ -107,7 +107,9 @@ func (c *writeConn) keepHead(position int64, feeds []feedCounts, aggs []aggWrite
 		clear(h.feeds)
 	}
 	for _, f := range feeds {
-		h.feeds[f.aggregateType] = f.sequence
+		if f.settled >= 0 { // the type has a row
+			h.feeds[f.aggregateType] = f.feedHead
+		}
 	}
 	if len(h.aggs)+len(aggs) > maxHeadAggs {
 		clear(h.aggs)
