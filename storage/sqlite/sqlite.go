@@ -18,9 +18,14 @@
 //
 // Numbering: the writer assigns positions after the highest ever assigned
 // (the last event's, or the mark a deletion of the last events leaves in
-// the counters table) and each aggregate type's feed sequences after the
-// one kept in the feeds table, which also counts the type's aggregates,
-// batches and events; so deletions never make numbers free again.
+// the counters table) and each aggregate type's feed sequences after its
+// latest batch's, or the one its row in the feeds table keeps, which also
+// counts the type's aggregates, batches and events up to there (the
+// batches after it are counted from the events until the writer settles
+// the row); so deletions never make numbers free again. The writer keeps
+// these numbers, and the versions of the aggregates it wrote, in memory
+// between transactions, for as long as the file's data version shows that
+// no other connection wrote to it.
 //
 // One file should be opened by one Storage at a time. Several processes may
 // open the same file (SQLite locks it), but writers then contend for the
