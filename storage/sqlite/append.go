@@ -179,9 +179,12 @@ type feedCounts struct {
 // feedHead is what the writer knows of a type's feed: the feed sequence
 // of its latest batch, and that up to which the type's row in the feeds
 // table counts (see settleFeedQuery); settled is -1 when the type has no
-// row yet.
+// row yet. When exact, the counts of the batches after settled are known
+// too, so settling the row needs no look at the events.
 type feedHead struct {
 	sequence, settled int64
+	exact             bool
+	unsettled         struct{ aggregates, batches, events int64 }
 }
 
 // settleEvery is how many batches of a type may be left out of the counts
@@ -205,9 +208,10 @@ func (w *writer) feed(ctx context.Context, aggregateType string) (int, error) {
 			return 0, err
 		}
 		if !found {
-			h = feedHead{sequence: 0, settled: -1}
+			h.settled = -1 // no row, so no events either
 		}
 		h.sequence = max(h.sequence, h.settled)
+		h.exact = h.sequence == max(h.settled, 0)
 	}
 	w.feeds = append(w.feeds, feedCounts{aggregateType: aggregateType, feedHead: h})
 	return len(w.feeds) - 1, nil
@@ -228,10 +232,17 @@ func (w *writer) flush(ctx context.Context) error {
 				return fmt.Errorf("create feed %q: %w", f.aggregateType, err)
 			}
 		}
-		if err := w.c.exec(ctx, stmtSettleFeed, f.aggregateType); err != nil {
+		var err error
+		if u := f.unsettled; f.exact {
+			err = w.c.exec(ctx, stmtAddFeed, f.aggregateType, f.sequence, u.aggregates, u.batches, u.events)
+		} else {
+			err = w.c.exec(ctx, stmtSettleFeed, f.aggregateType)
+		}
+		if err != nil {
 			return fmt.Errorf("settle feed %q: %w", f.aggregateType, err)
 		}
-		f.settled = f.sequence
+		f.settled, f.exact = f.sequence, true
+		f.unsettled = feedHead{}.unsettled
 	}
 	return nil
 }
@@ -369,6 +380,11 @@ func (w *writer) write(ctx context.Context, req *eventstore.AppendRequest) (even
 	fc := &w.feeds[f]
 	fc.sequence = feedSequence
 	fc.batches++
+	fc.unsettled.batches++
+	fc.unsettled.events += int64(len(req.Events))
+	if version == 1 {
+		fc.unsettled.aggregates++
+	}
 	return eventstore.AppendResult{Version: version, Position: position}, nil
 }
 

@@ -24,6 +24,7 @@ const (
 	stmtLastFeed
 	stmtCreateFeed
 	stmtSettleFeed
+	stmtAddFeed
 	// stmtInsert+k inserts k+1 events with one statement.
 	stmtInsert
 	numStmts = stmtInsert + insertRows
@@ -116,6 +117,10 @@ func query(id stmtID) string {
 			VALUES (?, 0, 0, 0, 0) ON CONFLICT (aggregate_type) DO NOTHING`
 	case stmtSettleFeed:
 		return settleFeedQuery
+	case stmtAddFeed:
+		// Settles a row when the writer knows the counts to add.
+		return `UPDATE feeds SET feed_sequence = ?2, aggregates = aggregates + ?3,
+			batches = batches + ?4, events = events + ?5 WHERE aggregate_type = ?1`
 	}
 	if id >= stmtInsert && id < numStmts {
 		return insertQuery(int(id-stmtInsert) + 1)
