@@ -2,7 +2,6 @@ package sqlite
 
 import (
 	"context"
-	"database/sql"
 	"errors"
 	"fmt"
 
@@ -67,19 +66,33 @@ func (e fatalError) Unwrap() error { return e.err }
 // batch at a time; the other writes (projections, deletions) wait for the
 // write connection.
 func (s *Storage) runBatch(ctx context.Context, jobs []*job) []groupcommit.Result[eventstore.AppendResult] {
-	results := make([]groupcommit.Result[eventstore.AppendResult], len(jobs))
-	failAll := func(err error) []groupcommit.Result[eventstore.AppendResult] {
-		err = s.fail(ctx, "append", err)
-		for i := range results {
-			results[i] = groupcommit.Result[eventstore.AppendResult]{Err: err}
-		}
-		return results
-	}
-	tx, err := s.writeDB.BeginTx(ctx, nil)
+	var results []groupcommit.Result[eventstore.AppendResult]
+	err := s.onWriteConn(ctx, func(c *writeConn) error {
+		results = s.runBatchOn(ctx, c, jobs)
+		return nil
+	})
 	if err != nil {
-		return failAll(err)
+		return failAll(make([]groupcommit.Result[eventstore.AppendResult], len(jobs)), s.fail(ctx, "append", err))
 	}
-	w := writer{tx: tx, stmts: &s.stmts, position: -1}
+	return results
+}
+
+// failAll sets every result to err and returns results.
+func failAll(results []groupcommit.Result[eventstore.AppendResult], err error) []groupcommit.Result[eventstore.AppendResult] {
+	for i := range results {
+		results[i] = groupcommit.Result[eventstore.AppendResult]{Err: err}
+	}
+	return results
+}
+
+// runBatchOn is runBatch on the write connection c.
+func (s *Storage) runBatchOn(ctx context.Context, c *writeConn, jobs []*job) []groupcommit.Result[eventstore.AppendResult] {
+	results := make([]groupcommit.Result[eventstore.AppendResult], len(jobs))
+	if err := c.exec(ctx, stmtBegin); err != nil {
+		return failAll(results, s.fail(ctx, "append", err))
+	}
+	h := c.takeHead()
+	w := writer{c: c, position: h.position, known: h.feeds, knownAggs: h.aggs}
 	wrote := false
 	for i, j := range jobs {
 		var res eventstore.AppendResult
@@ -91,8 +104,8 @@ func (s *Storage) runBatch(ctx context.Context, jobs []*job) []groupcommit.Resul
 		}
 		var fatal fatalError
 		if errors.As(err, &fatal) {
-			_ = tx.Rollback()
-			return failAll(fatal.err)
+			c.rollback(ctx)
+			return failAll(results, s.fail(ctx, "append", fatal.err))
 		}
 		var be *eventstore.BatchError
 		switch {
@@ -110,83 +123,126 @@ func (s *Storage) runBatch(ctx context.Context, jobs []*job) []groupcommit.Resul
 		results[i] = groupcommit.Result[eventstore.AppendResult]{Value: res, Err: err}
 	}
 	if !wrote {
-		_ = tx.Rollback() // nothing to make durable
+		c.rollback(ctx) // nothing to make durable
 		return results
 	}
 	if err := w.flush(ctx); err != nil {
-		_ = tx.Rollback()
-		return failAll(err)
+		c.rollback(ctx)
+		return failAll(results, s.fail(ctx, "append", err))
 	}
-	if err := tx.Commit(); err != nil {
-		s.abandon(ctx)
+	if err := c.exec(ctx, stmtCommit); err != nil {
+		// A failed COMMIT may leave the transaction open: end it, so
+		// that the next one can begin.
+		c.rollback(ctx)
 		err = s.fail(ctx, "append: commit", err)
 		for i := range results {
 			if results[i].Err == nil {
 				results[i] = groupcommit.Result[eventstore.AppendResult]{Err: err}
 			}
 		}
+		return results
 	}
+	c.keepHead(w.position, w.feeds, w.aggs)
 	return results
 }
 
-// writer holds the transaction of one batch, its statements and the
-// counters it advances.
+// writer holds the transaction of one batch, on the write connection c,
+// and the counters it advances.
 type writer struct {
-	tx *sql.Tx
-	// stmts holds the prepared statements; those below are bound to tx
-	// on first use (bound, insert). args is the inserts' reused argument
-	// buffer.
-	stmts                                         *statements
-	savepoint, release, rollbackTo                *sql.Stmt
-	head, stored                                  *sql.Stmt
-	inserts                                       [insertRows]*sql.Stmt
-	args                                          []any
-	lastPosition, lastFeed, saveFeed              *sql.Stmt
-	groupSavepoint, groupRelease, groupRollbackTo *sql.Stmt
+	c *writeConn
+	// args is the inserts' reused argument buffer.
+	args []any
 
 	// position is the last position assigned, or -1 until the
 	// transaction's first write looks it up.
 	position int64
+	// known and knownAggs are the feeds and aggregate heads of the write
+	// connection's head, which spare their look-ups.
+	known     map[string]feedHead
+	knownAggs map[aggKey]aggHead
+	// aggs are the heads of the aggregates this transaction wrote, in
+	// order: the last of an aggregate is its current one.
+	aggs []aggWrite
 	// feeds are the aggregate types this transaction appended to or looked
-	// up; saved to the feeds table by flush before the commit.
+	// up; flush creates or settles their rows of the feeds table.
 	feeds []feedCounts
 }
 
-// feedCounts is the state of one aggregate type in a transaction: the feed
-// sequence of its latest batch, and what this transaction added.
+// feedCounts is the state of one aggregate type in a transaction.
 type feedCounts struct {
-	aggregateType               string
-	sequence                    int64
-	aggregates, batches, events int64
+	aggregateType string
+	feedHead
+	// batches counts the batches this transaction appended.
+	batches int64
 }
 
+// feedHead is what the writer knows of a type's feed: the feed sequence
+// of its latest batch, and that up to which the type's row in the feeds
+// table counts (see settleFeedQuery); settled is -1 when the type has no
+// row yet. When exact, the counts of the batches after settled are known
+// too, so settling the row needs no look at the events.
+type feedHead struct {
+	sequence, settled int64
+	exact             bool
+	unsettled         struct{ aggregates, batches, events int64 }
+}
+
+// settleEvery is how many batches of a type may be left out of the counts
+// of its row in the feeds table before the writer settles it (see
+// settleFeedQuery): a bound on what Feeds and FeedHead count from the
+// events themselves.
+const settleEvery = 64
+
 // feed returns the index in w.feeds of aggregateType, looking up its
-// latest feed sequence on first use.
+// feed on first use.
 func (w *writer) feed(ctx context.Context, aggregateType string) (int, error) {
 	for i := range w.feeds {
 		if w.feeds[i].aggregateType == aggregateType {
 			return i, nil
 		}
 	}
-	var seq int64
-	err := w.bound(ctx, &w.lastFeed, w.stmts.lastFeed).QueryRowContext(ctx, aggregateType).Scan(&seq)
-	if err != nil && !errors.Is(err, sql.ErrNoRows) {
-		return 0, err
+	h, ok := w.known[aggregateType]
+	if !ok {
+		found, err := w.c.queryRow(ctx, stmtLastFeed, []*int64{&h.settled, &h.sequence}, aggregateType)
+		if err != nil {
+			return 0, err
+		}
+		if !found {
+			h.settled = -1 // no row, so no events either
+		}
+		h.sequence = max(h.sequence, h.settled)
+		h.exact = h.sequence == max(h.settled, 0)
 	}
-	w.feeds = append(w.feeds, feedCounts{aggregateType: aggregateType, sequence: seq})
+	w.feeds = append(w.feeds, feedCounts{aggregateType: aggregateType, feedHead: h})
 	return len(w.feeds) - 1, nil
 }
 
-// flush saves the feed sequences and counts advanced by the transaction.
-// Positions need no saving: the events themselves hold the highest.
+// flush creates the rows of the feeds table of the types appended to for
+// the first time, and settles those left unsettled long enough. The other
+// appends write nothing there: the events hold their feed sequences and
+// counts (see settleFeedQuery), and positions.
 func (w *writer) flush(ctx context.Context) error {
-	for _, f := range w.feeds {
-		if f.batches == 0 {
+	for i := range w.feeds {
+		f := &w.feeds[i]
+		if f.batches == 0 || f.settled >= 0 && f.sequence-f.settled < settleEvery {
 			continue
 		}
-		if _, err := w.bound(ctx, &w.saveFeed, w.stmts.saveFeed).ExecContext(ctx, f.aggregateType, f.sequence, f.aggregates, f.batches, f.events); err != nil {
-			return fmt.Errorf("save feed %q: %w", f.aggregateType, err)
+		if f.settled < 0 {
+			if err := w.c.exec(ctx, stmtCreateFeed, f.aggregateType); err != nil {
+				return fmt.Errorf("create feed %q: %w", f.aggregateType, err)
+			}
 		}
+		var err error
+		if u := f.unsettled; f.exact {
+			err = w.c.exec(ctx, stmtAddFeed, f.aggregateType, f.sequence, u.aggregates, u.batches, u.events)
+		} else {
+			err = w.c.exec(ctx, stmtSettleFeed, f.aggregateType)
+		}
+		if err != nil {
+			return fmt.Errorf("settle feed %q: %w", f.aggregateType, err)
+		}
+		f.settled, f.exact = f.sequence, true
+		f.unsettled = feedHead{}.unsettled
 	}
 	return nil
 }
@@ -195,10 +251,10 @@ func (w *writer) flush(ctx context.Context) error {
 // of them, or, when one fails, none, with a *eventstore.BatchError naming
 // it. A fatalError is returned as is.
 func (w *writer) appendAll(ctx context.Context, j *job) error {
-	if _, err := w.bound(ctx, &w.groupSavepoint, w.stmts.groupSavepoint).ExecContext(ctx); err != nil {
+	if err := w.c.exec(ctx, stmtGroupSavepoint); err != nil {
 		return fatalError{err}
 	}
-	position, feeds := w.position, append([]feedCounts(nil), w.feeds...)
+	position, feeds, aggs := w.position, append([]feedCounts(nil), w.feeds...), len(w.aggs)
 	results := make([]eventstore.AppendResult, len(j.all))
 	for i := range j.all {
 		req := &j.all[i]
@@ -211,18 +267,18 @@ func (w *writer) appendAll(ctx context.Context, j *job) error {
 			return err
 		}
 		if err != nil {
-			if _, rerr := w.bound(ctx, &w.groupRollbackTo, w.stmts.groupRollbackTo).ExecContext(ctx); rerr != nil {
+			if rerr := w.c.exec(ctx, stmtGroupRollbackTo); rerr != nil {
 				return fatalError{rerr}
 			}
-			if _, rerr := w.bound(ctx, &w.groupRelease, w.stmts.groupRelease).ExecContext(ctx); rerr != nil {
+			if rerr := w.c.exec(ctx, stmtGroupRelease); rerr != nil {
 				return fatalError{rerr}
 			}
-			w.position, w.feeds = position, feeds
+			w.position, w.feeds, w.aggs = position, feeds, w.aggs[:aggs]
 			return &eventstore.BatchError{Index: i, AggregateType: req.AggregateType, AggregateID: req.AggregateID, Err: err}
 		}
 		results[i] = res
 	}
-	if _, err := w.bound(ctx, &w.groupRelease, w.stmts.groupRelease).ExecContext(ctx); err != nil {
+	if err := w.c.exec(ctx, stmtGroupRelease); err != nil {
 		return fatalError{err}
 	}
 	j.results = results
@@ -237,7 +293,7 @@ func (w *writer) appendAll(ctx context.Context, j *job) error {
 // transaction is a fatalError.
 func (w *writer) append(ctx context.Context, req *eventstore.AppendRequest, savepoint bool) (eventstore.AppendResult, error) {
 	if savepoint {
-		if _, err := w.bound(ctx, &w.savepoint, w.stmts.savepoint).ExecContext(ctx); err != nil {
+		if err := w.c.exec(ctx, stmtSavepoint); err != nil {
 			return eventstore.AppendResult{}, fatalError{err}
 		}
 	}
@@ -248,7 +304,7 @@ func (w *writer) append(ctx context.Context, req *eventstore.AppendRequest, save
 			return res, err
 		}
 		if savepoint {
-			if _, rerr := w.bound(ctx, &w.rollbackTo, w.stmts.rollbackTo).ExecContext(ctx); rerr != nil {
+			if rerr := w.c.exec(ctx, stmtRollbackTo); rerr != nil {
 				return res, fatalError{rerr}
 			}
 		}
@@ -259,7 +315,7 @@ func (w *writer) append(ctx context.Context, req *eventstore.AppendRequest, save
 		}
 	}
 	if savepoint {
-		if _, rerr := w.bound(ctx, &w.release, w.stmts.release).ExecContext(ctx); rerr != nil {
+		if rerr := w.c.exec(ctx, stmtRelease); rerr != nil {
 			return res, fatalError{rerr}
 		}
 	}
@@ -271,9 +327,9 @@ func (w *writer) append(ctx context.Context, req *eventstore.AppendRequest, save
 // surfaces as a constraint violation of the insert. w's counters advance
 // only when every insert succeeded.
 func (w *writer) write(ctx context.Context, req *eventstore.AppendRequest) (eventstore.AppendResult, error) {
-	var version, sequence int64
-	err := w.bound(ctx, &w.head, w.stmts.head).QueryRowContext(ctx, req.AggregateType, req.AggregateID).Scan(&version, &sequence)
-	if err != nil && !errors.Is(err, sql.ErrNoRows) {
+	key := aggKey{req.AggregateType, req.AggregateID}
+	version, sequence, err := w.aggHead(ctx, key)
+	if err != nil {
 		return eventstore.AppendResult{}, fatalError{err}
 	}
 	if !req.ExpectedVersion.Allows(version) {
@@ -282,7 +338,7 @@ func (w *writer) write(ctx context.Context, req *eventstore.AppendRequest) (even
 		return w.plan(ctx, req, version)
 	}
 	if w.position < 0 {
-		if err := w.bound(ctx, &w.lastPosition, w.stmts.lastPosition).QueryRowContext(ctx).Scan(&w.position); err != nil {
+		if _, err := w.c.queryRow(ctx, stmtLastPosition, []*int64{&w.position}); err != nil {
 			return eventstore.AppendResult{}, fatalError{fmt.Errorf("last position: %w", err)}
 		}
 	}
@@ -310,7 +366,7 @@ func (w *writer) write(ctx context.Context, req *eventstore.AppendRequest) (even
 				version, sequence, e.RecordedAt.UnixMicro(), feedSequence, encrypted)
 		}
 		w.args = args
-		_, err := w.insert(ctx, len(chunk)).ExecContext(ctx, args...)
+		err := w.c.exec(ctx, stmtInsert+stmtID(len(chunk)-1), args...)
 		clear(args) // keep no caller data past the request
 		if err != nil {
 			if isConstraint(err) {
@@ -320,40 +376,38 @@ func (w *writer) write(ctx context.Context, req *eventstore.AppendRequest) (even
 		}
 	}
 	w.position = position
+	w.aggs = append(w.aggs, aggWrite{key, aggHead{version, sequence}})
 	fc := &w.feeds[f]
 	fc.sequence = feedSequence
 	fc.batches++
-	fc.events += int64(len(req.Events))
+	fc.unsettled.batches++
+	fc.unsettled.events += int64(len(req.Events))
 	if version == 1 {
-		fc.aggregates++
+		fc.unsettled.aggregates++
 	}
 	return eventstore.AppendResult{Version: version, Position: position}, nil
 }
 
-// bound returns the statement of w's transaction for the prepared
-// statement shared, kept in *into once bound: a transaction binds only
-// the statements it uses.
-func (w *writer) bound(ctx context.Context, into **sql.Stmt, shared *sql.Stmt) *sql.Stmt {
-	if *into == nil {
-		*into = w.tx.StmtContext(ctx, shared)
+// aggHead returns the version and last sequence of an aggregate: as this
+// transaction left it, as the write connection's head knows it, or as
+// stored.
+func (w *writer) aggHead(ctx context.Context, key aggKey) (version, sequence int64, err error) {
+	for i := len(w.aggs) - 1; i >= 0; i-- {
+		if w.aggs[i].key == key {
+			return w.aggs[i].head.version, w.aggs[i].head.sequence, nil
+		}
 	}
-	return *into
-}
-
-// insert returns the statement of w's transaction that inserts n events,
-// 1 <= n <= insertRows.
-func (w *writer) insert(ctx context.Context, n int) *sql.Stmt {
-	if w.inserts[n-1] == nil {
-		w.inserts[n-1] = w.tx.StmtContext(ctx, w.stmts.inserts[n-1])
+	if h, ok := w.knownAggs[key]; ok {
+		return h.version, h.sequence, nil
 	}
-	return w.inserts[n-1]
+	_, err = w.c.queryRow(ctx, stmtHead, []*int64{&version, &sequence}, key.typ, key.id)
+	return version, sequence, err
 }
 
 // replan decides a request whose insert hit a stored event id.
 func (w *writer) replan(ctx context.Context, req *eventstore.AppendRequest) (eventstore.AppendResult, error) {
 	var version int64
-	err := w.bound(ctx, &w.head, w.stmts.head).QueryRowContext(ctx, req.AggregateType, req.AggregateID).Scan(&version, new(int64))
-	if err != nil && !errors.Is(err, sql.ErrNoRows) {
+	if _, err := w.c.queryRow(ctx, stmtHead, []*int64{&version, new(int64)}, req.AggregateType, req.AggregateID); err != nil {
 		return eventstore.AppendResult{}, fatalError{err}
 	}
 	res, err := w.plan(ctx, req, version)
@@ -373,12 +427,12 @@ func (w *writer) plan(ctx context.Context, req *eventstore.AppendRequest, curren
 	if current > 0 {
 		for _, e := range req.Events {
 			var se eventstore.Event
-			err := w.bound(ctx, &w.stored, w.stmts.stored).QueryRowContext(ctx, req.AggregateType, req.AggregateID, e.ID).Scan(&se.Version, &se.Position)
+			found, err := w.c.queryRow(ctx, stmtStored, []*int64{&se.Version, &se.Position}, req.AggregateType, req.AggregateID, e.ID)
 			switch {
-			case errors.Is(err, sql.ErrNoRows):
-				continue
 			case err != nil:
 				return eventstore.AppendResult{}, fatalError{err}
+			case !found:
+				continue
 			}
 			se.ID = e.ID
 			stored = append(stored, se)
@@ -391,11 +445,4 @@ func (w *writer) plan(ctx context.Context, req *eventstore.AppendRequest, curren
 	// PlanAppend allows the write: only reachable from replan, which
 	// reports it.
 	return eventstore.AppendResult{}, nil
-}
-
-// abandon rolls back a transaction that a failed COMMIT may have left open
-// on the write connection (database/sql forgets it either way), so that the
-// next transaction can begin. The write pool has exactly one connection.
-func (s *Storage) abandon(ctx context.Context) {
-	_, _ = s.writeDB.ExecContext(ctx, "ROLLBACK") // fails harmlessly when none is open
 }

@@ -15,8 +15,9 @@ const markPosition = `INSERT INTO counters (name, value)
 	ON CONFLICT (name) DO UPDATE SET value = max(value, excluded.value)`
 
 // DeleteAggregate implements eventstore.Storage, in one transaction on the
-// write connection: the events go, the type's counts go down, its feed
-// sequence and the position mark stay.
+// write connection: the type's row in the feeds table is settled, the
+// events go, the type's counts go down, its feed sequence and the position
+// mark stay.
 func (s *Storage) DeleteAggregate(ctx context.Context, aggregateType, aggregateID string) error {
 	if err := s.check(ctx, "delete aggregate"); err != nil {
 		return err
@@ -33,6 +34,7 @@ func (s *Storage) DeleteAggregate(ctx context.Context, aggregateType, aggregateI
 			return fmt.Errorf("aggregate %s/%s: %w", aggregateType, aggregateID, eventstore.ErrNotFound)
 		}
 		tx.exec(ctx, markPosition)
+		tx.exec(ctx, settleFeedQuery, aggregateType)
 		tx.exec(ctx, `DELETE FROM events WHERE aggregate_type = ? AND aggregate_id = ?`, aggregateType, aggregateID)
 		tx.exec(ctx, `UPDATE feeds SET aggregates = aggregates - 1, batches = batches - ?, events = events - ?
 			WHERE aggregate_type = ?`, version, events, aggregateType)
@@ -48,6 +50,7 @@ func (s *Storage) DeleteAggregateType(ctx context.Context, aggregateType string)
 	}
 	return s.fail(ctx, "delete aggregate type "+aggregateType, s.inTx(ctx, func(tx *txn) error {
 		tx.exec(ctx, markPosition)
+		tx.exec(ctx, settleFeedQuery, aggregateType)
 		n, err := tx.affected(ctx, `DELETE FROM events WHERE aggregate_type = ?`, aggregateType)
 		if err != nil {
 			return err

@@ -194,8 +194,9 @@ func (s *Storage) ReadFeed(ctx context.Context, q eventstore.FeedQuery) (eventst
 }
 
 // FeedHead implements eventstore.Storage: the highest position ever
-// assigned (kept across deletions), or the type's latest feed sequence
-// from the feeds table. A type whose events were all deleted keeps its
+// assigned (kept across deletions), or the type's latest feed sequence:
+// its latest batch's, or the one settled in the feeds table, which
+// deletions keep. A type whose events were all deleted keeps its
 // head, as the memory backend does; only a type never appended to is not
 // found.
 func (s *Storage) FeedHead(ctx context.Context, aggregateType string) (int64, error) {
@@ -208,7 +209,7 @@ func (s *Storage) FeedHead(ctx context.Context, aggregateType string) (int64, er
 		err = s.readDB.QueryRowContext(ctx, lastPositionQuery).Scan(&head)
 	} else {
 		err = s.readDB.QueryRowContext(ctx,
-			`SELECT feed_sequence FROM feeds WHERE aggregate_type = ?`, aggregateType).Scan(&head)
+			`SELECT max(feed_sequence, `+latestFeedSequence+`) FROM feeds WHERE aggregate_type = ?`, aggregateType).Scan(&head)
 		if errors.Is(err, sql.ErrNoRows) {
 			return 0, fmt.Errorf("sqlite: feed %q: %w", aggregateType, eventstore.ErrNotFound)
 		}
@@ -219,14 +220,21 @@ func (s *Storage) FeedHead(ctx context.Context, aggregateType string) (int64, er
 	return head, nil
 }
 
-// Feeds implements eventstore.Storage, from the counts the appends and
-// deletions keep in the feeds table.
+// Feeds implements eventstore.Storage, from the counts the feeds table
+// keeps and those of the batches not settled there yet (see
+// settleFeedQuery).
 func (s *Storage) Feeds(ctx context.Context) ([]eventstore.FeedInfo, error) {
 	if err := s.check(ctx, "feeds"); err != nil {
 		return nil, err
 	}
-	rows, err := s.readDB.QueryContext(ctx, `SELECT aggregate_type, aggregates, batches, events
-		FROM feeds WHERE events > 0 ORDER BY aggregate_type`)
+	rows, err := s.readDB.QueryContext(ctx, `SELECT f.aggregate_type,
+			f.aggregates + count(DISTINCT CASE WHEN e.version = 1 THEN e.feed_sequence END),
+			f.batches + count(DISTINCT e.feed_sequence),
+			f.events + count(e.feed_sequence)
+		FROM feeds f LEFT JOIN events e ON e.aggregate_type = f.aggregate_type AND e.feed_sequence > f.feed_sequence
+		GROUP BY f.aggregate_type
+		HAVING f.events + count(e.feed_sequence) > 0
+		ORDER BY f.aggregate_type`)
 	if err != nil {
 		return nil, s.fail(ctx, "feeds", err)
 	}

@@ -121,6 +121,15 @@ CREATE INDEX projection_states_by_updated ON projection_states (name, updated_at
 	`
 DROP INDEX events_by_type;
 `,
+
+	// 4: a type's row in the feeds table counts the batches up to its
+	// feed_sequence only; later ones are counted from the events until the
+	// writer settles the row (statements.go). No change to the tables, but
+	// a program of schema 3 would read wrong counts and heads, and number
+	// feed sequences from a stale one: it must refuse the file.
+	`
+SELECT 1;
+`,
 }
 
 // migrate brings the schema up to date in one IMMEDIATE transaction (db's

@@ -18,9 +18,14 @@
 //
 // Numbering: the writer assigns positions after the highest ever assigned
 // (the last event's, or the mark a deletion of the last events leaves in
-// the counters table) and each aggregate type's feed sequences after the
-// one kept in the feeds table, which also counts the type's aggregates,
-// batches and events; so deletions never make numbers free again.
+// the counters table) and each aggregate type's feed sequences after its
+// latest batch's, or the one its row in the feeds table keeps, which also
+// counts the type's aggregates, batches and events up to there (the
+// batches after it are counted from the events until the writer settles
+// the row); so deletions never make numbers free again. The writer keeps
+// these numbers, and the versions of the aggregates it wrote, in memory
+// between transactions, for as long as the file's data version shows that
+// no other connection wrote to it.
 //
 // One file should be opened by one Storage at a time. Several processes may
 // open the same file (SQLite locks it), but writers then contend for the
@@ -74,7 +79,9 @@ type Storage struct {
 	path    string
 	writeDB *sql.DB // exactly one connection: every write is serialised
 	readDB  *sql.DB // read-only pool
-	stmts   statements
+	// wc is the write connection at the driver level with the append
+	// statements; used only while holding it (onWriteConn).
+	wc      *writeConn
 	reads   rawConns // statements of the read paths, per read connection
 	batcher *groupcommit.Batcher[*job, eventstore.AppendResult]
 
@@ -138,8 +145,9 @@ func Open(path string, opts *Options) (*Storage, error) {
 	readDB.SetConnMaxIdleTime(0)
 	s.readDB = readDB
 
-	if err := s.stmts.prepare(ctx, writeDB); err != nil {
-		s.stmts.close()
+	err = s.onWriteConn(ctx, func(c *writeConn) error { return c.prepare(ctx) })
+	if err != nil {
+		s.closeWriteConn()
 		readDB.Close()
 		writeDB.Close()
 		return nil, s.fail(ctx, "open "+path, err)
@@ -169,7 +177,7 @@ func (s *Storage) Close() error {
 	s.closeOnce.Do(func() {
 		s.closed.Store(true)
 		s.batcher.Close()
-		s.stmts.close()
+		s.closeWriteConn()
 		s.closeErr = errors.Join(s.reads.close(), s.readDB.Close(), s.writeDB.Close())
 		if s.closeErr != nil {
 			s.closeErr = fmt.Errorf("sqlite: close %s: %w", s.path, s.closeErr)
@@ -184,4 +192,10 @@ func (s *Storage) check(ctx context.Context, op string) error {
 		return fmt.Errorf("sqlite: %s: %w", op, eventstore.ErrClosed)
 	}
 	return ctx.Err()
+}
+
+// closeWriteConn finalises the append statements. Errors are ignored: the
+// connection is being closed too.
+func (s *Storage) closeWriteConn() {
+	_ = s.onWriteConn(context.Background(), func(c *writeConn) error { return c.close() })
 }

@@ -53,3 +53,10 @@ func (s *Storage) inTx(ctx context.Context, fn func(tx *txn) error) error {
 	}
 	return nil
 }
+
+// abandon rolls back a transaction that a failed COMMIT may have left open
+// on the write connection (database/sql forgets it either way), so that the
+// next transaction can begin. The write pool has exactly one connection.
+func (s *Storage) abandon(ctx context.Context) {
+	_, _ = s.writeDB.ExecContext(ctx, "ROLLBACK") // fails harmlessly when none is open
+}
