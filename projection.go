@@ -38,7 +38,7 @@ const (
 	// fold that commits per 1,000 with 500, and at 0.76 and 0.83 with
 	// 1,000 (bench/, -workloads rebuild); each commit rewrites every
 	// instance the page touched, with its list indexes.
-	DefaultBatchSize = 1000
+	DefaultBatchSize        = 1000
 	DefaultMaxInstanceBytes = 1 << 20
 	DefaultMaxDefinitions   = 1000
 )
