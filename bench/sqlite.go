@@ -106,9 +106,15 @@ CREATE TABLE checkpoints (name TEXT PRIMARY KEY, position INTEGER NOT NULL);
 // sequence is the optimistic concurrency check.
 type rawSQLite struct {
 	w, r    *sql.DB
+	insert  *sql.Stmt // prepared once on w, as a careful user of the driver would
 	n       atomic.Int64
 	cleanup func() error
 }
+
+// rawInsert is the raw baseline's INSERT of one event.
+const rawInsert = `INSERT INTO events
+	(aggregate_type, aggregate_id, event_id, event_type, data, version, sequence, recorded_at)
+	VALUES (?, ?, ?, ?, ?, ?, ?, ?)`
 
 func newRawSQLite(ctx context.Context, path string, rm func() error) (*rawSQLite, error) {
 	w, err := sql.Open("sqlite", sqliteDSN(path)+"&_txlock=immediate")
@@ -136,7 +142,13 @@ func newRawSQLite(ctx context.Context, path string, rm func() error) (*rawSQLite
 		return nil, err
 	}
 	r.SetMaxOpenConns(4)
-	return &rawSQLite{w: w, r: r, cleanup: rm}, nil
+	insert, err := w.PrepareContext(ctx, rawInsert)
+	if err != nil {
+		w.Close()
+		r.Close()
+		return nil, err
+	}
+	return &rawSQLite{w: w, r: r, insert: insert, cleanup: rm}, nil
 }
 
 func (s *rawSQLite) append(ctx context.Context, agg string, expected int64, n int) (int64, error) {
@@ -146,12 +158,10 @@ func (s *rawSQLite) append(ctx context.Context, agg string, expected int64, n in
 	}
 	defer tx.Rollback()
 	now := time.Now().UnixMicro()
+	insert := tx.StmtContext(ctx, s.insert)
 	for k := range n {
 		seq := expected + int64(k) + 1
-		if _, err := tx.ExecContext(ctx, `INSERT INTO events
-			(aggregate_type, aggregate_id, event_id, event_type, data, version, sequence, recorded_at)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
-			aggType, agg, uuid.NewString(), eventType, eventData, seq, seq, now); err != nil {
+		if _, err := insert.ExecContext(ctx, aggType, agg, uuid.NewString(), eventType, eventData, seq, seq, now); err != nil {
 			if isUniqueViolation(err) {
 				return 0, fmt.Errorf("%w: %v", errConflict, err)
 			}
@@ -288,6 +298,7 @@ func (s *rawSQLite) commitStates(ctx context.Context, name string, states map[st
 }
 
 func (s *rawSQLite) close() error {
+	s.insert.Close()
 	s.r.Close()
 	s.w.Close()
 	return s.cleanup()
