@@ -35,45 +35,31 @@ func eventIDs(buf []eventID, seed maphash.Seed, req *eventstore.AppendRequest) (
 }
 
 // idIndex finds an aggregate's events by id. It is a hash table with
-// linear probing in two parallel arrays: slots of 8 bytes, the id's 32-bit
-// hash above the event's index in the aggregate plus one, and tags of one
-// byte, 0 for a free slot and otherwise the top byte of the slot's hash
-// (never 0). Probes read the tags alone, and a slot only when its tag
-// matches: looking up an id that is not stored, the common case, reads
-// one cache line of tags and, once in about a hundred lookups, a slot.
-// The tags are an eighth of the slots' size, so that for aggregates of
-// millions of events, whose ids are random, they stay in the cache and
-// the TLB where the slots do not (the lookup of a new id cost ~160 ns in
-// a 32 MB table of slots, a cache and TLB miss each time). The id itself
-// is compared only when its full hash matches. The table holds no
-// pointers.
+// linear probing whose slots are 8 bytes: the id's 32-bit hash above the
+// event's index in the aggregate plus one (0 marks a free slot). Looking
+// up an id that is not stored, the common case, reads one or two
+// neighbouring cache lines and nothing else; the id itself is compared
+// only when its full hash matches. The table holds no pointers.
 type idIndex struct {
-	tags  []uint8  // a power of two long, at most 5/8 non-zero
-	slots []uint64 // as long as tags; slots[i] is meaningful if tags[i] != 0
+	slots []uint64 // a power of two long, at most 5/8 full
 	n     int
-}
-
-// tag returns the tag of hash h: its top byte, never 0.
-func tag(h uint32) uint8 {
-	return max(uint8(h>>24), 1)
 }
 
 // find returns the index of the event whose hash is h and for which isID
 // returns true, if there is one.
 func (x *idIndex) find(h uint32, isID func(idx int32) bool) (int32, bool) {
-	if len(x.tags) == 0 {
+	if len(x.slots) == 0 {
 		return 0, false
 	}
-	mask, t := uint32(len(x.tags)-1), tag(h)
+	mask := uint32(len(x.slots) - 1)
 	for i := h & mask; ; i = (i + 1) & mask {
-		switch x.tags[i] {
-		case 0:
+		e := x.slots[i]
+		if e == 0 {
 			return 0, false
-		case t:
-			if e := x.slots[i]; uint32(e>>32) == h {
-				if idx := int32(uint32(e)) - 1; isID(idx) {
-					return idx, true
-				}
+		}
+		if uint32(e>>32) == h {
+			if idx := int32(uint32(e)) - 1; isID(idx) {
+				return idx, true
 			}
 		}
 	}
@@ -83,52 +69,47 @@ func (x *idIndex) find(h uint32, isID func(idx int32) bool) (int32, bool) {
 // ids themselves are not compared, so it may be a false positive (with odds
 // of one in 2^32 for each stored id probed), never a false negative.
 func (x *idIndex) has(h uint32) bool {
-	if len(x.tags) == 0 {
+	if len(x.slots) == 0 {
 		return false
 	}
-	mask, t := uint32(len(x.tags)-1), tag(h)
+	mask := uint32(len(x.slots) - 1)
 	for i := h & mask; ; i = (i + 1) & mask {
-		switch x.tags[i] {
-		case 0:
+		e := x.slots[i]
+		if e == 0 {
 			return false
-		case t:
-			if uint32(x.slots[i]>>32) == h {
-				return true
-			}
+		}
+		if uint32(e>>32) == h {
+			return true
 		}
 	}
 }
 
 // add records that the event at idx has an id whose hash is h.
 func (x *idIndex) add(h uint32, idx int32) {
-	if (x.n+1)*8 > len(x.tags)*5 {
+	if (x.n+1)*8 > len(x.slots)*5 {
 		x.grow()
 	}
 	x.put(uint64(h)<<32 | uint64(uint32(idx+1)))
 	x.n++
 }
 
-// put stores entry e in the first free slot from its hash on. The slot is
-// written, not read: its cache line need not be loaded before put returns.
+// put stores entry e in the first free slot from its hash on.
 func (x *idIndex) put(e uint64) {
-	h := uint32(e >> 32)
-	mask := uint32(len(x.tags) - 1)
-	i := h & mask
-	for x.tags[i] != 0 {
+	mask := uint32(len(x.slots) - 1)
+	i := uint32(e>>32) & mask
+	for x.slots[i] != 0 {
 		i = (i + 1) & mask
 	}
-	x.tags[i] = tag(h)
 	x.slots[i] = e
 }
 
 // grow doubles the table (or makes its first 8 slots).
 func (x *idIndex) grow() {
-	tags, slots := x.tags, x.slots
-	n := max(8, 2*len(tags))
-	x.tags, x.slots = make([]uint8, n), make([]uint64, n)
-	for i, t := range tags {
-		if t != 0 {
-			x.put(slots[i])
+	old := x.slots
+	x.slots = make([]uint64, max(8, 2*len(old)))
+	for _, e := range old {
+		if e != 0 {
+			x.put(e)
 		}
 	}
 }

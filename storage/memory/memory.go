@@ -2,11 +2,10 @@
 // embedding. Nothing survives the process. It is safe for concurrent use.
 //
 // Events are kept in a compact form without pointers (ids indexed by hash
-// in tables of 8-byte slots probed through 1-byte tags, types interned, ids
-// and data in shared append-only chunks), so that a store holding millions
-// of events costs the garbage collector almost nothing to scan. Deleting
-// aggregates removes their events from every read, but the bytes of their
-// data stay in the chunks until the Storage is closed.
+// in tables of 8-byte slots, types interned, ids and data in shared
+// append-only chunks), so that a store holding millions of events costs
+// the garbage collector almost nothing to scan. Deleting aggregates removes their events from every read, but the
+// bytes of their data stay in the chunks until the Storage is closed.
 package memory
 
 import (
