@@ -10,159 +10,6 @@ import (
 	"github.com/eventkit-go/eventstore"
 )
 
-// Append implements eventstore.Storage. Ids are hashed before the lock is
-// taken; under it, the aggregate is found once, each id is
-// looked up in the aggregate's index, and nothing already stored moves.
-func (s *Storage) Append(ctx context.Context, req eventstore.AppendRequest) (eventstore.AppendResult, error) {
-	var small [8]eventID
-	ids, err := eventIDs(small[:0], s.seed, &req)
-	if err != nil {
-		return eventstore.AppendResult{}, err
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if err := s.check(ctx); err != nil {
-		return eventstore.AppendResult{}, err
-	}
-	agg, res, done, err := s.plan(&req, ids)
-	if done || err != nil {
-		return res, err
-	}
-	return s.write(&req, ids, agg), nil
-}
-
-// AppendAll implements eventstore.Storage. Every request is checked before
-// the first is written, under one lock. Two requests for one aggregate are
-// refused with a *BatchError wrapping ErrInvalid.
-func (s *Storage) AppendAll(ctx context.Context, reqs []eventstore.AppendRequest) ([]eventstore.AppendResult, error) {
-	total := 0
-	for i := range reqs {
-		total += len(reqs[i].Events)
-	}
-	all := make([]eventID, 0, total) // every request's, each capped to its own
-	ids := make([][]eventID, len(reqs))
-	seen := make(map[aggKey]int, len(reqs))
-	for i := range reqs {
-		req := &reqs[i]
-		start := len(all)
-		var err error
-		if all, err = eventIDs(all, s.seed, req); err != nil {
-			return nil, batchError(i, req, err)
-		}
-		ids[i] = all[start:len(all):len(all)]
-		k := aggKey{req.AggregateType, req.AggregateID}
-		if j, ok := seen[k]; ok {
-			return nil, batchError(i, req, fmt.Errorf("the aggregate of batch %d again: %w", j, eventstore.ErrInvalid))
-		}
-		seen[k] = i
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if err := s.check(ctx); err != nil {
-		return nil, err
-	}
-	aggs := make([]*aggregate, len(reqs))
-	results := make([]eventstore.AppendResult, len(reqs))
-	written := make([]bool, len(reqs))
-	for i := range reqs {
-		agg, res, done, err := s.plan(&reqs[i], ids[i])
-		if err != nil {
-			return nil, batchError(i, &reqs[i], err)
-		}
-		aggs[i], results[i], written[i] = agg, res, done
-	}
-	for i := range reqs {
-		if !written[i] {
-			results[i] = s.write(&reqs[i], ids[i], aggs[i])
-		}
-	}
-	return results, nil
-}
-
-func batchError(i int, req *eventstore.AppendRequest, err error) error {
-	return &eventstore.BatchError{Index: i, AggregateType: req.AggregateType, AggregateID: req.AggregateID, Err: err}
-}
-
-// plan applies eventstore.PlanAppend to req, whose event ids are ids. It
-// returns the aggregate (nil when it has no events) and whether the
-// request is settled (a duplicate) or refused. s.mu is held.
-func (s *Storage) plan(req *eventstore.AppendRequest, ids []eventID) (agg *aggregate, res eventstore.AppendResult, done bool, err error) {
-	var current int64
-	var stored []eventstore.Event
-	if ai, ok := s.aggs[aggKey{req.AggregateType, req.AggregateID}]; ok {
-		agg = *s.aggList.at(int(ai))
-		current = int64(agg.seqs.len())
-		for _, id := range ids {
-			if i, ok := agg.ids.find(id.hash, func(i int32) bool { return s.hasID(agg.events.at(int(i)), id.text) }); ok {
-				r := agg.events.at(int(i))
-				stored = append(stored, eventstore.Event{Version: r.version, Position: r.position})
-			}
-		}
-	}
-	res, done, err = eventstore.PlanAppend(*req, current, stored)
-	return agg, res, done, err
-}
-
-// write stores the batch req, planned by plan for agg (nil for a new
-// aggregate), and returns its result. s.mu is held.
-func (s *Storage) write(req *eventstore.AppendRequest, ids []eventID, agg *aggregate) eventstore.AppendResult {
-	if agg == nil {
-		f := s.byType[req.AggregateType]
-		if f == nil {
-			f = &feed{}
-			s.byType[req.AggregateType] = f
-		}
-		f.aggCount++
-		agg = &aggregate{typ: req.AggregateType, id: req.AggregateID, feed: f, index: int32(s.aggList.len())}
-		s.aggList.push(agg)
-		s.aggs[aggKey{req.AggregateType, req.AggregateID}] = agg.index
-	}
-	f := agg.feed
-	f.seq++
-	f.batches++
-	agg.seqs.push(f.seq)
-	version := int64(agg.seqs.len())
-	for i, e := range req.Events {
-		idx := int32(agg.events.len())
-		position := int64(s.log.len()) + 1
-		agg.events.push(record{
-			typ:      s.intern(e.Type),
-			text:     s.arena.add(ids[i].text, e.Data, e.EncryptedData),
-			encLen:   uint16(len(e.EncryptedData)),
-			hasData:  e.Data != nil,
-			version:  version,
-			position: position,
-			recorded: e.RecordedAt.UnixMicro(),
-		})
-		agg.ids.add(ids[i].hash, idx)
-		s.log.push(ref{agg.index, idx})
-		f.positions.push(position)
-	}
-	return eventstore.AppendResult{Version: version, Position: int64(s.log.len())}
-}
-
-// hasID reports whether the event r has the id id.
-func (s *Storage) hasID(r *record, id string) bool {
-	return string(s.arena.get(r.text)[:idLen]) == id // no copy: compared in place
-}
-
-// intern returns the index of typ in s.types, adding it when it is new.
-// Saves mostly repeat the type of the event before, which is checked
-// before the map.
-func (s *Storage) intern(typ string) uint32 {
-	if s.lastType < uint32(len(s.types)) && s.types[s.lastType] == typ {
-		return s.lastType
-	}
-	i, ok := s.typeIdx[typ]
-	if !ok {
-		i = uint32(len(s.types))
-		s.types = append(s.types, typ)
-		s.typeIdx[typ] = i
-	}
-	s.lastType = i
-	return i
-}
-
 // Load implements eventstore.Storage. The range is found by binary search
 // on the aggregate's versions.
 func (s *Storage) Load(ctx context.Context, q eventstore.LoadQuery) (eventstore.Aggregate, error) {
@@ -171,11 +18,11 @@ func (s *Storage) Load(ctx context.Context, q eventstore.LoadQuery) (eventstore.
 	if err := s.check(ctx); err != nil {
 		return eventstore.Aggregate{}, err
 	}
-	ai, ok := s.aggs[aggKey{q.AggregateType, q.AggregateID}]
-	if !ok {
+	agg := s.lookup(q.AggregateType, q.AggregateID)
+	if agg == nil {
 		return eventstore.Aggregate{}, fmt.Errorf("aggregate %s/%s: %w", q.AggregateType, q.AggregateID, eventstore.ErrNotFound)
 	}
-	agg := *s.aggList.at(int(ai))
+	ai := agg.index
 	events := &agg.events
 	lo, hi := 0, events.len()
 	if q.AfterVersion > 0 {

@@ -52,11 +52,10 @@ func (s *Storage) DeleteAggregate(ctx context.Context, aggregateType, aggregateI
 	if err := s.check(ctx); err != nil {
 		return err
 	}
-	ai, ok := s.aggs[aggKey{aggregateType, aggregateID}]
-	if !ok {
+	agg := s.lookup(aggregateType, aggregateID)
+	if agg == nil {
 		return fmt.Errorf("aggregate %s/%s: %w", aggregateType, aggregateID, eventstore.ErrNotFound)
 	}
-	agg := *s.aggList.at(int(ai))
 	// Both lists are ascending: drop the aggregate's positions in one pass.
 	f, k := agg.feed, 0
 	f.positions.deleteFunc(func(p *int64) bool {
@@ -66,7 +65,7 @@ func (s *Storage) DeleteAggregate(ctx context.Context, aggregateType, aggregateI
 		}
 		return false
 	})
-	s.drop(ai)
+	s.drop(agg.index)
 	return nil
 }
 
@@ -91,7 +90,8 @@ func (s *Storage) DeleteAggregateType(ctx context.Context, aggregateType string)
 }
 
 // drop deletes the aggregate at ai, except for its type's positions: its
-// events leave the log, and it leaves the index. s.mu is held.
+// events leave the log, and it leaves the directory, marked dead for the
+// writers that found it there before (see append.go). s.mu is held.
 func (s *Storage) drop(ai int32) {
 	agg := *s.aggList.at(int(ai))
 	for i := range agg.events.len() {
@@ -100,6 +100,7 @@ func (s *Storage) drop(ai int32) {
 	s.deleted += agg.events.len()
 	agg.feed.aggCount--
 	agg.feed.batches -= int64(agg.seqs.len())
-	delete(s.aggs, aggKey{agg.typ, agg.id})
+	agg.dead.Store(true)
+	s.dir.Delete(aggKey{agg.typ, agg.id})
 	*s.aggList.at(int(ai)) = nil
 }

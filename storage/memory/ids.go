@@ -65,6 +65,25 @@ func (x *idIndex) find(h uint32, isID func(idx int32) bool) (int32, bool) {
 	}
 }
 
+// has reports whether an event whose id has the hash h may be stored: the
+// ids themselves are not compared, so it may be a false positive (with odds
+// of one in 2^32 for each stored id probed), never a false negative.
+func (x *idIndex) has(h uint32) bool {
+	if len(x.slots) == 0 {
+		return false
+	}
+	mask := uint32(len(x.slots) - 1)
+	for i := h & mask; ; i = (i + 1) & mask {
+		e := x.slots[i]
+		if e == 0 {
+			return false
+		}
+		if uint32(e>>32) == h {
+			return true
+		}
+	}
+}
+
 // add records that the event at idx has an id whose hash is h.
 func (x *idIndex) add(h uint32, idx int32) {
 	if (x.n+1)*8 > len(x.slots)*5 {

@@ -12,16 +12,38 @@ import (
 	"context"
 	"hash/maphash"
 	"sync"
+	"sync/atomic"
 
 	"github.com/eventkit-go/eventstore"
 )
 
 // Storage is the in-memory backend. The zero value is not usable; call New.
+//
+// Locking. mu guards every field of the Storage and of its aggregates,
+// except these:
+//   - dir, the directory of live aggregates, is written under mu (so that
+//     readers holding mu see it agree with aggList) and read with or
+//     without it, by writers looking for their aggregate before they lock.
+//   - Each aggregate has a mutex of its own, aggregate.mu, which every
+//     writer of the aggregate holds from planning its batch (the version
+//     check and the id lookups) to the end of writing it. aggregate.ids is
+//     read and written only under aggregate.mu; aggregate.events and
+//     aggregate.seqs are written only under both locks, so that either
+//     lock is enough to read them. A writer therefore plans without mu and
+//     takes mu only to assign positions and store the batch.
+//   - aggregate.dead is set under mu when the aggregate is deleted; a
+//     writer that found the aggregate before checks it under mu.
+//
+// Lock order: aggregate.mu before mu, and several aggregate.mu in
+// ascending aggregate.index (AppendAll). Nothing takes an aggregate.mu
+// while holding mu, so no cycle can form. A new aggregate is built under
+// mu, its id index included, before it is stored in dir: no other writer
+// can reach it sooner.
 type Storage struct {
 	mu     sync.RWMutex
 	closed bool
 
-	aggs     map[aggKey]int32 // index into aggList
+	dir      sync.Map         // aggKey -> *aggregate, live ones only
 	aggList  list[*aggregate] // nil once deleted
 	log      list[ref]        // global feed; log.at(p-1) holds position p
 	deleted  int              // entries of log that are deleted
@@ -48,12 +70,16 @@ type feed struct {
 	batches   int64       // batches of those aggregates
 }
 
+// aggregate holds the events of one aggregate; see Storage for the locks
+// that guard its fields.
 type aggregate struct {
+	mu      sync.Mutex // held by the aggregate's writer, before Storage.mu
 	typ, id string
 	feed    *feed // of typ
 	index   int32 // in Storage.aggList
+	dead    atomic.Bool
 	events  list[record]
-	ids     idIndex     // event id -> index in events
+	ids     idIndex     // event id -> index in events; under mu only
 	seqs    list[int64] // seqs.at(v-1) is the FeedSequence of version v
 }
 
@@ -84,7 +110,6 @@ type definition struct {
 // New returns an empty in-memory Storage.
 func New() *Storage {
 	return &Storage{
-		aggs:    make(map[aggKey]int32),
 		byType:  make(map[string]*feed),
 		typeIdx: make(map[string]uint32),
 		defs:    make(map[string]*definition),
@@ -104,7 +129,17 @@ func (s *Storage) Close() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.closed = true
-	s.aggs, s.aggList, s.log, s.byType, s.defs = nil, list[*aggregate]{}, list[ref]{}, nil, nil
+	s.dir.Clear()
+	s.aggList, s.log, s.byType, s.defs = list[*aggregate]{}, list[ref]{}, nil, nil
 	s.types, s.typeIdx, s.arena = nil, nil, arena{}
+	return nil
+}
+
+// lookup returns the live aggregate (typ, id), or nil. It needs no lock:
+// see Storage.
+func (s *Storage) lookup(typ, id string) *aggregate {
+	if a, ok := s.dir.Load(aggKey{typ, id}); ok {
+		return a.(*aggregate)
+	}
 	return nil
 }

@@ -1,0 +1,295 @@
+package memory
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"slices"
+
+	"github.com/eventkit-go/eventstore"
+)
+
+// Append implements eventstore.Storage. Ids are hashed before any lock is
+// taken. A save to an aggregate that exists is planned under the
+// aggregate's lock alone (see Storage): its version is checked, and its ids
+// are looked up in the aggregate's index by hash. Only then is the
+// Storage's lock taken, to assign positions and store the events; the id
+// index is updated after it is released, under the aggregate's lock still.
+// The Storage's lock is held for the whole save when the aggregate is new
+// or when a stored id has the hash of one of the batch's (a retried save),
+// whose ids are then compared.
+func (s *Storage) Append(ctx context.Context, req eventstore.AppendRequest) (eventstore.AppendResult, error) {
+	var small [8]eventID
+	ids, err := eventIDs(small[:0], s.seed, &req)
+	if err != nil {
+		return eventstore.AppendResult{}, err
+	}
+	if err := ctx.Err(); err != nil {
+		return eventstore.AppendResult{}, err
+	}
+	for {
+		var res eventstore.AppendResult
+		var retry bool
+		if agg := s.lookup(req.AggregateType, req.AggregateID); agg != nil {
+			res, retry, err = s.appendTo(ctx, agg, &req, ids)
+		} else {
+			res, retry, err = s.appendNew(ctx, &req, ids)
+		}
+		if !retry {
+			return res, err
+		}
+	}
+}
+
+// appendNew stores req, whose aggregate was not in the directory, under
+// s.mu. It reports retry, having done nothing, when the aggregate was
+// created meanwhile.
+func (s *Storage) appendNew(ctx context.Context, req *eventstore.AppendRequest, ids []eventID) (res eventstore.AppendResult, retry bool, err error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err := s.check(ctx); err != nil {
+		return res, false, err
+	}
+	if s.lookup(req.AggregateType, req.AggregateID) != nil {
+		return res, true, nil
+	}
+	if res, done, err := s.plan(req, ids, nil); done || err != nil {
+		return res, false, err
+	}
+	return s.write(req, ids, nil), false, nil
+}
+
+// appendTo stores req in agg, which was found in the directory without a
+// lock. It reports retry, having done nothing, when agg was deleted before
+// the outcome was settled.
+func (s *Storage) appendTo(ctx context.Context, agg *aggregate, req *eventstore.AppendRequest, ids []eventID) (res eventstore.AppendResult, retry bool, err error) {
+	agg.mu.Lock()
+	defer agg.mu.Unlock()
+	// Under agg.mu, no other save changes agg: its version, events and
+	// ids stay as read here until the end of this save.
+	maybeStored := false
+	for _, id := range ids {
+		if agg.ids.has(id.hash) {
+			maybeStored = true
+			break
+		}
+	}
+	if !maybeStored {
+		// No id of the batch is stored: only the version can refuse it.
+		if _, _, err := eventstore.PlanAppend(*req, int64(agg.seqs.len()), nil); err != nil {
+			// The outcome holds if agg was live when it was planned.
+			return res, agg.dead.Load(), err
+		}
+	}
+	first := agg.events.len()
+	s.mu.Lock()
+	if agg.dead.Load() {
+		s.mu.Unlock()
+		return res, true, nil
+	}
+	if err := s.check(ctx); err != nil {
+		s.mu.Unlock()
+		return res, false, err
+	}
+	if maybeStored {
+		if res, done, err := s.plan(req, ids, agg); done || err != nil {
+			s.mu.Unlock()
+			return res, false, err
+		}
+	}
+	res = s.write(req, ids, agg)
+	s.mu.Unlock()
+	index(agg, first, ids)
+	return res, false, nil
+}
+
+// AppendAll implements eventstore.Storage. Every request is checked before
+// the first is written, under the lock of every aggregate that exists and
+// then the Storage's. Two requests for one aggregate are refused with a
+// *BatchError wrapping ErrInvalid.
+func (s *Storage) AppendAll(ctx context.Context, reqs []eventstore.AppendRequest) ([]eventstore.AppendResult, error) {
+	total := 0
+	for i := range reqs {
+		total += len(reqs[i].Events)
+	}
+	all := make([]eventID, 0, total) // every request's, each capped to its own
+	ids := make([][]eventID, len(reqs))
+	seen := make(map[aggKey]int, len(reqs))
+	for i := range reqs {
+		req := &reqs[i]
+		start := len(all)
+		var err error
+		if all, err = eventIDs(all, s.seed, req); err != nil {
+			return nil, batchError(i, req, err)
+		}
+		ids[i] = all[start:len(all):len(all)]
+		k := aggKey{req.AggregateType, req.AggregateID}
+		if j, ok := seen[k]; ok {
+			return nil, batchError(i, req, fmt.Errorf("the aggregate of batch %d again: %w", j, eventstore.ErrInvalid))
+		}
+		seen[k] = i
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	for {
+		results, retry, err := s.appendAll(ctx, reqs, ids)
+		if !retry {
+			return results, err
+		}
+	}
+}
+
+// appendAll is one attempt of AppendAll. It reports retry, having done
+// nothing, when an aggregate was created or deleted between its lookup and
+// the locks.
+func (s *Storage) appendAll(ctx context.Context, reqs []eventstore.AppendRequest, ids [][]eventID) ([]eventstore.AppendResult, bool, error) {
+	aggs := make([]*aggregate, len(reqs))
+	var held []*aggregate
+	for i := range reqs {
+		if a := s.lookup(reqs[i].AggregateType, reqs[i].AggregateID); a != nil {
+			aggs[i] = a
+			held = append(held, a)
+		}
+	}
+	// The lock order of Storage: aggregates by ascending index, then s.mu.
+	slices.SortFunc(held, func(a, b *aggregate) int { return cmp.Compare(a.index, b.index) })
+	for _, a := range held {
+		a.mu.Lock()
+	}
+	defer func() {
+		for _, a := range held {
+			a.mu.Unlock()
+		}
+	}()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err := s.check(ctx); err != nil {
+		return nil, false, err
+	}
+	for i := range reqs {
+		// dir changes only under s.mu: what it holds now stays.
+		if s.lookup(reqs[i].AggregateType, reqs[i].AggregateID) != aggs[i] {
+			return nil, true, nil
+		}
+	}
+	results := make([]eventstore.AppendResult, len(reqs))
+	written := make([]bool, len(reqs))
+	for i := range reqs {
+		res, done, err := s.plan(&reqs[i], ids[i], aggs[i])
+		if err != nil {
+			return nil, false, batchError(i, &reqs[i], err)
+		}
+		results[i], written[i] = res, done
+	}
+	for i := range reqs {
+		if !written[i] {
+			agg := aggs[i]
+			if agg == nil {
+				results[i] = s.write(&reqs[i], ids[i], nil)
+				continue
+			}
+			first := agg.events.len()
+			results[i] = s.write(&reqs[i], ids[i], agg)
+			index(agg, first, ids[i]) // agg.mu is held
+		}
+	}
+	return results, false, nil
+}
+
+func batchError(i int, req *eventstore.AppendRequest, err error) error {
+	return &eventstore.BatchError{Index: i, AggregateType: req.AggregateType, AggregateID: req.AggregateID, Err: err}
+}
+
+// plan applies eventstore.PlanAppend to req, whose event ids are ids, for
+// agg (nil when it has no events). It reports whether the request is
+// settled (a duplicate) or refused. s.mu and agg.mu are held.
+func (s *Storage) plan(req *eventstore.AppendRequest, ids []eventID, agg *aggregate) (res eventstore.AppendResult, done bool, err error) {
+	var current int64
+	var stored []eventstore.Event
+	if agg != nil {
+		current = int64(agg.seqs.len())
+		for _, id := range ids {
+			if i, ok := agg.ids.find(id.hash, func(i int32) bool { return s.hasID(agg.events.at(int(i)), id.text) }); ok {
+				r := agg.events.at(int(i))
+				stored = append(stored, eventstore.Event{Version: r.version, Position: r.position})
+			}
+		}
+	}
+	return eventstore.PlanAppend(*req, current, stored)
+}
+
+// write stores the batch req, planned by plan for agg (nil for a new
+// aggregate), and returns its result. s.mu is held, and agg.mu for an
+// aggregate that exists, whose id index the caller updates (index). A new
+// aggregate is built whole, id index included, before it enters the
+// directory.
+func (s *Storage) write(req *eventstore.AppendRequest, ids []eventID, agg *aggregate) eventstore.AppendResult {
+	created := agg == nil
+	if created {
+		f := s.byType[req.AggregateType]
+		if f == nil {
+			f = &feed{}
+			s.byType[req.AggregateType] = f
+		}
+		f.aggCount++
+		agg = &aggregate{typ: req.AggregateType, id: req.AggregateID, feed: f, index: int32(s.aggList.len())}
+		s.aggList.push(agg)
+	}
+	f := agg.feed
+	f.seq++
+	f.batches++
+	agg.seqs.push(f.seq)
+	version := int64(agg.seqs.len())
+	first := agg.events.len()
+	for i, e := range req.Events {
+		idx := int32(agg.events.len())
+		position := int64(s.log.len()) + 1
+		agg.events.push(record{
+			typ:      s.intern(e.Type),
+			text:     s.arena.add(ids[i].text, e.Data, e.EncryptedData),
+			encLen:   uint16(len(e.EncryptedData)),
+			hasData:  e.Data != nil,
+			version:  version,
+			position: position,
+			recorded: e.RecordedAt.UnixMicro(),
+		})
+		s.log.push(ref{agg.index, idx})
+		f.positions.push(position)
+	}
+	if created {
+		index(agg, first, ids)
+		s.dir.Store(aggKey{req.AggregateType, req.AggregateID}, agg)
+	}
+	return eventstore.AppendResult{Version: version, Position: int64(s.log.len())}
+}
+
+// index adds ids, the ids of agg's events from first on, to agg's id
+// index. agg.mu is held, or agg is not yet in the directory.
+func index(agg *aggregate, first int, ids []eventID) {
+	for i, id := range ids {
+		agg.ids.add(id.hash, int32(first+i))
+	}
+}
+
+// hasID reports whether the event r has the id id. s.mu is held.
+func (s *Storage) hasID(r *record, id string) bool {
+	return string(s.arena.get(r.text)[:idLen]) == id // no copy: compared in place
+}
+
+// intern returns the index of typ in s.types, adding it when it is new.
+// Saves mostly repeat the type of the event before, which is checked
+// before the map. s.mu is held.
+func (s *Storage) intern(typ string) uint32 {
+	if s.lastType < uint32(len(s.types)) && s.types[s.lastType] == typ {
+		return s.lastType
+	}
+	i, ok := s.typeIdx[typ]
+	if !ok {
+		i = uint32(len(s.types))
+		s.types = append(s.types, typ)
+		s.typeIdx[typ] = i
+	}
+	s.lastType = i
+	return i
+}
