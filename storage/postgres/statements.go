@@ -1,0 +1,458 @@
+package postgres
+
+import "strings"
+
+// statements holds the SQL of every query, with the schema filled in.
+type statements struct {
+	append, appendGroup, appendOne, appendSingle   string
+	appendLean                                     string
+	load, loadRange, feed, feedType, feedSeq       string
+	head, typeHead, feeds, deleteAgg, deleteType   string
+	createDef, def, defs, defErrors, allErrors     string
+	deleteDef, resetDef, renameDef                 string
+	loadState, loadStates                          string
+	commit, checkpoint, upsertStates, deleteStates string
+	insertErrors, trimErrors                       string
+	deleteStatesOf, deleteErrorsOf, renameStatesOf string
+	renameErrorsOf, countStates                    string
+}
+
+const (
+	// eventCols are the columns an append writes, in the order of its
+	// INSERT.
+	eventCols = `position, aggregate_type, aggregate_id, event_id, event_type, data, version, sequence, recorded_at,
+	feed_sequence, encrypted_data`
+	// selectCols are the columns scanEvents reads.
+	selectCols = `position, aggregate_type, aggregate_id, event_id, event_type, data, version, sequence, recorded_at,
+	feed_sequence, coalesce(encrypted_data, '')`
+	// headSQL is the highest position ever written: stored, or deleted
+	// since (the mark of feed '').
+	headSQL = `greatest((SELECT coalesce(max(position), 0) FROM {{schema}}.events),
+	coalesce((SELECT mark FROM {{schema}}.deleted_marks WHERE feed = ''), 0))`
+	// loneCurrent starts the statements for one request (appendOne,
+	// appendSingle): the aggregate's current version and last sequence,
+	// and whether the request may write (not doomed, $10, and its
+	// expected version, $3, matches), for an aggregate $1, $2.
+	loneCurrent = `
+WITH cur AS MATERIALIZED (
+	SELECT coalesce(max(version), 0) AS v, coalesce(max(sequence), 0) AS s,
+	       (NOT $10::bool AND ($3::bigint IS NULL OR $3::bigint = coalesce(max(version), 0))) AS go
+	FROM (
+		SELECT version, sequence FROM {{schema}}.events
+		WHERE aggregate_type = $1 AND aggregate_id = $2
+		ORDER BY sequence DESC LIMIT 1
+	) last
+), `
+	// stateCols are the columns of a projection state that readState
+	// reads.
+	stateCols = `instance_id, data, position, created_at, updated_at, ref_rank, ref_num, ref_text, ref_number`
+)
+
+// typeHeadSQL is the highest FeedSequence ever given to aggregate type
+// typ (an SQL expression), stored or deleted since.
+func typeHeadSQL(typ string) string {
+	return `greatest((SELECT coalesce(max(feed_sequence), 0) FROM {{schema}}.events WHERE aggregate_type = ` + typ + `),
+	coalesce((SELECT mark FROM {{schema}}.deleted_marks WHERE feed = ` + typ + `), 0))`
+}
+
+// newStatements returns the statements for the quoted schema name; channel
+// is the quoted SQL string literal of the channel appends notify.
+func newStatements(schema, channel string) statements {
+	q := func(sql string) string {
+		return qualify(schema, strings.ReplaceAll(sql, "{{channel}}", channel))
+	}
+	// notify, a CTE, notifies listeners of the channel once per statement
+	// that wrote (the server folds the notifications of one transaction
+	// into one, as they are identical).
+	const notify = `notify AS (SELECT pg_notify({{channel}}, '') FROM ins LIMIT 1)`
+	return statements{
+		// append checks and writes one request in one statement. It returns
+		// one row with kind 0 holding the aggregate's current version and
+		// the last position written (0 when nothing was), then one row of
+		// kind 1 per event id of the request that is already stored. It
+		// writes only when no id is stored and the expected version ($4,
+		// NULL for none) matches: exactly when eventstore.PlanAppend says
+		// to write, which the caller checks. The arguments are $1 the
+		// aggregate type, $2 its id, then per event $3 ids, $5 types, $6
+		// data, $7 times and $8 encrypted data (NULL when no event has
+		// any).
+		//
+		// Keep it cheap to plan: after five executions PostgreSQL switches
+		// a prepared statement to its generic plan, which saves ~0.3 ms of
+		// planning per call, but only if the generic plan's estimated cost
+		// is close to the custom ones (a LATERAL probe per id of $3 was
+		// never switched and halved throughput). With event_id = ANY($3)
+		// the generic plan probes the aggregate's ids through whichever
+		// index the statistics favour (for small aggregates, a scan of the
+		// aggregate's entries).
+		append: q(`
+WITH cur AS (
+	SELECT version, sequence FROM {{schema}}.events
+	WHERE aggregate_type = $1 AND aggregate_id = $2
+	ORDER BY sequence DESC LIMIT 1
+), stored AS (
+	SELECT event_id, version, position FROM {{schema}}.events
+	WHERE aggregate_type = $1 AND aggregate_id = $2 AND event_id = ANY($3::text[])
+), ok AS (
+	SELECT coalesce((SELECT version FROM cur), 0) AS v,
+	       coalesce((SELECT sequence FROM cur), 0) AS s,
+	       ` + headSQL + ` AS p,
+	       ` + typeHeadSQL("$1") + ` + 1 AS f
+	WHERE NOT EXISTS (SELECT 1 FROM stored)
+	  AND ($4::bigint IS NULL OR $4::bigint = coalesce((SELECT version FROM cur), 0))
+), ins AS (
+	INSERT INTO {{schema}}.events (` + eventCols + `)
+	SELECT ok.p + t.ord, $1, $2, t.id, t.typ, t.data, ok.v + 1, ok.s + t.ord, t.at, ok.f, t.enc
+	FROM ok, unnest($3::text[], $5::text[], $6::bytea[], $7::timestamptz[], $8::text[])
+		WITH ORDINALITY AS t(id, typ, data, at, enc, ord)
+	RETURNING position
+), ` + notify + `
+SELECT 0 AS kind, '' AS event_id, coalesce((SELECT version FROM cur), 0) AS version,
+       coalesce((SELECT max(position) FROM ins), 0) AS position
+FROM (SELECT count(*) FROM notify) n
+UNION ALL
+SELECT 1, event_id, version, position FROM stored`),
+		// appendGroup appends one round of requests, on distinct
+		// aggregates, in one statement. The requests come as arrays ($1
+		// aggregate types, $2 ids, $3 expected versions, NULL for none, $4
+		// their numbers of events), the events of all requests
+		// concatenated ($5 the index of the request, from 1, $6 ids, $7
+		// types, $8 data, $9 times, $10 encrypted data or NULL, $11 the
+		// event's place in its request, from 1), then $12 the distinct
+		// aggregate types. It writes every request whose expected version
+		// matches at its aggregate's current version + 1, positions
+		// following the head and FeedSequences following their type's
+		// head, both in request order and without gaps for the requests it
+		// skips. It does not look for stored ids among the requests it
+		// writes: an id already stored fails it with unique_violation (the
+		// caller then decides the requests one by one). It returns a row per
+		// request, in request order: kind 0 when written, 1 when refused,
+		// with the request's index, its aggregate's current version and the
+		// head before the statement; each refused request is followed by a
+		// row of kind 2 per event id of it already stored (its version and
+		// position), which eventstore.PlanAppend needs to tell a retry of a
+		// stored save from a conflict. With $13 set (all or nothing) a
+		// refused request fails the statement with division_by_zero
+		// instead.
+		//
+		// A conflict is a result, not an error, on purpose: an error costs
+		// the server a log entry with the whole statement and the client a
+		// rollback, and makes pgx forget the prepared statements of the
+		// pipeline (re-prepared and re-planned on the next use), which made
+		// every attempt on a contended aggregate several times slower.
+		appendGroup: q(`
+WITH req AS MATERIALIZED (
+	SELECT r.ri, r.atype, r.aid, r.n, coalesce(l.version, 0) AS v, coalesce(l.sequence, 0) AS s,
+	       (NOT r.doomed AND (r.expected IS NULL OR r.expected = coalesce(l.version, 0))) AS go
+	FROM unnest((SELECT $1::text[]), (SELECT $2::text[]), (SELECT $3::bigint[]), (SELECT $4::bigint[]),
+		(SELECT $14::bool[])) WITH ORDINALITY AS r(atype, aid, expected, n, doomed, ri)
+	LEFT JOIN LATERAL (
+		SELECT version, sequence FROM {{schema}}.events
+		WHERE aggregate_type = r.atype AND aggregate_id = r.aid
+		ORDER BY sequence DESC LIMIT 1
+	) l ON true
+), head AS MATERIALIZED (
+	SELECT ` + headSQL + ` AS p
+), w AS MATERIALIZED (
+	SELECT req.ri, req.atype, req.aid, req.v, req.s,
+	       sum(req.n) OVER (ORDER BY req.ri) - req.n AS off,
+	       row_number() OVER (PARTITION BY req.atype ORDER BY req.ri) AS nth
+	FROM req WHERE req.go
+), types AS MATERIALIZED (
+	SELECT d.atype, ` + typeHeadSQL("d.atype") + ` AS f
+	FROM unnest((SELECT $12::text[])) AS d(atype)
+), ins AS (
+	INSERT INTO {{schema}}.events (` + eventCols + `)
+	SELECT head.p + w.off + t.k, w.atype, w.aid, t.id, t.typ, t.data, w.v + 1, w.s + t.k, t.at, types.f + w.nth, t.enc
+	FROM head, unnest((SELECT $5::bigint[]), (SELECT $6::text[]), (SELECT $7::text[]), (SELECT $8::bytea[]),
+		(SELECT $9::timestamptz[]), (SELECT $10::text[]), (SELECT $11::bigint[]))
+		AS t(ri, id, typ, data, at, enc, k)
+	JOIN w ON w.ri = t.ri
+	JOIN types ON types.atype = w.atype
+	RETURNING 1
+), ` + notify + `, stored AS (
+	SELECT req.ri, e.event_id, e.version, e.position
+	FROM req
+	JOIN unnest((SELECT $5::bigint[]), (SELECT $6::text[])) AS u(ri, id) ON u.ri = req.ri
+	CROSS JOIN LATERAL (
+		SELECT event_id, version, position FROM {{schema}}.events
+		WHERE aggregate_type = req.atype AND aggregate_id = req.aid AND event_id = u.id
+		LIMIT 1 -- one at most (unique); keeps the look-up a probe per id
+	) e
+	WHERE NOT req.go
+)
+SELECT CASE WHEN req.go THEN 0 ELSE 1 END AS kind, req.ri, req.v,
+       head.p + 0 * (1 / CASE WHEN $13::bool AND NOT req.go THEN 0 ELSE 1 END) AS position, '' AS event_id
+FROM req, head, (SELECT count(*) FROM notify) n
+UNION ALL
+SELECT 2, ri, version, position, event_id FROM stored
+ORDER BY 2, 1`),
+		// appendOne is appendGroup for a round of one request, with a
+		// plan a third the size (no window functions, joins or sorts of
+		// requests), which matters as much as its execution for a lone
+		// writer: the server spends about as long starting the executor
+		// for the plan of appendGroup as running it. The arguments are $1
+		// the aggregate type, $2 its id, $3 the expected version (NULL for
+		// none), per event $4 ids, $5 types, $6 data, $7 times, $8
+		// encrypted data (NULL when no event has any), then $9 strict and
+		// $10 doomed, as for appendGroup; the rows are those of
+		// appendGroup. The arrays are read through sub-selects, as in
+		// appendGroup, so that custom plans do not see their lengths:
+		// their costs then match the generic plan's and PostgreSQL
+		// switches to it after five runs (with the arrays as constants it
+		// never did, and planned every call). The request's row comes
+		// before the stored ids without a sort: a statement that writes
+		// runs no parallel plan, so UNION ALL returns its branches in
+		// order (readGroup checks the order).
+		appendOne: q(loneCurrent + `ins AS (
+	INSERT INTO {{schema}}.events (` + eventCols + `)
+	SELECT ` + headSQL + ` + t.ord, $1, $2, t.id, t.typ, t.data,
+	       cur.v + 1, cur.s + t.ord, t.at, ` + typeHeadSQL("$1") + ` + 1, t.enc
+	FROM cur, unnest($4::text[], $5::text[], $6::bytea[], $7::timestamptz[], $8::text[])
+		WITH ORDINALITY AS t(id, typ, data, at, enc, ord)
+	WHERE cur.go
+	RETURNING position
+), ` + notify + `, stored AS (
+	SELECT e.event_id, e.version, e.position
+	FROM cur, unnest((SELECT $4::text[])) AS u(id)
+	CROSS JOIN LATERAL (
+		SELECT event_id, version, position FROM {{schema}}.events
+		WHERE aggregate_type = $1 AND aggregate_id = $2 AND event_id = u.id
+		LIMIT 1
+	) e
+	WHERE NOT cur.go
+)
+SELECT CASE WHEN cur.go THEN 0 ELSE 1 END AS kind, 1::bigint AS ri, cur.v,
+       coalesce((SELECT min(position) FROM ins) - 1, 0) + 0 * (1 / CASE WHEN $9::bool AND NOT cur.go THEN 0 ELSE 1 END),
+       '' AS event_id
+FROM cur, (SELECT count(*) FROM notify) n
+UNION ALL
+SELECT 2, 1, version, position, event_id FROM stored`),
+		// appendSingle is appendOne for a request of one event, with
+		// scalar arguments: $1 the aggregate type, $2 its id, $3 the
+		// expected version (NULL for none), $4 the event id, $5 its type,
+		// $6 data, $7 time, $8 encrypted data (NULL for none), then $9
+		// strict and $10 doomed; the rows are those of appendGroup. A lone
+		// writer saving one event at a time runs nothing else, and the
+		// server spends about a fifth less CPU on it than on appendOne
+		// (no arrays to decode and unnest, no ordinality, no lateral
+		// look-up per id).
+		appendSingle: q(loneCurrent + `ins AS (
+	INSERT INTO {{schema}}.events (` + eventCols + `)
+	SELECT ` + headSQL + ` + 1, $1, $2, $4, $5, $6, cur.v + 1, cur.s + 1, $7, ` + typeHeadSQL("$1") + ` + 1, $8
+	FROM cur
+	WHERE cur.go
+	RETURNING position
+), ` + notify + `
+SELECT CASE WHEN cur.go THEN 0 ELSE 1 END AS kind, 1::bigint AS ri, cur.v,
+       coalesce((SELECT position FROM ins) - 1, 0) + 0 * (1 / CASE WHEN $9::bool AND NOT cur.go THEN 0 ELSE 1 END),
+       '' AS event_id
+FROM cur, (SELECT count(*) FROM notify) n
+UNION ALL
+SELECT 2, 1, e.version, e.position, e.event_id
+FROM cur, {{schema}}.events e
+WHERE NOT cur.go AND e.aggregate_type = $1 AND e.aggregate_id = $2 AND e.event_id = $4`),
+		// appendLean writes a request of one event when its expected
+		// version ($7, NULL for none) matches, and returns its position and
+		// version; it returns no row when it does not match, and fails
+		// with unique_violation when the event id is stored already: it
+		// says nothing of why, for the lone writer's common case, which it
+		// makes about a tenth cheaper than appendSingle (no refusal rows;
+		// see BenchmarkStatementCost). It notifies the channel when it
+		// writes. The arguments are $1 the
+		// aggregate type, $2 its id, $3 the event id, $4 its type, $5 data,
+		// $6 time, $8 encrypted data (NULL for none).
+		appendLean: q(`
+WITH ins AS (
+INSERT INTO {{schema}}.events (` + eventCols + `)
+SELECT ` + headSQL + ` + 1, $1, $2, $3, $4, $5, cur.v + 1, cur.s + 1, $6, ` + typeHeadSQL("$1") + ` + 1, $8
+FROM (
+	SELECT coalesce(max(version), 0) AS v, coalesce(max(sequence), 0) AS s FROM (
+		SELECT version, sequence FROM {{schema}}.events
+		WHERE aggregate_type = $1 AND aggregate_id = $2
+		ORDER BY sequence DESC LIMIT 1
+	) last
+) cur
+WHERE $7::bigint IS NULL OR $7::bigint = cur.v
+RETURNING position, version
+), ` + notify + `
+SELECT position, version FROM ins, (SELECT count(*) FROM notify) n`),
+		load: q(`SELECT ` + selectCols + ` FROM {{schema}}.events
+WHERE aggregate_type = $1 AND aggregate_id = $2 ORDER BY sequence`),
+		// loadRange reads the versions in ($3, $4] of an aggregate with its
+		// current version, in one snapshot. A row with position 0 stands
+		// for no event; no row at all for no aggregate. The scan of the
+		// aggregate's sequence index starts after the last event of version
+		// $3 when $5 (a read to the end, such as a writer catching up after
+		// a conflict: found by scanning back from the end, over no more
+		// entries than it returns), else after sequence $3 (a version's
+		// events have sequences at least as high as the version) and up to
+		// the first event of a version after $4 (found by scanning forward
+		// from there), so a page of a long aggregate neither starts at its
+		// first event nor runs to its last.
+		loadRange: q(`
+SELECT c.version, coalesce(e.position, 0), coalesce(e.aggregate_type, ''), coalesce(e.aggregate_id, ''),
+       coalesce(e.event_id, ''), coalesce(e.event_type, ''), e.data, coalesce(e.version, 0),
+       coalesce(e.sequence, 0), coalesce(e.recorded_at, 'epoch'), coalesce(e.feed_sequence, 0),
+       coalesce(e.encrypted_data, '')
+FROM (
+	SELECT version FROM {{schema}}.events
+	WHERE aggregate_type = $1 AND aggregate_id = $2 ORDER BY sequence DESC LIMIT 1
+) c
+LEFT JOIN LATERAL (
+	SELECT * FROM {{schema}}.events
+	WHERE aggregate_type = $1 AND aggregate_id = $2 AND version > $3 AND version <= $4
+	  AND sequence > (CASE WHEN $5::boolean THEN coalesce((
+		SELECT sequence FROM {{schema}}.events
+		WHERE aggregate_type = $1 AND aggregate_id = $2 AND version <= $3
+		ORDER BY sequence DESC LIMIT 1), 0) ELSE $3::bigint END)
+	  AND sequence < (CASE WHEN $5::boolean THEN 9223372036854775807 ELSE coalesce((
+		SELECT sequence FROM {{schema}}.events
+		WHERE aggregate_type = $1 AND aggregate_id = $2 AND sequence > $3::bigint AND version > $4
+		ORDER BY sequence LIMIT 1), 9223372036854775807) END)
+	ORDER BY sequence
+) e ON true
+ORDER BY e.sequence`),
+		feed: q(`SELECT ` + selectCols + ` FROM {{schema}}.events
+WHERE position > $1 ORDER BY position LIMIT $2`),
+		// feedType reads the feed of one aggregate type together with the
+		// highest visible position, in one statement and so one snapshot.
+		// A row with position 0 stands for no event.
+		feedType: q(`
+SELECT h.head, coalesce(e.position, 0), coalesce(e.aggregate_type, ''), coalesce(e.aggregate_id, ''),
+       coalesce(e.event_id, ''), coalesce(e.event_type, ''), e.data, coalesce(e.version, 0),
+       coalesce(e.sequence, 0), coalesce(e.recorded_at, 'epoch'), coalesce(e.feed_sequence, 0),
+       coalesce(e.encrypted_data, '')
+FROM (SELECT ` + headSQL + ` AS head) h
+LEFT JOIN LATERAL (
+	SELECT * FROM {{schema}}.events
+	WHERE aggregate_type = $3 AND position > $1 ORDER BY position LIMIT $2
+) e ON true
+ORDER BY e.position`),
+		// feedSeq is feedType after a FeedSequence ($1) instead of a
+		// position. Within a type positions grow with FeedSequences, so
+		// the events wanted are those of the type from the first position
+		// of batch $1 + 1 on: found through events_type_feed, read
+		// through events_type_position, never touching other types. A
+		// position $4 other than 0 restricts them further.
+		feedSeq: q(`
+SELECT h.head, coalesce(e.position, 0), coalesce(e.aggregate_type, ''), coalesce(e.aggregate_id, ''),
+       coalesce(e.event_id, ''), coalesce(e.event_type, ''), e.data, coalesce(e.version, 0),
+       coalesce(e.sequence, 0), coalesce(e.recorded_at, 'epoch'), coalesce(e.feed_sequence, 0),
+       coalesce(e.encrypted_data, '')
+FROM (SELECT ` + headSQL + ` AS head) h
+LEFT JOIN LATERAL (
+	SELECT * FROM {{schema}}.events
+	WHERE aggregate_type = $3 AND position > $4 AND position >= (
+		SELECT min(position) FROM {{schema}}.events
+		WHERE aggregate_type = $3 AND feed_sequence = (
+			SELECT min(feed_sequence) FROM {{schema}}.events WHERE aggregate_type = $3 AND feed_sequence > $1
+		)
+	)
+	ORDER BY position LIMIT $2
+) e ON true
+ORDER BY e.position`),
+		head:     q(`SELECT ` + headSQL),
+		typeHead: q(`SELECT (SELECT max(feed_sequence) FROM {{schema}}.events WHERE aggregate_type = $1), (SELECT mark FROM {{schema}}.deleted_marks WHERE feed = $1)`),
+		feeds: q(`
+SELECT aggregate_type, count(DISTINCT aggregate_id), count(DISTINCT feed_sequence), count(*)
+FROM {{schema}}.events GROUP BY aggregate_type ORDER BY aggregate_type COLLATE "C"`),
+		// deleteAgg and deleteType delete events ($1 the type, $2 the
+		// aggregate id) and raise the marks of feed '' and of the type to
+		// the highest position and FeedSequence deleted, so that appends
+		// never reuse them. They return how many events they deleted.
+		deleteAgg: q(`
+WITH del AS (
+	DELETE FROM {{schema}}.events WHERE aggregate_type = $1 AND aggregate_id = $2
+	RETURNING position, feed_sequence
+), marks AS (
+	INSERT INTO {{schema}}.deleted_marks (feed, mark)
+	SELECT '', max(position) FROM del HAVING count(*) > 0
+	UNION ALL
+	SELECT $1, max(feed_sequence) FROM del HAVING count(*) > 0
+	ON CONFLICT (feed) DO UPDATE SET mark = greatest({{schema}}.deleted_marks.mark, excluded.mark)
+)
+SELECT count(*) FROM del`),
+		deleteType: q(`
+WITH del AS (
+	DELETE FROM {{schema}}.events WHERE aggregate_type = $1
+	RETURNING position, feed_sequence
+), marks AS (
+	INSERT INTO {{schema}}.deleted_marks (feed, mark)
+	SELECT '', max(position) FROM del HAVING count(*) > 0
+	UNION ALL
+	SELECT $1, max(feed_sequence) FROM del HAVING count(*) > 0
+	ON CONFLICT (feed) DO UPDATE SET mark = greatest({{schema}}.deleted_marks.mark, excluded.mark)
+)
+SELECT count(*) FROM del`),
+		createDef: q(`INSERT INTO {{schema}}.definitions (name, spec, created_at) VALUES ($1, $2, $3)`),
+		def:       q(`SELECT name, spec, created_at, checkpoint FROM {{schema}}.definitions WHERE name = $1`),
+		defs:      q(`SELECT name, spec, created_at, checkpoint FROM {{schema}}.definitions ORDER BY name COLLATE "C"`),
+		defErrors: q(`SELECT name, position, event_id, event_type, instance_id, message FROM {{schema}}.projection_errors
+WHERE name = $1 ORDER BY id`),
+		allErrors: q(`SELECT name, position, event_id, event_type, instance_id, message FROM {{schema}}.projection_errors
+ORDER BY name, id`),
+		deleteDef:      q(`DELETE FROM {{schema}}.definitions WHERE name = $1`),
+		resetDef:       q(`UPDATE {{schema}}.definitions SET checkpoint = 0, instances = 0 WHERE name = $1`),
+		renameDef:      q(`UPDATE {{schema}}.definitions SET name = $2 WHERE name = $1`),
+		deleteStatesOf: q(`DELETE FROM {{schema}}.projection_states WHERE name = $1`),
+		deleteErrorsOf: q(`DELETE FROM {{schema}}.projection_errors WHERE name = $1`),
+		renameStatesOf: q(`UPDATE {{schema}}.projection_states SET name = $2 WHERE name = $1`),
+		renameErrorsOf: q(`UPDATE {{schema}}.projection_errors SET name = $2 WHERE name = $1`),
+		loadState: q(`SELECT ` + stateCols + ` FROM {{schema}}.projection_states
+WHERE name = $1 AND instance_id = $2`),
+		loadStates: q(`SELECT ` + stateCols + ` FROM {{schema}}.projection_states
+WHERE name = $1 AND instance_id = ANY($2::text[])`),
+		countStates: q(`SELECT instances FROM {{schema}}.definitions WHERE name = $1`),
+		// commit moves a definition's checkpoint from $2 to $3 when its
+		// spec is $4 (any spec when NULL), and fails with
+		// division_by_zero when it does not, so that the states that
+		// follow it in CommitProjection's pipeline are rolled back with it.
+		commit: q(`
+WITH c AS (
+	UPDATE {{schema}}.definitions SET checkpoint = $3
+	WHERE name = $1 AND checkpoint = $2 AND ($4::bytea IS NULL OR spec = $4::bytea)
+	RETURNING 1
+)
+SELECT 1 / (SELECT count(*)::int FROM c)`),
+		checkpoint: q(`SELECT checkpoint FROM {{schema}}.definitions WHERE name = $1`),
+		// upsertStates writes states and adds the number of new instances
+		// to the definition's count.
+		upsertStates: q(`
+WITH up AS (
+	INSERT INTO {{schema}}.projection_states
+		(name, instance_id, data, position, created_at, updated_at, ref_rank, ref_num, ref_text, ref_number)
+	SELECT $1, t.instance_id, t.data, t.position, t.created_at, t.updated_at, t.ref_rank, t.ref_num, t.ref_text, t.ref_number
+	FROM unnest($2::text[], $3::bytea[], $4::bigint[], $5::timestamptz[], $6::timestamptz[], $7::smallint[],
+		$8::float8[], $9::text[], $10::text[])
+		AS t(instance_id, data, position, created_at, updated_at, ref_rank, ref_num, ref_text, ref_number)
+	ON CONFLICT (name, instance_id) DO UPDATE
+	SET data = excluded.data, position = excluded.position, created_at = excluded.created_at,
+	    updated_at = excluded.updated_at, ref_rank = excluded.ref_rank, ref_num = excluded.ref_num,
+	    ref_text = excluded.ref_text, ref_number = excluded.ref_number
+	RETURNING xmax = 0 AS inserted
+)
+UPDATE {{schema}}.definitions SET instances = instances + (SELECT count(*) FROM up WHERE inserted)
+WHERE name = $1`),
+		// deleteStates removes instances and subtracts them from the
+		// definition's count.
+		deleteStates: q(`
+WITH del AS (
+	DELETE FROM {{schema}}.projection_states WHERE name = $1 AND instance_id = ANY($2::text[])
+	RETURNING 1
+)
+UPDATE {{schema}}.definitions SET instances = instances - (SELECT count(*) FROM del)
+WHERE name = $1`),
+		insertErrors: q(`
+INSERT INTO {{schema}}.projection_errors (name, position, event_id, event_type, instance_id, message)
+SELECT $1, t.position, t.event_id, t.event_type, t.instance_id, t.message
+FROM unnest($2::bigint[], $3::text[], $4::text[], $5::text[], $6::text[]) WITH ORDINALITY
+	AS t(position, event_id, event_type, instance_id, message, ord)
+ORDER BY t.ord`),
+		trimErrors: q(`
+DELETE FROM {{schema}}.projection_errors
+WHERE name = $1 AND id <= (
+	SELECT id FROM {{schema}}.projection_errors WHERE name = $1 ORDER BY id DESC OFFSET $2 LIMIT 1
+)`),
+	}
+}
