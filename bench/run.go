@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"runtime"
 	"strings"
 	"time"
 
@@ -141,6 +142,10 @@ func measure(ctx context.Context, reps int, makers []maker, subs []subject, r ro
 			if s == nil || c.err != nil || ctx.Err() != nil {
 				continue
 			}
+			// Each measurement starts from a collected heap, so that no
+			// subject pays for the garbage of the one measured before it
+			// (the raw map's rate moved 2× with the rows before it).
+			runtime.GC()
 			rate, retries, err := f(s)
 			if err != nil {
 				c.err = err
