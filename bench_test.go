@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"runtime"
+	"strconv"
 	"sync"
 	"testing"
 
@@ -70,6 +71,19 @@ func BenchmarkSave(b *testing.B) {
 			})
 		})
 	}
+}
+
+// BenchmarkSaveNewAggregate measures saves of one event that each create
+// an aggregate, as every new order or account does.
+func BenchmarkSaveNewAggregate(b *testing.B) {
+	ctx := context.Background()
+	st, _ := eventstore.New(memory.New(), nil)
+	defer st.Close()
+	benchSaves(b, 1, func(i int, batch []eventstore.NewEvent) {
+		if _, err := st.Save(ctx, "order", "o"+strconv.Itoa(i), batch, nil); err != nil {
+			b.Fatal(err)
+		}
+	})
 }
 
 var aggIDs = func() []string {

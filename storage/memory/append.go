@@ -259,7 +259,7 @@ func (s *Storage) write(req *eventstore.AppendRequest, ids []eventID, agg *aggre
 	}
 	if created {
 		index(agg, first, ids)
-		s.dir.Store(aggKey{req.AggregateType, req.AggregateID}, agg)
+		s.dir.store(aggKey{req.AggregateType, req.AggregateID}, agg)
 	}
 	return eventstore.AppendResult{Version: version, Position: int64(s.log.len())}
 }

@@ -101,6 +101,6 @@ func (s *Storage) drop(ai int32) {
 	agg.feed.aggCount--
 	agg.feed.batches -= int64(agg.seqs.len())
 	agg.dead.Store(true)
-	s.dir.Delete(aggKey{agg.typ, agg.id})
+	s.dir.remove(aggKey{agg.typ, agg.id})
 	*s.aggList.at(int(ai)) = nil
 }

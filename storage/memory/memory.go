@@ -43,7 +43,7 @@ type Storage struct {
 	mu     sync.RWMutex
 	closed bool
 
-	dir      sync.Map         // aggKey -> *aggregate, live ones only
+	dir      *directory       // live aggregates only
 	aggList  list[*aggregate] // nil once deleted
 	log      list[ref]        // global feed; log.at(p-1) holds position p
 	deleted  int              // entries of log that are deleted
@@ -114,6 +114,7 @@ func New() *Storage {
 		typeIdx: make(map[string]uint32),
 		defs:    make(map[string]*definition),
 		seed:    maphash.MakeSeed(),
+		dir:     newDirectory(),
 	}
 }
 
@@ -129,7 +130,7 @@ func (s *Storage) Close() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.closed = true
-	s.dir.Clear()
+	s.dir.clear()
 	s.aggList, s.log, s.byType, s.defs = list[*aggregate]{}, list[ref]{}, nil, nil
 	s.types, s.typeIdx, s.arena = nil, nil, arena{}
 	return nil
@@ -138,8 +139,5 @@ func (s *Storage) Close() error {
 // lookup returns the live aggregate (typ, id), or nil. It needs no lock:
 // see Storage.
 func (s *Storage) lookup(typ, id string) *aggregate {
-	if a, ok := s.dir.Load(aggKey{typ, id}); ok {
-		return a.(*aggregate)
-	}
-	return nil
+	return s.dir.load(aggKey{typ, id})
 }
