@@ -361,33 +361,11 @@ FROM {{schema}}.events GROUP BY aggregate_type ORDER BY aggregate_type COLLATE "
 		// aggregate id) and raise the marks of feed '' and of the type to
 		// the highest position and FeedSequence deleted, so that appends
 		// never reuse them. They return how many events they deleted.
-		deleteAgg: q(`
-WITH del AS (
-	DELETE FROM {{schema}}.events WHERE aggregate_type = $1 AND aggregate_id = $2
-	RETURNING position, feed_sequence
-), marks AS (
-	INSERT INTO {{schema}}.deleted_marks (feed, mark)
-	SELECT '', max(position) FROM del HAVING count(*) > 0
-	UNION ALL
-	SELECT $1, max(feed_sequence) FROM del HAVING count(*) > 0
-	ON CONFLICT (feed) DO UPDATE SET mark = greatest({{schema}}.deleted_marks.mark, excluded.mark)
-)
-SELECT count(*) FROM del`),
-		deleteType: q(`
-WITH del AS (
-	DELETE FROM {{schema}}.events WHERE aggregate_type = $1
-	RETURNING position, feed_sequence
-), marks AS (
-	INSERT INTO {{schema}}.deleted_marks (feed, mark)
-	SELECT '', max(position) FROM del HAVING count(*) > 0
-	UNION ALL
-	SELECT $1, max(feed_sequence) FROM del HAVING count(*) > 0
-	ON CONFLICT (feed) DO UPDATE SET mark = greatest({{schema}}.deleted_marks.mark, excluded.mark)
-)
-SELECT count(*) FROM del`),
-		createDef: q(`INSERT INTO {{schema}}.definitions (name, spec, created_at) VALUES ($1, $2, $3)`),
-		def:       q(`SELECT name, spec, created_at, checkpoint FROM {{schema}}.definitions WHERE name = $1`),
-		defs:      q(`SELECT name, spec, created_at, checkpoint FROM {{schema}}.definitions ORDER BY name COLLATE "C"`),
+		deleteAgg:  q(deleteSQL("aggregate_type = $1 AND aggregate_id = $2")),
+		deleteType: q(deleteSQL("aggregate_type = $1")),
+		createDef:  q(`INSERT INTO {{schema}}.definitions (name, spec, created_at) VALUES ($1, $2, $3)`),
+		def:        q(`SELECT name, spec, created_at, checkpoint FROM {{schema}}.definitions WHERE name = $1`),
+		defs:       q(`SELECT name, spec, created_at, checkpoint FROM {{schema}}.definitions ORDER BY name COLLATE "C"`),
 		defErrors: q(`SELECT name, position, event_id, event_type, instance_id, message FROM {{schema}}.projection_errors
 WHERE name = $1 ORDER BY id`),
 		allErrors: q(`SELECT name, position, event_id, event_type, instance_id, message FROM {{schema}}.projection_errors
@@ -455,4 +433,23 @@ WHERE name = $1 AND id <= (
 	SELECT id FROM {{schema}}.projection_errors WHERE name = $1 ORDER BY id DESC OFFSET $2 LIMIT 1
 )`),
 	}
+}
+
+// deleteSQL is the statement of deleteAgg and deleteType: it deletes the
+// events that where selects, raises the marks of feed ” and of the type
+// ($1) to the highest position and FeedSequence deleted, and returns how
+// many events it deleted.
+func deleteSQL(where string) string {
+	return `
+WITH del AS (
+	DELETE FROM {{schema}}.events WHERE ` + where + `
+	RETURNING position, feed_sequence
+), marks AS (
+	INSERT INTO {{schema}}.deleted_marks (feed, mark)
+	SELECT '', max(position) FROM del HAVING count(*) > 0
+	UNION ALL
+	SELECT $1, max(feed_sequence) FROM del HAVING count(*) > 0
+	ON CONFLICT (feed) DO UPDATE SET mark = greatest({{schema}}.deleted_marks.mark, excluded.mark)
+)
+SELECT count(*) FROM del`
 }
