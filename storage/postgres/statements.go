@@ -43,6 +43,13 @@ WITH cur AS MATERIALIZED (
 		ORDER BY sequence DESC LIMIT 1
 	) last
 ), `
+	// joinedCols are selectCols of an event e outer-joined to a row that
+	// leads them (a version or a head): with no event, position 0 and
+	// empty values, which rowDecoder and scanHeadEvents skip.
+	joinedCols = `coalesce(e.position, 0), coalesce(e.aggregate_type, ''), coalesce(e.aggregate_id, ''),
+       coalesce(e.event_id, ''), coalesce(e.event_type, ''), e.data, coalesce(e.version, 0),
+       coalesce(e.sequence, 0), coalesce(e.recorded_at, 'epoch'), coalesce(e.feed_sequence, 0),
+       coalesce(e.encrypted_data, '')`
 	// stateCols are the columns of a projection state that readState
 	// reads.
 	stateCols = `instance_id, data, position, created_at, updated_at, ref_rank, ref_num, ref_text, ref_number`
@@ -291,10 +298,7 @@ WHERE aggregate_type = $1 AND aggregate_id = $2 ORDER BY sequence`),
 		// from there), so a page of a long aggregate neither starts at its
 		// first event nor runs to its last.
 		loadRange: q(`
-SELECT c.version, coalesce(e.position, 0), coalesce(e.aggregate_type, ''), coalesce(e.aggregate_id, ''),
-       coalesce(e.event_id, ''), coalesce(e.event_type, ''), e.data, coalesce(e.version, 0),
-       coalesce(e.sequence, 0), coalesce(e.recorded_at, 'epoch'), coalesce(e.feed_sequence, 0),
-       coalesce(e.encrypted_data, '')
+SELECT c.version, ` + joinedCols + `
 FROM (
 	SELECT version FROM {{schema}}.events
 	WHERE aggregate_type = $1 AND aggregate_id = $2 ORDER BY sequence DESC LIMIT 1
@@ -319,10 +323,7 @@ WHERE position > $1 ORDER BY position LIMIT $2`),
 		// highest visible position, in one statement and so one snapshot.
 		// A row with position 0 stands for no event.
 		feedType: q(`
-SELECT h.head, coalesce(e.position, 0), coalesce(e.aggregate_type, ''), coalesce(e.aggregate_id, ''),
-       coalesce(e.event_id, ''), coalesce(e.event_type, ''), e.data, coalesce(e.version, 0),
-       coalesce(e.sequence, 0), coalesce(e.recorded_at, 'epoch'), coalesce(e.feed_sequence, 0),
-       coalesce(e.encrypted_data, '')
+SELECT h.head, ` + joinedCols + `
 FROM (SELECT ` + headSQL + ` AS head) h
 LEFT JOIN LATERAL (
 	SELECT * FROM {{schema}}.events
@@ -336,10 +337,7 @@ ORDER BY e.position`),
 		// through events_type_position, never touching other types. A
 		// position $4 other than 0 restricts them further.
 		feedSeq: q(`
-SELECT h.head, coalesce(e.position, 0), coalesce(e.aggregate_type, ''), coalesce(e.aggregate_id, ''),
-       coalesce(e.event_id, ''), coalesce(e.event_type, ''), e.data, coalesce(e.version, 0),
-       coalesce(e.sequence, 0), coalesce(e.recorded_at, 'epoch'), coalesce(e.feed_sequence, 0),
-       coalesce(e.encrypted_data, '')
+SELECT h.head, ` + joinedCols + `
 FROM (SELECT ` + headSQL + ` AS head) h
 LEFT JOIN LATERAL (
 	SELECT * FROM {{schema}}.events
