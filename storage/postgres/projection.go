@@ -10,6 +10,7 @@ import (
 	"github.com/eventkit-go/eventstore/internal/safetext"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
 )
 
 // CreateDefinition implements eventstore.Storage.
@@ -305,8 +306,11 @@ func (s *Storage) CommitProjection(ctx context.Context, c eventstore.ProjectionC
 	err = conn.SendBatch(ctx, b).Close()
 	var pgErr *pgconn.PgError
 	if errors.As(err, &pgErr) && pgErr.Code == "22012" { // division_by_zero: the compare-and-set failed
+		// Asked on the connection already held: waiting for a second
+		// one from the pool could wait forever when every connection is
+		// held by a commit doing the same.
 		rollback(conn)
-		return s.refusedCommit(ctx, c)
+		return s.refusedCommit(ctx, conn, c)
 	}
 	if err != nil {
 		rollback(conn)
@@ -316,10 +320,11 @@ func (s *Storage) CommitProjection(ctx context.Context, c eventstore.ProjectionC
 }
 
 // refusedCommit returns the error of a commit whose checkpoint did not
-// match: ErrNotFound without the definition, else ErrConflict.
-func (s *Storage) refusedCommit(ctx context.Context, c eventstore.ProjectionCommit) error {
+// match: ErrNotFound without the definition, else ErrConflict. It reads
+// the checkpoint on conn, the connection of the refused commit.
+func (s *Storage) refusedCommit(ctx context.Context, conn *pgxpool.Conn, c eventstore.ProjectionCommit) error {
 	var checkpoint int64
-	err := s.pool.QueryRow(ctx, s.sql.checkpoint, c.Name).Scan(&checkpoint)
+	err := conn.QueryRow(ctx, s.sql.checkpoint, c.Name).Scan(&checkpoint)
 	switch {
 	case errors.Is(err, pgx.ErrNoRows):
 		return fmt.Errorf("projection %q: %w", c.Name, eventstore.ErrNotFound)

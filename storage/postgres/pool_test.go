@@ -1,0 +1,146 @@
+package postgres_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/eventkit-go/eventstore"
+	"github.com/eventkit-go/eventstore/storage/postgres"
+	"github.com/eventkit-go/eventstore/storage/storagetest"
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5/pgxpool"
+)
+
+// onePooledConnection opens a Storage in a fresh schema on a pool of its
+// own that holds one connection. Any code path that holds a pooled
+// connection while it waits for another from the same pool waits forever
+// on it.
+func onePooledConnection(tb testing.TB) eventstore.Storage {
+	tb.Helper()
+	schema := newSchema(tb)
+	cfg, err := pgxpool.ParseConfig(databaseURL())
+	if err != nil {
+		tb.Fatal(err)
+	}
+	cfg.MaxConns = 1
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	s, err := postgres.Open(ctx, pool, &postgres.Options{Schema: schema})
+	if err != nil {
+		pool.Close()
+		tb.Fatal(err)
+	}
+	// Cleanups run last-in first-out: the pool closes after the Storage.
+	tb.Cleanup(pool.Close)
+	tb.Cleanup(func() { _ = s.Close() })
+	return s
+}
+
+// TestConformanceOnePooledConnection runs the whole conformance suite on a
+// pool of one connection: every operation of the contract, the Store's and
+// the Projector's included, must work with one connection at a time.
+func TestConformanceOnePooledConnection(t *testing.T) {
+	storagetest.Run(t, onePooledConnection)
+}
+
+// TestTwoStoresSmallPoolsKeepAnswering runs two Stores, each with its own
+// pool of 4 connections (pgxpool's default on a 2-CPU host), on one schema,
+// as two server processes would, with eight projections kept current by a
+// running Projector in each. The projectors' commits keep refusing each
+// other. Saves through both stores must go on being answered, and both
+// Projectors must end up with every event applied.
+func TestTwoStoresSmallPoolsKeepAnswering(t *testing.T) {
+	schema := newSchema(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	open := func() (*eventstore.Store, *eventstore.Projector) {
+		cfg, err := pgxpool.ParseConfig(databaseURL())
+		if err != nil {
+			t.Fatal(err)
+		}
+		cfg.MaxConns = 4
+		pool, err := pgxpool.NewWithConfig(ctx, cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(pool.Close)
+		s, err := postgres.Open(ctx, pool, &postgres.Options{Schema: schema})
+		if err != nil {
+			t.Fatal(err)
+		}
+		st, err := eventstore.New(s, &eventstore.Options{PollInterval: 10 * time.Millisecond})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = st.Close() })
+		return st, eventstore.NewProjector(st, &eventstore.ProjectorOptions{BatchSize: 7, PollInterval: 10 * time.Millisecond})
+	}
+	storeA, projA := open()
+	storeB, projB := open()
+	const definitions = 8
+	for i := range definitions {
+		err := projA.Create(ctx, eventstore.Definition{
+			Name: fmt.Sprintf("count-%d", i), Feed: "order", Aggregated: true,
+			Handlers: []eventstore.Handler{{EventType: "OrderPlaced", Functions: []eventstore.Function{
+				{Function: eventstore.FuncInc, TargetSelector: "$.projection.orders"},
+			}}},
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	runCtx, stopRun := context.WithCancel(ctx)
+	var runs sync.WaitGroup
+	for _, p := range []*eventstore.Projector{projA, projB} {
+		runs.Go(func() { _ = p.Run(runCtx) })
+	}
+	defer func() { stopRun(); runs.Wait() }()
+
+	const writers, saves = 4, 60
+	errs := make(chan error, 2*writers)
+	var wg sync.WaitGroup
+	for _, st := range []*eventstore.Store{storeA, storeB} {
+		for w := range writers {
+			wg.Go(func() {
+				for i := range saves {
+					saveCtx, cancel := context.WithTimeout(ctx, 20*time.Second)
+					_, err := st.Save(saveCtx, "order", fmt.Sprintf("o-%p-%d-%d", st, w, i),
+						[]eventstore.NewEvent{{ID: uuid.NewString(), Type: "OrderPlaced", Data: json.RawMessage(`{}`)}}, nil)
+					cancel()
+					if err != nil {
+						errs <- fmt.Errorf("save %d of writer %d: %w", i, w, err)
+						return
+					}
+				}
+			})
+		}
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	want := fmt.Sprintf(`"orders":"%d"`, 2*writers*saves)
+	for _, p := range []*eventstore.Projector{projA, projB} {
+		for i := range definitions {
+			qctx, cancel := context.WithTimeout(ctx, 20*time.Second)
+			pj, err := p.Aggregated(qctx, fmt.Sprintf("count-%d", i))
+			cancel()
+			if err != nil {
+				t.Fatalf("count-%d: %v", i, err)
+			}
+			if !strings.Contains(string(pj.Data), want) {
+				t.Fatalf("count-%d = %s, want %s", i, pj.Data, want)
+			}
+		}
+	}
+}
