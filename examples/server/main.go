@@ -137,6 +137,19 @@ func openStorage(ctx context.Context, spec, schema string) (eventstore.Storage, 
 	return nil, fmt.Errorf(`unknown -storage %q: use "memory", "sqlite:PATH" or "postgres://..."`, spec)
 }
 
+// warnSmallPool logs a warning when storage is PostgreSQL on a pool too
+// small for a server's work at once (postgres.MinPoolConns): saves and reads
+// then queue behind the projector's catch-up.
+func warnSmallPool(log *slog.Logger, storage eventstore.Storage) {
+	pg, ok := storage.(*postgres.Storage)
+	if !ok || pg.PoolConns() >= postgres.MinPoolConns {
+		return
+	}
+	log.Warn("the PostgreSQL pool is small for a server: saves and reads will wait for the projector's catch-up queries; "+
+		"raise pool_max_conns in the URL or drop it for the default",
+		"pool_max_conns", pg.PoolConns(), "advised_at_least", postgres.MinPoolConns, "default", postgres.DefaultPoolConns)
+}
+
 // run starts the server and blocks until ctx is done or the server fails.
 // It prints the address it listens on ("listening on http://ADDR") and, for
 // a generated key pair, the pair and a sample curl line to stdout.
@@ -158,6 +171,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		return fmt.Errorf("open storage: %w", err)
 	}
 	log.Info("storage open", "took", time.Since(opened).Round(time.Millisecond).String())
+	warnSmallPool(log, storage)
 	metrics := newPromMetrics()
 	st, err := eventstore.New(storage, &eventstore.Options{Logger: log, Metrics: metrics})
 	if err != nil {

@@ -144,3 +144,25 @@ func TestTwoStoresSmallPoolsKeepAnswering(t *testing.T) {
 		}
 	}
 }
+
+// TestOpenURLPoolSize checks the pool OpenURL creates: DefaultPoolConns
+// unless the URL sets pool_max_conns.
+func TestOpenURLPoolSize(t *testing.T) {
+	schema := newSchema(t)
+	for _, c := range []struct {
+		url  string
+		want int
+	}{
+		{databaseURL(), postgres.DefaultPoolConns},
+		{urlWith(t, "pool_max_conns", "3"), 3},
+	} {
+		s, err := postgres.OpenURL(context.Background(), c.url, &postgres.Options{Schema: schema})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := s.PoolConns(); got != c.want {
+			t.Errorf("OpenURL(%s): pool of %d, want %d", c.url, got, c.want)
+		}
+		_ = s.Close()
+	}
+}

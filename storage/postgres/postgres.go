@@ -103,6 +103,20 @@ const DefaultLinger = 300 * time.Microsecond
 // zero.
 const DefaultWriteTimeout = 30 * time.Second
 
+// DefaultPoolConns is the size of the pool OpenURL creates when the
+// connection string sets no pool_max_conns: room for the work of a Store
+// with a running Projector at once, which is a Projector's catch-up
+// workers (4), the group commit's writer (1) and reads serving requests
+// side by side (5). The connection of WatchAppends is outside the pool.
+const DefaultPoolConns = 10
+
+// MinPoolConns is the smallest pool with which saves and reads never queue
+// behind a running Projector: its 4 catch-up workers, the group commit's
+// writer and one read. A smaller pool still works, since no operation holds
+// a pooled connection while it waits for another, but saves and reads then
+// wait for the catch-up workers' queries.
+const MinPoolConns = 6
+
 // Options configures a Storage. A nil *Options means all defaults.
 type Options struct {
 	// Schema is the PostgreSQL schema that holds the tables. It is created
@@ -222,11 +236,15 @@ func Open(ctx context.Context, pool *pgxpool.Pool, opts *Options) (*Storage, err
 
 // OpenURL connects to the database at url (a PostgreSQL connection string
 // or URL, as accepted by pgxpool.ParseConfig) and opens a Storage on a new
-// pool, which Close closes.
+// pool, which Close closes. The pool holds DefaultPoolConns connections
+// unless url sets pool_max_conns.
 func OpenURL(ctx context.Context, url string, opts *Options) (*Storage, error) {
 	cfg, err := pgxpool.ParseConfig(url)
 	if err != nil {
 		return nil, fmt.Errorf("postgres: open: %v: %w", err, eventstore.ErrInvalid)
+	}
+	if !strings.Contains(url, "pool_max_conns") {
+		cfg.MaxConns = DefaultPoolConns
 	}
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
@@ -239,6 +257,12 @@ func OpenURL(ctx context.Context, url string, opts *Options) (*Storage, error) {
 	}
 	s.ownPool = true
 	return s, nil
+}
+
+// PoolConns returns the most connections the Storage's pool opens
+// (pgxpool's MaxConns); compare it with MinPoolConns.
+func (s *Storage) PoolConns() int {
+	return int(s.pool.Config().MaxConns)
 }
 
 // Close implements eventstore.Storage. It waits for Appends already queued,
