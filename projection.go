@@ -140,8 +140,13 @@ type Status struct {
 	// Definition is the projection's definition.
 	Definition Definition
 	// Checkpoint is the feed position the projection has been applied up
-	// to; Head the highest position of the feed.
+	// to; Head the highest position of the store's feed, all types.
 	Checkpoint, Head int64
+	// Behind is how far the projection lags in its own feed: 0 when no
+	// event of its feed is stored after Checkpoint (however far events of
+	// other types went on), else Head - Checkpoint, the feed positions
+	// still to go through (an upper bound of the events still to apply).
+	Behind int64
 	// Rebuilding reports that a replacement definition is being built
 	// from history; queries answer from the current one until it is done.
 	Rebuilding bool

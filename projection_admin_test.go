@@ -250,3 +250,35 @@ func TestInstanceLimitIsARecordedError(t *testing.T) {
 	require.NoError(t, err)
 	assert.Len(t, s.Errors, 2, "events that would grow the instance past the limit are recorded errors")
 }
+
+// TestBehindCountsOwnFeed checks Status.Behind: a projection that applied
+// every event of its feed is not behind, however many events of other
+// feeds were stored after; an unapplied event of its own feed makes it
+// behind again.
+func TestBehindCountsOwnFeed(t *testing.T) {
+	ctx := context.Background()
+	st, p := newProjector(t)
+	_, err := p.Put(ctx, countDef("n", eventstore.Function{Function: "inc", TargetSelector: "$.projection.count"}))
+	require.NoError(t, err)
+	save(t, st, "order", "o1", pev(1, "Placed", `{}`))
+	require.NoError(t, p.CatchUp(ctx))
+	for i := range 5 {
+		save(t, st, "user", fmt.Sprintf("u%d", i), pev(10+i, "Joined", `{}`))
+	}
+	s, err := p.Status(ctx, "n")
+	require.NoError(t, err)
+	assert.Greater(t, s.Head, s.Checkpoint, "events of another feed came after the checkpoint")
+	assert.Zero(t, s.Behind, "nothing of the projection's own feed is left to apply")
+
+	save(t, st, "order", "o2", pev(20, "Placed", `{}`))
+	all, err := p.Overview(ctx)
+	require.NoError(t, err)
+	require.Len(t, all, 1)
+	assert.Equal(t, all[0].Head-all[0].Checkpoint, all[0].Behind, "an event of its own feed is waiting")
+	assert.Positive(t, all[0].Behind)
+
+	require.NoError(t, p.CatchUp(ctx))
+	s, err = p.Status(ctx, "n")
+	require.NoError(t, err)
+	assert.Zero(t, s.Behind)
+}

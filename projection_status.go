@@ -39,6 +39,17 @@ func (p *Projector) status(ctx context.Context, rec DefinitionRecord, next *Defi
 		return Status{}, err
 	}
 	st := Status{Definition: c.def, Checkpoint: rec.Checkpoint, Head: head, Errors: rec.Errors}
+	if head > rec.Checkpoint {
+		// One probe of the projection's own feed: events of other types
+		// stored after the checkpoint are nothing to apply.
+		page, err := p.storage.ReadFeed(ctx, FeedQuery{After: rec.Checkpoint, Limit: 1, AggregateType: c.feed, MaxBytes: 1})
+		if err != nil {
+			return Status{}, fmt.Errorf("projection %q: %w", rec.Name, err)
+		}
+		if len(page.Events) > 0 {
+			st.Behind = head - rec.Checkpoint
+		}
+	}
 	list, err := p.storage.ListProjections(ctx, ProjectionQuery{Name: rec.Name})
 	if err != nil {
 		return Status{}, fmt.Errorf("projection %q: %w", rec.Name, err)

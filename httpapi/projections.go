@@ -160,7 +160,7 @@ func (h *handler) overview(w http.ResponseWriter, r *http.Request) {
 		}
 		out[i] = overviewEntry{
 			ProjectionName: s.Definition.Name, FeedName: s.Definition.Feed, Aggregated: s.Definition.Aggregated,
-			ProjectionsCount: s.Instances, Checkpoint: s.Checkpoint, Head: s.Head, Behind: max(s.Head-s.Checkpoint, 0),
+			ProjectionsCount: s.Instances, Checkpoint: s.Checkpoint, Head: s.Head, Behind: s.Behind,
 			Rebuilding: s.Rebuilding, RebuildCheckpoint: s.RebuildCheckpoint, Errors: errs,
 		}
 	}

@@ -130,7 +130,7 @@ func (m *promMetrics) watchProjections(p *eventstore.Projector, log *slog.Logger
 }
 
 var lagDesc = prometheus.NewDesc("eventstore_projection_lag",
-	"Feed positions between a projection's checkpoint and the head of the feed: about the events it has still to apply.",
+	"Feed positions between a projection's checkpoint and the head of the store's feed while events of the projection's own feed are stored after its checkpoint, else 0: an upper bound of the events it has still to apply.",
 	[]string{"projection"}, nil)
 
 // lagCollector reads the projections overview when scraped.
@@ -159,7 +159,7 @@ func (c *lagCollector) Collect(ch chan<- prometheus.Metric) {
 		}
 	}
 	for _, s := range c.last {
-		ch <- prometheus.MustNewConstMetric(lagDesc, prometheus.GaugeValue, float64(max(0, s.Head-s.Checkpoint)), s.Definition.Name)
+		ch <- prometheus.MustNewConstMetric(lagDesc, prometheus.GaugeValue, float64(s.Behind), s.Definition.Name)
 	}
 }
 
