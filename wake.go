@@ -31,10 +31,23 @@ const (
 	// watcherSettle is how long a (re)started watcher must have run before
 	// waiters trust it: appends made while it was starting may be missed.
 	watcherSettle = 2 * time.Second
-	// Backoff between attempts of a failing watcher.
+	// Backoff between attempts of a failing watcher. While it is down,
+	// waiters poll at the configured interval; a watcher that had run for
+	// watcherSettle before it failed is retried after watchBackoffMin.
 	watchBackoffMin = 100 * time.Millisecond
-	watchBackoffMax = 30 * time.Second
+	watchBackoffMax = 5 * time.Second
 )
+
+// nextWatchBackoff returns how long to wait before restarting a watcher
+// that ran for ran and failed, after a previous wait of prev (0 for
+// none): watchBackoffMin after a healthy run, else twice prev up to
+// watchBackoffMax.
+func nextWatchBackoff(prev, ran time.Duration) time.Duration {
+	if prev <= 0 || ran >= watcherSettle {
+		return watchBackoffMin
+	}
+	return min(2*prev, watchBackoffMax)
+}
 
 func (o *Options) pollInterval() time.Duration {
 	if o == nil || o.PollInterval <= 0 {
@@ -101,7 +114,7 @@ func (s *Store) startWatcher() {
 // exponential backoff after errors.
 func (s *Store) watchLoop(ctx context.Context, w AppendWatcher, done chan<- struct{}) {
 	defer close(done)
-	backoff := watchBackoffMin
+	var backoff time.Duration
 	for {
 		start := time.Now()
 		s.bg.since.Store(start.UnixNano())
@@ -112,9 +125,7 @@ func (s *Store) watchLoop(ctx context.Context, w AppendWatcher, done chan<- stru
 		if ctx.Err() != nil {
 			return
 		}
-		if time.Since(start) > time.Minute {
-			backoff = watchBackoffMin
-		}
+		backoff = nextWatchBackoff(backoff, time.Since(start))
 		s.log.Warn("eventstore: watching appends failed; polling until it is back", "err", err, "retry", backoff)
 		t := time.NewTimer(backoff)
 		select {
@@ -123,7 +134,6 @@ func (s *Store) watchLoop(ctx context.Context, w AppendWatcher, done chan<- stru
 			return
 		case <-t.C:
 		}
-		backoff = min(2*backoff, watchBackoffMax)
 	}
 }
 
