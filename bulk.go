@@ -52,6 +52,7 @@ func (s *Store) SaveAll(ctx context.Context, aggregateType string, batches []Bat
 		return nil, fmt.Errorf("save %s: %w", aggregateType, ErrClosed)
 	}
 	res, err := s.storage.AppendAll(ctx, reqs)
+	s.noteWrite(err)
 	if err != nil {
 		return nil, fmt.Errorf("save %s: %w", aggregateType, err)
 	}

@@ -58,6 +58,9 @@ func (p *Projector) catchUp(ctx context.Context, pr *proj, target int64, cache *
 			// Refused if the definition was replaced since rec was read.
 			commit.Spec = pr.spec
 			err = p.storage.CommitProjection(ctx, commit)
+			if !errors.Is(err, ErrConflict) {
+				p.store.noteWrite(err)
+			}
 			switch {
 			case errors.Is(err, ErrConflict):
 				// Another projector committed first: start again from its

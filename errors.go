@@ -33,6 +33,12 @@ var (
 	// transiently (a dropped connection, a database restart). The operation
 	// may be retried; for a save, a retry with the same event ids is safe.
 	ErrUnavailable = errors.New("eventstore: storage unavailable")
+
+	// ErrFull reports that the storage is out of space (a full disk, a
+	// size limit or a quota): nothing was written. Unlike ErrUnavailable
+	// it does not pass by itself; a retry succeeds only once an operator
+	// has freed space. Store.OutOfSpace reports it until a write succeeds.
+	ErrFull = errors.New("eventstore: storage full")
 )
 
 // wrapNotFound adds what to err; when err is a not-found error, whose text

@@ -89,6 +89,9 @@ type Store struct {
 	// (including duplicates): projectors wait for it to give read-your-writes.
 	lastPos atomic.Int64
 	closed  atomic.Bool
+	// full is set when a write failed with ErrFull and cleared by the
+	// next write that succeeds (OutOfSpace).
+	full atomic.Bool
 	// deletions counts deletions of events, so that feed pages read
 	// before one are not reused after it.
 	deletions atomic.Int64
@@ -155,11 +158,34 @@ func (s *Store) Save(ctx context.Context, aggregateType, aggregateID string, eve
 		return AppendResult{}, fmt.Errorf("save %s/%s: %w", aggregateType, aggregateID, ErrClosed)
 	}
 	res, err := s.storage.Append(ctx, req)
+	s.noteWrite(err)
 	if err != nil {
 		return AppendResult{}, fmt.Errorf("save %s/%s: %w", aggregateType, aggregateID, err)
 	}
 	s.observe(res.Position)
 	return res, nil
+}
+
+// noteWrite records the outcome of a write to the storage for OutOfSpace.
+func (s *Store) noteWrite(err error) {
+	switch {
+	case err == nil:
+		if s.full.Load() {
+			s.full.Store(false)
+		}
+	case errors.Is(err, ErrFull):
+		if !s.full.Load() {
+			s.log.Error("eventstore: the storage is out of space; saves fail until space is freed", "err", err)
+			s.full.Store(true)
+		}
+	}
+}
+
+// OutOfSpace reports whether the latest write of this Store to its
+// storage (a save, or a projection's commit) failed with ErrFull, and no
+// write has succeeded since. A readiness check can report it.
+func (s *Store) OutOfSpace() bool {
+	return s.full.Load()
 }
 
 // maxRecycled bounds the batches whose event slices are recycled, so that

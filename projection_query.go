@@ -250,13 +250,20 @@ func (p *Projector) Sync(ctx context.Context, name string) error {
 }
 
 // sync applies the feed to pr. When Run is keeping projections current and
-// pr already covers this process's saves, it returns at once.
+// pr already covers this process's saves, it returns at once. When the
+// storage is out of space, so that nothing can be applied, queries answer
+// from what the projection holds: sync logs the error and returns nil.
 func (p *Projector) sync(ctx context.Context, pr *proj) error {
 	target := p.store.lastPos.Load()
 	if p.running.Load() > 0 && target > 0 && pr.checkpoint.Load() >= target {
 		return nil
 	}
-	return p.catchUp(ctx, pr, target, nil)
+	err := p.catchUp(ctx, pr, target, nil)
+	if errors.Is(err, ErrFull) {
+		p.log.Warn("eventstore: the storage is out of space; answering from the projection as it is", "projection", pr.name, "err", err)
+		return nil
+	}
+	return err
 }
 
 // Run keeps every projection current until ctx is done or the Store is

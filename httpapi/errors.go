@@ -105,6 +105,9 @@ var errorTable = []errorRule{
 	{is(eventstore.ErrInvalid), http.StatusUnprocessableEntity, "invalid", invalidMessage},
 	{is(eventstore.ErrNotFound), http.StatusNotFound, "not_found", notFoundMessage},
 	{is(eventstore.ErrConflict), http.StatusConflict, "conflict", conflictMessage},
+	{is(eventstore.ErrFull), http.StatusInsufficientStorage, "insufficient_storage", func(*http.Request, error) string {
+		return "the store is out of space: nothing was stored; saving succeeds again once an operator frees space"
+	}},
 	{is(eventstore.ErrClosed), http.StatusServiceUnavailable, "unavailable", func(*http.Request, error) string {
 		return "the service is shutting down; retry on another instance or later"
 	}},

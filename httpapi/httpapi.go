@@ -125,9 +125,10 @@
 // # Operations
 //
 // GET /healthz answers 200 {"status":"ok"} while the process serves. GET
-// /readyz answers the same when the storage answers within 2 s and the
-// Projector's Run is running, else 503 {"code":"unavailable","message":"not
-// ready"}. Neither needs credentials nor says more. Options.Observer
+// /readyz answers the same when the storage answers within 2 s, is not out
+// of space (eventstore.Store.OutOfSpace) and the Projector's Run is
+// running, else 503 {"code":"unavailable","message":"not ready"} (with
+// ": the store is out of space" when it is). Neither needs credentials nor says more. Options.Observer
 // receives one RequestInfo per request (route pattern, status, bytes,
 // duration, request id) for logs and metrics. A 401 closes the connection. A save answers 200 with an empty body. Creating a definition answers 200 with the stored definition
 // as JSON. A load answers
@@ -178,7 +179,10 @@
 //	415 unsupported_media_type  Content-Type is not application/json
 //	422 invalid                 well-formed JSON with invalid content or unknown fields
 //	500 internal                anything unexpected; details are only logged
-//	503 unavailable             storage unreachable (with Retry-After) or closed
+//	503 unavailable             storage unreachable (with Retry-After) or closed;
+//	                            for a save, the outcome is unknown: retry it
+//	                            with the same event ids
+//	507 insufficient_storage    the storage is out of space; nothing stored
 //
 // GET /openapi.json serves OpenAPI, the OpenAPI 3.1 document of every
 // endpoint.

@@ -65,9 +65,9 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			rec.Header().Set("Allow", "GET, HEAD")
 			h.fail(rec, r, fmt.Errorf("%w: %s %s allows GET, HEAD", errMethod, r.Method, p))
 		case p == "/healthz":
-			writeStatus(rec, r, true)
+			writeStatus(rec, r, "")
 		default:
-			writeStatus(rec, r, h.ready(r.Context()))
+			writeStatus(rec, r, h.notReady(r.Context()))
 		}
 		return
 	}
@@ -84,24 +84,30 @@ func (h *handler) route(r *http.Request) string {
 	return pattern
 }
 
-// ready reports whether the storage answers and the projector runs.
-func (h *handler) ready(ctx context.Context) bool {
+// notReady returns "" when the storage answers and has space and the
+// projector runs, else the message of the 503.
+func (h *handler) notReady(ctx context.Context) string {
 	if !h.p.Running() {
-		return false
+		return "not ready"
+	}
+	if h.st.OutOfSpace() {
+		return "not ready: the store is out of space"
 	}
 	ctx, cancel := context.WithTimeout(ctx, readyTimeout)
 	defer cancel()
-	_, err := h.st.FeedHead(ctx, "")
-	return err == nil
+	if _, err := h.st.FeedHead(ctx, ""); err != nil {
+		return "not ready"
+	}
+	return ""
 }
 
-// writeStatus answers a health check: 200 {"status":"ok"} or 503. The
-// body says nothing else.
-func writeStatus(w http.ResponseWriter, r *http.Request, ok bool) {
+// writeStatus answers a health check: 200 {"status":"ok"} when notReady
+// is "", else 503 with that message. The body says nothing else.
+func writeStatus(w http.ResponseWriter, r *http.Request, notReady string) {
 	w.Header().Set("Cache-Control", "no-store")
-	if !ok {
+	if notReady != "" {
 		w.Header().Set("Retry-After", "1")
-		writeErrorBody(w, http.StatusServiceUnavailable, errorBody{Code: "unavailable", Message: "not ready", Errors: []eventstore.FieldError{}, RequestID: RequestID(r.Context())})
+		writeErrorBody(w, http.StatusServiceUnavailable, errorBody{Code: "unavailable", Message: notReady, Errors: []eventstore.FieldError{}, RequestID: RequestID(r.Context())})
 		return
 	}
 	body := []byte("{\"status\":\"ok\"}\n")

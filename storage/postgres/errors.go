@@ -24,7 +24,7 @@ func (s *Storage) fail(ctx context.Context, op string, err error) error {
 	}
 	if errors.Is(err, eventstore.ErrClosed) || errors.Is(err, eventstore.ErrNotFound) ||
 		errors.Is(err, eventstore.ErrConflict) || errors.Is(err, eventstore.ErrInvalid) ||
-		errors.Is(err, eventstore.ErrUnavailable) {
+		errors.Is(err, eventstore.ErrUnavailable) || errors.Is(err, eventstore.ErrFull) {
 		return err // already translated
 	}
 	if s.closed.Load() {
@@ -52,6 +52,8 @@ func classify(err error) error {
 		switch {
 		case code == "23505": // unique_violation
 			return eventstore.ErrConflict
+		case code == "53100": // disk_full
+			return eventstore.ErrFull
 		case strings.HasPrefix(code, "22"): // data_exception
 			return eventstore.ErrInvalid
 		case strings.HasPrefix(code, "08"), // connection_exception

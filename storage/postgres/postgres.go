@@ -65,7 +65,7 @@
 //
 // Unique violations become eventstore.ErrConflict; input PostgreSQL refuses
 // (a data exception, such as a NUL byte in a text) eventstore.ErrInvalid;
-// lost connections, a server shutting down or unreachable, a closed pool and
+// disk_full eventstore.ErrFull; lost connections, a server shutting down or unreachable, a closed pool and
 // running out of Options.WriteTimeout eventstore.ErrUnavailable; context
 // errors are returned as they are.
 package postgres

@@ -13,15 +13,15 @@ import (
 
 // fail translates an error of the driver into the error Storage returns for
 // operation op: errors that already wrap a sentinel and context errors as
-// they are; ErrClosed after Close; constraint violations ErrConflict; busy,
-// locked, I/O, full-disk and similar failures ErrUnavailable. The driver's
+// they are; ErrClosed after Close; constraint violations ErrConflict; a
+// full disk ErrFull; busy, locked, I/O and similar failures ErrUnavailable. The driver's
 // error is formatted with %v: only the sentinels are part of the API.
 func (s *Storage) fail(ctx context.Context, op string, err error) error {
 	if err == nil {
 		return nil
 	}
 	for _, sentinel := range []error{eventstore.ErrClosed, eventstore.ErrNotFound,
-		eventstore.ErrConflict, eventstore.ErrInvalid, eventstore.ErrUnavailable} {
+		eventstore.ErrConflict, eventstore.ErrInvalid, eventstore.ErrUnavailable, eventstore.ErrFull} {
 		if errors.Is(err, sentinel) {
 			return err // already translated
 		}
@@ -48,8 +48,10 @@ func classify(err error) error {
 		switch e.Code() & 0xff { // primary result code
 		case sqlite3.SQLITE_CONSTRAINT:
 			return eventstore.ErrConflict
+		case sqlite3.SQLITE_FULL: // the disk is full (ENOSPC) or max_page_count reached
+			return eventstore.ErrFull
 		case sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED, sqlite3.SQLITE_IOERR,
-			sqlite3.SQLITE_FULL, sqlite3.SQLITE_CANTOPEN, sqlite3.SQLITE_NOMEM,
+			sqlite3.SQLITE_CANTOPEN, sqlite3.SQLITE_NOMEM,
 			sqlite3.SQLITE_PROTOCOL, sqlite3.SQLITE_READONLY, sqlite3.SQLITE_INTERRUPT:
 			return eventstore.ErrUnavailable
 		}
