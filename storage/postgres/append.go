@@ -21,10 +21,18 @@ func (s *Storage) Append(ctx context.Context, req eventstore.AppendRequest) (eve
 	if err := s.check(ctx, "append"); err != nil {
 		return eventstore.AppendResult{}, err
 	}
-	res, err := s.batcher.Do(ctx, req)
+	// Waiting in the queue is bounded too: behind a stuck transaction,
+	// a request gives up after WriteTimeout, with nothing stored.
+	qctx, cancel := context.WithTimeoutCause(ctx, s.writeTimeout, errOwnDeadline)
+	defer cancel()
+	res, err := s.batcher.Do(qctx, req)
 	if err != nil {
 		if errors.Is(err, eventstore.ErrClosed) {
 			return eventstore.AppendResult{}, fmt.Errorf("postgres: append: %w", eventstore.ErrClosed)
+		}
+		if qctx.Err() != nil && ctx.Err() == nil {
+			return eventstore.AppendResult{}, fmt.Errorf("postgres: append: waited %v for the writes before it: %w",
+				s.writeTimeout, eventstore.ErrUnavailable)
 		}
 		return eventstore.AppendResult{}, err
 	}

@@ -13,6 +13,15 @@ import (
 	"github.com/jackc/puddle/v2"
 )
 
+// errOwnDeadline is the cause of the contexts of readCtx and Append's
+// wait: running out of them is ErrUnavailable, not the caller's deadline.
+var errOwnDeadline = errors.New("the database did not answer in time")
+
+// readCtx returns ctx bounded by the Storage's ReadTimeout.
+func (s *Storage) readCtx(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeoutCause(ctx, s.readTimeout, errOwnDeadline)
+}
+
 // fail translates an error of the driver into the error Storage returns for
 // operation op: context errors as they are, unique violations wrapping
 // ErrConflict, data exceptions ErrInvalid, connection trouble ErrUnavailable
@@ -31,6 +40,10 @@ func (s *Storage) fail(ctx context.Context, op string, err error) error {
 		return fmt.Errorf("postgres: %s: %w", op, eventstore.ErrClosed)
 	}
 	if ctxErr := ctx.Err(); ctxErr != nil {
+		if errors.Is(context.Cause(ctx), errOwnDeadline) {
+			// Our deadline (ReadTimeout, WriteTimeout), not the caller's.
+			return fmt.Errorf("postgres: %s: %w: %w", op, errOwnDeadline, eventstore.ErrUnavailable)
+		}
 		return ctxErr
 	}
 	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {

@@ -18,6 +18,8 @@ func (s *Storage) ListProjections(ctx context.Context, q eventstore.ProjectionQu
 	if err := s.check(ctx, "list projections"); err != nil {
 		return eventstore.ProjectionList{}, err
 	}
+	ctx, cancel := s.readCtx(ctx)
+	defer cancel()
 	sql, args := s.listSQL(q)
 	rows, err := s.pool.Query(ctx, sql, args...)
 	if err != nil {

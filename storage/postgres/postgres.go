@@ -103,6 +103,10 @@ const DefaultLinger = 300 * time.Microsecond
 // zero.
 const DefaultWriteTimeout = 30 * time.Second
 
+// DefaultReadTimeout is the ReadTimeout used when Options.ReadTimeout is
+// zero.
+const DefaultReadTimeout = 30 * time.Second
+
 // DefaultPoolConns is the size of the pool OpenURL creates when the
 // connection string sets no pool_max_conns: room for the work of a Store
 // with a running Projector at once, which is a Projector's catch-up
@@ -141,9 +145,21 @@ type Options struct {
 	Linger time.Duration
 
 	// WriteTimeout bounds one group transaction of Append, which does not
-	// run under any caller's context (several callers share it). The
-	// default is DefaultWriteTimeout.
+	// run under any caller's context (several callers share it), and
+	// also how long an Append waits in the queue for the transactions
+	// before it: one that waited longer fails with ErrUnavailable and
+	// nothing of it is stored. A group transaction that runs out of it may
+	// still have committed (the commit and the deadline can cross), so a
+	// caller that gets ErrUnavailable from Append knows nothing of the
+	// outcome and retries with the same event ids, which stores nothing
+	// twice. The default is DefaultWriteTimeout.
 	WriteTimeout time.Duration
+
+	// ReadTimeout bounds every read (Load, ReadFeed, FeedHead, Feeds, the
+	// definitions and projection reads) on top of the caller's context,
+	// so that reads fail with ErrUnavailable instead of hanging while the
+	// database stalls. The default is DefaultReadTimeout.
+	ReadTimeout time.Duration
 }
 
 func (o *Options) schema() string {
@@ -170,6 +186,13 @@ func (o *Options) linger() time.Duration {
 	return o.Linger
 }
 
+func (o *Options) readTimeout() time.Duration {
+	if o == nil || o.ReadTimeout <= 0 {
+		return DefaultReadTimeout
+	}
+	return o.ReadTimeout
+}
+
 func (o *Options) writeTimeout() time.Duration {
 	if o == nil || o.WriteTimeout <= 0 {
 		return DefaultWriteTimeout
@@ -191,6 +214,7 @@ type Storage struct {
 	// channel is the channel of LISTEN/NOTIFY that appends notify.
 	channel      string
 	writeTimeout time.Duration
+	readTimeout  time.Duration
 	batcher      *groupcommit.Batcher[eventstore.AppendRequest, eventstore.AppendResult]
 
 	closed    atomic.Bool
@@ -225,6 +249,7 @@ func Open(ctx context.Context, pool *pgxpool.Pool, opts *Options) (*Storage, err
 		appendKey:    lockKey("append", schema),
 		channel:      channel,
 		writeTimeout: opts.writeTimeout(),
+		readTimeout:  opts.readTimeout(),
 		done:         make(chan struct{}),
 	}
 	if err := migrate(ctx, pool, schema); err != nil {

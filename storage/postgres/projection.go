@@ -37,6 +37,8 @@ func (s *Storage) Definition(ctx context.Context, name string) (eventstore.Defin
 	if err := s.check(ctx, "definition"); err != nil {
 		return eventstore.DefinitionRecord{}, err
 	}
+	ctx, cancel := s.readCtx(ctx)
+	defer cancel()
 	var defs []eventstore.DefinitionRecord
 	err := pgx.BeginTxFunc(ctx, s.pool, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly}, func(tx pgx.Tx) error {
 		var err error
@@ -57,6 +59,8 @@ func (s *Storage) Definitions(ctx context.Context) ([]eventstore.DefinitionRecor
 	if err := s.check(ctx, "definitions"); err != nil {
 		return nil, err
 	}
+	ctx, cancel := s.readCtx(ctx)
+	defer cancel()
 	var defs []eventstore.DefinitionRecord
 	err := pgx.BeginTxFunc(ctx, s.pool, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly}, func(tx pgx.Tx) error {
 		var err error
@@ -123,6 +127,8 @@ func (s *Storage) LoadProjection(ctx context.Context, name, instanceID string) (
 	if err := s.check(ctx, "load projection"); err != nil {
 		return eventstore.ProjectionState{}, err
 	}
+	ctx, cancel := s.readCtx(ctx)
+	defer cancel()
 	rows, err := s.pool.Query(ctx, s.sql.loadState, name, instanceID)
 	if err != nil {
 		return eventstore.ProjectionState{}, s.fail(ctx, "load projection", err)
@@ -143,6 +149,8 @@ func (s *Storage) LoadProjections(ctx context.Context, name string, ids []string
 	if err := s.check(ctx, "load projections"); err != nil {
 		return nil, err
 	}
+	ctx, cancel := s.readCtx(ctx)
+	defer cancel()
 	if len(ids) == 0 {
 		return []eventstore.ProjectionState{}, nil
 	}

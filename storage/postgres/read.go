@@ -15,6 +15,8 @@ func (s *Storage) Load(ctx context.Context, q eventstore.LoadQuery) (eventstore.
 	if err := s.check(ctx, "load"); err != nil {
 		return eventstore.Aggregate{}, err
 	}
+	ctx, cancel := s.readCtx(ctx)
+	defer cancel()
 	notFound := func() error {
 		return fmt.Errorf("aggregate %s/%s: %w", q.AggregateType, q.AggregateID, eventstore.ErrNotFound)
 	}
@@ -129,6 +131,8 @@ func (s *Storage) ReadFeed(ctx context.Context, q eventstore.FeedQuery) (eventst
 	if err := s.check(ctx, "read feed"); err != nil {
 		return eventstore.FeedPage{}, err
 	}
+	ctx, cancel := s.readCtx(ctx)
+	defer cancel()
 	limit := max(q.Limit, 1)
 	after := max(q.After, 0)
 	if q.AfterFeedSequence > 0 && q.AggregateType == "" {
@@ -184,6 +188,8 @@ func (s *Storage) FeedHead(ctx context.Context, aggregateType string) (int64, er
 	if err := s.check(ctx, "feed head"); err != nil {
 		return 0, err
 	}
+	ctx, cancel := s.readCtx(ctx)
+	defer cancel()
 	if aggregateType == "" {
 		var head int64
 		if err := s.pool.QueryRow(ctx, s.sql.head).Scan(&head); err != nil {
@@ -212,6 +218,8 @@ func (s *Storage) Feeds(ctx context.Context) ([]eventstore.FeedInfo, error) {
 	if err := s.check(ctx, "feeds"); err != nil {
 		return nil, err
 	}
+	ctx, cancel := s.readCtx(ctx)
+	defer cancel()
 	rows, err := s.pool.Query(ctx, s.sql.feeds)
 	if err != nil {
 		return nil, s.fail(ctx, "feeds", err)
