@@ -7,6 +7,7 @@ import (
 	"time"
 	"unsafe"
 
+	"github.com/eventkit-go/eventstore/storage"
 	"github.com/tidwall/gjson"
 )
 
@@ -14,8 +15,8 @@ import (
 type instance struct {
 	id      string
 	root    *object
-	state   ProjectionState // metadata; Data is encoded at commit
-	stored  bool            // the storage holds the instance
+	state   storage.ProjectionState // metadata; Data is encoded at commit
+	stored  bool                    // the storage holds the instance
 	deleted bool
 	changed bool
 	size    int // an upper estimate of the encoded size

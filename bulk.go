@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"strings"
+
+	"github.com/eventkit-go/eventstore/storage"
 )
 
 // Limits of Store.SaveAll.
@@ -43,7 +45,7 @@ type Batch struct {
 // When a batch is refused (a version conflict, ids mixing stored and new
 // ones), nothing is stored and the error wraps a *BatchError naming that
 // batch's index and aggregate, which in turn wraps ErrConflict.
-func (s *Store) SaveAll(ctx context.Context, aggregateType string, batches []Batch) ([]AppendResult, error) {
+func (s *Store) SaveAll(ctx context.Context, aggregateType string, batches []Batch) ([]SaveResult, error) {
 	reqs, err := s.prepareAll(aggregateType, batches)
 	if err != nil {
 		return nil, err
@@ -69,7 +71,7 @@ func (s *Store) SaveAll(ctx context.Context, aggregateType string, batches []Bat
 
 // prepareAll validates every batch of a SaveAll and builds the storage
 // requests.
-func (s *Store) prepareAll(aggregateType string, batches []Batch) ([]AppendRequest, error) {
+func (s *Store) prepareAll(aggregateType string, batches []Batch) ([]storage.AppendRequest, error) {
 	v := validation{op: "save"}
 	checkName(&v, "aggregateType", aggregateType)
 	total := 0
@@ -87,7 +89,7 @@ func (s *Store) prepareAll(aggregateType string, batches []Batch) ([]AppendReque
 	if err := v.err(); err != nil {
 		return nil, err
 	}
-	reqs := make([]AppendRequest, len(batches))
+	reqs := make([]storage.AppendRequest, len(batches))
 	first := make(map[string]int, len(batches))
 	events := make([]Event, total) // of every request, each capped to its own
 	for i, b := range batches {

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/eventkit-go/eventstore/storage"
 	"github.com/tidwall/gjson"
 )
 
@@ -40,8 +41,8 @@ func (p *Projector) catchUp(ctx context.Context, pr *proj, target int64, cache *
 	at := stored             // how far this call has verified the feed
 	wait := time.Millisecond
 	for {
-		q := FeedQuery{After: at, Limit: p.batch, AggregateType: c.feed, MaxBytes: p.store.readBytes}
-		var page FeedPage
+		q := storage.FeedQuery{After: at, Limit: p.batch, AggregateType: c.feed, MaxBytes: p.store.readBytes}
+		var page storage.FeedPage
 		if cache != nil {
 			page, err = cache.read(ctx, q)
 		} else {
@@ -113,8 +114,8 @@ func (pr *proj) advance(to int64) {
 // apply computes the commit that moves the projection from checkpoint from
 // over page. The instances the page touches are loaded in one call,
 // changed as trees, and encoded once.
-func (p *Projector) apply(ctx context.Context, name string, c *compiled, from int64, page FeedPage) (ProjectionCommit, error) {
-	commit := ProjectionCommit{Name: name, From: from, To: page.Head}
+func (p *Projector) apply(ctx context.Context, name string, c *compiled, from int64, page storage.FeedPage) (storage.ProjectionCommit, error) {
+	commit := storage.ProjectionCommit{Name: name, From: from, To: page.Head}
 	type item struct {
 		e  *Event
 		h  *chandler
@@ -147,7 +148,7 @@ func (p *Projector) apply(ctx context.Context, name string, c *compiled, from in
 	for chunk := range slices.Chunk(ids, 1000) {
 		states, err := p.storage.LoadProjections(ctx, name, chunk)
 		if err != nil {
-			return ProjectionCommit{}, fmt.Errorf("projection %q: load instances: %w", name, err)
+			return storage.ProjectionCommit{}, fmt.Errorf("projection %q: load instances: %w", name, err)
 		}
 		for _, st := range states {
 			insts[st.InstanceID] = &instance{id: st.InstanceID, root: parseObject(st.Data), state: st, stored: true, size: len(st.Data)}
@@ -157,7 +158,7 @@ func (p *Projector) apply(ctx context.Context, name string, c *compiled, from in
 	for _, id := range ids {
 		in := insts[id]
 		if in == nil {
-			in = &instance{id: id, root: &object{}, state: ProjectionState{Name: name, InstanceID: id}, size: 2}
+			in = &instance{id: id, root: &object{}, state: storage.ProjectionState{Name: name, InstanceID: id}, size: 2}
 			insts[id] = in
 		}
 		order = append(order, in)

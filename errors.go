@@ -4,41 +4,43 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+
+	"github.com/eventkit-go/eventstore/storage"
 )
 
 // Sentinel errors. Every error returned by this package and by conforming
-// Storage backends wraps at most one of these; check them with errors.Is.
+// storage backends wraps at most one of these; check them with errors.Is.
+// They are the values of package storage, so a backend's errors match them.
 var (
 	// ErrNotFound reports that an aggregate, a projection definition or a
 	// projection instance does not exist.
-	ErrNotFound = errors.New("eventstore: not found")
+	ErrNotFound = storage.ErrNotFound
 
-	// ErrConflict reports that a write was refused because it contradicts the
-	// stored state: an expected version that does not match, a batch that
-	// mixes already stored and new event ids, a projection definition whose
-	// name is taken, or (inside Storage) a projection checkpoint that moved.
-	// Nothing was written.
-	ErrConflict = errors.New("eventstore: conflict")
+	// ErrConflict reports that a write was refused because it contradicts
+	// the stored state: an expected version that does not match, a batch
+	// that mixes already stored and new event ids, a projection definition
+	// whose name is taken. Nothing was written.
+	ErrConflict = storage.ErrConflict
 
 	// ErrInvalid reports input that is well-formed but not acceptable: an
 	// event id that is not a UUID, an empty event type, data that is not a
-	// JSON object, a selector that is not of the documented form, and so on.
-	// The error is usually a *ValidationError that says which field.
-	ErrInvalid = errors.New("eventstore: invalid")
+	// JSON object, a selector that is not of the documented form, and so
+	// on. The error is usually a *ValidationError that says which field.
+	ErrInvalid = storage.ErrInvalid
 
-	// ErrClosed reports a call on a Store, Projector or Storage after Close.
-	ErrClosed = errors.New("eventstore: closed")
+	// ErrClosed reports a call on a Store or Projector after Close.
+	ErrClosed = storage.ErrClosed
 
-	// ErrUnavailable reports that the storage could not be reached or failed
-	// transiently (a dropped connection, a database restart). The operation
-	// may be retried; for a save, a retry with the same event ids is safe.
-	ErrUnavailable = errors.New("eventstore: storage unavailable")
+	// ErrUnavailable reports that the storage could not be reached or
+	// failed transiently (a dropped connection, a database restart, no
+	// answer in time). The operation may be retried; for a save the
+	// outcome is unknown, and a retry with the same event ids is safe.
+	ErrUnavailable = storage.ErrUnavailable
 
 	// ErrFull reports that the storage is out of space (a full disk, a
-	// size limit or a quota): nothing was written. Unlike ErrUnavailable
-	// it does not pass by itself; a retry succeeds only once an operator
-	// has freed space. Store.OutOfSpace reports it until a write succeeds.
-	ErrFull = errors.New("eventstore: storage full")
+	// size limit or a quota): nothing was written. A retry succeeds only
+	// once an operator has freed space; Store.OutOfSpace reports it.
+	ErrFull = storage.ErrFull
 )
 
 // wrapNotFound adds what to err; when err is a not-found error, whose text

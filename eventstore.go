@@ -12,6 +12,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/eventkit-go/eventstore/internal/jsonscan"
+	"github.com/eventkit-go/eventstore/storage"
 )
 
 // Options configures a Store. A nil *Options means all defaults.
@@ -79,7 +80,7 @@ type SaveOptions struct {
 // concurrent use. Create one with New; query projections with a Projector
 // made by NewProjector.
 type Store struct {
-	storage Storage
+	storage storage.Storage
 	now     func() time.Time
 	log     *slog.Logger
 	// readBytes is Options.MaxReadBytes, 0 for no cap.
@@ -109,7 +110,7 @@ type Store struct {
 
 // New returns a Store on top of s. The Store takes ownership of s: Close
 // closes it.
-func New(s Storage, opts *Options) (*Store, error) {
+func New(s storage.Storage, opts *Options) (*Store, error) {
 	if s == nil {
 		return nil, fmt.Errorf("eventstore: new: nil Storage: %w", ErrInvalid)
 	}
@@ -143,7 +144,7 @@ func New(s Storage, opts *Options) (*Store, error) {
 // MaxDataDepth fail with a *ValidationError naming the event's index and
 // field. Event
 // ids are stored in lower case.
-func (s *Store) Save(ctx context.Context, aggregateType, aggregateID string, events []NewEvent, opts *SaveOptions) (AppendResult, error) {
+func (s *Store) Save(ctx context.Context, aggregateType, aggregateID string, events []NewEvent, opts *SaveOptions) (SaveResult, error) {
 	buf := s.eventBuffer(len(events))
 	defer s.recycle(buf, len(events))
 	var into []Event
@@ -152,15 +153,15 @@ func (s *Store) Save(ctx context.Context, aggregateType, aggregateID string, eve
 	}
 	req, err := s.prepare(aggregateType, aggregateID, events, opts, into)
 	if err != nil {
-		return AppendResult{}, err
+		return SaveResult{}, err
 	}
 	if s.closed.Load() {
-		return AppendResult{}, fmt.Errorf("save %s/%s: %w", aggregateType, aggregateID, ErrClosed)
+		return SaveResult{}, fmt.Errorf("save %s/%s: %w", aggregateType, aggregateID, ErrClosed)
 	}
 	res, err := s.storage.Append(ctx, req)
 	s.noteWrite(err)
 	if err != nil {
-		return AppendResult{}, fmt.Errorf("save %s/%s: %w", aggregateType, aggregateID, err)
+		return SaveResult{}, fmt.Errorf("save %s/%s: %w", aggregateType, aggregateID, err)
 	}
 	s.observe(res.Position)
 	return res, nil
@@ -217,7 +218,7 @@ func (s *Store) recycle(b *[]Event, n int) {
 
 // prepare validates a save and builds the storage request, with its events
 // at the start of into when it is long enough.
-func (s *Store) prepare(aggregateType, aggregateID string, events []NewEvent, opts *SaveOptions, into []Event) (AppendRequest, error) {
+func (s *Store) prepare(aggregateType, aggregateID string, events []NewEvent, opts *SaveOptions, into []Event) (storage.AppendRequest, error) {
 	v := validation{op: "save"}
 	checkName(&v, "aggregateType", aggregateType)
 	checkName(&v, "aggregateId", aggregateID)
@@ -226,9 +227,9 @@ func (s *Store) prepare(aggregateType, aggregateID string, events []NewEvent, op
 		v.add("events", "at least one event is required")
 	case len(events) > MaxEventsPerSave:
 		v.add("events", "at most %d events are allowed in one save, got %d", MaxEventsPerSave, len(events))
-		return AppendRequest{}, v.err()
+		return storage.AppendRequest{}, v.err()
 	}
-	req := AppendRequest{AggregateType: aggregateType, AggregateID: aggregateID}
+	req := storage.AppendRequest{AggregateType: aggregateType, AggregateID: aggregateID}
 	if opts != nil {
 		req.ExpectedVersion = opts.ExpectedVersion
 		if n, ok := opts.ExpectedVersion.Version(); ok && n < 0 {
@@ -287,7 +288,7 @@ func (s *Store) prepare(aggregateType, aggregateID string, events []NewEvent, op
 		}
 	}
 	if err := v.err(); err != nil {
-		return AppendRequest{}, err
+		return storage.AppendRequest{}, err
 	}
 	return req, nil
 }
@@ -479,7 +480,7 @@ func (s *Store) Load(ctx context.Context, aggregateType, aggregateID string) (Ag
 	if s.closed.Load() {
 		return Aggregate{}, fmt.Errorf("load %s/%s: %w", aggregateType, aggregateID, ErrClosed)
 	}
-	agg, err := s.storage.Load(ctx, LoadQuery{AggregateType: aggregateType, AggregateID: aggregateID})
+	agg, err := s.storage.Load(ctx, storage.LoadQuery{AggregateType: aggregateType, AggregateID: aggregateID})
 	if err != nil {
 		return Aggregate{}, wrapNotFound(fmt.Sprintf("aggregate %s/%s", aggregateType, aggregateID), err)
 	}

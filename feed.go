@@ -6,6 +6,8 @@ import (
 	"hash/fnv"
 	"slices"
 	"time"
+
+	"github.com/eventkit-go/eventstore/storage"
 )
 
 // Limits of a feed read.
@@ -329,7 +331,7 @@ func (s *Store) readFeed(ctx context.Context, q feedQuery) (FeedResult, error) {
 type batchReader struct {
 	s        *Store
 	byFS     bool
-	q        FeedQuery
+	q        storage.FeedQuery
 	pageSize int
 	buf      []Event // read, not yet returned
 	done     bool    // the last read was not full: buf holds all that is visible
@@ -340,7 +342,7 @@ type batchReader struct {
 
 func newBatchReader(s *Store, typ string, byFS bool, after int64, pageSize int) *batchReader {
 	r := &batchReader{s: s, byFS: byFS, pageSize: pageSize, start: after}
-	r.q = FeedQuery{AggregateType: typ}
+	r.q = storage.FeedQuery{AggregateType: typ}
 	switch {
 	case byFS:
 		r.q.AfterFeedSequence = after
@@ -448,7 +450,7 @@ func (r *batchReader) peek(ctx context.Context) ([]Event, error) {
 // cursor past it.
 func (r *batchReader) complete(ctx context.Context, part []Event) ([]Event, error) {
 	e := part[0]
-	agg, err := r.s.storage.Load(ctx, LoadQuery{AggregateType: e.AggregateType, AggregateID: e.AggregateID, AfterVersion: e.Version - 1, Limit: 1})
+	agg, err := r.s.storage.Load(ctx, storage.LoadQuery{AggregateType: e.AggregateType, AggregateID: e.AggregateID, AfterVersion: e.Version - 1, Limit: 1})
 	if isNotFound(err) {
 		return nil, nil
 	}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/eventkit-go/eventstore"
 	"github.com/eventkit-go/eventstore/internal/fakestorage"
+	"github.com/eventkit-go/eventstore/storage"
 	"github.com/eventkit-go/eventstore/storage/memory"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -22,9 +23,9 @@ import (
 // backends are the storages the feed tests run on.
 var backends = []struct {
 	name string
-	new  func() eventstore.Storage
+	new  func() storage.Storage
 }{
-	{"memory", func() eventstore.Storage { return memory.New() }},
+	{"memory", func() storage.Storage { return memory.New() }},
 }
 
 func forBackends(t *testing.T, fn func(t *testing.T, st *eventstore.Store)) {
@@ -52,9 +53,9 @@ type saved struct {
 }
 
 // saveAll saves the plan, one batch each, and returns the results.
-func saveAll(t *testing.T, st *eventstore.Store, plan []saved) []eventstore.AppendResult {
+func saveAll(t *testing.T, st *eventstore.Store, plan []saved) []eventstore.SaveResult {
 	t.Helper()
-	var out []eventstore.AppendResult
+	var out []eventstore.SaveResult
 	for _, p := range plan {
 		res, err := st.Save(t.Context(), p.typ, p.id, evs(p.n), nil)
 		require.NoError(t, err)
@@ -272,7 +273,7 @@ func TestReadFeedValidation(t *testing.T) {
 	}
 }
 
-func newFakeStore(t *testing.T, s eventstore.Storage) *eventstore.Store {
+func newFakeStore(t *testing.T, s storage.Storage) *eventstore.Store {
 	t.Helper()
 	st, err := eventstore.New(s, &eventstore.Options{PollInterval: time.Hour})
 	require.NoError(t, err)

@@ -3,6 +3,8 @@ package eventstore
 import (
 	"context"
 	"sync"
+
+	"github.com/eventkit-go/eventstore/storage"
 )
 
 // pageCache shares the feed pages one CatchUp pass reads among the
@@ -12,41 +14,41 @@ import (
 // below a visible one later), while a short page at the head can. The
 // cache is dropped when events are deleted.
 type pageCache struct {
-	storage Storage
+	storage storage.Storage
 	gen     func() int64 // the Store's deletion count
 
 	mu      sync.Mutex
 	at      int64 // gen the entries belong to
-	entries map[FeedQuery]*pageEntry
-	order   []FeedQuery
+	entries map[storage.FeedQuery]*pageEntry
+	order   []storage.FeedQuery
 }
 
 type pageEntry struct {
 	done chan struct{}
-	page FeedPage
+	page storage.FeedPage
 	err  error
 }
 
 // maxCachedPages bounds the pages one pass keeps.
 const maxCachedPages = 16
 
-func newPageCache(s Storage, gen func() int64) *pageCache {
-	return &pageCache{storage: s, gen: gen, at: gen(), entries: make(map[FeedQuery]*pageEntry)}
+func newPageCache(s storage.Storage, gen func() int64) *pageCache {
+	return &pageCache{storage: s, gen: gen, at: gen(), entries: make(map[storage.FeedQuery]*pageEntry)}
 }
 
 // read returns the page q selects, reading it from the storage unless
 // another projection of this pass has, or is reading it now.
-func (c *pageCache) read(ctx context.Context, q FeedQuery) (FeedPage, error) {
+func (c *pageCache) read(ctx context.Context, q storage.FeedQuery) (storage.FeedPage, error) {
 	c.mu.Lock()
 	if g := c.gen(); g != c.at {
-		c.at, c.entries, c.order = g, make(map[FeedQuery]*pageEntry), nil
+		c.at, c.entries, c.order = g, make(map[storage.FeedQuery]*pageEntry), nil
 	}
 	if e := c.entries[q]; e != nil {
 		c.mu.Unlock()
 		select {
 		case <-e.done:
 		case <-ctx.Done():
-			return FeedPage{}, ctx.Err()
+			return storage.FeedPage{}, ctx.Err()
 		}
 		if e.err == nil {
 			return e.page, nil

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/eventkit-go/eventstore"
+	"github.com/eventkit-go/eventstore/storage"
 	"github.com/eventkit-go/eventstore/storage/memory"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -18,7 +19,7 @@ type countingStorage struct {
 	reads atomic.Int64
 }
 
-func (c *countingStorage) ReadFeed(ctx context.Context, q eventstore.FeedQuery) (eventstore.FeedPage, error) {
+func (c *countingStorage) ReadFeed(ctx context.Context, q storage.FeedQuery) (storage.FeedPage, error) {
 	c.reads.Add(1)
 	return c.Storage.ReadFeed(ctx, q)
 }

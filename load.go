@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"math"
+
+	"github.com/eventkit-go/eventstore/storage"
 )
 
 // LoadRange returns the aggregate with the events of the versions in
@@ -38,7 +40,7 @@ func (s *Store) LoadRange(ctx context.Context, aggregateType, aggregateID string
 	if limit > 0 && afterVersion > math.MaxInt64-limit {
 		limit = math.MaxInt64 - afterVersion
 	}
-	q := LoadQuery{AggregateType: aggregateType, AggregateID: aggregateID, AfterVersion: afterVersion, Limit: limit}
+	q := storage.LoadQuery{AggregateType: aggregateType, AggregateID: aggregateID, AfterVersion: afterVersion, Limit: limit}
 	if limit > 0 {
 		q.MaxBytes = s.readBytes
 	}
@@ -66,7 +68,7 @@ func (s *Store) Exists(ctx context.Context, aggregateType, aggregateID string) (
 	}
 	// A range past every version: the storage answers from the
 	// aggregate's version alone.
-	_, err := s.storage.Load(ctx, LoadQuery{AggregateType: aggregateType, AggregateID: aggregateID, AfterVersion: math.MaxInt64})
+	_, err := s.storage.Load(ctx, storage.LoadQuery{AggregateType: aggregateType, AggregateID: aggregateID, AfterVersion: math.MaxInt64})
 	switch {
 	case err == nil:
 		return true, nil

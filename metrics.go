@@ -3,6 +3,8 @@ package eventstore
 import (
 	"context"
 	"errors"
+
+	"github.com/eventkit-go/eventstore/storage"
 )
 
 // Metrics receives a Store's figures as they happen, for an operator's
@@ -52,12 +54,12 @@ func (p *Projector) projected(name string, events, failed int) {
 
 // meter wraps s so that every call is reported to m. The wrapper keeps
 // the optional AppendWatcher.
-func meter(s Storage, m Metrics) Storage {
+func meter(s storage.Storage, m Metrics) storage.Storage {
 	if m == nil {
 		return s
 	}
 	ms := &meteredStorage{s: s, m: m}
-	if w, ok := s.(AppendWatcher); ok {
+	if w, ok := s.(storage.AppendWatcher); ok {
 		return &meteredWatcher{meteredStorage: ms, w: w}
 	}
 	return ms
@@ -66,7 +68,7 @@ func meter(s Storage, m Metrics) Storage {
 // meteredWatcher is a meteredStorage whose Storage is an AppendWatcher.
 type meteredWatcher struct {
 	*meteredStorage
-	w AppendWatcher
+	w storage.AppendWatcher
 }
 
 // WatchAppends implements AppendWatcher.
@@ -76,7 +78,7 @@ func (m *meteredWatcher) WatchAppends(ctx context.Context, notify func()) error 
 
 // meteredStorage reports the calls of a Storage to a Metrics.
 type meteredStorage struct {
-	s Storage
+	s storage.Storage
 	m Metrics
 }
 
@@ -91,13 +93,13 @@ func (m *meteredStorage) fail(op string, err error) error {
 	return err
 }
 
-func (m *meteredStorage) appended(r AppendResult, events int) {
+func (m *meteredStorage) appended(r SaveResult, events int) {
 	if !r.Duplicate {
 		m.m.Saved(events)
 	}
 }
 
-func (m *meteredStorage) Append(ctx context.Context, req AppendRequest) (AppendResult, error) {
+func (m *meteredStorage) Append(ctx context.Context, req storage.AppendRequest) (SaveResult, error) {
 	r, err := m.s.Append(ctx, req)
 	switch {
 	case err == nil:
@@ -108,7 +110,7 @@ func (m *meteredStorage) Append(ctx context.Context, req AppendRequest) (AppendR
 	return r, m.fail("Append", err)
 }
 
-func (m *meteredStorage) AppendAll(ctx context.Context, reqs []AppendRequest) ([]AppendResult, error) {
+func (m *meteredStorage) AppendAll(ctx context.Context, reqs []storage.AppendRequest) ([]SaveResult, error) {
 	rs, err := m.s.AppendAll(ctx, reqs)
 	switch {
 	case err == nil:
@@ -123,12 +125,12 @@ func (m *meteredStorage) AppendAll(ctx context.Context, reqs []AppendRequest) ([
 	return rs, m.fail("AppendAll", err)
 }
 
-func (m *meteredStorage) Load(ctx context.Context, q LoadQuery) (Aggregate, error) {
+func (m *meteredStorage) Load(ctx context.Context, q storage.LoadQuery) (Aggregate, error) {
 	a, err := m.s.Load(ctx, q)
 	return a, m.fail("Load", err)
 }
 
-func (m *meteredStorage) ReadFeed(ctx context.Context, q FeedQuery) (FeedPage, error) {
+func (m *meteredStorage) ReadFeed(ctx context.Context, q storage.FeedQuery) (storage.FeedPage, error) {
 	p, err := m.s.ReadFeed(ctx, q)
 	return p, m.fail("ReadFeed", err)
 }
@@ -151,16 +153,16 @@ func (m *meteredStorage) DeleteAggregateType(ctx context.Context, aggregateType 
 	return m.fail("DeleteAggregateType", m.s.DeleteAggregateType(ctx, aggregateType))
 }
 
-func (m *meteredStorage) CreateDefinition(ctx context.Context, def DefinitionRecord) error {
+func (m *meteredStorage) CreateDefinition(ctx context.Context, def storage.DefinitionRecord) error {
 	return m.fail("CreateDefinition", m.s.CreateDefinition(ctx, def))
 }
 
-func (m *meteredStorage) Definition(ctx context.Context, name string) (DefinitionRecord, error) {
+func (m *meteredStorage) Definition(ctx context.Context, name string) (storage.DefinitionRecord, error) {
 	d, err := m.s.Definition(ctx, name)
 	return d, m.fail("Definition", err)
 }
 
-func (m *meteredStorage) Definitions(ctx context.Context) ([]DefinitionRecord, error) {
+func (m *meteredStorage) Definitions(ctx context.Context) ([]storage.DefinitionRecord, error) {
 	d, err := m.s.Definitions(ctx)
 	return d, m.fail("Definitions", err)
 }
@@ -177,22 +179,22 @@ func (m *meteredStorage) RenameProjection(ctx context.Context, from, to string) 
 	return m.fail("RenameProjection", m.s.RenameProjection(ctx, from, to))
 }
 
-func (m *meteredStorage) LoadProjection(ctx context.Context, name, instanceID string) (ProjectionState, error) {
+func (m *meteredStorage) LoadProjection(ctx context.Context, name, instanceID string) (storage.ProjectionState, error) {
 	p, err := m.s.LoadProjection(ctx, name, instanceID)
 	return p, m.fail("LoadProjection", err)
 }
 
-func (m *meteredStorage) LoadProjections(ctx context.Context, name string, ids []string) ([]ProjectionState, error) {
+func (m *meteredStorage) LoadProjections(ctx context.Context, name string, ids []string) ([]storage.ProjectionState, error) {
 	p, err := m.s.LoadProjections(ctx, name, ids)
 	return p, m.fail("LoadProjections", err)
 }
 
-func (m *meteredStorage) ListProjections(ctx context.Context, q ProjectionQuery) (ProjectionList, error) {
+func (m *meteredStorage) ListProjections(ctx context.Context, q storage.ProjectionQuery) (storage.ProjectionList, error) {
 	l, err := m.s.ListProjections(ctx, q)
 	return l, m.fail("ListProjections", err)
 }
 
-func (m *meteredStorage) CommitProjection(ctx context.Context, c ProjectionCommit) error {
+func (m *meteredStorage) CommitProjection(ctx context.Context, c storage.ProjectionCommit) error {
 	return m.fail("CommitProjection", m.s.CommitProjection(ctx, c))
 }
 

@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/eventkit-go/eventstore"
+	"github.com/eventkit-go/eventstore/storage"
 	"github.com/eventkit-go/eventstore/storage/memory"
 )
 
@@ -52,7 +53,7 @@ func (m *countingMetrics) Projected(name string, events, failed int) {
 // database would.
 type failingLoad struct{ *memory.Storage }
 
-func (f failingLoad) Load(context.Context, eventstore.LoadQuery) (eventstore.Aggregate, error) {
+func (f failingLoad) Load(context.Context, storage.LoadQuery) (eventstore.Aggregate, error) {
 	return eventstore.Aggregate{}, errors.New("connection refused")
 }
 

@@ -8,6 +8,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/eventkit-go/eventstore/storage"
 )
 
 // ProjectorOptions configures a Projector. A nil *ProjectorOptions means all
@@ -84,7 +86,7 @@ func (o *ProjectorOptions) maxDefinitions() int {
 // succeeds only from the checkpoint it started from.
 type Projector struct {
 	store       *Store
-	storage     Storage
+	storage     storage.Storage
 	log         *slog.Logger
 	batch       int
 	poll        time.Duration
@@ -229,7 +231,7 @@ func (p *Projector) lookupStored(ctx context.Context, name string) (*proj, error
 	return pr, nil
 }
 
-func decodeStored(rec DefinitionRecord) (*compiled, error) {
+func decodeStored(rec storage.DefinitionRecord) (*compiled, error) {
 	var d Definition
 	if err := json.Unmarshal(rec.Spec, &d); err != nil {
 		return nil, fmt.Errorf("projection %q: stored definition is unreadable: %v", rec.Name, err)
@@ -242,7 +244,7 @@ func decodeStored(rec DefinitionRecord) (*compiled, error) {
 }
 
 // refresh recompiles pr from a changed stored definition. pr.mu is held.
-func (p *Projector) refresh(pr *proj, rec DefinitionRecord) (*compiled, error) {
+func (p *Projector) refresh(pr *proj, rec storage.DefinitionRecord) (*compiled, error) {
 	c, err := decodeStored(rec)
 	if err != nil {
 		return nil, err

@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"strings"
 	"time"
+
+	"github.com/eventkit-go/eventstore/storage"
 )
 
 // Create validates d and stores it. A definition created after events exist
@@ -106,8 +108,8 @@ func sameSpec(stored, canonical []byte) bool {
 	return err == nil && string(c.spec) == string(canonical)
 }
 
-func (p *Projector) record(name string, c *compiled) DefinitionRecord {
-	return DefinitionRecord{Name: name, Spec: c.spec, CreatedAt: p.store.now().UTC().Truncate(time.Microsecond)}
+func (p *Projector) record(name string, c *compiled) storage.DefinitionRecord {
+	return storage.DefinitionRecord{Name: name, Spec: c.spec, CreatedAt: p.store.now().UTC().Truncate(time.Microsecond)}
 }
 
 func (p *Projector) checkOpen(op, name string) error {
@@ -224,7 +226,7 @@ func (p *Projector) Definitions(ctx context.Context) ([]Definition, error) {
 	if err != nil {
 		return nil, fmt.Errorf("projections: %w", err)
 	}
-	pending := make(map[string]DefinitionRecord)
+	pending := make(map[string]storage.DefinitionRecord)
 	for _, rec := range recs {
 		if base, ok := strings.CutSuffix(rec.Name, replacementSuffix); ok {
 			pending[base] = rec

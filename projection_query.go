@@ -7,6 +7,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/eventkit-go/eventstore/storage"
 )
 
 // Single returns the instance of the single projection name with the
@@ -87,7 +89,7 @@ func (p *Projector) kind(ctx context.Context, name string, aggregated bool) (*pr
 	return pr, nil
 }
 
-func toProjection(name string, st ProjectionState, aggregated bool) Projection {
+func toProjection(name string, st storage.ProjectionState, aggregated bool) Projection {
 	id := st.InstanceID
 	if aggregated {
 		id = name
@@ -168,14 +170,14 @@ func (p *Projector) Count(ctx context.Context, name string, ref Reference) (int6
 	if err := p.sync(ctx, pr); err != nil {
 		return 0, err
 	}
-	list, err := p.storage.ListProjections(ctx, ProjectionQuery{Name: name, Reference: ref})
+	list, err := p.storage.ListProjections(ctx, storage.ProjectionQuery{Name: name, Reference: ref})
 	if err != nil {
 		return 0, fmt.Errorf("projection %q: count: %w", name, err)
 	}
 	return list.Total, nil
 }
 
-func listQuery(name string, o ListOptions) (ProjectionQuery, error) {
+func listQuery(name string, o ListOptions) (storage.ProjectionQuery, error) {
 	v := validation{op: "list projections"}
 	if msg := nameProblem(name); msg != "" {
 		v.add("projectionName", "%s", msg)
@@ -201,9 +203,9 @@ func listQuery(name string, o ListOptions) (ProjectionQuery, error) {
 		}
 	}
 	if err := v.err(); err != nil {
-		return ProjectionQuery{}, err
+		return storage.ProjectionQuery{}, err
 	}
-	return ProjectionQuery{
+	return storage.ProjectionQuery{
 		Name: name, IDs: o.IDs, Reference: o.Reference, From: o.From, To: o.To,
 		Sort: o.Sort, Descending: o.Descending, Skip: o.Skip, Limit: o.Limit,
 	}, nil

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+
+	"github.com/eventkit-go/eventstore/storage"
 )
 
 // Status returns the definition, progress, instance count and recent
@@ -17,7 +19,7 @@ func (p *Projector) Status(ctx context.Context, name string) (Status, error) {
 	if err != nil {
 		return Status{}, wrapNotFound(fmt.Sprintf("projection %q", name), err)
 	}
-	var next *DefinitionRecord
+	var next *storage.DefinitionRecord
 	switch r, err := p.storage.Definition(ctx, name+replacementSuffix); {
 	case err == nil:
 		next = &r
@@ -33,7 +35,7 @@ func (p *Projector) Status(ctx context.Context, name string) (Status, error) {
 
 // status completes the Status of rec, whose replacement being rebuilt is
 // next (nil for none), with the feed's head.
-func (p *Projector) status(ctx context.Context, rec DefinitionRecord, next *DefinitionRecord, head int64) (Status, error) {
+func (p *Projector) status(ctx context.Context, rec storage.DefinitionRecord, next *storage.DefinitionRecord, head int64) (Status, error) {
 	c, err := decodeStored(rec)
 	if err != nil {
 		return Status{}, err
@@ -42,7 +44,7 @@ func (p *Projector) status(ctx context.Context, rec DefinitionRecord, next *Defi
 	if head > rec.Checkpoint {
 		// One probe of the projection's own feed: events of other types
 		// stored after the checkpoint are nothing to apply.
-		page, err := p.storage.ReadFeed(ctx, FeedQuery{After: rec.Checkpoint, Limit: 1, AggregateType: c.feed, MaxBytes: 1})
+		page, err := p.storage.ReadFeed(ctx, storage.FeedQuery{After: rec.Checkpoint, Limit: 1, AggregateType: c.feed, MaxBytes: 1})
 		if err != nil {
 			return Status{}, fmt.Errorf("projection %q: %w", rec.Name, err)
 		}
@@ -50,7 +52,7 @@ func (p *Projector) status(ctx context.Context, rec DefinitionRecord, next *Defi
 			st.Behind = head - rec.Checkpoint
 		}
 	}
-	list, err := p.storage.ListProjections(ctx, ProjectionQuery{Name: rec.Name})
+	list, err := p.storage.ListProjections(ctx, storage.ProjectionQuery{Name: rec.Name})
 	if err != nil {
 		return Status{}, fmt.Errorf("projection %q: %w", rec.Name, err)
 	}
@@ -72,7 +74,7 @@ func (p *Projector) Overview(ctx context.Context) ([]Status, error) {
 	if err != nil {
 		return nil, fmt.Errorf("projections: %w", err)
 	}
-	replacements := make(map[string]*DefinitionRecord)
+	replacements := make(map[string]*storage.DefinitionRecord)
 	for i := range recs {
 		if name, ok := strings.CutSuffix(recs[i].Name, replacementSuffix); ok {
 			replacements[name] = &recs[i]

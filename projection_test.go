@@ -47,7 +47,7 @@ func createOrderDef(t *testing.T, p *eventstore.Projector, name string, aggregat
 	require.NoError(t, p.Create(context.Background(), orderDef(name, aggregated)))
 }
 
-func save(t *testing.T, st *eventstore.Store, typ, id string, events ...eventstore.NewEvent) eventstore.AppendResult {
+func save(t *testing.T, st *eventstore.Store, typ, id string, events ...eventstore.NewEvent) eventstore.SaveResult {
 	t.Helper()
 	res, err := st.Save(context.Background(), typ, id, events, nil)
 	require.NoError(t, err)

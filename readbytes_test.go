@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/eventkit-go/eventstore"
+	"github.com/eventkit-go/eventstore/storage"
 	"github.com/eventkit-go/eventstore/storage/memory"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -39,20 +40,20 @@ func (s *sizingStorage) saw(budget int64, events []eventstore.Event, byVersion b
 	}
 	var before int64
 	for i := range events[:keep] {
-		before += eventstore.EventBytes(&events[i])
+		before += storage.EventBytes(&events[i])
 	}
 	if before >= budget {
 		s.overruns = append(s.overruns, fmt.Sprintf("%s: %d bytes before its last unit, budget %d", what, before, budget))
 	}
 }
 
-func (s *sizingStorage) Load(ctx context.Context, q eventstore.LoadQuery) (eventstore.Aggregate, error) {
+func (s *sizingStorage) Load(ctx context.Context, q storage.LoadQuery) (eventstore.Aggregate, error) {
 	agg, err := s.Storage.Load(ctx, q)
 	s.saw(q.MaxBytes, agg.Events, true, fmt.Sprintf("Load %+v", q))
 	return agg, err
 }
 
-func (s *sizingStorage) ReadFeed(ctx context.Context, q eventstore.FeedQuery) (eventstore.FeedPage, error) {
+func (s *sizingStorage) ReadFeed(ctx context.Context, q storage.FeedQuery) (storage.FeedPage, error) {
 	page, err := s.Storage.ReadFeed(ctx, q)
 	s.saw(q.MaxBytes, page.Events, false, fmt.Sprintf("ReadFeed %+v", q))
 	return page, err

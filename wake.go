@@ -5,6 +5,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/eventkit-go/eventstore/storage"
 )
 
 // Wake-ups. Everything that waits for new events (Subscribe, ReadFeed with
@@ -93,7 +95,7 @@ func (s *Store) startWatcher() {
 	if s.bg.started.Load() {
 		return
 	}
-	w, ok := s.storage.(AppendWatcher)
+	w, ok := s.storage.(storage.AppendWatcher)
 	if !ok {
 		return
 	}
@@ -112,7 +114,7 @@ func (s *Store) startWatcher() {
 
 // watchLoop runs WatchAppends until ctx is done, restarting it with
 // exponential backoff after errors.
-func (s *Store) watchLoop(ctx context.Context, w AppendWatcher, done chan<- struct{}) {
+func (s *Store) watchLoop(ctx context.Context, w storage.AppendWatcher, done chan<- struct{}) {
 	defer close(done)
 	var backoff time.Duration
 	for {

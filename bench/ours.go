@@ -7,6 +7,7 @@ import (
 	"sync/atomic"
 
 	"github.com/eventkit-go/eventstore"
+	"github.com/eventkit-go/eventstore/storage"
 	"github.com/google/uuid"
 )
 
@@ -23,7 +24,7 @@ type ours struct {
 // subject that reads in pages.
 const feedPage = 1000
 
-func newOurs(s eventstore.Storage, cleanup func() error) (*ours, error) {
+func newOurs(s storage.Storage, cleanup func() error) (*ours, error) {
 	st, err := eventstore.New(s, nil)
 	if err != nil {
 		return nil, err

@@ -13,6 +13,7 @@ import (
 
 	"github.com/eventkit-go/eventstore"
 	"github.com/eventkit-go/eventstore/httpapi"
+	"github.com/eventkit-go/eventstore/storage"
 	"github.com/eventkit-go/eventstore/storage/memory"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -25,21 +26,21 @@ type fullStorage struct {
 	full atomic.Bool
 }
 
-func (f *fullStorage) Append(ctx context.Context, req eventstore.AppendRequest) (eventstore.AppendResult, error) {
+func (f *fullStorage) Append(ctx context.Context, req storage.AppendRequest) (eventstore.SaveResult, error) {
 	if f.full.Load() {
-		return eventstore.AppendResult{}, fmt.Errorf("disk: no space left on device: %w", eventstore.ErrFull)
+		return eventstore.SaveResult{}, fmt.Errorf("disk: no space left on device: %w", eventstore.ErrFull)
 	}
 	return f.Storage.Append(ctx, req)
 }
 
-func (f *fullStorage) AppendAll(ctx context.Context, reqs []eventstore.AppendRequest) ([]eventstore.AppendResult, error) {
+func (f *fullStorage) AppendAll(ctx context.Context, reqs []storage.AppendRequest) ([]eventstore.SaveResult, error) {
 	if f.full.Load() {
 		return nil, fmt.Errorf("disk: no space left on device: %w", eventstore.ErrFull)
 	}
 	return f.Storage.AppendAll(ctx, reqs)
 }
 
-func (f *fullStorage) CommitProjection(ctx context.Context, c eventstore.ProjectionCommit) error {
+func (f *fullStorage) CommitProjection(ctx context.Context, c storage.ProjectionCommit) error {
 	if f.full.Load() {
 		return fmt.Errorf("disk: no space left on device: %w", eventstore.ErrFull)
 	}

@@ -17,6 +17,7 @@ import (
 
 	"github.com/eventkit-go/eventstore"
 	"github.com/eventkit-go/eventstore/httpapi"
+	"github.com/eventkit-go/eventstore/storage"
 	"github.com/eventkit-go/eventstore/storage/memory"
 )
 
@@ -219,7 +220,7 @@ type faultyStorage struct {
 	loadPanic bool
 }
 
-func (f *faultyStorage) Load(ctx context.Context, q eventstore.LoadQuery) (eventstore.Aggregate, error) {
+func (f *faultyStorage) Load(ctx context.Context, q storage.LoadQuery) (eventstore.Aggregate, error) {
 	if f.loadPanic {
 		panic("boom: secret internals")
 	}

@@ -37,6 +37,7 @@ import (
 
 	"github.com/eventkit-go/eventstore"
 	"github.com/eventkit-go/eventstore/httpapi"
+	"github.com/eventkit-go/eventstore/storage"
 	"github.com/eventkit-go/eventstore/storage/memory"
 	"github.com/eventkit-go/eventstore/storage/postgres"
 	"github.com/eventkit-go/eventstore/storage/sqlite"
@@ -121,7 +122,7 @@ func randomHex(n int) string {
 }
 
 // openStorage opens the backend named by the -storage flag.
-func openStorage(ctx context.Context, spec, schema string) (eventstore.Storage, error) {
+func openStorage(ctx context.Context, spec, schema string) (storage.Storage, error) {
 	switch {
 	case spec == "memory":
 		return memory.New(), nil
@@ -140,7 +141,7 @@ func openStorage(ctx context.Context, spec, schema string) (eventstore.Storage, 
 // warnSmallPool logs a warning when storage is PostgreSQL on a pool too
 // small for a server's work at once (postgres.MinPoolConns): saves and reads
 // then queue behind the projector's catch-up.
-func warnSmallPool(log *slog.Logger, storage eventstore.Storage) {
+func warnSmallPool(log *slog.Logger, storage storage.Storage) {
 	pg, ok := storage.(*postgres.Storage)
 	if !ok || pg.PoolConns() >= postgres.MinPoolConns {
 		return

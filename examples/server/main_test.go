@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"github.com/eventkit-go/eventstore"
 	"io"
 	"net/http"
 	"path/filepath"
@@ -10,6 +9,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/eventkit-go/eventstore"
 )
 
 // lineWriter hands every line written to it to a channel.

@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/eventkit-go/eventstore"
+	"github.com/eventkit-go/eventstore/storage"
 	"github.com/eventkit-go/eventstore/storage/memory"
 	"github.com/eventkit-go/eventstore/storage/postgres"
 	"github.com/eventkit-go/eventstore/storage/sqlite"
@@ -22,17 +22,17 @@ import (
 // Backend names one backend and opens a fresh, empty instance of it.
 type Backend struct {
 	Name string
-	Open func(tb testing.TB) eventstore.Storage
+	Open func(tb testing.TB) storage.Storage
 }
 
 // All are the backends, in the order benchmarks report them.
 var All = []Backend{
-	{"memory", func(tb testing.TB) eventstore.Storage { return memory.New() }},
+	{"memory", func(tb testing.TB) storage.Storage { return memory.New() }},
 	{"sqlite", openSQLite},
 	{"postgres", openPostgres},
 }
 
-func openSQLite(tb testing.TB) eventstore.Storage {
+func openSQLite(tb testing.TB) storage.Storage {
 	s, err := sqlite.Open(filepath.Join(tb.TempDir(), "bench.db"), nil)
 	if err != nil {
 		tb.Fatal(err)
@@ -48,7 +48,7 @@ func PostgresURL() string {
 	return "postgres://postgres@127.0.0.1:5432/test?sslmode=disable"
 }
 
-func openPostgres(tb testing.TB) eventstore.Storage {
+func openPostgres(tb testing.TB) storage.Storage {
 	ctx := context.Background()
 	schema := fmt.Sprintf("bench_%d", time.Now().UnixNano())
 	s, err := postgres.OpenURL(ctx, PostgresURL(), &postgres.Options{Schema: schema})

@@ -21,7 +21,7 @@ import (
 // adds A's commit, fsync included). It prints p50 and p99 (the target is a
 // p99 of at most 50 ms after the acknowledgement) and fails when the
 // median shows polling instead of wake-ups. Both need the storage
-// to report appends across processes (eventstore.AppendWatcher:
+// to report appends across processes (storage.AppendWatcher:
 // LISTEN/NOTIFY); with polling alone it is about half the poll interval.
 func TestFeedLongPollLatencyTwoServers(t *testing.T) {
 	db := freshDatabase(t)
@@ -90,6 +90,6 @@ func TestFeedLongPollLatencyTwoServers(t *testing.T) {
 	// that B is woken, not polling: with the 1 s poll alone the median is
 	// about 500 ms.
 	if p50 := pct(lat, 0.50); p50 > 100*time.Millisecond {
-		t.Errorf("p50 %v: server B is not woken by A's saves (does the storage implement eventstore.AppendWatcher?)", p50)
+		t.Errorf("p50 %v: server B is not woken by A's saves (does the storage implement storage.AppendWatcher?)", p50)
 	}
 }

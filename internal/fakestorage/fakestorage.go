@@ -1,6 +1,6 @@
 // Package fakestorage gives tests the in-memory backend with what it lacks
 // to stand in for a database shared by several processes: Watching reports
-// every append through eventstore.AppendWatcher, as PostgreSQL's
+// every append through storage.AppendWatcher, as PostgreSQL's
 // LISTEN/NOTIFY does, and Shared lets several Stores use one storage.
 package fakestorage
 
@@ -9,7 +9,7 @@ import (
 	"errors"
 	"sync"
 
-	"github.com/eventkit-go/eventstore"
+	"github.com/eventkit-go/eventstore/storage"
 	"github.com/eventkit-go/eventstore/storage/memory"
 )
 
@@ -30,15 +30,15 @@ type Watching struct {
 	calls    int
 }
 
-var _ eventstore.AppendWatcher = (*Watching)(nil)
+var _ storage.AppendWatcher = (*Watching)(nil)
 
 // NewWatching returns an empty Watching storage.
 func NewWatching() *Watching {
 	return &Watching{Storage: memory.New(), watchers: map[int]func(){}}
 }
 
-// Append implements eventstore.Storage and notifies the watchers.
-func (w *Watching) Append(ctx context.Context, req eventstore.AppendRequest) (eventstore.AppendResult, error) {
+// Append implements storage.Storage and notifies the watchers.
+func (w *Watching) Append(ctx context.Context, req storage.AppendRequest) (storage.AppendResult, error) {
 	res, err := w.Storage.Append(ctx, req)
 	if err == nil && !res.Duplicate {
 		w.fire()
@@ -46,8 +46,8 @@ func (w *Watching) Append(ctx context.Context, req eventstore.AppendRequest) (ev
 	return res, err
 }
 
-// AppendAll implements eventstore.Storage and notifies the watchers.
-func (w *Watching) AppendAll(ctx context.Context, reqs []eventstore.AppendRequest) ([]eventstore.AppendResult, error) {
+// AppendAll implements storage.Storage and notifies the watchers.
+func (w *Watching) AppendAll(ctx context.Context, reqs []storage.AppendRequest) ([]storage.AppendResult, error) {
 	res, err := w.Storage.AppendAll(ctx, reqs)
 	if err == nil {
 		w.fire()
@@ -63,7 +63,7 @@ func (w *Watching) fire() {
 	}
 }
 
-// WatchAppends implements eventstore.AppendWatcher.
+// WatchAppends implements storage.AppendWatcher.
 func (w *Watching) WatchAppends(ctx context.Context, notify func()) error {
 	w.mu.Lock()
 	w.calls++
@@ -93,5 +93,5 @@ func (w *Watching) Watchers() int {
 // shared storage open.
 type Shared struct{ *Watching }
 
-// Close implements eventstore.Storage without closing the shared storage.
+// Close implements storage.Storage without closing the shared storage.
 func (Shared) Close() error { return nil }

@@ -16,11 +16,11 @@ import (
 	"sync"
 	"time"
 
-	"github.com/eventkit-go/eventstore"
+	"github.com/eventkit-go/eventstore/storage"
 )
 
-// ErrClosed is returned by Do after Close. It wraps eventstore.ErrClosed.
-var ErrClosed = fmt.Errorf("groupcommit: batcher closed: %w", eventstore.ErrClosed)
+// ErrClosed is returned by Do after Close. It wraps storage.ErrClosed.
+var ErrClosed = fmt.Errorf("groupcommit: batcher closed: %w", storage.ErrClosed)
 
 // errBadRun reports a run function that broke its contract.
 var errBadRun = errors.New("groupcommit: batch failed")
@@ -115,7 +115,7 @@ func New[Req, Res any](run func(ctx context.Context, reqs []Req) []Result[Res], 
 // result. While req is still queued, a cancelled ctx removes it and Do
 // returns ctx's error; once its batch has started, Do waits for the outcome,
 // since the work may have taken effect. After Close, Do returns an error
-// wrapping ErrClosed (and so eventstore.ErrClosed).
+// wrapping ErrClosed (and so storage.ErrClosed).
 func (b *Batcher[Req, Res]) Do(ctx context.Context, req Req) (Res, error) {
 	var zero Res
 	if err := ctx.Err(); err != nil {

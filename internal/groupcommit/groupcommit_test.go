@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/eventkit-go/eventstore"
+	"github.com/eventkit-go/eventstore/storage"
 )
 
 // double returns each request times two, and fails odd requests divisible by 3.
@@ -226,7 +226,7 @@ func TestCloseRunsQueuedRequestsThenRefuses(t *testing.T) {
 		}
 	}
 	_, err := b.Do(context.Background(), 4)
-	if !errors.Is(err, eventstore.ErrClosed) {
+	if !errors.Is(err, storage.ErrClosed) {
 		t.Fatalf("Do after Close: %v, want ErrClosed", err)
 	}
 	b.Close() // idempotent

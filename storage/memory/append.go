@@ -6,10 +6,10 @@ import (
 	"fmt"
 	"slices"
 
-	"github.com/eventkit-go/eventstore"
+	"github.com/eventkit-go/eventstore/storage"
 )
 
-// Append implements eventstore.Storage. Ids are hashed before any lock is
+// Append implements storage.Storage. Ids are hashed before any lock is
 // taken. A save to an aggregate that exists is planned under the
 // aggregate's lock alone (see Storage): its version is checked, and its ids
 // are looked up in the aggregate's index by hash. Only then is the
@@ -18,17 +18,17 @@ import (
 // The Storage's lock is held for the whole save when the aggregate is new
 // or when a stored id has the hash of one of the batch's (a retried save),
 // whose ids are then compared.
-func (s *Storage) Append(ctx context.Context, req eventstore.AppendRequest) (eventstore.AppendResult, error) {
+func (s *Storage) Append(ctx context.Context, req storage.AppendRequest) (storage.AppendResult, error) {
 	var small [8]eventID
 	ids, err := eventIDs(small[:0], s.seed, &req)
 	if err != nil {
-		return eventstore.AppendResult{}, err
+		return storage.AppendResult{}, err
 	}
 	if err := ctx.Err(); err != nil {
-		return eventstore.AppendResult{}, err
+		return storage.AppendResult{}, err
 	}
 	for {
-		var res eventstore.AppendResult
+		var res storage.AppendResult
 		var retry bool
 		if agg := s.lookup(req.AggregateType, req.AggregateID); agg != nil {
 			res, retry, err = s.appendTo(ctx, agg, &req, ids)
@@ -44,7 +44,7 @@ func (s *Storage) Append(ctx context.Context, req eventstore.AppendRequest) (eve
 // appendNew stores req, whose aggregate was not in the directory, under
 // s.mu. It reports retry, having done nothing, when the aggregate was
 // created meanwhile.
-func (s *Storage) appendNew(ctx context.Context, req *eventstore.AppendRequest, ids []eventID) (res eventstore.AppendResult, retry bool, err error) {
+func (s *Storage) appendNew(ctx context.Context, req *storage.AppendRequest, ids []eventID) (res storage.AppendResult, retry bool, err error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if err := s.check(ctx); err != nil {
@@ -62,7 +62,7 @@ func (s *Storage) appendNew(ctx context.Context, req *eventstore.AppendRequest, 
 // appendTo stores req in agg, which was found in the directory without a
 // lock. It reports retry, having done nothing, when agg was deleted before
 // the outcome was settled.
-func (s *Storage) appendTo(ctx context.Context, agg *aggregate, req *eventstore.AppendRequest, ids []eventID) (res eventstore.AppendResult, retry bool, err error) {
+func (s *Storage) appendTo(ctx context.Context, agg *aggregate, req *storage.AppendRequest, ids []eventID) (res storage.AppendResult, retry bool, err error) {
 	agg.mu.Lock()
 	defer agg.mu.Unlock()
 	// Under agg.mu, no other save changes agg: its version, events and
@@ -76,7 +76,7 @@ func (s *Storage) appendTo(ctx context.Context, agg *aggregate, req *eventstore.
 	}
 	if !maybeStored {
 		// No id of the batch is stored: only the version can refuse it.
-		if _, _, err := eventstore.PlanAppend(*req, int64(agg.seqs.len()), nil); err != nil {
+		if _, _, err := storage.PlanAppend(*req, int64(agg.seqs.len()), nil); err != nil {
 			// The outcome holds if agg was live when it was planned.
 			return res, agg.dead.Load(), err
 		}
@@ -103,11 +103,11 @@ func (s *Storage) appendTo(ctx context.Context, agg *aggregate, req *eventstore.
 	return res, false, nil
 }
 
-// AppendAll implements eventstore.Storage. Every request is checked before
+// AppendAll implements storage.Storage. Every request is checked before
 // the first is written, under the lock of every aggregate that exists and
 // then the Storage's. Two requests for one aggregate are refused with a
 // *BatchError wrapping ErrInvalid.
-func (s *Storage) AppendAll(ctx context.Context, reqs []eventstore.AppendRequest) ([]eventstore.AppendResult, error) {
+func (s *Storage) AppendAll(ctx context.Context, reqs []storage.AppendRequest) ([]storage.AppendResult, error) {
 	total := 0
 	for i := range reqs {
 		total += len(reqs[i].Events)
@@ -125,7 +125,7 @@ func (s *Storage) AppendAll(ctx context.Context, reqs []eventstore.AppendRequest
 		ids[i] = all[start:len(all):len(all)]
 		k := aggKey{req.AggregateType, req.AggregateID}
 		if j, ok := seen[k]; ok {
-			return nil, batchError(i, req, fmt.Errorf("the aggregate of batch %d again: %w", j, eventstore.ErrInvalid))
+			return nil, batchError(i, req, fmt.Errorf("the aggregate of batch %d again: %w", j, storage.ErrInvalid))
 		}
 		seen[k] = i
 	}
@@ -143,7 +143,7 @@ func (s *Storage) AppendAll(ctx context.Context, reqs []eventstore.AppendRequest
 // appendAll is one attempt of AppendAll. It reports retry, having done
 // nothing, when an aggregate was created or deleted between its lookup and
 // the locks.
-func (s *Storage) appendAll(ctx context.Context, reqs []eventstore.AppendRequest, ids [][]eventID) ([]eventstore.AppendResult, bool, error) {
+func (s *Storage) appendAll(ctx context.Context, reqs []storage.AppendRequest, ids [][]eventID) ([]storage.AppendResult, bool, error) {
 	aggs := make([]*aggregate, len(reqs))
 	var held []*aggregate
 	for i := range reqs {
@@ -173,7 +173,7 @@ func (s *Storage) appendAll(ctx context.Context, reqs []eventstore.AppendRequest
 			return nil, true, nil
 		}
 	}
-	results := make([]eventstore.AppendResult, len(reqs))
+	results := make([]storage.AppendResult, len(reqs))
 	written := make([]bool, len(reqs))
 	for i := range reqs {
 		res, done, err := s.plan(&reqs[i], ids[i], aggs[i])
@@ -197,26 +197,26 @@ func (s *Storage) appendAll(ctx context.Context, reqs []eventstore.AppendRequest
 	return results, false, nil
 }
 
-func batchError(i int, req *eventstore.AppendRequest, err error) error {
-	return &eventstore.BatchError{Index: i, AggregateType: req.AggregateType, AggregateID: req.AggregateID, Err: err}
+func batchError(i int, req *storage.AppendRequest, err error) error {
+	return &storage.BatchError{Index: i, AggregateType: req.AggregateType, AggregateID: req.AggregateID, Err: err}
 }
 
-// plan applies eventstore.PlanAppend to req, whose event ids are ids, for
+// plan applies storage.PlanAppend to req, whose event ids are ids, for
 // agg (nil when it has no events). It reports whether the request is
 // settled (a duplicate) or refused. s.mu and agg.mu are held.
-func (s *Storage) plan(req *eventstore.AppendRequest, ids []eventID, agg *aggregate) (res eventstore.AppendResult, done bool, err error) {
+func (s *Storage) plan(req *storage.AppendRequest, ids []eventID, agg *aggregate) (res storage.AppendResult, done bool, err error) {
 	var current int64
-	var stored []eventstore.Event
+	var stored []storage.Event
 	if agg != nil {
 		current = int64(agg.seqs.len())
 		for _, id := range ids {
 			if i, ok := agg.ids.find(id.hash, func(i int32) bool { return s.hasID(agg.events.at(int(i)), id.text) }); ok {
 				r := agg.events.at(int(i))
-				stored = append(stored, eventstore.Event{Version: r.version, Position: r.position})
+				stored = append(stored, storage.Event{Version: r.version, Position: r.position})
 			}
 		}
 	}
-	return eventstore.PlanAppend(*req, current, stored)
+	return storage.PlanAppend(*req, current, stored)
 }
 
 // write stores the batch req, planned by plan for agg (nil for a new
@@ -224,7 +224,7 @@ func (s *Storage) plan(req *eventstore.AppendRequest, ids []eventID, agg *aggreg
 // aggregate that exists, whose id index the caller updates (index). A new
 // aggregate is built whole, id index included, before it enters the
 // directory.
-func (s *Storage) write(req *eventstore.AppendRequest, ids []eventID, agg *aggregate) eventstore.AppendResult {
+func (s *Storage) write(req *storage.AppendRequest, ids []eventID, agg *aggregate) storage.AppendResult {
 	created := agg == nil
 	if created {
 		f := s.byType[req.AggregateType]
@@ -261,7 +261,7 @@ func (s *Storage) write(req *eventstore.AppendRequest, ids []eventID, agg *aggre
 		index(agg, first, ids)
 		s.dir.store(aggKey{req.AggregateType, req.AggregateID}, agg)
 	}
-	return eventstore.AppendResult{Version: version, Position: int64(s.log.len())}
+	return storage.AppendResult{Version: version, Position: int64(s.log.len())}
 }
 
 // index adds ids, the ids of agg's events from first on, to agg's id

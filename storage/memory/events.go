@@ -7,20 +7,20 @@ import (
 	"strings"
 	"time"
 
-	"github.com/eventkit-go/eventstore"
+	"github.com/eventkit-go/eventstore/storage"
 )
 
-// Load implements eventstore.Storage. The range is found by binary search
+// Load implements storage.Storage. The range is found by binary search
 // on the aggregate's versions.
-func (s *Storage) Load(ctx context.Context, q eventstore.LoadQuery) (eventstore.Aggregate, error) {
+func (s *Storage) Load(ctx context.Context, q storage.LoadQuery) (storage.Aggregate, error) {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	if err := s.check(ctx); err != nil {
-		return eventstore.Aggregate{}, err
+		return storage.Aggregate{}, err
 	}
 	agg := s.lookup(q.AggregateType, q.AggregateID)
 	if agg == nil {
-		return eventstore.Aggregate{}, fmt.Errorf("aggregate %s/%s: %w", q.AggregateType, q.AggregateID, eventstore.ErrNotFound)
+		return storage.Aggregate{}, fmt.Errorf("aggregate %s/%s: %w", q.AggregateType, q.AggregateID, storage.ErrNotFound)
 	}
 	ai := agg.index
 	events := &agg.events
@@ -40,7 +40,7 @@ func (s *Storage) Load(ctx context.Context, q eventstore.LoadQuery) (eventstore.
 		refs[i] = ref{ai, int32(lo + i)}
 	}
 	refs = refs[:s.budget(refs, q.MaxBytes, true)]
-	return eventstore.Aggregate{
+	return storage.Aggregate{
 		Type:    q.AggregateType,
 		ID:      q.AggregateID,
 		Version: int64(agg.seqs.len()),
@@ -48,18 +48,18 @@ func (s *Storage) Load(ctx context.Context, q eventstore.LoadQuery) (eventstore.
 	}, nil
 }
 
-// ReadFeed implements eventstore.Storage. Positions are assigned under the
+// ReadFeed implements storage.Storage. Positions are assigned under the
 // write lock, so every position up to the last one is always visible.
-func (s *Storage) ReadFeed(ctx context.Context, q eventstore.FeedQuery) (eventstore.FeedPage, error) {
+func (s *Storage) ReadFeed(ctx context.Context, q storage.FeedQuery) (storage.FeedPage, error) {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	if err := s.check(ctx); err != nil {
-		return eventstore.FeedPage{}, err
+		return storage.FeedPage{}, err
 	}
 	limit := max(q.Limit, 1)
 	head := int64(s.log.len())
 	after := max(q.After, 0)
-	page := eventstore.FeedPage{Head: max(after, head)}
+	page := storage.FeedPage{Head: max(after, head)}
 	var refs []ref
 	switch {
 	case q.AggregateType == "" && s.deleted == 0:
@@ -110,7 +110,7 @@ func (s *Storage) ReadFeed(ctx context.Context, q eventstore.FeedQuery) (eventst
 }
 
 // budget returns how many of refs a read with a byte budget of max keeps
-// (see eventstore.LoadQuery.MaxBytes and FeedQuery.MaxBytes): all when
+// (see storage.LoadQuery.MaxBytes and FeedQuery.MaxBytes): all when
 // max is not positive, else up to the first event, or with byVersion the
 // end of the first version, with which their data and encrypted data
 // reach max.
@@ -145,7 +145,7 @@ func (s *Storage) feedSeq(p int64) int64 {
 // build turns the records at refs into events that the caller owns, with
 // one allocation each for the events, their ids, their data and their
 // encrypted data.
-func (s *Storage) build(refs []ref) []eventstore.Event {
+func (s *Storage) build(refs []ref) []storage.Event {
 	dataLen, encLen := 0, 0
 	for _, r := range refs {
 		rec := (*s.aggList.at(int(r.agg))).events.at(int(r.idx))
@@ -156,7 +156,7 @@ func (s *Storage) build(refs []ref) []eventstore.Event {
 	var idText, encText strings.Builder // String does not copy
 	idText.Grow(idLen * len(refs))
 	encText.Grow(encLen)
-	events := make([]eventstore.Event, len(refs))
+	events := make([]storage.Event, len(refs))
 	for k, r := range refs {
 		a := *s.aggList.at(int(r.agg))
 		rec := a.events.at(int(r.idx))

@@ -6,10 +6,10 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/eventkit-go/eventstore"
+	"github.com/eventkit-go/eventstore/storage"
 )
 
-// FeedHead implements eventstore.Storage. A type whose events were all
+// FeedHead implements storage.Storage. A type whose events were all
 // deleted keeps the FeedSequence of its latest batch as its head.
 func (s *Storage) FeedHead(ctx context.Context, aggregateType string) (int64, error) {
 	s.mu.RLock()
@@ -22,29 +22,29 @@ func (s *Storage) FeedHead(ctx context.Context, aggregateType string) (int64, er
 	}
 	f := s.byType[aggregateType]
 	if f == nil {
-		return 0, fmt.Errorf("feed %q: %w", aggregateType, eventstore.ErrNotFound)
+		return 0, fmt.Errorf("feed %q: %w", aggregateType, storage.ErrNotFound)
 	}
 	return f.seq, nil
 }
 
-// Feeds implements eventstore.Storage.
-func (s *Storage) Feeds(ctx context.Context) ([]eventstore.FeedInfo, error) {
+// Feeds implements storage.Storage.
+func (s *Storage) Feeds(ctx context.Context) ([]storage.FeedInfo, error) {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	if err := s.check(ctx); err != nil {
 		return nil, err
 	}
-	out := make([]eventstore.FeedInfo, 0, len(s.byType))
+	out := make([]storage.FeedInfo, 0, len(s.byType))
 	for typ, f := range s.byType {
 		if n := f.positions.len(); n > 0 {
-			out = append(out, eventstore.FeedInfo{AggregateType: typ, AggregateCount: f.aggCount, BatchCount: f.batches, EventCount: int64(n)})
+			out = append(out, storage.FeedInfo{AggregateType: typ, AggregateCount: f.aggCount, BatchCount: f.batches, EventCount: int64(n)})
 		}
 	}
-	slices.SortFunc(out, func(a, b eventstore.FeedInfo) int { return strings.Compare(a.AggregateType, b.AggregateType) })
+	slices.SortFunc(out, func(a, b storage.FeedInfo) int { return strings.Compare(a.AggregateType, b.AggregateType) })
 	return out, nil
 }
 
-// DeleteAggregate implements eventstore.Storage. It costs time in the
+// DeleteAggregate implements storage.Storage. It costs time in the
 // number of events of the aggregate's type.
 func (s *Storage) DeleteAggregate(ctx context.Context, aggregateType, aggregateID string) error {
 	s.mu.Lock()
@@ -54,7 +54,7 @@ func (s *Storage) DeleteAggregate(ctx context.Context, aggregateType, aggregateI
 	}
 	agg := s.lookup(aggregateType, aggregateID)
 	if agg == nil {
-		return fmt.Errorf("aggregate %s/%s: %w", aggregateType, aggregateID, eventstore.ErrNotFound)
+		return fmt.Errorf("aggregate %s/%s: %w", aggregateType, aggregateID, storage.ErrNotFound)
 	}
 	// Both lists are ascending: drop the aggregate's positions in one pass.
 	f, k := agg.feed, 0
@@ -69,7 +69,7 @@ func (s *Storage) DeleteAggregate(ctx context.Context, aggregateType, aggregateI
 	return nil
 }
 
-// DeleteAggregateType implements eventstore.Storage.
+// DeleteAggregateType implements storage.Storage.
 func (s *Storage) DeleteAggregateType(ctx context.Context, aggregateType string) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -78,7 +78,7 @@ func (s *Storage) DeleteAggregateType(ctx context.Context, aggregateType string)
 	}
 	f := s.byType[aggregateType]
 	if f == nil || f.positions.len() == 0 {
-		return fmt.Errorf("aggregate type %q: %w", aggregateType, eventstore.ErrNotFound)
+		return fmt.Errorf("aggregate type %q: %w", aggregateType, storage.ErrNotFound)
 	}
 	for i := range f.positions.len() {
 		if r := *s.log.at(int(*f.positions.at(i)) - 1); r.agg >= 0 && *s.aggList.at(int(r.agg)) != nil {

@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"hash/maphash"
 
-	"github.com/eventkit-go/eventstore"
+	"github.com/eventkit-go/eventstore/storage"
 )
 
 // eventID is an event id of a request with its hash, computed before the
@@ -21,13 +21,13 @@ const idLen = 36
 // eventIDs appends the event ids of req to buf, hashed with seed. The
 // Store has checked and lower-cased them already: they are not parsed
 // again, only their length is checked, on which the arena relies.
-func eventIDs(buf []eventID, seed maphash.Seed, req *eventstore.AppendRequest) ([]eventID, error) {
+func eventIDs(buf []eventID, seed maphash.Seed, req *storage.AppendRequest) ([]eventID, error) {
 	for _, e := range req.Events {
 		if len(e.ID) != idLen {
-			return nil, fmt.Errorf("event id %q: not a UUID: %w", e.ID, eventstore.ErrInvalid)
+			return nil, fmt.Errorf("event id %q: not a UUID: %w", e.ID, storage.ErrInvalid)
 		}
-		if len(e.EncryptedData) > eventstore.MaxEncryptedData {
-			return nil, fmt.Errorf("event %s: %d bytes of encrypted data, more than %d: %w", e.ID, len(e.EncryptedData), eventstore.MaxEncryptedData, eventstore.ErrInvalid)
+		if len(e.EncryptedData) > storage.MaxEncryptedData {
+			return nil, fmt.Errorf("event %s: %d bytes of encrypted data, more than %d: %w", e.ID, len(e.EncryptedData), storage.MaxEncryptedData, storage.ErrInvalid)
 		}
 		buf = append(buf, eventID{e.ID, uint32(maphash.String(seed, e.ID) >> 32)})
 	}

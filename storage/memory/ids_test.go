@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/eventkit-go/eventstore"
+	"github.com/eventkit-go/eventstore/storage"
 	"github.com/google/uuid"
 )
 
@@ -20,15 +20,15 @@ func TestAppendRefusesIDsOfAnotherLength(t *testing.T) {
 	s := New()
 	defer s.Close()
 	for _, id := range []string{"", "123e4567e89b12d3a456426614174000", "{123e4567-e89b-12d3-a456-426614174000}"} {
-		req := eventstore.AppendRequest{AggregateType: "t", AggregateID: "a", Events: []eventstore.Event{
+		req := storage.AppendRequest{AggregateType: "t", AggregateID: "a", Events: []storage.Event{
 			{ID: uuid.NewString(), Type: "E", RecordedAt: time.Now()},
 			{ID: id, Type: "E", RecordedAt: time.Now()},
 		}}
-		if _, err := s.Append(ctx, req); !errors.Is(err, eventstore.ErrInvalid) {
+		if _, err := s.Append(ctx, req); !errors.Is(err, storage.ErrInvalid) {
 			t.Errorf("Append with event id %q: got %v, want ErrInvalid", id, err)
 		}
 	}
-	if _, err := s.Load(ctx, eventstore.LoadQuery{AggregateType: "t", AggregateID: "a"}); !errors.Is(err, eventstore.ErrNotFound) {
+	if _, err := s.Load(ctx, storage.LoadQuery{AggregateType: "t", AggregateID: "a"}); !errors.Is(err, storage.ErrNotFound) {
 		t.Errorf("after refused appends, Load: got %v, want ErrNotFound", err)
 	}
 }

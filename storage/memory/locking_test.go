@@ -7,16 +7,16 @@ import (
 	"testing"
 	"time"
 
-	"github.com/eventkit-go/eventstore"
+	"github.com/eventkit-go/eventstore/storage"
 	"github.com/eventkit-go/eventstore/storage/memory"
 	"github.com/google/uuid"
 )
 
-func request(typ, id string, expect eventstore.VersionCheck, n int) eventstore.AppendRequest {
-	req := eventstore.AppendRequest{AggregateType: typ, AggregateID: id, ExpectedVersion: expect}
+func request(typ, id string, expect storage.VersionCheck, n int) storage.AppendRequest {
+	req := storage.AppendRequest{AggregateType: typ, AggregateID: id, ExpectedVersion: expect}
 	now := time.Now().UTC().Truncate(time.Microsecond)
 	for range n {
-		req.Events = append(req.Events, eventstore.Event{ID: uuid.NewString(), Type: "T", AggregateType: typ, AggregateID: id, Data: []byte(`{}`), RecordedAt: now})
+		req.Events = append(req.Events, storage.Event{ID: uuid.NewString(), Type: "T", AggregateType: typ, AggregateID: id, Data: []byte(`{}`), RecordedAt: now})
 	}
 	return req
 }
@@ -45,20 +45,20 @@ func TestConcurrentWriters(t *testing.T) {
 				if w%2 == 0 {
 					id = fmt.Sprintf("own%d-%d", w, i%3)
 				}
-				req := request("acct", id, eventstore.VersionCheck{}, 1+i%3)
+				req := request("acct", id, storage.VersionCheck{}, 1+i%3)
 				if i%4 == 0 { // optimistic: read, then save at that version
-					a, err := s.Load(ctx, eventstore.LoadQuery{AggregateType: "acct", AggregateID: id})
+					a, err := s.Load(ctx, storage.LoadQuery{AggregateType: "acct", AggregateID: id})
 					var v int64
 					if err == nil {
 						v = a.Version
-					} else if !errors.Is(err, eventstore.ErrNotFound) {
+					} else if !errors.Is(err, storage.ErrNotFound) {
 						t.Error(err)
 						return
 					}
-					req.ExpectedVersion = eventstore.ExpectVersion(v)
+					req.ExpectedVersion = storage.ExpectVersion(v)
 				}
 				res, err := s.Append(ctx, req)
-				if errors.Is(err, eventstore.ErrConflict) {
+				if errors.Is(err, storage.ErrConflict) {
 					continue
 				}
 				if err != nil {
@@ -77,9 +77,9 @@ func TestConcurrentWriters(t *testing.T) {
 	wg.Go(func() { // all-or-nothing saves over shared aggregates
 		for i := range saves {
 			ids := []string{fmt.Sprintf("a%d", i%5), fmt.Sprintf("a%d", (i+2)%5), fmt.Sprintf("new%d", i)}
-			var reqs []eventstore.AppendRequest
+			var reqs []storage.AppendRequest
 			for _, id := range ids {
-				reqs = append(reqs, request("acct", id, eventstore.VersionCheck{}, 2))
+				reqs = append(reqs, request("acct", id, storage.VersionCheck{}, 2))
 			}
 			if _, err := s.AppendAll(ctx, reqs); err != nil {
 				t.Error(err)
@@ -93,11 +93,11 @@ func TestConcurrentWriters(t *testing.T) {
 	wg.Go(func() { // deletions of another type, racing its saves
 		for i := range saves {
 			id := fmt.Sprintf("d%d", i%3)
-			if _, err := s.Append(ctx, request("gone", id, eventstore.VersionCheck{}, 1)); err != nil {
+			if _, err := s.Append(ctx, request("gone", id, storage.VersionCheck{}, 1)); err != nil {
 				t.Error(err)
 				return
 			}
-			if err := s.DeleteAggregate(ctx, "gone", id); err != nil && !errors.Is(err, eventstore.ErrNotFound) {
+			if err := s.DeleteAggregate(ctx, "gone", id); err != nil && !errors.Is(err, storage.ErrNotFound) {
 				t.Error(err)
 				return
 			}
@@ -114,7 +114,7 @@ func TestConcurrentWriters(t *testing.T) {
 				return
 			default:
 			}
-			page, err := s.ReadFeed(ctx, eventstore.FeedQuery{AggregateType: "acct", After: after, Limit: 100})
+			page, err := s.ReadFeed(ctx, storage.FeedQuery{AggregateType: "acct", After: after, Limit: 100})
 			if err != nil {
 				t.Error(err)
 				return
@@ -133,7 +133,7 @@ func TestConcurrentWriters(t *testing.T) {
 	close(done)
 	reader.Wait()
 	// The global feed, once writers are done, has no holes but deletions.
-	page, err := s.ReadFeed(ctx, eventstore.FeedQuery{Limit: 1 << 20})
+	page, err := s.ReadFeed(ctx, storage.FeedQuery{Limit: 1 << 20})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -145,7 +145,7 @@ func TestConcurrentWriters(t *testing.T) {
 		seen[e.ID] = true
 	}
 	for id, n := range batches {
-		a, err := s.Load(ctx, eventstore.LoadQuery{AggregateType: "acct", AggregateID: id})
+		a, err := s.Load(ctx, storage.LoadQuery{AggregateType: "acct", AggregateID: id})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -1,4 +1,4 @@
-// Package memory is an in-memory eventstore.Storage for tests, examples and
+// Package memory is an in-memory storage.Storage for tests, examples and
 // embedding. Nothing survives the process. It is safe for concurrent use.
 //
 // Events are kept in a compact form without pointers (ids indexed by hash
@@ -14,7 +14,7 @@ import (
 	"sync"
 	"sync/atomic"
 
-	"github.com/eventkit-go/eventstore"
+	"github.com/eventkit-go/eventstore/storage"
 )
 
 // Storage is the in-memory backend. The zero value is not usable; call New.
@@ -57,7 +57,7 @@ type Storage struct {
 	defs map[string]*definition
 }
 
-var _ eventstore.Storage = (*Storage)(nil)
+var _ storage.Storage = (*Storage)(nil)
 
 type aggKey struct{ typ, id string }
 
@@ -102,9 +102,9 @@ type ref struct {
 }
 
 type definition struct {
-	rec    eventstore.DefinitionRecord
-	errors []eventstore.ProjectionError
-	states map[string]eventstore.ProjectionState // by instance id
+	rec    storage.DefinitionRecord
+	errors []storage.ProjectionError
+	states map[string]storage.ProjectionState // by instance id
 }
 
 // New returns an empty in-memory Storage.
@@ -120,12 +120,12 @@ func New() *Storage {
 
 func (s *Storage) check(ctx context.Context) error {
 	if s.closed {
-		return eventstore.ErrClosed
+		return storage.ErrClosed
 	}
 	return ctx.Err()
 }
 
-// Close implements eventstore.Storage. The data is dropped.
+// Close implements storage.Storage. The data is dropped.
 func (s *Storage) Close() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()

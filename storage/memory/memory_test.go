@@ -10,11 +10,12 @@ import (
 	"time"
 
 	"github.com/eventkit-go/eventstore"
+	"github.com/eventkit-go/eventstore/storage"
 	"github.com/eventkit-go/eventstore/storage/memory"
 	"github.com/eventkit-go/eventstore/storage/storagetest"
 )
 
-func newMemory(testing.TB) eventstore.Storage { return memory.New() }
+func newMemory(testing.TB) storage.Storage { return memory.New() }
 
 func TestConformance(t *testing.T) {
 	storagetest.Run(t, newMemory)
@@ -35,8 +36,8 @@ func BenchmarkMemory(b *testing.B) {
 // memory backend must.
 type baseline struct {
 	mu   sync.Mutex
-	aggs map[[2]string][]eventstore.Event
-	log  []eventstore.Event
+	aggs map[[2]string][]storage.Event
+	log  []storage.Event
 }
 
 func (s *baseline) save(typ, id string, events []eventstore.NewEvent) {
@@ -50,7 +51,7 @@ func (s *baseline) save(typ, id string, events []eventstore.NewEvent) {
 		version = agg[len(agg)-1].Version + 1
 	}
 	for _, e := range events {
-		stored := eventstore.Event{
+		stored := storage.Event{
 			ID: e.ID, Type: e.Type, Data: slices.Clone(e.Data),
 			AggregateType: typ, AggregateID: id,
 			Version: version, Sequence: int64(len(agg)) + 1, Position: int64(len(s.log)) + 1,
@@ -62,7 +63,7 @@ func (s *baseline) save(typ, id string, events []eventstore.NewEvent) {
 	s.aggs[k] = agg
 }
 
-func copyOut(src []eventstore.Event) []eventstore.Event {
+func copyOut(src []storage.Event) []storage.Event {
 	out := slices.Clone(src)
 	for i := range out {
 		out[i].Data = slices.Clone(out[i].Data)
@@ -70,13 +71,13 @@ func copyOut(src []eventstore.Event) []eventstore.Event {
 	return out
 }
 
-func (s *baseline) load(typ, id string) []eventstore.Event {
+func (s *baseline) load(typ, id string) []storage.Event {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return copyOut(s.aggs[[2]string{typ, id}])
 }
 
-func (s *baseline) read(after int64, limit int) []eventstore.Event {
+func (s *baseline) read(after int64, limit int) []storage.Event {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	end := min(int64(len(s.log)), after+int64(limit))
@@ -114,7 +115,7 @@ func BenchmarkBaseline(b *testing.B) {
 		aggs[i] = fmt.Sprintf("agg-%d", i)
 	}
 	fill := func(events, batch int, id func(k int) string) *baseline {
-		s := &baseline{aggs: make(map[[2]string][]eventstore.Event)}
+		s := &baseline{aggs: make(map[[2]string][]storage.Event)}
 		var g ids
 		buf := make([]eventstore.NewEvent, 0, batch)
 		for k := range events / batch {
@@ -174,7 +175,7 @@ func BenchmarkBaseline(b *testing.B) {
 
 // The baseline must keep the invariants it is compared on.
 func TestBaseline(t *testing.T) {
-	s := &baseline{aggs: make(map[[2]string][]eventstore.Event)}
+	s := &baseline{aggs: make(map[[2]string][]storage.Event)}
 	var g ids
 	data := json.RawMessage(`{"a":1}`)
 	s.save("t", "x", g.batch(nil, 3, data))

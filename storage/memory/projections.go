@@ -8,64 +8,64 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/eventkit-go/eventstore"
 	"github.com/eventkit-go/eventstore/internal/safetext"
+	"github.com/eventkit-go/eventstore/storage"
 )
 
-// CreateDefinition implements eventstore.Storage.
-func (s *Storage) CreateDefinition(ctx context.Context, def eventstore.DefinitionRecord) error {
+// CreateDefinition implements storage.Storage.
+func (s *Storage) CreateDefinition(ctx context.Context, def storage.DefinitionRecord) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if err := s.check(ctx); err != nil {
 		return err
 	}
 	if _, ok := s.defs[def.Name]; ok {
-		return fmt.Errorf("projection %q exists: %w", def.Name, eventstore.ErrConflict)
+		return fmt.Errorf("projection %q exists: %w", def.Name, storage.ErrConflict)
 	}
 	def.Spec = slices.Clone(def.Spec)
 	def.Checkpoint = 0
 	def.Errors = nil
-	s.defs[def.Name] = &definition{rec: def, states: make(map[string]eventstore.ProjectionState)}
+	s.defs[def.Name] = &definition{rec: def, states: make(map[string]storage.ProjectionState)}
 	return nil
 }
 
-// Definition implements eventstore.Storage.
-func (s *Storage) Definition(ctx context.Context, name string) (eventstore.DefinitionRecord, error) {
+// Definition implements storage.Storage.
+func (s *Storage) Definition(ctx context.Context, name string) (storage.DefinitionRecord, error) {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	if err := s.check(ctx); err != nil {
-		return eventstore.DefinitionRecord{}, err
+		return storage.DefinitionRecord{}, err
 	}
 	d, ok := s.defs[name]
 	if !ok {
-		return eventstore.DefinitionRecord{}, fmt.Errorf("projection %q: %w", name, eventstore.ErrNotFound)
+		return storage.DefinitionRecord{}, fmt.Errorf("projection %q: %w", name, storage.ErrNotFound)
 	}
 	return d.record(), nil
 }
 
-func (d *definition) record() eventstore.DefinitionRecord {
+func (d *definition) record() storage.DefinitionRecord {
 	rec := d.rec
 	rec.Spec = slices.Clone(rec.Spec)
 	rec.Errors = slices.Clone(d.errors)
 	return rec
 }
 
-// Definitions implements eventstore.Storage.
-func (s *Storage) Definitions(ctx context.Context) ([]eventstore.DefinitionRecord, error) {
+// Definitions implements storage.Storage.
+func (s *Storage) Definitions(ctx context.Context) ([]storage.DefinitionRecord, error) {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	if err := s.check(ctx); err != nil {
 		return nil, err
 	}
-	out := make([]eventstore.DefinitionRecord, 0, len(s.defs))
+	out := make([]storage.DefinitionRecord, 0, len(s.defs))
 	for _, d := range s.defs {
 		out = append(out, d.record())
 	}
-	slices.SortFunc(out, func(a, b eventstore.DefinitionRecord) int { return strings.Compare(a.Name, b.Name) })
+	slices.SortFunc(out, func(a, b storage.DefinitionRecord) int { return strings.Compare(a.Name, b.Name) })
 	return out, nil
 }
 
-// DeleteDefinition implements eventstore.Storage.
+// DeleteDefinition implements storage.Storage.
 func (s *Storage) DeleteDefinition(ctx context.Context, name string) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -73,13 +73,13 @@ func (s *Storage) DeleteDefinition(ctx context.Context, name string) error {
 		return err
 	}
 	if _, ok := s.defs[name]; !ok {
-		return fmt.Errorf("projection %q: %w", name, eventstore.ErrNotFound)
+		return fmt.Errorf("projection %q: %w", name, storage.ErrNotFound)
 	}
 	delete(s.defs, name)
 	return nil
 }
 
-// ResetProjection implements eventstore.Storage.
+// ResetProjection implements storage.Storage.
 func (s *Storage) ResetProjection(ctx context.Context, name string) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -88,15 +88,15 @@ func (s *Storage) ResetProjection(ctx context.Context, name string) error {
 	}
 	d, ok := s.defs[name]
 	if !ok {
-		return fmt.Errorf("projection %q: %w", name, eventstore.ErrNotFound)
+		return fmt.Errorf("projection %q: %w", name, storage.ErrNotFound)
 	}
 	d.rec.Checkpoint = 0
 	d.errors = nil
-	d.states = make(map[string]eventstore.ProjectionState)
+	d.states = make(map[string]storage.ProjectionState)
 	return nil
 }
 
-// RenameProjection implements eventstore.Storage. Renaming a projection to
+// RenameProjection implements storage.Storage. Renaming a projection to
 // its own name changes nothing.
 func (s *Storage) RenameProjection(ctx context.Context, from, to string) error {
 	s.mu.Lock()
@@ -106,7 +106,7 @@ func (s *Storage) RenameProjection(ctx context.Context, from, to string) error {
 	}
 	d, ok := s.defs[from]
 	if !ok {
-		return fmt.Errorf("projection %q: %w", from, eventstore.ErrNotFound)
+		return fmt.Errorf("projection %q: %w", from, storage.ErrNotFound)
 	}
 	delete(s.defs, from)
 	d.rec.Name = to
@@ -116,33 +116,33 @@ func (s *Storage) RenameProjection(ctx context.Context, from, to string) error {
 
 // state returns a copy of st, owned by the caller, as an instance of
 // projection name.
-func state(name string, st eventstore.ProjectionState) eventstore.ProjectionState {
+func state(name string, st storage.ProjectionState) storage.ProjectionState {
 	st.Name = name
 	st.Data = slices.Clone(st.Data)
 	return st
 }
 
-// LoadProjection implements eventstore.Storage.
-func (s *Storage) LoadProjection(ctx context.Context, name, instanceID string) (eventstore.ProjectionState, error) {
+// LoadProjection implements storage.Storage.
+func (s *Storage) LoadProjection(ctx context.Context, name, instanceID string) (storage.ProjectionState, error) {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	if err := s.check(ctx); err != nil {
-		return eventstore.ProjectionState{}, err
+		return storage.ProjectionState{}, err
 	}
-	var st eventstore.ProjectionState
+	var st storage.ProjectionState
 	d, ok := s.defs[name]
 	if ok {
 		st, ok = d.states[instanceID]
 	}
 	if !ok {
-		return eventstore.ProjectionState{}, fmt.Errorf("projection %q instance %q: %w", name, instanceID, eventstore.ErrNotFound)
+		return storage.ProjectionState{}, fmt.Errorf("projection %q instance %q: %w", name, instanceID, storage.ErrNotFound)
 	}
 	return state(name, st), nil
 }
 
-// LoadProjections implements eventstore.Storage. An unknown projection has
+// LoadProjections implements storage.Storage. An unknown projection has
 // no instances.
-func (s *Storage) LoadProjections(ctx context.Context, name string, ids []string) ([]eventstore.ProjectionState, error) {
+func (s *Storage) LoadProjections(ctx context.Context, name string, ids []string) ([]storage.ProjectionState, error) {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	if err := s.check(ctx); err != nil {
@@ -152,7 +152,7 @@ func (s *Storage) LoadProjections(ctx context.Context, name string, ids []string
 	if !ok {
 		return nil, nil
 	}
-	var out []eventstore.ProjectionState
+	var out []storage.ProjectionState
 	for _, id := range ids {
 		if st, ok := d.states[id]; ok {
 			out = append(out, state(name, st))
@@ -161,20 +161,20 @@ func (s *Storage) LoadProjections(ctx context.Context, name string, ids []string
 	return out, nil
 }
 
-// ListProjections implements eventstore.Storage. It filters and sorts the
+// ListProjections implements storage.Storage. It filters and sorts the
 // projection's instances per call: O(n log n) in the number of instances,
 // or of q.IDs when given.
-func (s *Storage) ListProjections(ctx context.Context, q eventstore.ProjectionQuery) (eventstore.ProjectionList, error) {
+func (s *Storage) ListProjections(ctx context.Context, q storage.ProjectionQuery) (storage.ProjectionList, error) {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	if err := s.check(ctx); err != nil {
-		return eventstore.ProjectionList{}, err
+		return storage.ProjectionList{}, err
 	}
 	d, ok := s.defs[q.Name]
 	if !ok {
-		return eventstore.ProjectionList{}, nil
+		return storage.ProjectionList{}, nil
 	}
-	var matches []eventstore.ProjectionState // sharing Data with the store
+	var matches []storage.ProjectionState // sharing Data with the store
 	if len(q.IDs) > 0 {
 		seen := make(map[string]bool, len(q.IDs))
 		for _, id := range q.IDs {
@@ -190,14 +190,14 @@ func (s *Storage) ListProjections(ctx context.Context, q eventstore.ProjectionQu
 			}
 		}
 	}
-	slices.SortFunc(matches, func(a, b eventstore.ProjectionState) int {
+	slices.SortFunc(matches, func(a, b storage.ProjectionState) int {
 		var c int
 		switch q.Sort {
-		case eventstore.SortByReference:
+		case storage.SortByReference:
 			c = compareRefs(a.Reference, b.Reference)
-		case eventstore.SortByCreatedAt:
+		case storage.SortByCreatedAt:
 			c = a.CreatedAt.Compare(b.CreatedAt)
-		case eventstore.SortByUpdatedAt:
+		case storage.SortByUpdatedAt:
 			c = a.UpdatedAt.Compare(b.UpdatedAt)
 		}
 		if c == 0 {
@@ -208,11 +208,11 @@ func (s *Storage) ListProjections(ctx context.Context, q eventstore.ProjectionQu
 		}
 		return c
 	})
-	list := eventstore.ProjectionList{Total: int64(len(matches))}
+	list := storage.ProjectionList{Total: int64(len(matches))}
 	if skip := max(q.Skip, 0); skip < len(matches) && q.Limit > 0 {
 		page := matches[skip:]
 		page = page[:min(len(page), q.Limit)]
-		list.States = make([]eventstore.ProjectionState, len(page))
+		list.States = make([]storage.ProjectionState, len(page))
 		for i, st := range page {
 			list.States[i] = state(q.Name, st)
 		}
@@ -221,16 +221,16 @@ func (s *Storage) ListProjections(ctx context.Context, q eventstore.ProjectionQu
 }
 
 // selected reports whether a reference passes the filters of q.
-func selected(q eventstore.ProjectionQuery, r eventstore.Reference) bool {
-	if k := q.Reference.Kind; k != eventstore.RefNone {
+func selected(q storage.ProjectionQuery, r storage.Reference) bool {
+	if k := q.Reference.Kind; k != storage.RefNone {
 		if r.Kind != k || compareRefs(r, q.Reference) != 0 {
 			return false
 		}
 	}
-	if q.From.Kind != eventstore.RefNone && (r.Kind != q.From.Kind || compareRefs(r, q.From) < 0) {
+	if q.From.Kind != storage.RefNone && (r.Kind != q.From.Kind || compareRefs(r, q.From) < 0) {
 		return false
 	}
-	if q.To.Kind != eventstore.RefNone && (r.Kind != q.To.Kind || compareRefs(r, q.To) > 0) {
+	if q.To.Kind != storage.RefNone && (r.Kind != q.To.Kind || compareRefs(r, q.To) > 0) {
 		return false
 	}
 	return true
@@ -238,32 +238,32 @@ func selected(q eventstore.ProjectionQuery, r eventstore.Reference) bool {
 
 // compareRefs orders references as lists sort them: numbers by Number,
 // then texts by bytes, then none.
-func compareRefs(a, b eventstore.Reference) int {
+func compareRefs(a, b storage.Reference) int {
 	if a.Kind != b.Kind {
 		return cmp.Compare(refRank(a.Kind), refRank(b.Kind))
 	}
 	switch a.Kind {
-	case eventstore.RefNumber:
+	case storage.RefNumber:
 		return cmp.Compare(a.Number, b.Number)
-	case eventstore.RefText:
+	case storage.RefText:
 		return strings.Compare(a.Text, b.Text)
 	}
 	return 0
 }
 
-func refRank(k eventstore.ReferenceKind) int {
+func refRank(k storage.ReferenceKind) int {
 	switch k {
-	case eventstore.RefNumber:
+	case storage.RefNumber:
 		return 0
-	case eventstore.RefText:
+	case storage.RefText:
 		return 1
 	}
 	return 2
 }
 
-// CommitProjection implements eventstore.Storage. Error texts are kept as
+// CommitProjection implements storage.Storage. Error texts are kept as
 // valid UTF-8: invalid bytes become U+FFFD.
-func (s *Storage) CommitProjection(ctx context.Context, c eventstore.ProjectionCommit) error {
+func (s *Storage) CommitProjection(ctx context.Context, c storage.ProjectionCommit) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if err := s.check(ctx); err != nil {
@@ -271,13 +271,13 @@ func (s *Storage) CommitProjection(ctx context.Context, c eventstore.ProjectionC
 	}
 	d, ok := s.defs[c.Name]
 	if !ok {
-		return fmt.Errorf("projection %q: %w", c.Name, eventstore.ErrNotFound)
+		return fmt.Errorf("projection %q: %w", c.Name, storage.ErrNotFound)
 	}
 	if d.rec.Checkpoint != c.From {
-		return fmt.Errorf("projection %q checkpoint is %d, not %d: %w", c.Name, d.rec.Checkpoint, c.From, eventstore.ErrConflict)
+		return fmt.Errorf("projection %q checkpoint is %d, not %d: %w", c.Name, d.rec.Checkpoint, c.From, storage.ErrConflict)
 	}
 	if c.Spec != nil && !bytes.Equal(d.rec.Spec, c.Spec) {
-		return fmt.Errorf("projection %q was replaced: %w", c.Name, eventstore.ErrConflict)
+		return fmt.Errorf("projection %q was replaced: %w", c.Name, storage.ErrConflict)
 	}
 	for _, st := range c.States {
 		st.Data = slices.Clone(st.Data)
@@ -290,7 +290,7 @@ func (s *Storage) CommitProjection(ctx context.Context, c eventstore.ProjectionC
 		e.EventID, e.EventType, e.InstanceID, e.Message = safetext.Clean(e.EventID), safetext.Clean(e.EventType), safetext.Clean(e.InstanceID), safetext.Clean(e.Message)
 		d.errors = append(d.errors, e)
 	}
-	if over := len(d.errors) - eventstore.MaxRecordedErrors; over > 0 {
+	if over := len(d.errors) - storage.MaxRecordedErrors; over > 0 {
 		d.errors = slices.Delete(d.errors, 0, over)
 	}
 	d.rec.Checkpoint = c.To

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/eventkit-go/eventstore"
+	"github.com/eventkit-go/eventstore/storage"
 	"github.com/eventkit-go/eventstore/storage/memory"
 	"github.com/google/uuid"
 )
@@ -104,8 +105,8 @@ func (o oursWriter) append(ctx context.Context, agg string, expected int64, n in
 	for i := range events {
 		events[i] = eventstore.NewEvent{ID: uuid.NewString(), Type: "Deposited", Data: benchData}
 	}
-	res, err := o.st.Save(ctx, "acct", agg, events, &eventstore.SaveOptions{ExpectedVersion: eventstore.ExpectVersion(expected)})
-	if errors.Is(err, eventstore.ErrConflict) {
+	res, err := o.st.Save(ctx, "acct", agg, events, &eventstore.SaveOptions{ExpectedVersion: storage.ExpectVersion(expected)})
+	if errors.Is(err, storage.ErrConflict) {
 		return 0, errBenchConflict
 	}
 	return res.Version, err

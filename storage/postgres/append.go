@@ -6,20 +6,20 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/eventkit-go/eventstore"
 	"github.com/eventkit-go/eventstore/internal/groupcommit"
+	"github.com/eventkit-go/eventstore/storage"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 )
 
-// Append implements eventstore.Storage. Concurrent calls are committed
+// Append implements storage.Storage. Concurrent calls are committed
 // together in one transaction (see runBatch); each still gets its own
 // result. A lone call runs in the caller's goroutine (the batcher lets the
 // first caller lead its batch).
-func (s *Storage) Append(ctx context.Context, req eventstore.AppendRequest) (eventstore.AppendResult, error) {
+func (s *Storage) Append(ctx context.Context, req storage.AppendRequest) (storage.AppendResult, error) {
 	if err := s.check(ctx, "append"); err != nil {
-		return eventstore.AppendResult{}, err
+		return storage.AppendResult{}, err
 	}
 	// Waiting in the queue is bounded too: behind a stuck transaction,
 	// a request gives up after WriteTimeout, with nothing stored.
@@ -27,20 +27,20 @@ func (s *Storage) Append(ctx context.Context, req eventstore.AppendRequest) (eve
 	defer cancel()
 	res, err := s.batcher.Do(qctx, req)
 	if err != nil {
-		if errors.Is(err, eventstore.ErrClosed) {
-			return eventstore.AppendResult{}, fmt.Errorf("postgres: append: %w", eventstore.ErrClosed)
+		if errors.Is(err, storage.ErrClosed) {
+			return storage.AppendResult{}, fmt.Errorf("postgres: append: %w", storage.ErrClosed)
 		}
 		if qctx.Err() != nil && ctx.Err() == nil {
-			return eventstore.AppendResult{}, fmt.Errorf("postgres: append: waited %v for the writes before it: %w",
-				s.writeTimeout, eventstore.ErrUnavailable)
+			return storage.AppendResult{}, fmt.Errorf("postgres: append: waited %v for the writes before it: %w",
+				s.writeTimeout, storage.ErrUnavailable)
 		}
-		return eventstore.AppendResult{}, err
+		return storage.AppendResult{}, err
 	}
 	return res, nil
 }
 
 // appendResult is one request's outcome in a batch.
-type appendResult = groupcommit.Result[eventstore.AppendResult]
+type appendResult = groupcommit.Result[storage.AppendResult]
 
 // runBatch appends a batch of requests in one transaction. The transaction
 // first takes the schema's append lock, which serialises writers across
@@ -56,7 +56,7 @@ type appendResult = groupcommit.Result[eventstore.AppendResult]
 // lock, then for each request SAVEPOINT, the append statement and RELEASE,
 // and COMMIT are sent as one pipeline; a request the server rejects rolls
 // back to its savepoint alone.
-func (s *Storage) runBatch(ctx context.Context, reqs []eventstore.AppendRequest) []appendResult {
+func (s *Storage) runBatch(ctx context.Context, reqs []storage.AppendRequest) []appendResult {
 	results := make([]appendResult, len(reqs))
 	// ctx is shared by the whole batch and never cancelled by a caller;
 	// errors are translated against it, so that running out of
@@ -148,7 +148,7 @@ func (s *Storage) runBatch(ctx context.Context, reqs []eventstore.AppendRequest)
 // version check failed, or the server refused it: an event id stored
 // already, bad input), nothing was written and the caller decides req with
 // the statements that tell why. An error means the outcome is unknown.
-func (s *Storage) runLean(ctx context.Context, conn *pgxpool.Conn, req *eventstore.AppendRequest, a *appendArgs,
+func (s *Storage) runLean(ctx context.Context, conn *pgxpool.Conn, req *storage.AppendRequest, a *appendArgs,
 	results []appendResult) (written bool, err error) {
 	var enc *string
 	if a.enc != nil {
@@ -175,13 +175,13 @@ func (s *Storage) runLean(ctx context.Context, conn *pgxpool.Conn, req *eventsto
 	}
 	if err != nil {
 		var pgErr *pgconn.PgError
-		if !errors.As(err, &pgErr) || classify(err) == eventstore.ErrUnavailable {
+		if !errors.As(err, &pgErr) || classify(err) == storage.ErrUnavailable {
 			return false, err
 		}
 		return false, nil // rolled back
 	}
 	if written {
-		results[0] = appendResult{Value: eventstore.AppendResult{Version: version, Position: position}}
+		results[0] = appendResult{Value: storage.AppendResult{Version: version, Position: position}}
 	}
 	return written, nil
 }
@@ -193,7 +193,7 @@ func (s *Storage) runLean(ctx context.Context, conn *pgxpool.Conn, req *eventsto
 // transaction is aborted and waits for ROLLBACK TO SAVEPOINT), or -1 when
 // the transaction committed. An error means the transaction as a whole
 // failed.
-func (s *Storage) sendBatch(ctx context.Context, conn *pgxpool.Conn, reqs []eventstore.AppendRequest,
+func (s *Storage) sendBatch(ctx context.Context, conn *pgxpool.Conn, reqs []storage.AppendRequest,
 	args []appendArgs, pending []int, results []appendResult, first bool) (failed int, err error) {
 	b := &pgx.Batch{}
 	if first {
@@ -224,7 +224,7 @@ func (s *Storage) sendBatch(ctx context.Context, conn *pgxpool.Conn, reqs []even
 		res, err := s.readAppend(br, reqs[i])
 		if err != nil {
 			var pgErr *pgconn.PgError
-			if !errors.As(err, &pgErr) || classify(err) == eventstore.ErrUnavailable {
+			if !errors.As(err, &pgErr) || classify(err) == storage.ErrUnavailable {
 				return 0, err // not this request's fault
 			}
 			if cerr := br.Close(); cerr != nil && !errors.As(cerr, &pgErr) {
@@ -249,20 +249,20 @@ func (s *Storage) sendBatch(ctx context.Context, conn *pgxpool.Conn, reqs []even
 }
 
 // readAppend reads the result of one append statement and applies
-// eventstore.PlanAppend to it. An error of the server is returned as it is;
+// storage.PlanAppend to it. An error of the server is returned as it is;
 // a refused request (conflict) is a result, not an error.
-func (s *Storage) readAppend(br pgx.BatchResults, req eventstore.AppendRequest) (appendResult, error) {
+func (s *Storage) readAppend(br pgx.BatchResults, req storage.AppendRequest) (appendResult, error) {
 	rows, err := br.Query()
 	if err != nil {
 		return appendResult{}, err
 	}
 	var (
 		current, written int64
-		stored           []eventstore.Event
+		stored           []storage.Event
 	)
 	for rows.Next() {
 		var kind int
-		var e eventstore.Event
+		var e storage.Event
 		if err := rows.Scan(&kind, &e.ID, &e.Version, &e.Position); err != nil {
 			rows.Close()
 			return appendResult{}, err
@@ -277,7 +277,7 @@ func (s *Storage) readAppend(br pgx.BatchResults, req eventstore.AppendRequest) 
 	if err := rows.Err(); err != nil {
 		return appendResult{}, err
 	}
-	res, done, err := eventstore.PlanAppend(req, current, stored)
+	res, done, err := storage.PlanAppend(req, current, stored)
 	switch {
 	case err != nil || done:
 		if written != 0 {
@@ -288,7 +288,7 @@ func (s *Storage) readAppend(br pgx.BatchResults, req eventstore.AppendRequest) 
 	case written == 0:
 		return appendResult{Err: fmt.Errorf("%w: batch for %s/%s not written", errBug, req.AggregateType, req.AggregateID)}, nil
 	}
-	return appendResult{Value: eventstore.AppendResult{Version: current + 1, Position: written}}, nil
+	return appendResult{Value: storage.AppendResult{Version: current + 1, Position: written}}, nil
 }
 
 // appendArgs are the array arguments of the append statement for one
@@ -303,7 +303,7 @@ type appendArgs struct {
 	expected *int64
 }
 
-func newAppendArgs(r eventstore.AppendRequest) appendArgs {
+func newAppendArgs(r storage.AppendRequest) appendArgs {
 	a := appendArgs{
 		ids:   make([]string, len(r.Events)),
 		types: make([]string, len(r.Events)),

@@ -5,33 +5,33 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/eventkit-go/eventstore"
+	"github.com/eventkit-go/eventstore/storage"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 )
 
-// AppendAll implements eventstore.Storage. The batches are written in one
+// AppendAll implements storage.Storage. The batches are written in one
 // transaction under the append lock: in the common case (every batch
 // passes its checks) by the one appendGroup statement, sent with the lock as
 // one pipeline; otherwise each request is decided by the append statement
 // in a transaction that commits only when none is refused. AppendAll does
 // not go through the group commit of Append: its batches already share one
 // transaction.
-func (s *Storage) AppendAll(ctx context.Context, reqs []eventstore.AppendRequest) ([]eventstore.AppendResult, error) {
+func (s *Storage) AppendAll(ctx context.Context, reqs []storage.AppendRequest) ([]storage.AppendResult, error) {
 	if err := s.check(ctx, "append all"); err != nil {
 		return nil, err
 	}
 	if len(reqs) == 0 {
-		return []eventstore.AppendResult{}, nil
+		return []storage.AppendResult{}, nil
 	}
 	type key struct{ typ, id string }
 	seen := make(map[key]struct{}, len(reqs))
 	for i, r := range reqs {
 		k := key{r.AggregateType, r.AggregateID}
 		if _, dup := seen[k]; dup {
-			return nil, &eventstore.BatchError{Index: i, AggregateType: r.AggregateType, AggregateID: r.AggregateID,
-				Err: fmt.Errorf("postgres: append all: a second batch for the same aggregate: %w", eventstore.ErrInvalid)}
+			return nil, &storage.BatchError{Index: i, AggregateType: r.AggregateType, AggregateID: r.AggregateID,
+				Err: fmt.Errorf("postgres: append all: a second batch for the same aggregate: %w", storage.ErrInvalid)}
 		}
 		seen[k] = struct{}{}
 	}
@@ -57,14 +57,14 @@ func (s *Storage) AppendAll(ctx context.Context, reqs []eventstore.AppendRequest
 	if !done {
 		if err := s.appendAllChecked(ctx, conn, reqs, args, results); err != nil {
 			rollback(conn)
-			var be *eventstore.BatchError
+			var be *storage.BatchError
 			if errors.As(err, &be) {
 				return nil, err
 			}
 			return nil, s.fail(parent, "append all", err)
 		}
 	}
-	out := make([]eventstore.AppendResult, len(reqs))
+	out := make([]storage.AppendResult, len(reqs))
 	for i, r := range results {
 		out[i] = r.Value
 	}
@@ -73,9 +73,9 @@ func (s *Storage) AppendAll(ctx context.Context, reqs []eventstore.AppendRequest
 
 // appendAllChecked appends reqs in one transaction, each decided by the
 // append statement, and commits when none is refused. When one is, it
-// returns a *eventstore.BatchError naming it, leaving the transaction for
+// returns a *storage.BatchError naming it, leaving the transaction for
 // the caller to roll back.
-func (s *Storage) appendAllChecked(ctx context.Context, conn *pgxpool.Conn, reqs []eventstore.AppendRequest,
+func (s *Storage) appendAllChecked(ctx context.Context, conn *pgxpool.Conn, reqs []storage.AppendRequest,
 	args []appendArgs, results []appendResult) error {
 	b := &pgx.Batch{}
 	b.Queue("BEGIN")
@@ -87,7 +87,7 @@ func (s *Storage) appendAllChecked(ctx context.Context, conn *pgxpool.Conn, reqs
 	br := conn.SendBatch(ctx, b)
 	refused := func(i int, err error) error {
 		br.Close()
-		return &eventstore.BatchError{Index: i, AggregateType: reqs[i].AggregateType, AggregateID: reqs[i].AggregateID, Err: err}
+		return &storage.BatchError{Index: i, AggregateType: reqs[i].AggregateType, AggregateID: reqs[i].AggregateID, Err: err}
 	}
 	for range 2 {
 		if _, err := br.Exec(); err != nil {
@@ -99,7 +99,7 @@ func (s *Storage) appendAllChecked(ctx context.Context, conn *pgxpool.Conn, reqs
 		res, err := s.readAppend(br, r)
 		if err != nil {
 			var pgErr *pgconn.PgError
-			if !errors.As(err, &pgErr) || classify(err) == eventstore.ErrUnavailable {
+			if !errors.As(err, &pgErr) || classify(err) == storage.ErrUnavailable {
 				br.Close()
 				return err // not this request's fault
 			}

@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/eventkit-go/eventstore"
+	"github.com/eventkit-go/eventstore/storage"
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -61,17 +61,17 @@ func openBatchTestSchema(t testing.TB) (*Storage, string) {
 	return s, pgx.Identifier{schema}.Sanitize()
 }
 
-func batchEvent(typ string) eventstore.Event {
-	return eventstore.Event{ID: uuid.NewString(), Type: typ, Data: []byte(`{"k":1}`),
+func batchEvent(typ string) storage.Event {
+	return storage.Event{ID: uuid.NewString(), Type: typ, Data: []byte(`{"k":1}`),
 		RecordedAt: time.Now().UTC().Truncate(time.Microsecond)}
 }
 
 // request returns a request of one event on aggregate id; a type with a
 // NUL byte makes the server reject it.
-func request(id string, expect int64, events ...eventstore.Event) eventstore.AppendRequest {
-	r := eventstore.AppendRequest{AggregateType: "t", AggregateID: id, Events: events}
+func request(id string, expect int64, events ...storage.Event) storage.AppendRequest {
+	r := storage.AppendRequest{AggregateType: "t", AggregateID: id, Events: events}
 	if expect >= 0 {
-		r.ExpectedVersion = eventstore.ExpectVersion(expect)
+		r.ExpectedVersion = storage.ExpectVersion(expect)
 	}
 	return r
 }
@@ -79,9 +79,9 @@ func request(id string, expect int64, events ...eventstore.Event) eventstore.App
 func TestRunBatchFailingRequestsRollBackAlone(t *testing.T) {
 	s := openBatchTest(t)
 	ctx := context.Background()
-	good := func() eventstore.AppendRequest { return request(uuid.NewString(), -1, batchEvent("Good")) }
-	bad := func() eventstore.AppendRequest { return request(uuid.NewString(), -1, batchEvent("Bad\x00")) }
-	batches := map[string][]eventstore.AppendRequest{
+	good := func() storage.AppendRequest { return request(uuid.NewString(), -1, batchEvent("Good")) }
+	bad := func() storage.AppendRequest { return request(uuid.NewString(), -1, batchEvent("Bad\x00")) }
+	batches := map[string][]storage.AppendRequest{
 		"bad alone":        {bad()},
 		"bad last":         {good(), good(), bad()},
 		"bad first":        {bad(), good()},
@@ -99,7 +99,7 @@ func TestRunBatchFailingRequestsRollBackAlone(t *testing.T) {
 		for i, r := range reqs {
 			isBad := r.Events[0].Type != "Good"
 			switch {
-			case isBad && !errors.Is(results[i].Err, eventstore.ErrInvalid):
+			case isBad && !errors.Is(results[i].Err, storage.ErrInvalid):
 				t.Errorf("%s: bad request %d: %v, want ErrInvalid", name, i, results[i].Err)
 			case !isBad && results[i].Err != nil:
 				t.Errorf("%s: good request %d failed: %v", name, i, results[i].Err)
@@ -108,17 +108,17 @@ func TestRunBatchFailingRequestsRollBackAlone(t *testing.T) {
 				if results[i].Value.Position != head || results[i].Value.Version != 1 {
 					t.Errorf("%s: good request %d = %+v, want version 1 at position %d", name, i, results[i].Value, head)
 				}
-				if _, err := s.Load(ctx, eventstore.LoadQuery{AggregateType: "t", AggregateID: r.AggregateID}); err != nil {
+				if _, err := s.Load(ctx, storage.LoadQuery{AggregateType: "t", AggregateID: r.AggregateID}); err != nil {
 					t.Errorf("%s: good request %d not stored: %v", name, i, err)
 				}
 			default:
-				if _, err := s.Load(ctx, eventstore.LoadQuery{AggregateType: "t", AggregateID: r.AggregateID}); !errors.Is(err, eventstore.ErrNotFound) {
+				if _, err := s.Load(ctx, storage.LoadQuery{AggregateType: "t", AggregateID: r.AggregateID}); !errors.Is(err, storage.ErrNotFound) {
 					t.Errorf("%s: bad request %d: load = %v, want ErrNotFound", name, i, err)
 				}
 			}
 		}
 	}
-	page, err := s.ReadFeed(ctx, eventstore.FeedQuery{Limit: 1000})
+	page, err := s.ReadFeed(ctx, storage.FeedQuery{Limit: 1000})
 	if err != nil || int64(len(page.Events)) != head || page.Head != head {
 		t.Fatalf("feed holds %d events up to %d (%v), want %d", len(page.Events), page.Head, err, head)
 	}
@@ -128,7 +128,7 @@ func TestRunBatchSameAggregate(t *testing.T) {
 	s := openBatchTest(t)
 	ctx := context.Background()
 	a, b, c := batchEvent("A"), batchEvent("B"), batchEvent("C")
-	reqs := []eventstore.AppendRequest{
+	reqs := []storage.AppendRequest{
 		request("x", 0, a),    // creates x at version 1
 		request("x", -1, a),   // duplicate of the first, in the same transaction
 		request("x", 0, b),    // refused: x is at version 1 now
@@ -137,21 +137,21 @@ func TestRunBatchSameAggregate(t *testing.T) {
 	}
 	results := s.runBatch(ctx, reqs)
 	want := []struct {
-		res eventstore.AppendResult
+		res storage.AppendResult
 		err error
 	}{
-		{eventstore.AppendResult{Version: 1, Position: 1}, nil},
-		{eventstore.AppendResult{Version: 1, Position: 1, Duplicate: true}, nil},
-		{eventstore.AppendResult{}, eventstore.ErrConflict},
-		{eventstore.AppendResult{Version: 2, Position: 3}, nil},
-		{eventstore.AppendResult{}, eventstore.ErrConflict},
+		{storage.AppendResult{Version: 1, Position: 1}, nil},
+		{storage.AppendResult{Version: 1, Position: 1, Duplicate: true}, nil},
+		{storage.AppendResult{}, storage.ErrConflict},
+		{storage.AppendResult{Version: 2, Position: 3}, nil},
+		{storage.AppendResult{}, storage.ErrConflict},
 	}
 	for i, w := range want {
 		if results[i].Value != w.res || !errors.Is(results[i].Err, w.err) || (w.err == nil) != (results[i].Err == nil) {
 			t.Errorf("request %d = %+v, %v; want %+v, %v", i, results[i].Value, results[i].Err, w.res, w.err)
 		}
 	}
-	agg, err := s.Load(ctx, eventstore.LoadQuery{AggregateType: "t", AggregateID: "x"})
+	agg, err := s.Load(ctx, storage.LoadQuery{AggregateType: "t", AggregateID: "x"})
 	if err != nil || agg.Version != 2 || len(agg.Events) != 3 || agg.Events[2].ID != c.ID || agg.Events[2].Sequence != 3 {
 		t.Fatalf("load = %+v, %v; want a, b, c at version 2", agg, err)
 	}

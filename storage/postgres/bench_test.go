@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/eventkit-go/eventstore"
+	"github.com/eventkit-go/eventstore/storage"
 	"github.com/eventkit-go/eventstore/storage/postgres"
 	"github.com/eventkit-go/eventstore/storage/storagetest"
 	"github.com/google/uuid"
@@ -268,11 +269,11 @@ FROM generate_series(1, $1::bigint) g`, events)
 }
 
 // appendRequest returns a request of n new events for aggregate id.
-func appendRequest(id string, n int) eventstore.AppendRequest {
+func appendRequest(id string, n int) storage.AppendRequest {
 	now := time.Now().UTC().Truncate(time.Microsecond)
-	req := eventstore.AppendRequest{AggregateType: "acct", AggregateID: id, Events: make([]eventstore.Event, n)}
+	req := storage.AppendRequest{AggregateType: "acct", AggregateID: id, Events: make([]storage.Event, n)}
 	for i := range req.Events {
-		req.Events[i] = eventstore.Event{ID: uuid.NewString(), Type: "Deposited", Data: []byte(benchData), RecordedAt: now}
+		req.Events[i] = storage.Event{ID: uuid.NewString(), Type: "Deposited", Data: []byte(benchData), RecordedAt: now}
 	}
 	return req
 }
@@ -286,8 +287,8 @@ func BenchmarkAppendAll10x10(b *testing.B) {
 	ctx := context.Background()
 	pool := benchPool(b)
 	_, s, _ := benchStore(b, pool)
-	round := func(i int) []eventstore.AppendRequest {
-		reqs := make([]eventstore.AppendRequest, aggregates)
+	round := func(i int) []storage.AppendRequest {
+		reqs := make([]storage.AppendRequest, aggregates)
 		for k := range reqs {
 			reqs[k] = appendRequest(fmt.Sprint("a", (i*aggregates+k)%1000), events)
 		}
@@ -366,7 +367,7 @@ SELECT 'other', 'i' || g, '{}', g, now(), now() FROM generate_series(1, 10000) g
 			}
 			for _, skip := range []int{0, 1000} {
 				b.Run(fmt.Sprintf("sorted-by-reference/skip=%d", skip), func(b *testing.B) {
-					query := eventstore.ProjectionQuery{Name: "p", Sort: eventstore.SortByReference, Skip: skip, Limit: 100}
+					query := storage.ProjectionQuery{Name: "p", Sort: storage.SortByReference, Skip: skip, Limit: 100}
 					for b.Loop() {
 						list, err := s.ListProjections(ctx, query)
 						if err != nil || len(list.States) != 100 || list.Total != int64(n) {
@@ -378,7 +379,7 @@ SELECT 'other', 'i' || g, '{}', g, now(), now() FROM generate_series(1, 10000) g
 			}
 			b.Run("count", func(b *testing.B) {
 				for b.Loop() {
-					list, err := s.ListProjections(ctx, eventstore.ProjectionQuery{Name: "p"})
+					list, err := s.ListProjections(ctx, storage.ProjectionQuery{Name: "p"})
 					if err != nil || list.Total != int64(n) {
 						b.Fatalf("count: %d, %v", list.Total, err)
 					}
@@ -386,7 +387,7 @@ SELECT 'other', 'i' || g, '{}', g, now(), now() FROM generate_series(1, 10000) g
 				b.ReportMetric(float64(b.Elapsed().Microseconds())/float64(b.N)/1000, "ms/count")
 			})
 			b.Run("count-text-range", func(b *testing.B) {
-				query := eventstore.ProjectionQuery{Name: "p", From: eventstore.Reference{Kind: eventstore.RefText, Text: "8"}}
+				query := storage.ProjectionQuery{Name: "p", From: storage.Reference{Kind: storage.RefText, Text: "8"}}
 				for b.Loop() {
 					if _, err := s.ListProjections(ctx, query); err != nil {
 						b.Fatal(err)

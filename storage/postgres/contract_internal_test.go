@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/eventkit-go/eventstore"
+	"github.com/eventkit-go/eventstore/storage"
 )
 
 // TestGroupNeverReusesDeletedNumbers deletes the latest batches, then
@@ -18,7 +18,7 @@ import (
 func TestGroupNeverReusesDeletedNumbers(t *testing.T) {
 	s := openBatchTest(t)
 	ctx := context.Background()
-	checkResults(t, s.runBatch(ctx, []eventstore.AppendRequest{
+	checkResults(t, s.runBatch(ctx, []storage.AppendRequest{
 		request("x", 0, batchEvent("A")), request("y", 0, batchEvent("A"), batchEvent("B")),
 	}), []appendResult{ok(1, 1), ok(1, 3)})
 	if err := s.DeleteAggregate(ctx, "t", "y"); err != nil {
@@ -26,17 +26,17 @@ func TestGroupNeverReusesDeletedNumbers(t *testing.T) {
 	}
 	// One statement: y again from version 1, after position 3 and
 	// FeedSequence 2.
-	checkResults(t, s.runBatch(ctx, []eventstore.AppendRequest{
+	checkResults(t, s.runBatch(ctx, []storage.AppendRequest{
 		request("y", 0, batchEvent("C")), request("z", 0, batchEvent("C")),
 	}), []appendResult{ok(1, 4), ok(1, 5)})
 	if err := s.DeleteAggregateType(ctx, "t"); err != nil {
 		t.Fatal(err)
 	}
 	// x at version 1 is refused, so the group falls back to savepoints.
-	checkResults(t, s.runBatch(ctx, []eventstore.AppendRequest{
+	checkResults(t, s.runBatch(ctx, []storage.AppendRequest{
 		request("x", 1, batchEvent("D")), request("w", 0, batchEvent("D")),
-	}), []appendResult{{Err: eventstore.ErrConflict}, ok(1, 6)})
-	page, err := s.ReadFeed(ctx, eventstore.FeedQuery{Limit: 10})
+	}), []appendResult{{Err: storage.ErrConflict}, ok(1, 6)})
+	page, err := s.ReadFeed(ctx, storage.FeedQuery{Limit: 10})
 	if err != nil || len(page.Events) != 1 || page.Events[0].FeedSequence != 5 {
 		t.Fatalf("feed after the deletions = %+v, %v; want w alone with FeedSequence 5", page.Events, err)
 	}
@@ -53,28 +53,28 @@ func TestAppendAllOneTransaction(t *testing.T) {
 	s, schema := openBatchTestSchema(t)
 	ctx := context.Background()
 	a := batchEvent("A")
-	res, err := s.AppendAll(ctx, []eventstore.AppendRequest{
+	res, err := s.AppendAll(ctx, []storage.AppendRequest{
 		request("x", 0, a), request("y", 0, batchEvent("A"), batchEvent("B")), request("z", -1, batchEvent("A")),
 	})
-	if err != nil || len(res) != 3 || res[2] != (eventstore.AppendResult{Version: 1, Position: 4}) {
+	if err != nil || len(res) != 3 || res[2] != (storage.AppendResult{Version: 1, Position: 4}) {
 		t.Fatalf("AppendAll = %+v, %v", res, err)
 	}
 	if n := xmins(t, s, schema, 1, 4); n != 1 {
 		t.Errorf("AppendAll wrote with %d transactions, want 1", n)
 	}
 	for name, c := range map[string]struct {
-		reqs  []eventstore.AppendRequest
+		reqs  []storage.AppendRequest
 		index int
 		err   error
 	}{
-		"conflict":             {[]eventstore.AppendRequest{request("x", -1, a), request("v", 0, batchEvent("C")), request("y", 0, batchEvent("C"))}, 2, eventstore.ErrConflict},
-		"bad input":            {[]eventstore.AppendRequest{request("v", 0, batchEvent("C")), request("u", 0, batchEvent("Bad\x00"))}, 1, eventstore.ErrInvalid},
-		"lone conflict":        {[]eventstore.AppendRequest{request("x", 5, batchEvent("C"))}, 0, eventstore.ErrConflict},
-		"lone conflict, two":   {[]eventstore.AppendRequest{request("x", 5, batchEvent("C"), batchEvent("D"))}, 0, eventstore.ErrConflict},
-		"same aggregate twice": {[]eventstore.AppendRequest{request("v", 0, batchEvent("C")), request("v", -1, batchEvent("D"))}, 1, eventstore.ErrInvalid},
+		"conflict":             {[]storage.AppendRequest{request("x", -1, a), request("v", 0, batchEvent("C")), request("y", 0, batchEvent("C"))}, 2, storage.ErrConflict},
+		"bad input":            {[]storage.AppendRequest{request("v", 0, batchEvent("C")), request("u", 0, batchEvent("Bad\x00"))}, 1, storage.ErrInvalid},
+		"lone conflict":        {[]storage.AppendRequest{request("x", 5, batchEvent("C"))}, 0, storage.ErrConflict},
+		"lone conflict, two":   {[]storage.AppendRequest{request("x", 5, batchEvent("C"), batchEvent("D"))}, 0, storage.ErrConflict},
+		"same aggregate twice": {[]storage.AppendRequest{request("v", 0, batchEvent("C")), request("v", -1, batchEvent("D"))}, 1, storage.ErrInvalid},
 	} {
 		_, err := s.AppendAll(ctx, c.reqs)
-		var be *eventstore.BatchError
+		var be *storage.BatchError
 		if !errors.As(err, &be) || be.Index != c.index || !errors.Is(err, c.err) || be.AggregateID != c.reqs[c.index].AggregateID {
 			t.Errorf("%s: AppendAll = %v; want a *BatchError for request %d wrapping %v", name, err, c.index, c.err)
 		}
@@ -83,8 +83,8 @@ func TestAppendAllOneTransaction(t *testing.T) {
 		}
 	}
 	// A duplicate among new batches: the others are written after it.
-	res, err = s.AppendAll(ctx, []eventstore.AppendRequest{request("x", -1, a), request("v", 0, batchEvent("C"))})
-	if err != nil || !res[0].Duplicate || res[0].Position != 1 || res[1] != (eventstore.AppendResult{Version: 1, Position: 5}) {
+	res, err = s.AppendAll(ctx, []storage.AppendRequest{request("x", -1, a), request("v", 0, batchEvent("C"))})
+	if err != nil || !res[0].Duplicate || res[0].Position != 1 || res[1] != (storage.AppendResult{Version: 1, Position: 5}) {
 		t.Errorf("AppendAll with a duplicate = %+v, %v", res, err)
 	}
 }
@@ -96,14 +96,14 @@ func TestInstanceCount(t *testing.T) {
 	s := openBatchTest(t)
 	ctx := context.Background()
 	for _, name := range []string{"p", "q"} {
-		if err := s.CreateDefinition(ctx, eventstore.DefinitionRecord{Name: name, Spec: []byte(`{}`), CreatedAt: time.Now()}); err != nil {
+		if err := s.CreateDefinition(ctx, storage.DefinitionRecord{Name: name, Spec: []byte(`{}`), CreatedAt: time.Now()}); err != nil {
 			t.Fatal(err)
 		}
 	}
-	states := func(name string, ids ...string) []eventstore.ProjectionState {
-		var out []eventstore.ProjectionState
+	states := func(name string, ids ...string) []storage.ProjectionState {
+		var out []storage.ProjectionState
 		for _, id := range ids {
-			out = append(out, eventstore.ProjectionState{Name: name, InstanceID: id, Data: []byte(`{}`), Position: 1,
+			out = append(out, storage.ProjectionState{Name: name, InstanceID: id, Data: []byte(`{}`), Position: 1,
 				CreatedAt: time.Now(), UpdatedAt: time.Now()})
 		}
 		return out
@@ -114,25 +114,25 @@ func TestInstanceCount(t *testing.T) {
 		if err := s.pool.QueryRow(ctx, qualify(s.schema, `SELECT count(*) FROM {{schema}}.projection_states WHERE name = $1`), name).Scan(&rows); err != nil {
 			t.Fatal(err)
 		}
-		list, err := s.ListProjections(ctx, eventstore.ProjectionQuery{Name: name})
+		list, err := s.ListProjections(ctx, storage.ProjectionQuery{Name: name})
 		if err != nil || list.Total != want || rows != want {
 			t.Errorf("%s: %s has Total %d (%v) and %d rows, want %d", step, name, list.Total, err, rows, want)
 		}
 	}
-	commit := func(c eventstore.ProjectionCommit) error { return s.CommitProjection(ctx, c) }
-	if err := commit(eventstore.ProjectionCommit{Name: "p", From: 0, To: 1, States: states("p", "a", "b", "c")}); err != nil {
+	commit := func(c storage.ProjectionCommit) error { return s.CommitProjection(ctx, c) }
+	if err := commit(storage.ProjectionCommit{Name: "p", From: 0, To: 1, States: states("p", "a", "b", "c")}); err != nil {
 		t.Fatal(err)
 	}
 	check("three new", "p", 3)
-	if err := commit(eventstore.ProjectionCommit{Name: "p", From: 1, To: 2, States: states("p", "a", "d"), Deletes: []string{"b", "nope"}}); err != nil {
+	if err := commit(storage.ProjectionCommit{Name: "p", From: 1, To: 2, States: states("p", "a", "d"), Deletes: []string{"b", "nope"}}); err != nil {
 		t.Fatal(err)
 	}
 	check("one replaced, one new, one deleted, one unknown deleted", "p", 3)
-	if err := commit(eventstore.ProjectionCommit{Name: "p", From: 1, To: 3, States: states("p", "e"), Deletes: []string{"a"}}); !errors.Is(err, eventstore.ErrConflict) {
+	if err := commit(storage.ProjectionCommit{Name: "p", From: 1, To: 3, States: states("p", "e"), Deletes: []string{"a"}}); !errors.Is(err, storage.ErrConflict) {
 		t.Fatalf("stale commit: %v, want ErrConflict", err)
 	}
 	check("refused commit", "p", 3)
-	if err := commit(eventstore.ProjectionCommit{Name: "q", From: 0, To: 1, States: states("q", "a")}); err != nil {
+	if err := commit(storage.ProjectionCommit{Name: "q", From: 0, To: 1, States: states("q", "a")}); err != nil {
 		t.Fatal(err)
 	}
 	if err := s.RenameProjection(ctx, "p", "q"); err != nil {
@@ -161,9 +161,9 @@ ANALYZE {{schema}}.projection_states;`))
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, sort := range []eventstore.ProjectionSort{eventstore.SortByID, eventstore.SortByReference, eventstore.SortByCreatedAt, eventstore.SortByUpdatedAt} {
+	for _, sort := range []storage.ProjectionSort{storage.SortByID, storage.SortByReference, storage.SortByCreatedAt, storage.SortByUpdatedAt} {
 		for _, desc := range []bool{false, true} {
-			q := eventstore.ProjectionQuery{Name: "p", Sort: sort, Descending: desc, Skip: 10, Limit: 100}
+			q := storage.ProjectionQuery{Name: "p", Sort: sort, Descending: desc, Skip: 10, Limit: 100}
 			sql, args := s.listSQL(q)
 			rows, err := s.pool.Query(ctx, "EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF, SUMMARY OFF) "+sql, args...)
 			if err != nil {
@@ -191,8 +191,8 @@ ANALYZE {{schema}}.projection_states;`))
 			}
 		}
 	}
-	list, err := s.ListProjections(ctx, eventstore.ProjectionQuery{Name: "p", From: eventstore.Reference{Kind: eventstore.RefText, Text: "r100"},
-		To: eventstore.Reference{Kind: eventstore.RefText, Text: "r199"}, Sort: eventstore.SortByReference, Limit: 3})
+	list, err := s.ListProjections(ctx, storage.ProjectionQuery{Name: "p", From: storage.Reference{Kind: storage.RefText, Text: "r100"},
+		To: storage.Reference{Kind: storage.RefText, Text: "r199"}, Sort: storage.SortByReference, Limit: 3})
 	var ids []string
 	for _, st := range list.States {
 		ids = append(ids, fmt.Sprint(st.InstanceID, "=", st.Reference.Text))
@@ -218,19 +218,19 @@ ANALYZE {{schema}}.projection_states;`))
 func TestGroupNumbersEachType(t *testing.T) {
 	s, schema := openBatchTestSchema(t)
 	ctx := context.Background()
-	typed := func(typ, id string) eventstore.AppendRequest {
+	typed := func(typ, id string) storage.AppendRequest {
 		r := request(id, -1, batchEvent("A"))
 		r.AggregateType = typ
 		return r
 	}
-	checkResults(t, s.runBatch(ctx, []eventstore.AppendRequest{typed("u", "a")}), []appendResult{ok(1, 1)})
-	checkResults(t, s.runBatch(ctx, []eventstore.AppendRequest{
+	checkResults(t, s.runBatch(ctx, []storage.AppendRequest{typed("u", "a")}), []appendResult{ok(1, 1)})
+	checkResults(t, s.runBatch(ctx, []storage.AppendRequest{
 		typed("t", "a"), typed("u", "b"), typed("t", "b"), typed("v", "a"), typed("u", "c"), typed("t", "c"),
 	}), []appendResult{ok(1, 2), ok(1, 3), ok(1, 4), ok(1, 5), ok(1, 6), ok(1, 7)})
 	if n := xmins(t, s, schema, 2, 7); n != 1 {
 		t.Fatalf("the group was written by %d transactions, want 1 (one statement)", n)
 	}
-	page, err := s.ReadFeed(ctx, eventstore.FeedQuery{Limit: 10})
+	page, err := s.ReadFeed(ctx, storage.FeedQuery{Limit: 10})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -5,11 +5,11 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/eventkit-go/eventstore"
+	"github.com/eventkit-go/eventstore/storage"
 	"github.com/jackc/pgx/v5"
 )
 
-// DeleteAggregate implements eventstore.Storage. It deletes under the
+// DeleteAggregate implements storage.Storage. It deletes under the
 // append lock, so that no append interleaves with it, and raises the
 // deletion marks so that positions and FeedSequences are not reused.
 func (s *Storage) DeleteAggregate(ctx context.Context, aggregateType, aggregateID string) error {
@@ -17,7 +17,7 @@ func (s *Storage) DeleteAggregate(ctx context.Context, aggregateType, aggregateI
 		s.sql.deleteAgg, aggregateType, aggregateID)
 }
 
-// DeleteAggregateType implements eventstore.Storage, as DeleteAggregate
+// DeleteAggregateType implements storage.Storage, as DeleteAggregate
 // does.
 func (s *Storage) DeleteAggregateType(ctx context.Context, aggregateType string) error {
 	return s.delete(ctx, "delete aggregate type", "aggregate type "+aggregateType,
@@ -45,7 +45,7 @@ func (s *Storage) delete(ctx context.Context, op, what, sql string, args ...any)
 		return nil
 	})
 	if errors.Is(err, errNone) {
-		return fmt.Errorf("%s: %w", what, eventstore.ErrNotFound)
+		return fmt.Errorf("%s: %w", what, storage.ErrNotFound)
 	}
 	if err != nil {
 		return s.fail(ctx, op, err)

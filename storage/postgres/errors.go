@@ -8,7 +8,7 @@ import (
 	"net"
 	"strings"
 
-	"github.com/eventkit-go/eventstore"
+	"github.com/eventkit-go/eventstore/storage"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/puddle/v2"
 )
@@ -31,25 +31,25 @@ func (s *Storage) fail(ctx context.Context, op string, err error) error {
 	if err == nil {
 		return nil
 	}
-	if errors.Is(err, eventstore.ErrClosed) || errors.Is(err, eventstore.ErrNotFound) ||
-		errors.Is(err, eventstore.ErrConflict) || errors.Is(err, eventstore.ErrInvalid) ||
-		errors.Is(err, eventstore.ErrUnavailable) || errors.Is(err, eventstore.ErrFull) {
+	if errors.Is(err, storage.ErrClosed) || errors.Is(err, storage.ErrNotFound) ||
+		errors.Is(err, storage.ErrConflict) || errors.Is(err, storage.ErrInvalid) ||
+		errors.Is(err, storage.ErrUnavailable) || errors.Is(err, storage.ErrFull) {
 		return err // already translated
 	}
 	if s.closed.Load() {
-		return fmt.Errorf("postgres: %s: %w", op, eventstore.ErrClosed)
+		return fmt.Errorf("postgres: %s: %w", op, storage.ErrClosed)
 	}
 	if ctxErr := ctx.Err(); ctxErr != nil {
 		if errors.Is(context.Cause(ctx), errOwnDeadline) {
 			// Our deadline (ReadTimeout, WriteTimeout), not the caller's.
-			return fmt.Errorf("postgres: %s: %w: %w", op, errOwnDeadline, eventstore.ErrUnavailable)
+			return fmt.Errorf("postgres: %s: %w: %w", op, errOwnDeadline, storage.ErrUnavailable)
 		}
 		return ctxErr
 	}
 	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
 		// A deadline of our own (WriteTimeout), or of the driver: the
 		// database did not answer in time.
-		return fmt.Errorf("postgres: %s: %v: %w", op, err, eventstore.ErrUnavailable)
+		return fmt.Errorf("postgres: %s: %v: %w", op, err, storage.ErrUnavailable)
 	}
 	if sentinel := classify(err); sentinel != nil {
 		return fmt.Errorf("postgres: %s: %v: %w", op, err, sentinel)
@@ -64,11 +64,11 @@ func classify(err error) error {
 		code := pgErr.Code
 		switch {
 		case code == "23505": // unique_violation
-			return eventstore.ErrConflict
+			return storage.ErrConflict
 		case code == "53100": // disk_full
-			return eventstore.ErrFull
+			return storage.ErrFull
 		case strings.HasPrefix(code, "22"): // data_exception
-			return eventstore.ErrInvalid
+			return storage.ErrInvalid
 		case strings.HasPrefix(code, "08"), // connection_exception
 			code == "57P01",               // admin_shutdown
 			code == "57P02",               // crash_shutdown
@@ -80,7 +80,7 @@ func classify(err error) error {
 			code == "55P03",               // lock_not_available
 			code == "25P03",               // idle_in_transaction_session_timeout
 			strings.HasPrefix(code, "53"): // insufficient_resources
-			return eventstore.ErrUnavailable
+			return storage.ErrUnavailable
 		}
 		return nil
 	}
@@ -96,7 +96,7 @@ func classify(err error) error {
 		errors.Is(err, puddle.ErrClosedPool),
 		pgconn.SafeToRetry(err),
 		pgconn.Timeout(err):
-		return eventstore.ErrUnavailable
+		return storage.ErrUnavailable
 	}
 	return nil
 }

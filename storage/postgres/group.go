@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/eventkit-go/eventstore"
+	"github.com/eventkit-go/eventstore/storage"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -42,7 +42,7 @@ type groupArgs struct {
 // contending for one aggregate takes two statements, not one per writer.
 // Every other request goes into the round after the last one its aggregate
 // is in. A round holds at most one request per aggregate that may write.
-func rounds(reqs []eventstore.AppendRequest) (out [][]int, doomed []bool) {
+func rounds(reqs []storage.AppendRequest) (out [][]int, doomed []bool) {
 	doomed = make([]bool, len(reqs))
 	if len(reqs) == 1 {
 		return [][]int{{0}}, doomed
@@ -81,7 +81,7 @@ func rounds(reqs []eventstore.AppendRequest) (out [][]int, doomed []bool) {
 
 // newGroupArgs returns the arguments of appendGroup for the requests of
 // reqs listed in round (see rounds).
-func newGroupArgs(reqs []eventstore.AppendRequest, args []appendArgs, round []int, doomed []bool) groupArgs {
+func newGroupArgs(reqs []storage.AppendRequest, args []appendArgs, round []int, doomed []bool) groupArgs {
 	total := 0
 	hasEnc := false
 	for _, i := range round {
@@ -154,7 +154,7 @@ func contains(list []string, s string) bool {
 // passed its version check, bad input, or a refusal under strict): the
 // caller then decides the requests one by one. An error means the outcome
 // is unknown.
-func (s *Storage) runGroup(ctx context.Context, conn *pgxpool.Conn, reqs []eventstore.AppendRequest,
+func (s *Storage) runGroup(ctx context.Context, conn *pgxpool.Conn, reqs []storage.AppendRequest,
 	args []appendArgs, results []appendResult, strict bool) (done bool, err error) {
 	rs, doomed := rounds(reqs)
 	b := &pgx.Batch{}
@@ -200,7 +200,7 @@ func (s *Storage) runGroup(ctx context.Context, conn *pgxpool.Conn, reqs []event
 	}
 	clear(results)
 	var pgErr *pgconn.PgError
-	if !errors.As(err, &pgErr) || classify(err) == eventstore.ErrUnavailable {
+	if !errors.As(err, &pgErr) || classify(err) == storage.ErrUnavailable {
 		return false, err
 	}
 	return false, nil // rolled back; decide one by one
@@ -210,7 +210,7 @@ func (s *Storage) runGroup(ctx context.Context, conn *pgxpool.Conn, reqs []event
 // of the requests listed in round. The rows come in request order: for a
 // written request one row of kind 0, for a refused one a row of kind 1
 // followed by a row of kind 2 per event id of the request already stored.
-func (s *Storage) readGroup(br pgx.BatchResults, reqs []eventstore.AppendRequest, round []int, results []appendResult) error {
+func (s *Storage) readGroup(br pgx.BatchResults, reqs []storage.AppendRequest, round []int, results []appendResult) error {
 	rows, err := br.Query()
 	if err != nil {
 		return err
@@ -221,15 +221,15 @@ func (s *Storage) readGroup(br pgx.BatchResults, reqs []eventstore.AppendRequest
 		j       = -1  // the request read last, in round
 		refused bool  // whether it was refused
 		current int64 // its aggregate's version
-		stored  []eventstore.Event
+		stored  []storage.Event
 	)
-	// decide settles a refused request with eventstore.PlanAppend.
+	// decide settles a refused request with storage.PlanAppend.
 	decide := func() error {
 		if !refused {
 			return nil
 		}
 		req := reqs[round[j]]
-		res, done, err := eventstore.PlanAppend(req, current, stored)
+		res, done, err := storage.PlanAppend(req, current, stored)
 		if err == nil && !done {
 			return fmt.Errorf("%w: appendGroup refused %s/%s that PlanAppend would write", errBug, req.AggregateType, req.AggregateID)
 		}
@@ -249,7 +249,7 @@ func (s *Storage) readGroup(br pgx.BatchResults, reqs []eventstore.AppendRequest
 			if !refused || ri != int64(j+1) {
 				return fmt.Errorf("%w: appendGroup returned a stored event out of place", errBug)
 			}
-			stored = append(stored, eventstore.Event{ID: eventID, Version: version, Position: position})
+			stored = append(stored, storage.Event{ID: eventID, Version: version, Position: position})
 			continue
 		}
 		if err := decide(); err != nil {
@@ -264,7 +264,7 @@ func (s *Storage) readGroup(br pgx.BatchResults, reqs []eventstore.AppendRequest
 			continue
 		}
 		written += int64(len(reqs[round[j]].Events))
-		results[round[j]] = appendResult{Value: eventstore.AppendResult{Version: version + 1, Position: position + written}}
+		results[round[j]] = appendResult{Value: storage.AppendResult{Version: version + 1, Position: position + written}}
 	}
 	if err := rows.Err(); err != nil {
 		return err

@@ -5,7 +5,7 @@ import (
 	"errors"
 	"testing"
 
-	"github.com/eventkit-go/eventstore"
+	"github.com/eventkit-go/eventstore/storage"
 	"github.com/google/uuid"
 )
 
@@ -39,18 +39,18 @@ func checkResults(t *testing.T, results []appendResult, want []appendResult) {
 }
 
 func ok(version, position int64) appendResult {
-	return appendResult{Value: eventstore.AppendResult{Version: version, Position: position}}
+	return appendResult{Value: storage.AppendResult{Version: version, Position: position}}
 }
 
 func TestRunBatchGroupStatement(t *testing.T) {
 	s, schema := openBatchTestSchema(t)
 	ctx := context.Background()
 	// x at version 1 (position 1), y at version 2 (positions 2, 3).
-	checkResults(t, s.runBatch(ctx, []eventstore.AppendRequest{request("x", 0, batchEvent("A"))}), []appendResult{ok(1, 1)})
-	checkResults(t, s.runBatch(ctx, []eventstore.AppendRequest{request("y", -1, batchEvent("A"))}), []appendResult{ok(1, 2)})
-	checkResults(t, s.runBatch(ctx, []eventstore.AppendRequest{request("y", 1, batchEvent("B"))}), []appendResult{ok(2, 3)})
+	checkResults(t, s.runBatch(ctx, []storage.AppendRequest{request("x", 0, batchEvent("A"))}), []appendResult{ok(1, 1)})
+	checkResults(t, s.runBatch(ctx, []storage.AppendRequest{request("y", -1, batchEvent("A"))}), []appendResult{ok(1, 2)})
+	checkResults(t, s.runBatch(ctx, []storage.AppendRequest{request("y", 1, batchEvent("B"))}), []appendResult{ok(2, 3)})
 
-	results := s.runBatch(ctx, []eventstore.AppendRequest{
+	results := s.runBatch(ctx, []storage.AppendRequest{
 		request("x", 1, batchEvent("B"), batchEvent("C")),                   // positions 4, 5
 		request("z", 0, batchEvent("A")),                                    // 6
 		request("y", -1, batchEvent("C"), batchEvent("D"), batchEvent("E")), // 7..9
@@ -64,7 +64,7 @@ func TestRunBatchGroupStatement(t *testing.T) {
 		version int64
 		seqs    int
 	}{{"x", 2, 3}, {"y", 3, 5}, {"z", 1, 1}} {
-		agg, err := s.Load(ctx, eventstore.LoadQuery{AggregateType: "t", AggregateID: c.id})
+		agg, err := s.Load(ctx, storage.LoadQuery{AggregateType: "t", AggregateID: c.id})
 		if err != nil || agg.Version != c.version || len(agg.Events) != c.seqs {
 			t.Fatalf("load %s = %+v, %v; want version %d with %d events", c.id, agg, err, c.version, c.seqs)
 		}
@@ -74,7 +74,7 @@ func TestRunBatchGroupStatement(t *testing.T) {
 			}
 		}
 	}
-	page, err := s.ReadFeed(ctx, eventstore.FeedQuery{Limit: 100})
+	page, err := s.ReadFeed(ctx, storage.FeedQuery{Limit: 100})
 	if err != nil || len(page.Events) != 9 || page.Head != 9 {
 		t.Fatalf("feed holds %d events up to %d (%v), want 9", len(page.Events), page.Head, err)
 	}
@@ -96,40 +96,40 @@ func TestRunBatchGroupDecides(t *testing.T) {
 	ctx := context.Background()
 	stored := batchEvent("A")
 	twice := batchEvent("E")
-	checkResults(t, s.runBatch(ctx, []eventstore.AppendRequest{request("d", 0, stored)}), []appendResult{ok(1, 1)})
+	checkResults(t, s.runBatch(ctx, []storage.AppendRequest{request("d", 0, stored)}), []appendResult{ok(1, 1)})
 
 	cases := []struct {
 		name      string
-		reqs      []eventstore.AppendRequest
+		reqs      []storage.AppendRequest
 		want      []appendResult
 		savepoint bool // decided one by one, in savepoints
 	}{{
 		name: "version conflict",
-		reqs: []eventstore.AppendRequest{
+		reqs: []storage.AppendRequest{
 			request(uuid.NewString(), 0, batchEvent("A")),
 			request("d", 0, batchEvent("B")), // d is at version 1
 			request(uuid.NewString(), -1, batchEvent("A"), batchEvent("B")),
 		},
-		want: []appendResult{ok(1, 2), {Err: eventstore.ErrConflict}, ok(1, 4)},
+		want: []appendResult{ok(1, 2), {Err: storage.ErrConflict}, ok(1, 4)},
 	}, {
 		name: "duplicate retry",
-		reqs: []eventstore.AppendRequest{
+		reqs: []storage.AppendRequest{
 			request(uuid.NewString(), -1, batchEvent("A")),
 			request("d", 0, stored), // the first save, again
 			request(uuid.NewString(), 0, batchEvent("A")),
 		},
-		want: []appendResult{ok(1, 5), {Value: eventstore.AppendResult{Version: 1, Position: 1, Duplicate: true}}, ok(1, 6)},
+		want: []appendResult{ok(1, 5), {Value: storage.AppendResult{Version: 1, Position: 1, Duplicate: true}}, ok(1, 6)},
 	}, {
 		name: "some ids stored",
-		reqs: []eventstore.AppendRequest{
+		reqs: []storage.AppendRequest{
 			request("d", -1, batchEvent("B"), stored),
 			request(uuid.NewString(), -1, batchEvent("A")),
 		},
-		want:      []appendResult{{Err: eventstore.ErrConflict}, ok(1, 7)},
+		want:      []appendResult{{Err: storage.ErrConflict}, ok(1, 7)},
 		savepoint: true,
 	}, {
 		name: "same aggregate twice",
-		reqs: []eventstore.AppendRequest{
+		reqs: []storage.AppendRequest{
 			request("d", 1, batchEvent("B")),
 			request(uuid.NewString(), -1, batchEvent("A")),
 			request("d", 2, batchEvent("C"), batchEvent("D")),
@@ -140,19 +140,19 @@ func TestRunBatchGroupDecides(t *testing.T) {
 		// the first does, so they are doomed; the fourth repeats the
 		// first save, which it finds stored.
 		name: "same version expected twice",
-		reqs: []eventstore.AppendRequest{
+		reqs: []storage.AppendRequest{
 			request("d", 3, twice),
 			request("d", 3, batchEvent("F")),
 			request("e", 0, batchEvent("A")),
 			request("d", 3, twice),
 			request("d", 4, batchEvent("G")),
 		},
-		want: []appendResult{ok(4, 12), {Err: eventstore.ErrConflict}, ok(1, 13),
-			{Value: eventstore.AppendResult{Version: 4, Position: 12, Duplicate: true}}, ok(5, 14)},
+		want: []appendResult{ok(4, 12), {Err: storage.ErrConflict}, ok(1, 13),
+			{Value: storage.AppendResult{Version: 4, Position: 12, Duplicate: true}}, ok(5, 14)},
 	}}
 	for _, c := range cases {
 		before := int64(0)
-		if p, err := s.ReadFeed(ctx, eventstore.FeedQuery{Limit: 1000}); err == nil {
+		if p, err := s.ReadFeed(ctx, storage.FeedQuery{Limit: 1000}); err == nil {
 			before = p.Head
 		}
 		results := s.runBatch(ctx, c.reqs)
@@ -173,11 +173,11 @@ func TestRunBatchGroupDecides(t *testing.T) {
 			t.Errorf("%s: written by %d (sub)transactions, want %d", c.name, n, want)
 		}
 	}
-	agg, err := s.Load(ctx, eventstore.LoadQuery{AggregateType: "t", AggregateID: "d"})
+	agg, err := s.Load(ctx, storage.LoadQuery{AggregateType: "t", AggregateID: "d"})
 	if err != nil || agg.Version != 5 || len(agg.Events) != 6 || agg.Events[5].Sequence != 6 {
 		t.Fatalf("load d = %+v, %v; want version 5 with 6 events", agg, err)
 	}
-	page, err := s.ReadFeed(ctx, eventstore.FeedQuery{Limit: 1000})
+	page, err := s.ReadFeed(ctx, storage.FeedQuery{Limit: 1000})
 	if err != nil || len(page.Events) != 14 || page.Head != 14 {
 		t.Fatalf("feed holds %d events up to %d (%v), want 14", len(page.Events), page.Head, err)
 	}
@@ -207,29 +207,29 @@ func TestRunBatchLoneRequests(t *testing.T) {
 	first, second := batchEvent("A"), batchEvent("B")
 	secret := batchEvent("S")
 	secret.EncryptedData = "sealed"
-	pair := []eventstore.Event{batchEvent("C"), batchEvent("D")}
+	pair := []storage.Event{batchEvent("C"), batchEvent("D")}
 	for _, c := range []struct {
 		name string
-		req  eventstore.AppendRequest
+		req  storage.AppendRequest
 		want appendResult
 	}{
 		{"first", request("x", 0, first), ok(1, 1)},
 		{"no expectation", request("x", -1, second), ok(2, 2)},
-		{"stale version", request("x", 1, batchEvent("B")), appendResult{Err: eventstore.ErrConflict}},
-		{"retry of the first save", request("x", 0, first), appendResult{Value: eventstore.AppendResult{Version: 1, Position: 1, Duplicate: true}}},
-		{"stored id, other version", request("x", 2, first), appendResult{Value: eventstore.AppendResult{Version: 1, Position: 1, Duplicate: true}}},
-		{"stored id among new ones", request("x", 2, batchEvent("B"), first), appendResult{Err: eventstore.ErrConflict}},
+		{"stale version", request("x", 1, batchEvent("B")), appendResult{Err: storage.ErrConflict}},
+		{"retry of the first save", request("x", 0, first), appendResult{Value: storage.AppendResult{Version: 1, Position: 1, Duplicate: true}}},
+		{"stored id, other version", request("x", 2, first), appendResult{Value: storage.AppendResult{Version: 1, Position: 1, Duplicate: true}}},
+		{"stored id among new ones", request("x", 2, batchEvent("B"), first), appendResult{Err: storage.ErrConflict}},
 		{"encrypted", request("y", 0, secret), ok(1, 3)},
 		{"two events", request("x", 2, pair...), ok(3, 5)},
-		{"retry of two events", request("x", 2, pair...), appendResult{Value: eventstore.AppendResult{Version: 3, Position: 5, Duplicate: true}}},
-		{"two events, stale", request("x", 2, batchEvent("E"), batchEvent("F")), appendResult{Err: eventstore.ErrConflict}},
+		{"retry of two events", request("x", 2, pair...), appendResult{Value: storage.AppendResult{Version: 3, Position: 5, Duplicate: true}}},
+		{"two events, stale", request("x", 2, batchEvent("E"), batchEvent("F")), appendResult{Err: storage.ErrConflict}},
 		{"after two events", request("y", 1, batchEvent("G")), ok(2, 6)},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			checkResults(t, s.runBatch(ctx, []eventstore.AppendRequest{c.req}), []appendResult{c.want})
+			checkResults(t, s.runBatch(ctx, []storage.AppendRequest{c.req}), []appendResult{c.want})
 		})
 	}
-	page, err := s.ReadFeed(ctx, eventstore.FeedQuery{Limit: 100})
+	page, err := s.ReadFeed(ctx, storage.FeedQuery{Limit: 100})
 	if err != nil || len(page.Events) != 6 || page.Head != 6 {
 		t.Fatalf("feed holds %d events up to %d (%v), want 6", len(page.Events), page.Head, err)
 	}

@@ -5,30 +5,30 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/eventkit-go/eventstore"
+	"github.com/eventkit-go/eventstore/storage"
 )
 
-// ListProjections implements eventstore.Storage with one statement, so the
+// ListProjections implements storage.Storage with one statement, so the
 // page and the total come from one snapshot. Every order is served by an
 // index on (name, sort key, instance_id): a page costs about Skip + Limit
 // index entries, whatever the number of instances. The total of an
 // unfiltered list is the count the definition keeps; a filtered one is
 // counted over the index range that the filter selects.
-func (s *Storage) ListProjections(ctx context.Context, q eventstore.ProjectionQuery) (eventstore.ProjectionList, error) {
+func (s *Storage) ListProjections(ctx context.Context, q storage.ProjectionQuery) (storage.ProjectionList, error) {
 	if err := s.check(ctx, "list projections"); err != nil {
-		return eventstore.ProjectionList{}, err
+		return storage.ProjectionList{}, err
 	}
 	ctx, cancel := s.readCtx(ctx)
 	defer cancel()
 	sql, args := s.listSQL(q)
 	rows, err := s.pool.Query(ctx, sql, args...)
 	if err != nil {
-		return eventstore.ProjectionList{}, s.fail(ctx, "list projections", err)
+		return storage.ProjectionList{}, s.fail(ctx, "list projections", err)
 	}
 	defer rows.Close()
-	list := eventstore.ProjectionList{States: []eventstore.ProjectionState{}}
+	list := storage.ProjectionList{States: []storage.ProjectionState{}}
 	for rows.Next() {
-		st := eventstore.ProjectionState{Name: q.Name}
+		st := storage.ProjectionState{Name: q.Name}
 		var (
 			found     bool
 			data      []byte
@@ -37,7 +37,7 @@ func (s *Storage) ListProjections(ctx context.Context, q eventstore.ProjectionQu
 		)
 		if err := rows.Scan(&list.Total, &found, &st.InstanceID, &data, &st.Position, &st.CreatedAt, &st.UpdatedAt,
 			&r.rank, &r.num, &r.text, &refNumber); err != nil {
-			return eventstore.ProjectionList{}, s.fail(ctx, "list projections", err)
+			return storage.ProjectionList{}, s.fail(ctx, "list projections", err)
 		}
 		if !found {
 			continue // the row only carries the total
@@ -51,7 +51,7 @@ func (s *Storage) ListProjections(ctx context.Context, q eventstore.ProjectionQu
 		list.States = append(list.States, st)
 	}
 	if err := rows.Err(); err != nil {
-		return eventstore.ProjectionList{}, s.fail(ctx, "list projections", err)
+		return storage.ProjectionList{}, s.fail(ctx, "list projections", err)
 	}
 	return list, nil
 }
@@ -60,7 +60,7 @@ func (s *Storage) ListProjections(ctx context.Context, q eventstore.ProjectionQu
 // arguments. It returns one row per instance of the page, in order, each
 // with the total and found set, or a single row with the total and found
 // false when the page is empty.
-func (s *Storage) listSQL(q eventstore.ProjectionQuery) (string, []any) {
+func (s *Storage) listSQL(q storage.ProjectionQuery) (string, []any) {
 	args := []any{q.Name}
 	arg := func(v any) string {
 		args = append(args, v)
@@ -78,7 +78,7 @@ func (s *Storage) listSQL(q eventstore.ProjectionQuery) (string, []any) {
 		and("instance_id = ANY(" + arg(q.IDs) + "::text[])")
 	}
 	// refCond restricts to references of r's kind compared with r by op.
-	refCond := func(r eventstore.Reference, op string) {
+	refCond := func(r storage.Reference, op string) {
 		rr := newRef(r)
 		switch rr.rank {
 		case rankNumber:
@@ -93,11 +93,11 @@ func (s *Storage) listSQL(q eventstore.ProjectionQuery) (string, []any) {
 
 	var keys []string
 	switch q.Sort {
-	case eventstore.SortByReference:
+	case storage.SortByReference:
 		keys = []string{"ref_rank", "ref_num", "ref_text"}
-	case eventstore.SortByCreatedAt:
+	case storage.SortByCreatedAt:
 		keys = []string{"created_at"}
-	case eventstore.SortByUpdatedAt:
+	case storage.SortByUpdatedAt:
 		keys = []string{"updated_at"}
 	}
 	keys = append(keys, "instance_id")

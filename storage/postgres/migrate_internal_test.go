@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/eventkit-go/eventstore"
+	"github.com/eventkit-go/eventstore/storage"
 	"github.com/jackc/pgx/v5"
 )
 
@@ -56,7 +56,7 @@ VALUES ('p', 'x', '{"n":1}', 7, '2026-01-02 03:04:05+00'), ('p', 'z', '{"n":2}',
 		t.Fatalf("open a version 1 schema: %v", err)
 	}
 	defer m.Close()
-	page, err := m.ReadFeed(ctx, eventstore.FeedQuery{Limit: 100})
+	page, err := m.ReadFeed(ctx, storage.FeedQuery{Limit: 100})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -78,21 +78,21 @@ VALUES ('p', 'x', '{"n":1}', 7, '2026-01-02 03:04:05+00'), ('p', 'z', '{"n":2}',
 	if err != nil || res.Position != 9 {
 		t.Fatalf("append after migration = %+v, %v; want position 9", res, err)
 	}
-	agg, err := m.Load(ctx, eventstore.LoadQuery{AggregateType: "t", AggregateID: "w"})
+	agg, err := m.Load(ctx, storage.LoadQuery{AggregateType: "t", AggregateID: "w"})
 	if err != nil || agg.Events[0].FeedSequence != 1 {
 		t.Errorf("first batch of a new type after migration: %+v, %v; want FeedSequence 1", agg, err)
 	}
-	list, err := m.ListProjections(ctx, eventstore.ProjectionQuery{Name: "p", Sort: eventstore.SortByCreatedAt, Limit: 10})
+	list, err := m.ListProjections(ctx, storage.ProjectionQuery{Name: "p", Sort: storage.SortByCreatedAt, Limit: 10})
 	if err != nil || list.Total != 2 || len(list.States) != 2 {
 		t.Fatalf("list migrated states = %+v, %v; want 2", list, err)
 	}
 	for _, st := range list.States {
-		if !st.CreatedAt.Equal(st.UpdatedAt) || st.Reference != (eventstore.Reference{}) {
+		if !st.CreatedAt.Equal(st.UpdatedAt) || st.Reference != (storage.Reference{}) {
 			t.Errorf("migrated state %q: CreatedAt %v (UpdatedAt %v), Reference %+v; want CreatedAt = UpdatedAt, no reference",
 				st.InstanceID, st.CreatedAt, st.UpdatedAt, st.Reference)
 		}
 	}
-	if list, err := m.ListProjections(ctx, eventstore.ProjectionQuery{Name: "empty"}); err != nil || list.Total != 0 {
+	if list, err := m.ListProjections(ctx, storage.ProjectionQuery{Name: "empty"}); err != nil || list.Total != 0 {
 		t.Errorf("count of a migrated projection without instances = %+v, %v", list, err)
 	}
 	var version int

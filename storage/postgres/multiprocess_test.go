@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/eventkit-go/eventstore"
+	"github.com/eventkit-go/eventstore/storage"
 	"github.com/eventkit-go/eventstore/storage/postgres"
 	"github.com/google/uuid"
 )
@@ -39,11 +39,11 @@ func TestFeedCompleteAcrossProcesses(t *testing.T) {
 		writers.Go(func() {
 			defer writing.Add(-1)
 			for i := range savesPerWriter {
-				events := make([]eventstore.Event, 1+i%3)
+				events := make([]storage.Event, 1+i%3)
 				for k := range events {
 					events[k] = event("E", fmt.Sprintf(`{"w":%d,"i":%d}`, w, i))
 				}
-				_, err := s.Append(ctx, eventstore.AppendRequest{
+				_, err := s.Append(ctx, storage.AppendRequest{
 					AggregateType: "acct", AggregateID: fmt.Sprint("a", (w+i)%aggregates), Events: events})
 				if err != nil {
 					t.Errorf("writer %d save %d: %v", w, i, err)
@@ -70,7 +70,7 @@ func TestFeedCompleteAcrossProcesses(t *testing.T) {
 			var after int64
 			for {
 				done := writing.Load() == 0 // read before the page: a later empty page means the end
-				page, err := s.ReadFeed(ctx, eventstore.FeedQuery{After: after, Limit: 37})
+				page, err := s.ReadFeed(ctx, storage.FeedQuery{After: after, Limit: 37})
 				if err != nil {
 					results[r] = seen{err: err}
 					return
@@ -127,7 +127,7 @@ func TestFeedCompleteAcrossProcesses(t *testing.T) {
 	}
 	// Versions and sequences of every aggregate are contiguous.
 	for a := range aggregates {
-		agg, err := instances[0].Load(ctx, eventstore.LoadQuery{AggregateType: "acct", AggregateID: fmt.Sprint("a", a)})
+		agg, err := instances[0].Load(ctx, storage.LoadQuery{AggregateType: "acct", AggregateID: fmt.Sprint("a", a)})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -148,7 +148,7 @@ func TestCommitProjectionRace(t *testing.T) {
 	ctx := context.Background()
 	schema := newSchema(t)
 	a, b := openURLIn(t, schema), openURLIn(t, schema)
-	if err := a.CreateDefinition(ctx, eventstore.DefinitionRecord{Name: "p", Spec: json.RawMessage(`{"x":1}`),
+	if err := a.CreateDefinition(ctx, storage.DefinitionRecord{Name: "p", Spec: json.RawMessage(`{"x":1}`),
 		CreatedAt: time.Now().UTC().Truncate(time.Microsecond)}); err != nil {
 		t.Fatal(err)
 	}
@@ -159,8 +159,8 @@ func TestCommitProjectionRace(t *testing.T) {
 		var wg sync.WaitGroup
 		for i, s := range []*postgres.Storage{a, b} {
 			wg.Go(func() {
-				errs[i] = s.CommitProjection(ctx, eventstore.ProjectionCommit{Name: "p", From: from, To: to,
-					States: []eventstore.ProjectionState{{InstanceID: "i", Data: json.RawMessage(fmt.Sprintf(`{"by":%d}`, i)),
+				errs[i] = s.CommitProjection(ctx, storage.ProjectionCommit{Name: "p", From: from, To: to,
+					States: []storage.ProjectionState{{InstanceID: "i", Data: json.RawMessage(fmt.Sprintf(`{"by":%d}`, i)),
 						Position: to, UpdatedAt: time.Now().UTC()}}})
 			})
 		}
@@ -173,7 +173,7 @@ func TestCommitProjectionRace(t *testing.T) {
 					t.Fatalf("round %d: both commits from %d won", round, from)
 				}
 				winner = i
-			case !errors.Is(err, eventstore.ErrConflict):
+			case !errors.Is(err, storage.ErrConflict):
 				t.Fatalf("round %d: losing commit: %v, want ErrConflict", round, err)
 			}
 		}
@@ -193,8 +193,8 @@ func TestCommitProjectionRace(t *testing.T) {
 	if err != nil || def.Checkpoint != from {
 		t.Fatalf("definition = %+v, %v; want checkpoint %d", def, err, from)
 	}
-	err = a.CommitProjection(ctx, eventstore.ProjectionCommit{Name: "nope", From: 0, To: 1})
-	if !errors.Is(err, eventstore.ErrNotFound) {
+	err = a.CommitProjection(ctx, storage.ProjectionCommit{Name: "nope", From: 0, To: 1})
+	if !errors.Is(err, storage.ErrNotFound) {
 		t.Errorf("commit of an unknown projection: %v, want ErrNotFound", err)
 	}
 }
@@ -205,29 +205,29 @@ func TestProjectionErrorsTrimmed(t *testing.T) {
 	ctx := context.Background()
 	s := newStorage(t)
 	for _, name := range []string{"p", "q"} {
-		if err := s.CreateDefinition(ctx, eventstore.DefinitionRecord{Name: name, Spec: json.RawMessage(`{}`),
+		if err := s.CreateDefinition(ctx, storage.DefinitionRecord{Name: name, Spec: json.RawMessage(`{}`),
 			CreatedAt: time.Now()}); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if err := s.CreateDefinition(ctx, eventstore.DefinitionRecord{Name: "p", Spec: json.RawMessage(`{}`)}); !errors.Is(err, eventstore.ErrConflict) {
+	if err := s.CreateDefinition(ctx, storage.DefinitionRecord{Name: "p", Spec: json.RawMessage(`{}`)}); !errors.Is(err, storage.ErrConflict) {
 		t.Errorf("second definition named p: %v, want ErrConflict", err)
 	}
 	var from int64
 	for batch := range 3 {
-		errs := make([]eventstore.ProjectionError, 60)
+		errs := make([]storage.ProjectionError, 60)
 		for i := range errs {
 			pos := int64(batch*60 + i + 1)
-			errs[i] = eventstore.ProjectionError{Position: pos, EventID: uuid.NewString(), EventType: "E", Message: fmt.Sprint("bad ", pos)}
+			errs[i] = storage.ProjectionError{Position: pos, EventID: uuid.NewString(), EventType: "E", Message: fmt.Sprint("bad ", pos)}
 		}
-		if err := s.CommitProjection(ctx, eventstore.ProjectionCommit{Name: "p", From: from, To: from + 60, Errors: errs}); err != nil {
+		if err := s.CommitProjection(ctx, storage.ProjectionCommit{Name: "p", From: from, To: from + 60, Errors: errs}); err != nil {
 			t.Fatal(err)
 		}
 		from += 60
 	}
-	err := s.CommitProjection(ctx, eventstore.ProjectionCommit{Name: "p", From: 0, To: 999,
-		Errors: []eventstore.ProjectionError{{Position: 999, Message: "stale"}}})
-	if !errors.Is(err, eventstore.ErrConflict) {
+	err := s.CommitProjection(ctx, storage.ProjectionCommit{Name: "p", From: 0, To: 999,
+		Errors: []storage.ProjectionError{{Position: 999, Message: "stale"}}})
+	if !errors.Is(err, storage.ErrConflict) {
 		t.Fatalf("stale commit: %v, want ErrConflict", err)
 	}
 	defs, err := s.Definitions(ctx)
@@ -235,8 +235,8 @@ func TestProjectionErrorsTrimmed(t *testing.T) {
 		t.Fatalf("definitions = %+v, %v", defs, err)
 	}
 	got := defs[0].Errors
-	if len(got) < eventstore.MaxRecordedErrors || len(got) > 180 {
-		t.Fatalf("%d errors kept, want between %d and 180", len(got), eventstore.MaxRecordedErrors)
+	if len(got) < storage.MaxRecordedErrors || len(got) > 180 {
+		t.Fatalf("%d errors kept, want between %d and 180", len(got), storage.MaxRecordedErrors)
 	}
 	for i, e := range got {
 		if want := int64(180 - len(got) + i + 1); e.Position != want {
@@ -293,8 +293,8 @@ func TestRecoversFromTerminatedConnections(t *testing.T) {
 	}
 	defer s.Close()
 	save := func() error {
-		_, err := s.Append(ctx, eventstore.AppendRequest{AggregateType: "t", AggregateID: "x",
-			Events: []eventstore.Event{event("E", "")}})
+		_, err := s.Append(ctx, storage.AppendRequest{AggregateType: "t", AggregateID: "x",
+			Events: []storage.Event{event("E", "")}})
 		return err
 	}
 	if err := save(); err != nil {
@@ -317,7 +317,7 @@ WHERE application_name = $1`, app).Scan(&killed); err != nil || killed == 0 {
 				return
 			}
 			failures++
-			if !errors.Is(err, eventstore.ErrUnavailable) {
+			if !errors.Is(err, storage.ErrUnavailable) {
 				t.Fatalf("%s after the connections died: %v, want ErrUnavailable", what, err)
 			}
 			if time.Now().After(deadline) {
@@ -327,9 +327,9 @@ WHERE application_name = $1`, app).Scan(&killed); err != nil || killed == 0 {
 		}
 	}
 	eventually("save", save)
-	var agg eventstore.Aggregate
+	var agg storage.Aggregate
 	eventually("load", func() (err error) {
-		agg, err = s.Load(ctx, eventstore.LoadQuery{AggregateType: "t", AggregateID: "x"})
+		agg, err = s.Load(ctx, storage.LoadQuery{AggregateType: "t", AggregateID: "x"})
 		return err
 	})
 	if agg.Version != 2 {

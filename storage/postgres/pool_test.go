@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/eventkit-go/eventstore"
+	"github.com/eventkit-go/eventstore/storage"
 	"github.com/eventkit-go/eventstore/storage/postgres"
 	"github.com/eventkit-go/eventstore/storage/storagetest"
 	"github.com/google/uuid"
@@ -20,7 +21,7 @@ import (
 // own that holds one connection. Any code path that holds a pooled
 // connection while it waits for another from the same pool waits forever
 // on it.
-func onePooledConnection(tb testing.TB) eventstore.Storage {
+func onePooledConnection(tb testing.TB) storage.Storage {
 	tb.Helper()
 	schema := newSchema(tb)
 	cfg, err := pgxpool.ParseConfig(databaseURL())

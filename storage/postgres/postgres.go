@@ -1,4 +1,4 @@
-// Package postgres is an eventstore.Storage backed by PostgreSQL, for when
+// Package postgres is an storage.Storage backed by PostgreSQL, for when
 // several server processes must share one store.
 //
 // Open it on a pgxpool.Pool the caller owns, or with OpenURL, which creates
@@ -49,7 +49,7 @@
 // Every transaction that appends notifies the channel "<schema>.appends" (a
 // name derived from a hash for long schema names) once when it commits;
 // WatchAppends listens on it with a connection of its own, so that Stores in
-// every process learn of appends at once (see eventstore.AppendWatcher).
+// every process learn of appends at once (see storage.AppendWatcher).
 //
 // ListProjections is served by indexes on (name, sort key, instance_id) for
 // each order, and the definitions table keeps each projection's count of
@@ -63,10 +63,10 @@
 //
 // # Errors
 //
-// Unique violations become eventstore.ErrConflict; input PostgreSQL refuses
-// (a data exception, such as a NUL byte in a text) eventstore.ErrInvalid;
-// disk_full eventstore.ErrFull; lost connections, a server shutting down or unreachable, a closed pool and
-// running out of Options.WriteTimeout eventstore.ErrUnavailable; context
+// Unique violations become storage.ErrConflict; input PostgreSQL refuses
+// (a data exception, such as a NUL byte in a text) storage.ErrInvalid;
+// disk_full storage.ErrFull; lost connections, a server shutting down or unreachable, a closed pool and
+// running out of Options.WriteTimeout storage.ErrUnavailable; context
 // errors are returned as they are.
 package postgres
 
@@ -80,8 +80,8 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/eventkit-go/eventstore"
 	"github.com/eventkit-go/eventstore/internal/groupcommit"
+	"github.com/eventkit-go/eventstore/storage"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 )
@@ -215,7 +215,7 @@ type Storage struct {
 	channel      string
 	writeTimeout time.Duration
 	readTimeout  time.Duration
-	batcher      *groupcommit.Batcher[eventstore.AppendRequest, eventstore.AppendResult]
+	batcher      *groupcommit.Batcher[storage.AppendRequest, storage.AppendResult]
 
 	closed    atomic.Bool
 	closeOnce sync.Once
@@ -223,7 +223,7 @@ type Storage struct {
 	done chan struct{}
 }
 
-var _ eventstore.Storage = (*Storage)(nil)
+var _ storage.Storage = (*Storage)(nil)
 
 // Open returns a Storage using pool, after creating or migrating its tables
 // in opts.Schema. The caller keeps ownership of pool: Close does not close
@@ -232,13 +232,13 @@ var _ eventstore.Storage = (*Storage)(nil)
 // with ErrInvalid.
 func Open(ctx context.Context, pool *pgxpool.Pool, opts *Options) (*Storage, error) {
 	if pool == nil {
-		return nil, fmt.Errorf("postgres: open: nil pool: %w", eventstore.ErrInvalid)
+		return nil, fmt.Errorf("postgres: open: nil pool: %w", storage.ErrInvalid)
 	}
 	if pool.Config().ConnConfig.DefaultQueryExecMode == pgx.QueryExecModeSimpleProtocol {
 		// With the simple protocol a batch is one query string: a NUL byte
 		// in one request's input would break the whole group.
 		return nil, fmt.Errorf("postgres: open: the pool uses the simple protocol; use another "+
-			"default_query_exec_mode (\"exec\" suits PgBouncer in transaction mode): %w", eventstore.ErrInvalid)
+			"default_query_exec_mode (\"exec\" suits PgBouncer in transaction mode): %w", storage.ErrInvalid)
 	}
 	schema := opts.schema()
 	channel := channelName(schema)
@@ -266,14 +266,14 @@ func Open(ctx context.Context, pool *pgxpool.Pool, opts *Options) (*Storage, err
 func OpenURL(ctx context.Context, url string, opts *Options) (*Storage, error) {
 	cfg, err := pgxpool.ParseConfig(url)
 	if err != nil {
-		return nil, fmt.Errorf("postgres: open: %v: %w", err, eventstore.ErrInvalid)
+		return nil, fmt.Errorf("postgres: open: %v: %w", err, storage.ErrInvalid)
 	}
 	if !strings.Contains(url, "pool_max_conns") {
 		cfg.MaxConns = DefaultPoolConns
 	}
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
-		return nil, fmt.Errorf("postgres: open: %v: %w", err, eventstore.ErrUnavailable)
+		return nil, fmt.Errorf("postgres: open: %v: %w", err, storage.ErrUnavailable)
 	}
 	s, err := Open(ctx, pool, opts)
 	if err != nil {
@@ -290,7 +290,7 @@ func (s *Storage) PoolConns() int {
 	return int(s.pool.Config().MaxConns)
 }
 
-// Close implements eventstore.Storage. It waits for Appends already queued,
+// Close implements storage.Storage. It waits for Appends already queued,
 // then closes the pool if OpenURL created it. Close is idempotent.
 func (s *Storage) Close() error {
 	s.closeOnce.Do(func() {
@@ -307,7 +307,7 @@ func (s *Storage) Close() error {
 // check returns an error when the Storage is closed or ctx is done.
 func (s *Storage) check(ctx context.Context, op string) error {
 	if s.closed.Load() {
-		return fmt.Errorf("postgres: %s: %w", op, eventstore.ErrClosed)
+		return fmt.Errorf("postgres: %s: %w", op, storage.ErrClosed)
 	}
 	if err := ctx.Err(); err != nil {
 		return err

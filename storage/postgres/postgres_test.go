@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/eventkit-go/eventstore"
+	"github.com/eventkit-go/eventstore/storage"
 	"github.com/eventkit-go/eventstore/storage/postgres"
 	"github.com/eventkit-go/eventstore/storage/storagetest"
 	"github.com/google/uuid"
@@ -99,7 +99,7 @@ func newSchema(tb testing.TB) string {
 }
 
 // newStorage opens a Storage on the shared pool in a fresh schema.
-func newStorage(tb testing.TB) eventstore.Storage {
+func newStorage(tb testing.TB) storage.Storage {
 	tb.Helper()
 	return openIn(tb, newSchema(tb))
 }
@@ -134,8 +134,8 @@ func TestConformance(t *testing.T) {
 }
 
 // event returns a new event for a request.
-func event(typ, data string) eventstore.Event {
-	e := eventstore.Event{ID: uuid.NewString(), Type: typ,
+func event(typ, data string) storage.Event {
+	e := storage.Event{ID: uuid.NewString(), Type: typ,
 		RecordedAt: time.Now().UTC().Truncate(time.Microsecond)}
 	if data != "" {
 		e.Data = []byte(data)
@@ -148,15 +148,15 @@ func TestAppendLoadRoundTrip(t *testing.T) {
 	s := newStorage(t)
 	// Spacing and key order must survive: data is stored as bytes.
 	e1, e2 := event("Opened", `{ "b":1,  "a" : [1, 2.50] }`), event("Noted", "")
-	res, err := s.Append(ctx, eventstore.AppendRequest{AggregateType: "acct", AggregateID: "a-1",
-		ExpectedVersion: eventstore.ExpectVersion(0), Events: []eventstore.Event{e1, e2}})
+	res, err := s.Append(ctx, storage.AppendRequest{AggregateType: "acct", AggregateID: "a-1",
+		ExpectedVersion: storage.ExpectVersion(0), Events: []storage.Event{e1, e2}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if res != (eventstore.AppendResult{Version: 1, Position: 2}) {
+	if res != (storage.AppendResult{Version: 1, Position: 2}) {
 		t.Fatalf("append = %+v, want version 1 position 2", res)
 	}
-	agg, err := s.Load(ctx, eventstore.LoadQuery{AggregateType: "acct", AggregateID: "a-1"})
+	agg, err := s.Load(ctx, storage.LoadQuery{AggregateType: "acct", AggregateID: "a-1"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -172,7 +172,7 @@ func TestAppendLoadRoundTrip(t *testing.T) {
 	if agg.Events[1].Data != nil {
 		t.Errorf("event saved without data loads with data %q", agg.Events[1].Data)
 	}
-	if _, err := s.Load(ctx, eventstore.LoadQuery{AggregateType: "acct", AggregateID: "nope"}); !errors.Is(err, eventstore.ErrNotFound) {
+	if _, err := s.Load(ctx, storage.LoadQuery{AggregateType: "acct", AggregateID: "nope"}); !errors.Is(err, storage.ErrNotFound) {
 		t.Errorf("load unknown: %v, want ErrNotFound", err)
 	}
 }
@@ -180,10 +180,10 @@ func TestAppendLoadRoundTrip(t *testing.T) {
 func TestAppendRules(t *testing.T) {
 	ctx := context.Background()
 	s := newStorage(t)
-	req := func(v *int64, events ...eventstore.Event) eventstore.AppendRequest {
-		r := eventstore.AppendRequest{AggregateType: "t", AggregateID: "x", Events: events}
+	req := func(v *int64, events ...storage.Event) storage.AppendRequest {
+		r := storage.AppendRequest{AggregateType: "t", AggregateID: "x", Events: events}
 		if v != nil {
-			r.ExpectedVersion = eventstore.ExpectVersion(*v)
+			r.ExpectedVersion = storage.ExpectVersion(*v)
 		}
 		return r
 	}
@@ -195,11 +195,11 @@ func TestAppendRules(t *testing.T) {
 	if err != nil || !dup.Duplicate || dup.Version != 1 || dup.Position != 2 {
 		t.Errorf("retry = %+v, %v; want duplicate of version 1 position 2", dup, err)
 	}
-	if _, err := s.Append(ctx, req(nil, a, c)); !errors.Is(err, eventstore.ErrConflict) {
+	if _, err := s.Append(ctx, req(nil, a, c)); !errors.Is(err, storage.ErrConflict) {
 		t.Errorf("mixed batch: %v, want ErrConflict", err)
 	}
 	zero := int64(0)
-	if _, err := s.Append(ctx, req(&zero, c)); !errors.Is(err, eventstore.ErrConflict) {
+	if _, err := s.Append(ctx, req(&zero, c)); !errors.Is(err, storage.ErrConflict) {
 		t.Errorf("wrong expected version: %v, want ErrConflict", err)
 	}
 	one := int64(1)
@@ -207,7 +207,7 @@ func TestAppendRules(t *testing.T) {
 	if err != nil || res.Version != 2 || res.Position != 3 {
 		t.Errorf("append at version 1 = %+v, %v; want version 2 position 3", res, err)
 	}
-	agg, err := s.Load(ctx, eventstore.LoadQuery{AggregateType: "t", AggregateID: "x"})
+	agg, err := s.Load(ctx, storage.LoadQuery{AggregateType: "t", AggregateID: "x"})
 	if err != nil || len(agg.Events) != 3 || agg.Events[2].Sequence != 3 || agg.Events[2].Version != 2 {
 		t.Errorf("load after refused appends = %+v, %v", agg, err)
 	}
@@ -228,20 +228,20 @@ func TestBadRequestFailsAlone(t *testing.T) {
 			if i%4 == 0 {
 				e.Type = "Bad\x00"
 			}
-			_, errs[i] = s.Append(ctx, eventstore.AppendRequest{AggregateType: "t", AggregateID: uuid.NewString(),
-				Events: []eventstore.Event{e}})
+			_, errs[i] = s.Append(ctx, storage.AppendRequest{AggregateType: "t", AggregateID: uuid.NewString(),
+				Events: []storage.Event{e}})
 		})
 	}
 	wg.Wait()
 	for i, err := range errs {
-		if i%4 == 0 && !errors.Is(err, eventstore.ErrInvalid) {
+		if i%4 == 0 && !errors.Is(err, storage.ErrInvalid) {
 			t.Errorf("request %d with a NUL byte: %v, want ErrInvalid", i, err)
 		}
 		if i%4 != 0 && err != nil {
 			t.Errorf("good request %d: %v", i, err)
 		}
 	}
-	page, err := s.ReadFeed(ctx, eventstore.FeedQuery{Limit: 100})
+	page, err := s.ReadFeed(ctx, storage.FeedQuery{Limit: 100})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -259,24 +259,24 @@ func TestReadFeedByType(t *testing.T) {
 	ctx := context.Background()
 	s := newStorage(t)
 	for i, typ := range []string{"a", "b", "a", "b", "b"} {
-		if _, err := s.Append(ctx, eventstore.AppendRequest{AggregateType: typ, AggregateID: "x",
-			Events: []eventstore.Event{event("E", "")}}); err != nil {
+		if _, err := s.Append(ctx, storage.AppendRequest{AggregateType: typ, AggregateID: "x",
+			Events: []storage.Event{event("E", "")}}); err != nil {
 			t.Fatalf("append %d: %v", i, err)
 		}
 	}
-	page, err := s.ReadFeed(ctx, eventstore.FeedQuery{AggregateType: "a", Limit: 10})
+	page, err := s.ReadFeed(ctx, storage.FeedQuery{AggregateType: "a", Limit: 10})
 	if err != nil || len(page.Events) != 2 || page.Events[1].Position != 3 || page.Head != 5 {
 		t.Fatalf("feed a = %+v, %v; want positions 1, 3 and head 5", page, err)
 	}
-	page, err = s.ReadFeed(ctx, eventstore.FeedQuery{AggregateType: "b", Limit: 2})
+	page, err = s.ReadFeed(ctx, storage.FeedQuery{AggregateType: "b", Limit: 2})
 	if err != nil || len(page.Events) != 2 || page.Head != 4 {
 		t.Fatalf("feed b limit 2 = %+v, %v; want 2 events and head 4", page, err)
 	}
-	page, err = s.ReadFeed(ctx, eventstore.FeedQuery{AggregateType: "c", After: 2, Limit: 2})
+	page, err = s.ReadFeed(ctx, storage.FeedQuery{AggregateType: "c", After: 2, Limit: 2})
 	if err != nil || len(page.Events) != 0 || page.Head != 5 {
 		t.Fatalf("feed c = %+v, %v; want no events and head 5", page, err)
 	}
-	page, err = s.ReadFeed(ctx, eventstore.FeedQuery{After: 5, Limit: 2})
+	page, err = s.ReadFeed(ctx, storage.FeedQuery{After: 5, Limit: 2})
 	if err != nil || len(page.Events) != 0 || page.Head != 5 {
 		t.Fatalf("feed after head = %+v, %v; want no events and head 5", page, err)
 	}
@@ -292,11 +292,11 @@ func TestCloseAndOwnership(t *testing.T) {
 	if err := s.Close(); err != nil {
 		t.Fatalf("second Close: %v", err)
 	}
-	if _, err := s.Load(ctx, eventstore.LoadQuery{AggregateType: "t", AggregateID: "x"}); !errors.Is(err, eventstore.ErrClosed) {
+	if _, err := s.Load(ctx, storage.LoadQuery{AggregateType: "t", AggregateID: "x"}); !errors.Is(err, storage.ErrClosed) {
 		t.Errorf("load after close: %v, want ErrClosed", err)
 	}
-	if _, err := s.Append(ctx, eventstore.AppendRequest{AggregateType: "t", AggregateID: "x",
-		Events: []eventstore.Event{event("E", "")}}); !errors.Is(err, eventstore.ErrClosed) {
+	if _, err := s.Append(ctx, storage.AppendRequest{AggregateType: "t", AggregateID: "x",
+		Events: []storage.Event{event("E", "")}}); !errors.Is(err, storage.ErrClosed) {
 		t.Errorf("append after close: %v, want ErrClosed", err)
 	}
 	// Open does not own the pool: it still works.
@@ -318,16 +318,16 @@ func TestUnavailable(t *testing.T) {
 	}
 	defer s.Close()
 	pool.Close() // the database "goes away" under the Storage
-	if _, err := s.Load(ctx, eventstore.LoadQuery{AggregateType: "t", AggregateID: "x"}); !errors.Is(err, eventstore.ErrUnavailable) {
+	if _, err := s.Load(ctx, storage.LoadQuery{AggregateType: "t", AggregateID: "x"}); !errors.Is(err, storage.ErrUnavailable) {
 		t.Errorf("load on a closed pool: %v, want ErrUnavailable", err)
 	}
-	if _, err := s.Append(ctx, eventstore.AppendRequest{AggregateType: "t", AggregateID: "x",
-		Events: []eventstore.Event{event("E", "")}}); !errors.Is(err, eventstore.ErrUnavailable) {
+	if _, err := s.Append(ctx, storage.AppendRequest{AggregateType: "t", AggregateID: "x",
+		Events: []storage.Event{event("E", "")}}); !errors.Is(err, storage.ErrUnavailable) {
 		t.Errorf("append on a closed pool: %v, want ErrUnavailable", err)
 	}
 
 	_, err = postgres.OpenURL(ctx, "postgres://postgres@127.0.0.1:1/test?connect_timeout=2", nil)
-	if !errors.Is(err, eventstore.ErrUnavailable) {
+	if !errors.Is(err, storage.ErrUnavailable) {
 		t.Errorf("open on a port nobody listens on: %v, want ErrUnavailable", err)
 	}
 }
@@ -336,10 +336,10 @@ func TestContextErrorsPassThrough(t *testing.T) {
 	s := newStorage(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	if _, err := s.Load(ctx, eventstore.LoadQuery{AggregateType: "t", AggregateID: "x"}); !errors.Is(err, context.Canceled) {
+	if _, err := s.Load(ctx, storage.LoadQuery{AggregateType: "t", AggregateID: "x"}); !errors.Is(err, context.Canceled) {
 		t.Errorf("load with a cancelled context: %v, want context.Canceled", err)
 	}
-	if _, err := s.ReadFeed(ctx, eventstore.FeedQuery{Limit: 1}); !errors.Is(err, context.Canceled) {
+	if _, err := s.ReadFeed(ctx, storage.FeedQuery{Limit: 1}); !errors.Is(err, context.Canceled) {
 		t.Errorf("read feed with a cancelled context: %v, want context.Canceled", err)
 	}
 }
@@ -347,7 +347,7 @@ func TestContextErrorsPassThrough(t *testing.T) {
 func TestOpenRefusesSimpleProtocol(t *testing.T) {
 	testPool(t)
 	_, err := postgres.OpenURL(context.Background(), urlWith(t, "default_query_exec_mode", "simple_protocol"), nil)
-	if !errors.Is(err, eventstore.ErrInvalid) {
+	if !errors.Is(err, storage.ErrInvalid) {
 		t.Fatalf("open with the simple protocol: %v, want ErrInvalid", err)
 	}
 }

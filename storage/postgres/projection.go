@@ -6,15 +6,15 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/eventkit-go/eventstore"
 	"github.com/eventkit-go/eventstore/internal/safetext"
+	"github.com/eventkit-go/eventstore/storage"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 )
 
-// CreateDefinition implements eventstore.Storage.
-func (s *Storage) CreateDefinition(ctx context.Context, def eventstore.DefinitionRecord) error {
+// CreateDefinition implements storage.Storage.
+func (s *Storage) CreateDefinition(ctx context.Context, def storage.DefinitionRecord) error {
 	if err := s.check(ctx, "create definition"); err != nil {
 		return err
 	}
@@ -24,44 +24,44 @@ func (s *Storage) CreateDefinition(ctx context.Context, def eventstore.Definitio
 	}
 	if _, err := s.pool.Exec(ctx, s.sql.createDef, def.Name, spec, def.CreatedAt); err != nil {
 		err = s.fail(ctx, "create definition", err)
-		if errors.Is(err, eventstore.ErrConflict) {
-			return fmt.Errorf("projection %q exists: %w", def.Name, eventstore.ErrConflict)
+		if errors.Is(err, storage.ErrConflict) {
+			return fmt.Errorf("projection %q exists: %w", def.Name, storage.ErrConflict)
 		}
 		return err
 	}
 	return nil
 }
 
-// Definition implements eventstore.Storage.
-func (s *Storage) Definition(ctx context.Context, name string) (eventstore.DefinitionRecord, error) {
+// Definition implements storage.Storage.
+func (s *Storage) Definition(ctx context.Context, name string) (storage.DefinitionRecord, error) {
 	if err := s.check(ctx, "definition"); err != nil {
-		return eventstore.DefinitionRecord{}, err
+		return storage.DefinitionRecord{}, err
 	}
 	ctx, cancel := s.readCtx(ctx)
 	defer cancel()
-	var defs []eventstore.DefinitionRecord
+	var defs []storage.DefinitionRecord
 	err := pgx.BeginTxFunc(ctx, s.pool, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly}, func(tx pgx.Tx) error {
 		var err error
 		defs, err = readDefinitions(ctx, tx, s.sql.def, s.sql.defErrors, name)
 		return err
 	})
 	if err != nil {
-		return eventstore.DefinitionRecord{}, s.fail(ctx, "definition", err)
+		return storage.DefinitionRecord{}, s.fail(ctx, "definition", err)
 	}
 	if len(defs) == 0 {
-		return eventstore.DefinitionRecord{}, fmt.Errorf("projection %q: %w", name, eventstore.ErrNotFound)
+		return storage.DefinitionRecord{}, fmt.Errorf("projection %q: %w", name, storage.ErrNotFound)
 	}
 	return defs[0], nil
 }
 
-// Definitions implements eventstore.Storage.
-func (s *Storage) Definitions(ctx context.Context) ([]eventstore.DefinitionRecord, error) {
+// Definitions implements storage.Storage.
+func (s *Storage) Definitions(ctx context.Context) ([]storage.DefinitionRecord, error) {
 	if err := s.check(ctx, "definitions"); err != nil {
 		return nil, err
 	}
 	ctx, cancel := s.readCtx(ctx)
 	defer cancel()
-	var defs []eventstore.DefinitionRecord
+	var defs []storage.DefinitionRecord
 	err := pgx.BeginTxFunc(ctx, s.pool, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly}, func(tx pgx.Tx) error {
 		var err error
 		defs, err = readDefinitions(ctx, tx, s.sql.defs, s.sql.allErrors)
@@ -71,22 +71,22 @@ func (s *Storage) Definitions(ctx context.Context) ([]eventstore.DefinitionRecor
 		return nil, s.fail(ctx, "definitions", err)
 	}
 	if defs == nil {
-		defs = []eventstore.DefinitionRecord{}
+		defs = []storage.DefinitionRecord{}
 	}
 	return defs, nil
 }
 
 // readDefinitions reads definitions with defSQL and attaches their errors,
 // read with errSQL, in one snapshot (tx).
-func readDefinitions(ctx context.Context, tx pgx.Tx, defSQL, errSQL string, args ...any) ([]eventstore.DefinitionRecord, error) {
+func readDefinitions(ctx context.Context, tx pgx.Tx, defSQL, errSQL string, args ...any) ([]storage.DefinitionRecord, error) {
 	rows, err := tx.Query(ctx, defSQL, args...)
 	if err != nil {
 		return nil, err
 	}
-	var defs []eventstore.DefinitionRecord
+	var defs []storage.DefinitionRecord
 	index := make(map[string]int)
 	for rows.Next() {
-		var d eventstore.DefinitionRecord
+		var d storage.DefinitionRecord
 		var spec []byte
 		if err := rows.Scan(&d.Name, &spec, &d.CreatedAt, &d.Checkpoint); err != nil {
 			rows.Close()
@@ -111,7 +111,7 @@ func readDefinitions(ctx context.Context, tx pgx.Tx, defSQL, errSQL string, args
 	defer rows.Close()
 	for rows.Next() {
 		var name string
-		var e eventstore.ProjectionError
+		var e storage.ProjectionError
 		if err := rows.Scan(&name, &e.Position, &e.EventID, &e.EventType, &e.InstanceID, &e.Message); err != nil {
 			return nil, err
 		}
@@ -122,37 +122,37 @@ func readDefinitions(ctx context.Context, tx pgx.Tx, defSQL, errSQL string, args
 	return defs, rows.Err()
 }
 
-// LoadProjection implements eventstore.Storage.
-func (s *Storage) LoadProjection(ctx context.Context, name, instanceID string) (eventstore.ProjectionState, error) {
+// LoadProjection implements storage.Storage.
+func (s *Storage) LoadProjection(ctx context.Context, name, instanceID string) (storage.ProjectionState, error) {
 	if err := s.check(ctx, "load projection"); err != nil {
-		return eventstore.ProjectionState{}, err
+		return storage.ProjectionState{}, err
 	}
 	ctx, cancel := s.readCtx(ctx)
 	defer cancel()
 	rows, err := s.pool.Query(ctx, s.sql.loadState, name, instanceID)
 	if err != nil {
-		return eventstore.ProjectionState{}, s.fail(ctx, "load projection", err)
+		return storage.ProjectionState{}, s.fail(ctx, "load projection", err)
 	}
 	states, err := scanStates(rows, name)
 	if err != nil {
-		return eventstore.ProjectionState{}, s.fail(ctx, "load projection", err)
+		return storage.ProjectionState{}, s.fail(ctx, "load projection", err)
 	}
 	if len(states) == 0 {
-		return eventstore.ProjectionState{}, fmt.Errorf("projection %q instance %q: %w", name, instanceID, eventstore.ErrNotFound)
+		return storage.ProjectionState{}, fmt.Errorf("projection %q instance %q: %w", name, instanceID, storage.ErrNotFound)
 	}
 	return states[0], nil
 }
 
-// LoadProjections implements eventstore.Storage with one query for all
+// LoadProjections implements storage.Storage with one query for all
 // of ids.
-func (s *Storage) LoadProjections(ctx context.Context, name string, ids []string) ([]eventstore.ProjectionState, error) {
+func (s *Storage) LoadProjections(ctx context.Context, name string, ids []string) ([]storage.ProjectionState, error) {
 	if err := s.check(ctx, "load projections"); err != nil {
 		return nil, err
 	}
 	ctx, cancel := s.readCtx(ctx)
 	defer cancel()
 	if len(ids) == 0 {
-		return []eventstore.ProjectionState{}, nil
+		return []storage.ProjectionState{}, nil
 	}
 	rows, err := s.pool.Query(ctx, s.sql.loadStates, name, ids)
 	if err != nil {
@@ -166,7 +166,7 @@ func (s *Storage) LoadProjections(ctx context.Context, name string, ids []string
 	for i, st := range found {
 		byID[st.InstanceID] = i
 	}
-	states := make([]eventstore.ProjectionState, 0, len(found))
+	states := make([]storage.ProjectionState, 0, len(found))
 	for _, id := range ids {
 		if i, ok := byID[id]; ok {
 			states = append(states, found[i])
@@ -176,9 +176,9 @@ func (s *Storage) LoadProjections(ctx context.Context, name string, ids []string
 }
 
 // scanStates reads rows of stateCols and closes rows.
-func scanStates(rows pgx.Rows, name string) ([]eventstore.ProjectionState, error) {
+func scanStates(rows pgx.Rows, name string) ([]storage.ProjectionState, error) {
 	defer rows.Close()
-	var states []eventstore.ProjectionState
+	var states []storage.ProjectionState
 	for rows.Next() {
 		st, err := scanState(rows, name)
 		if err != nil {
@@ -190,8 +190,8 @@ func scanStates(rows pgx.Rows, name string) ([]eventstore.ProjectionState, error
 }
 
 // scanState reads the stateCols of the current row.
-func scanState(row pgx.Row, name string) (eventstore.ProjectionState, error) {
-	st := eventstore.ProjectionState{Name: name}
+func scanState(row pgx.Row, name string) (storage.ProjectionState, error) {
+	st := storage.ProjectionState{Name: name}
 	var (
 		data      []byte
 		r         ref
@@ -199,7 +199,7 @@ func scanState(row pgx.Row, name string) (eventstore.ProjectionState, error) {
 	)
 	if err := row.Scan(&st.InstanceID, &data, &st.Position, &st.CreatedAt, &st.UpdatedAt,
 		&r.rank, &r.num, &r.text, &refNumber); err != nil {
-		return eventstore.ProjectionState{}, err
+		return storage.ProjectionState{}, err
 	}
 	if refNumber != nil {
 		r.number = *refNumber
@@ -225,34 +225,34 @@ const (
 	rankNone
 )
 
-func newRef(r eventstore.Reference) ref {
+func newRef(r storage.Reference) ref {
 	switch r.Kind {
-	case eventstore.RefNumber:
+	case storage.RefNumber:
 		return ref{rank: rankNumber, num: r.Number, number: r.Text}
-	case eventstore.RefText:
+	case storage.RefText:
 		return ref{rank: rankText, text: r.Text}
 	}
 	return ref{rank: rankNone}
 }
 
-func (r ref) reference() eventstore.Reference {
+func (r ref) reference() storage.Reference {
 	switch r.rank {
 	case rankNumber:
-		return eventstore.Reference{Kind: eventstore.RefNumber, Number: r.num, Text: r.number}
+		return storage.Reference{Kind: storage.RefNumber, Number: r.num, Text: r.number}
 	case rankText:
-		return eventstore.Reference{Kind: eventstore.RefText, Text: r.text}
+		return storage.Reference{Kind: storage.RefText, Text: r.text}
 	}
-	return eventstore.Reference{}
+	return storage.Reference{}
 }
 
-// CommitProjection implements eventstore.Storage. In one transaction it
+// CommitProjection implements storage.Storage. In one transaction it
 // moves the checkpoint with a compare-and-set (so of several projectors
 // racing from the same checkpoint exactly one wins), upserts and deletes
 // the states, keeping the definition's count of instances, and records the
 // errors, keeping the last MaxRecordedErrors per projection. Error texts
 // that PostgreSQL cannot store (invalid UTF-8, NUL) are stored with those
 // bytes replaced by U+FFFD.
-func (s *Storage) CommitProjection(ctx context.Context, c eventstore.ProjectionCommit) error {
+func (s *Storage) CommitProjection(ctx context.Context, c storage.ProjectionCommit) error {
 	if err := s.check(ctx, "commit projection"); err != nil {
 		return err
 	}
@@ -303,7 +303,7 @@ func (s *Storage) CommitProjection(ctx context.Context, c eventstore.ProjectionC
 			instances[i], messages[i] = safetext.Clean(e.InstanceID), safetext.Clean(e.Message)
 		}
 		b.Queue(s.sql.insertErrors, c.Name, positions, ids, types, instances, messages)
-		b.Queue(s.sql.trimErrors, c.Name, eventstore.MaxRecordedErrors)
+		b.Queue(s.sql.trimErrors, c.Name, storage.MaxRecordedErrors)
 	}
 	b.Queue("COMMIT")
 	conn, err := s.pool.Acquire(ctx)
@@ -330,26 +330,26 @@ func (s *Storage) CommitProjection(ctx context.Context, c eventstore.ProjectionC
 // refusedCommit returns the error of a commit whose checkpoint did not
 // match: ErrNotFound without the definition, else ErrConflict. It reads
 // the checkpoint on conn, the connection of the refused commit.
-func (s *Storage) refusedCommit(ctx context.Context, conn *pgxpool.Conn, c eventstore.ProjectionCommit) error {
+func (s *Storage) refusedCommit(ctx context.Context, conn *pgxpool.Conn, c storage.ProjectionCommit) error {
 	var checkpoint int64
 	err := conn.QueryRow(ctx, s.sql.checkpoint, c.Name).Scan(&checkpoint)
 	switch {
 	case errors.Is(err, pgx.ErrNoRows):
-		return fmt.Errorf("projection %q: %w", c.Name, eventstore.ErrNotFound)
+		return fmt.Errorf("projection %q: %w", c.Name, storage.ErrNotFound)
 	case err != nil:
 		return s.fail(ctx, "commit projection", err)
 	case checkpoint == c.From:
-		return fmt.Errorf("projection %q was replaced: %w", c.Name, eventstore.ErrConflict)
+		return fmt.Errorf("projection %q was replaced: %w", c.Name, storage.ErrConflict)
 	}
-	return fmt.Errorf("projection %q checkpoint is %d, not %d: %w", c.Name, checkpoint, c.From, eventstore.ErrConflict)
+	return fmt.Errorf("projection %q checkpoint is %d, not %d: %w", c.Name, checkpoint, c.From, storage.ErrConflict)
 }
 
-// DeleteDefinition implements eventstore.Storage.
+// DeleteDefinition implements storage.Storage.
 func (s *Storage) DeleteDefinition(ctx context.Context, name string) error {
 	return s.changeDefinition(ctx, "delete definition", name, s.sql.deleteDef, name)
 }
 
-// ResetProjection implements eventstore.Storage.
+// ResetProjection implements storage.Storage.
 func (s *Storage) ResetProjection(ctx context.Context, name string) error {
 	return s.changeDefinition(ctx, "reset projection", name, s.sql.resetDef, name)
 }
@@ -367,7 +367,7 @@ func (s *Storage) changeDefinition(ctx context.Context, op, name, defSQL string,
 			return err
 		}
 		if tag.RowsAffected() == 0 {
-			return fmt.Errorf("projection %q: %w", name, eventstore.ErrNotFound)
+			return fmt.Errorf("projection %q: %w", name, storage.ErrNotFound)
 		}
 		b := &pgx.Batch{}
 		b.Queue(s.sql.deleteStatesOf, name)
@@ -380,7 +380,7 @@ func (s *Storage) changeDefinition(ctx context.Context, op, name, defSQL string,
 	return nil
 }
 
-// RenameProjection implements eventstore.Storage in one transaction: it
+// RenameProjection implements storage.Storage in one transaction: it
 // removes the projection to, then renames from's definition, instances and
 // errors.
 func (s *Storage) RenameProjection(ctx context.Context, from, to string) error {
@@ -392,7 +392,7 @@ func (s *Storage) RenameProjection(ctx context.Context, from, to string) error {
 		var checkpoint int64
 		err := tx.QueryRow(ctx, s.sql.checkpoint+" FOR UPDATE", from).Scan(&checkpoint)
 		if errors.Is(err, pgx.ErrNoRows) {
-			return fmt.Errorf("projection %q: %w", from, eventstore.ErrNotFound)
+			return fmt.Errorf("projection %q: %w", from, storage.ErrNotFound)
 		}
 		if err != nil || from == to {
 			return err

@@ -4,35 +4,35 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/eventkit-go/eventstore"
+	"github.com/eventkit-go/eventstore/storage"
 	"github.com/jackc/pgx/v5"
 )
 
-// Load implements eventstore.Storage. The whole history is read by one
+// Load implements storage.Storage. The whole history is read by one
 // plain query; a range of versions by loadRange, which reads the current
 // version in the same snapshot.
-func (s *Storage) Load(ctx context.Context, q eventstore.LoadQuery) (eventstore.Aggregate, error) {
+func (s *Storage) Load(ctx context.Context, q storage.LoadQuery) (storage.Aggregate, error) {
 	if err := s.check(ctx, "load"); err != nil {
-		return eventstore.Aggregate{}, err
+		return storage.Aggregate{}, err
 	}
 	ctx, cancel := s.readCtx(ctx)
 	defer cancel()
 	notFound := func() error {
-		return fmt.Errorf("aggregate %s/%s: %w", q.AggregateType, q.AggregateID, eventstore.ErrNotFound)
+		return fmt.Errorf("aggregate %s/%s: %w", q.AggregateType, q.AggregateID, storage.ErrNotFound)
 	}
-	agg := eventstore.Aggregate{Type: q.AggregateType, ID: q.AggregateID}
+	agg := storage.Aggregate{Type: q.AggregateType, ID: q.AggregateID}
 	after := max(q.AfterVersion, 0)
 	if after == 0 && q.Limit <= 0 && q.MaxBytes <= 0 {
 		rows, err := s.pool.Query(ctx, s.sql.load, q.AggregateType, q.AggregateID)
 		if err != nil {
-			return eventstore.Aggregate{}, s.fail(ctx, "load", err)
+			return storage.Aggregate{}, s.fail(ctx, "load", err)
 		}
 		events, err := scanEvents(rows, nil)
 		if err != nil {
-			return eventstore.Aggregate{}, s.fail(ctx, "load", err)
+			return storage.Aggregate{}, s.fail(ctx, "load", err)
 		}
 		if len(events) == 0 {
-			return eventstore.Aggregate{}, notFound()
+			return storage.Aggregate{}, notFound()
 		}
 		agg.Version, agg.Events = events[len(events)-1].Version, events
 		return agg, nil
@@ -43,23 +43,23 @@ func (s *Storage) Load(ctx context.Context, q eventstore.LoadQuery) (eventstore.
 	}
 	rows, err := s.pool.Query(ctx, s.sql.loadRange, q.AggregateType, q.AggregateID, after, upTo, q.Limit <= 0)
 	if err != nil {
-		return eventstore.Aggregate{}, s.fail(ctx, "load", err)
+		return storage.Aggregate{}, s.fail(ctx, "load", err)
 	}
 	found := false
 	agg.Events, err = scanHeadEvents(rows, func(current int64) { found, agg.Version = true, current },
 		&budget{max: q.MaxBytes, byVersion: true})
 	if err != nil {
-		return eventstore.Aggregate{}, s.fail(ctx, "load", err)
+		return storage.Aggregate{}, s.fail(ctx, "load", err)
 	}
 	if !found {
-		return eventstore.Aggregate{}, notFound()
+		return storage.Aggregate{}, notFound()
 	}
 	return agg, nil
 }
 
 // scanEvents reads rows of selectCols, up to the end of b (nil for none),
 // and closes rows.
-func scanEvents(rows pgx.Rows, b *budget) ([]eventstore.Event, error) {
+func scanEvents(rows pgx.Rows, b *budget) ([]storage.Event, error) {
 	if b == nil {
 		b = &budget{}
 	}
@@ -69,9 +69,9 @@ func scanEvents(rows pgx.Rows, b *budget) ([]eventstore.Event, error) {
 		return d.events, err
 	}
 	defer rows.Close()
-	var events []eventstore.Event
+	var events []storage.Event
 	for !b.cut && rows.Next() {
-		var e eventstore.Event
+		var e storage.Event
 		var data []byte
 		if err := rows.Scan(&e.Position, &e.AggregateType, &e.AggregateID, &e.ID, &e.Type,
 			&data, &e.Version, &e.Sequence, &e.RecordedAt, &e.FeedSequence, &e.EncryptedData); err != nil {
@@ -91,7 +91,7 @@ func scanEvents(rows pgx.Rows, b *budget) ([]eventstore.Event, error) {
 // where a row with position 0 carries only the number, up to the end of b,
 // and closes rows. It calls head with the number of every row read; the
 // number must be the same in every row.
-func scanHeadEvents(rows pgx.Rows, head func(int64), b *budget) ([]eventstore.Event, error) {
+func scanHeadEvents(rows pgx.Rows, head func(int64), b *budget) ([]storage.Event, error) {
 	if d := (rowDecoder{lead: 1, budget: *b}); d.checkFormats(rows) {
 		err := d.decode(rows)
 		*b = d.budget
@@ -101,9 +101,9 @@ func scanHeadEvents(rows pgx.Rows, head func(int64), b *budget) ([]eventstore.Ev
 		return d.events, err
 	}
 	defer rows.Close()
-	var events []eventstore.Event
+	var events []storage.Event
 	for !b.cut && rows.Next() {
-		var e eventstore.Event
+		var e storage.Event
 		var data []byte
 		var h int64
 		if err := rows.Scan(&h, &e.Position, &e.AggregateType, &e.AggregateID, &e.ID, &e.Type,
@@ -124,32 +124,32 @@ func scanHeadEvents(rows pgx.Rows, head func(int64), b *budget) ([]eventstore.Ev
 	return events, rows.Err()
 }
 
-// ReadFeed implements eventstore.Storage. Writers commit in position order
+// ReadFeed implements storage.Storage. Writers commit in position order
 // (see runBatch), so every position up to the highest visible one is
 // visible: a plain read in position order never skips an event.
-func (s *Storage) ReadFeed(ctx context.Context, q eventstore.FeedQuery) (eventstore.FeedPage, error) {
+func (s *Storage) ReadFeed(ctx context.Context, q storage.FeedQuery) (storage.FeedPage, error) {
 	if err := s.check(ctx, "read feed"); err != nil {
-		return eventstore.FeedPage{}, err
+		return storage.FeedPage{}, err
 	}
 	ctx, cancel := s.readCtx(ctx)
 	defer cancel()
 	limit := max(q.Limit, 1)
 	after := max(q.After, 0)
 	if q.AfterFeedSequence > 0 && q.AggregateType == "" {
-		return eventstore.FeedPage{}, fmt.Errorf("postgres: read feed: AfterFeedSequence without an AggregateType: %w",
-			eventstore.ErrInvalid)
+		return storage.FeedPage{}, fmt.Errorf("postgres: read feed: AfterFeedSequence without an AggregateType: %w",
+			storage.ErrInvalid)
 	}
 	if q.AggregateType == "" {
 		rows, err := s.pool.Query(ctx, s.sql.feed, after, limit)
 		if err != nil {
-			return eventstore.FeedPage{}, s.fail(ctx, "read feed", err)
+			return storage.FeedPage{}, s.fail(ctx, "read feed", err)
 		}
 		b := budget{max: q.MaxBytes}
 		events, err := scanEvents(rows, &b)
 		if err != nil {
-			return eventstore.FeedPage{}, s.fail(ctx, "read feed", err)
+			return storage.FeedPage{}, s.fail(ctx, "read feed", err)
 		}
-		page := eventstore.FeedPage{Events: events, Head: after, Truncated: b.cut}
+		page := storage.FeedPage{Events: events, Head: after, Truncated: b.cut}
 		if len(events) > 0 {
 			page.Head = events[len(events)-1].Position
 		}
@@ -166,22 +166,22 @@ func (s *Storage) ReadFeed(ctx context.Context, q eventstore.FeedQuery) (eventst
 		rows, err = s.pool.Query(ctx, s.sql.feedType, after, limit, q.AggregateType)
 	}
 	if err != nil {
-		return eventstore.FeedPage{}, s.fail(ctx, "read feed", err)
+		return storage.FeedPage{}, s.fail(ctx, "read feed", err)
 	}
 	var head int64
 	b := budget{max: q.MaxBytes}
 	events, err := scanHeadEvents(rows, func(h int64) { head = h }, &b)
 	if err != nil {
-		return eventstore.FeedPage{}, s.fail(ctx, "read feed", err)
+		return storage.FeedPage{}, s.fail(ctx, "read feed", err)
 	}
-	page := eventstore.FeedPage{Events: events, Head: max(after, head), Truncated: b.cut}
+	page := storage.FeedPage{Events: events, Head: max(after, head), Truncated: b.cut}
 	if len(events) == limit || b.cut {
 		page.Head = events[len(events)-1].Position
 	}
 	return page, nil
 }
 
-// FeedHead implements eventstore.Storage. A type whose events were all
+// FeedHead implements storage.Storage. A type whose events were all
 // deleted still has a head (the FeedSequence of its last batch); only a
 // type that never had events wraps ErrNotFound.
 func (s *Storage) FeedHead(ctx context.Context, aggregateType string) (int64, error) {
@@ -203,7 +203,7 @@ func (s *Storage) FeedHead(ctx context.Context, aggregateType string) (int64, er
 	}
 	switch {
 	case stored == nil && mark == nil:
-		return 0, fmt.Errorf("feed %s: %w", aggregateType, eventstore.ErrNotFound)
+		return 0, fmt.Errorf("feed %s: %w", aggregateType, storage.ErrNotFound)
 	case stored == nil:
 		return *mark, nil
 	case mark == nil:
@@ -212,9 +212,9 @@ func (s *Storage) FeedHead(ctx context.Context, aggregateType string) (int64, er
 	return max(*stored, *mark), nil
 }
 
-// Feeds implements eventstore.Storage. It counts the events of every type,
+// Feeds implements storage.Storage. It counts the events of every type,
 // so its cost grows with the store.
-func (s *Storage) Feeds(ctx context.Context) ([]eventstore.FeedInfo, error) {
+func (s *Storage) Feeds(ctx context.Context) ([]storage.FeedInfo, error) {
 	if err := s.check(ctx, "feeds"); err != nil {
 		return nil, err
 	}
@@ -224,8 +224,8 @@ func (s *Storage) Feeds(ctx context.Context) ([]eventstore.FeedInfo, error) {
 	if err != nil {
 		return nil, s.fail(ctx, "feeds", err)
 	}
-	feeds := []eventstore.FeedInfo{}
-	var f eventstore.FeedInfo
+	feeds := []storage.FeedInfo{}
+	var f storage.FeedInfo
 	_, err = pgx.ForEachRow(rows, []any{&f.AggregateType, &f.AggregateCount, &f.BatchCount, &f.EventCount}, func() error {
 		feeds = append(feeds, f)
 		return nil

@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/eventkit-go/eventstore"
+	"github.com/eventkit-go/eventstore/storage"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgtype"
 )
@@ -45,7 +45,7 @@ const dataBlock = 64 << 10
 // columns.
 type rowDecoder struct {
 	lead   int
-	events []eventstore.Event
+	events []storage.Event
 	lead0  []int64 // the first lead column of every row
 
 	ids    []byte // the event ids of the page, concatenated
@@ -56,7 +56,7 @@ type rowDecoder struct {
 	budget budget // ends the read early, with a byte budget
 }
 
-// budget ends a read at a byte budget (eventstore.LoadQuery.MaxBytes,
+// budget ends a read at a byte budget (storage.LoadQuery.MaxBytes,
 // FeedQuery.MaxBytes). The rows after the cut are still received from the
 // server (pgx reads them to the end of the result) but not kept.
 type budget struct {
@@ -70,12 +70,12 @@ type budget struct {
 // take reports whether e is to be kept, and counts it. It refuses e, and
 // sets cut, once the events taken reach max, unless byVersion and e
 // continues the last event's version.
-func (b *budget) take(e *eventstore.Event) bool {
+func (b *budget) take(e *storage.Event) bool {
 	if b.max > 0 && b.size >= b.max && (!b.byVersion || e.Version != b.last) {
 		b.cut = true
 		return false
 	}
-	b.size += eventstore.EventBytes(e)
+	b.size += storage.EventBytes(e)
 	b.last = e.Version
 	return true
 }
@@ -132,7 +132,7 @@ func (d *rowDecoder) row(vals [][]byte) error {
 		}
 	}
 	vals = vals[d.lead:]
-	var e eventstore.Event
+	var e storage.Event
 	var err error
 	if e.Position, err = int8Value(vals[0]); err != nil {
 		return err

@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/eventkit-go/eventstore"
+	"github.com/eventkit-go/eventstore/storage"
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -15,11 +15,11 @@ import (
 
 // scanWithPgx is the reference: the rows read with pgx's Scan, as before
 // rowDecoder.
-func scanWithPgx(t *testing.T, rows pgx.Rows, lead int) (heads []int64, events []eventstore.Event) {
+func scanWithPgx(t *testing.T, rows pgx.Rows, lead int) (heads []int64, events []storage.Event) {
 	t.Helper()
 	defer rows.Close()
 	for rows.Next() {
-		var e eventstore.Event
+		var e storage.Event
 		var data []byte
 		var h int64
 		dest := []any{&e.Position, &e.AggregateType, &e.AggregateID, &e.ID, &e.Type,
@@ -65,15 +65,15 @@ func TestRowDecoderMatchesScan(t *testing.T) {
 	for i := range 12 {
 		typ := []string{"order", "ördér"}[i%2]
 		n := 1 + i%3
-		events := make([]eventstore.Event, n)
+		events := make([]storage.Event, n)
 		for k := range events {
-			events[k] = eventstore.Event{ID: uuid.NewString(), Type: []string{"Placed", "Pläced"}[k%2],
+			events[k] = storage.Event{ID: uuid.NewString(), Type: []string{"Placed", "Pläced"}[k%2],
 				Data: datas[(i+k)%len(datas)], RecordedAt: times[(i+k)%len(times)]}
 			if (i+k)%3 == 0 {
 				events[k].EncryptedData = "c2VjcmV0"
 			}
 		}
-		if _, err := s.Append(ctx, eventstore.AppendRequest{AggregateType: typ, AggregateID: []string{"a", "b", "c"}[i%3], Events: events}); err != nil {
+		if _, err := s.Append(ctx, storage.AppendRequest{AggregateType: typ, AggregateID: []string{"a", "b", "c"}[i%3], Events: events}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -141,21 +141,21 @@ func TestScanFallback(t *testing.T) {
 		if i%2 == 1 {
 			ev.EncryptedData = "sealed"
 		}
-		checkResults(t, s.runBatch(ctx, []eventstore.AppendRequest{request("x", -1, ev, batchEvent("Small"))}),
+		checkResults(t, s.runBatch(ctx, []storage.AppendRequest{request("x", -1, ev, batchEvent("Small"))}),
 			[]appendResult{ok(int64(i+1), int64(2*i+2))})
 	}
-	loads := []eventstore.LoadQuery{
+	loads := []storage.LoadQuery{
 		{AggregateType: "t", AggregateID: "x"},
 		{AggregateType: "t", AggregateID: "x", AfterVersion: 2, Limit: 3},
 		{AggregateType: "t", AggregateID: "x", AfterVersion: 1, MaxBytes: 700},
 	}
-	feeds := []eventstore.FeedQuery{
+	feeds := []storage.FeedQuery{
 		{Limit: 100},
 		{Limit: 100, MaxBytes: 500},
 		{AggregateType: "t", After: 3, Limit: 5, MaxBytes: 900},
 		{AggregateType: "t", AfterFeedSequence: 2, Limit: 100, MaxBytes: 1},
 	}
-	read := func() (aggs []eventstore.Aggregate, pages []eventstore.FeedPage) {
+	read := func() (aggs []storage.Aggregate, pages []storage.FeedPage) {
 		for _, q := range loads {
 			agg, err := s.Load(ctx, q)
 			if err != nil {

@@ -71,7 +71,7 @@ CREATE INDEX projection_errors_name_id ON {{schema}}.projection_errors (name, id
 	//
 	// projection_states gains created_at (set to updated_at for existing
 	// instances, the best known) and the reference: ref_rank (0 number, 1
-	// text, 2 none, the order of eventstore.Reference), ref_num (the number,
+	// text, 2 none, the order of storage.Reference), ref_num (the number,
 	// else 0), ref_text (the text, else ''), ref_number (the decimal text of
 	// a number, else NULL). instance_id and ref_text sort by bytes (COLLATE
 	// "C") whatever the database's collation. definitions.instances counts

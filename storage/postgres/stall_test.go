@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/eventkit-go/eventstore"
+	"github.com/eventkit-go/eventstore/storage"
 	"github.com/eventkit-go/eventstore/storage/postgres"
 	"github.com/jackc/pgx/v5"
 )
@@ -27,8 +27,8 @@ func TestStalledDatabase(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	if _, err := s.Append(ctx, eventstore.AppendRequest{AggregateType: "t", AggregateID: "a",
-		Events: []eventstore.Event{event("E", "")}}); err != nil {
+	if _, err := s.Append(ctx, storage.AppendRequest{AggregateType: "t", AggregateID: "a",
+		Events: []storage.Event{event("E", "")}}); err != nil {
 		t.Fatal(err)
 	}
 
@@ -46,29 +46,29 @@ func TestStalledDatabase(t *testing.T) {
 	}
 
 	start := time.Now()
-	if _, err := s.Load(ctx, eventstore.LoadQuery{AggregateType: "t", AggregateID: "a"}); !errors.Is(err, eventstore.ErrUnavailable) {
+	if _, err := s.Load(ctx, storage.LoadQuery{AggregateType: "t", AggregateID: "a"}); !errors.Is(err, storage.ErrUnavailable) {
 		t.Errorf("load while stalled: %v, want ErrUnavailable", err)
 	}
-	if _, err := s.ReadFeed(ctx, eventstore.FeedQuery{Limit: 10}); !errors.Is(err, eventstore.ErrUnavailable) {
+	if _, err := s.ReadFeed(ctx, storage.FeedQuery{Limit: 10}); !errors.Is(err, storage.ErrUnavailable) {
 		t.Errorf("read feed while stalled: %v, want ErrUnavailable", err)
 	}
 	short, cancel := context.WithTimeout(ctx, 50*time.Millisecond)
-	_, err = s.Load(short, eventstore.LoadQuery{AggregateType: "t", AggregateID: "a"})
+	_, err = s.Load(short, storage.LoadQuery{AggregateType: "t", AggregateID: "a"})
 	cancel()
-	if !errors.Is(err, context.DeadlineExceeded) || errors.Is(err, eventstore.ErrUnavailable) {
+	if !errors.Is(err, context.DeadlineExceeded) || errors.Is(err, storage.ErrUnavailable) {
 		t.Errorf("load with the caller's own shorter deadline: %v, want context.DeadlineExceeded", err)
 	}
 	errs := make([]error, 6)
 	var wg sync.WaitGroup
 	for i := range errs {
 		wg.Go(func() {
-			_, errs[i] = s.Append(ctx, eventstore.AppendRequest{AggregateType: "t", AggregateID: "b",
-				Events: []eventstore.Event{event("E", "")}})
+			_, errs[i] = s.Append(ctx, storage.AppendRequest{AggregateType: "t", AggregateID: "b",
+				Events: []storage.Event{event("E", "")}})
 		})
 	}
 	wg.Wait()
 	for i, err := range errs {
-		if !errors.Is(err, eventstore.ErrUnavailable) {
+		if !errors.Is(err, storage.ErrUnavailable) {
 			t.Errorf("save %d while stalled: %v, want ErrUnavailable", i, err)
 		}
 	}
@@ -81,11 +81,11 @@ func TestStalledDatabase(t *testing.T) {
 	if err := tx.Rollback(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.Append(ctx, eventstore.AppendRequest{AggregateType: "t", AggregateID: "b",
-		Events: []eventstore.Event{event("E", "")}}); err != nil {
+	if _, err := s.Append(ctx, storage.AppendRequest{AggregateType: "t", AggregateID: "b",
+		Events: []storage.Event{event("E", "")}}); err != nil {
 		t.Errorf("save after the stall: %v", err)
 	}
-	if agg, err := s.Load(ctx, eventstore.LoadQuery{AggregateType: "t", AggregateID: "b"}); err != nil || agg.Version != 1 {
+	if agg, err := s.Load(ctx, storage.LoadQuery{AggregateType: "t", AggregateID: "b"}); err != nil || agg.Version != 1 {
 		t.Errorf("load after the stall: version %d, %v; want 1 (nothing of the stalled saves stored)", agg.Version, err)
 	}
 }

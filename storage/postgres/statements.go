@@ -78,7 +78,7 @@ func newStatements(schema, channel string) statements {
 		// the last position written (0 when nothing was), then one row of
 		// kind 1 per event id of the request that is already stored. It
 		// writes only when no id is stored and the expected version ($4,
-		// NULL for none) matches: exactly when eventstore.PlanAppend says
+		// NULL for none) matches: exactly when storage.PlanAppend says
 		// to write, which the caller checks. The arguments are $1 the
 		// aggregate type, $2 its id, then per event $3 ids, $5 types, $6
 		// data, $7 times and $8 encrypted data (NULL when no event has
@@ -137,7 +137,7 @@ SELECT 1, event_id, version, position FROM stored`),
 		// with the request's index, its aggregate's current version and the
 		// head before the statement; each refused request is followed by a
 		// row of kind 2 per event id of it already stored (its version and
-		// position), which eventstore.PlanAppend needs to tell a retry of a
+		// position), which storage.PlanAppend needs to tell a retry of a
 		// stored save from a conflict. With $13 set (all or nothing) a
 		// refused request fails the statement with division_by_zero
 		// instead.

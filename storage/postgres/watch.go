@@ -5,13 +5,13 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/eventkit-go/eventstore"
+	"github.com/eventkit-go/eventstore/storage"
 	"github.com/jackc/pgx/v5"
 )
 
-var _ eventstore.AppendWatcher = (*Storage)(nil)
+var _ storage.AppendWatcher = (*Storage)(nil)
 
-// WatchAppends implements eventstore.AppendWatcher with PostgreSQL's
+// WatchAppends implements storage.AppendWatcher with PostgreSQL's
 // LISTEN/NOTIFY: every transaction that appends notifies the schema's
 // channel once when it commits, whichever process wrote it. WatchAppends
 // opens a connection of its own (with the pool's configuration, outside the
@@ -22,7 +22,7 @@ var _ eventstore.AppendWatcher = (*Storage)(nil)
 // or is lost returns an error wrapping ErrUnavailable.
 func (s *Storage) WatchAppends(ctx context.Context, notify func()) error {
 	if s.closed.Load() {
-		return fmt.Errorf("postgres: watch appends: %w", eventstore.ErrClosed)
+		return fmt.Errorf("postgres: watch appends: %w", storage.ErrClosed)
 	}
 	parent := ctx
 	ctx, cancel := context.WithCancel(ctx)
@@ -39,9 +39,9 @@ func (s *Storage) WatchAppends(ctx context.Context, notify func()) error {
 		case parent.Err() != nil:
 			return nil
 		case s.closed.Load():
-			return fmt.Errorf("postgres: watch appends: %w", eventstore.ErrClosed)
+			return fmt.Errorf("postgres: watch appends: %w", storage.ErrClosed)
 		}
-		return fmt.Errorf("postgres: watch appends: %v: %w", err, eventstore.ErrUnavailable)
+		return fmt.Errorf("postgres: watch appends: %v: %w", err, storage.ErrUnavailable)
 	}
 	conn, err := pgx.ConnectConfig(ctx, s.pool.Config().ConnConfig.Copy())
 	if err != nil {

@@ -7,13 +7,13 @@ import (
 	"testing"
 	"time"
 
-	"github.com/eventkit-go/eventstore"
+	"github.com/eventkit-go/eventstore/storage"
 )
 
 // watch runs WatchAppends on s in a goroutine. It returns a channel that
 // receives a value per notification and one that receives what
 // WatchAppends returned.
-func watch(ctx context.Context, s eventstore.AppendWatcher) (<-chan struct{}, <-chan error) {
+func watch(ctx context.Context, s storage.AppendWatcher) (<-chan struct{}, <-chan error) {
 	notes := make(chan struct{}, 100)
 	done := make(chan error, 1)
 	go func() {
@@ -56,18 +56,18 @@ func TestWatchAppends(t *testing.T) {
 	expect(t, notes, "when the watch starts")
 	quiet(t, notes, "without an append")
 
-	if _, err := writer.Append(ctx, eventstore.AppendRequest{AggregateType: "t", AggregateID: "x",
-		Events: []eventstore.Event{event("A", "")}}); err != nil {
+	if _, err := writer.Append(ctx, storage.AppendRequest{AggregateType: "t", AggregateID: "x",
+		Events: []storage.Event{event("A", "")}}); err != nil {
 		t.Fatal(err)
 	}
 	expect(t, notes, "after an append by another process")
 	quiet(t, notes, "twice for one append")
 
 	// AppendAll of three batches is one transaction: one notification.
-	var reqs []eventstore.AppendRequest
+	var reqs []storage.AppendRequest
 	for i := range 3 {
-		reqs = append(reqs, eventstore.AppendRequest{AggregateType: "t", AggregateID: fmt.Sprint("y", i),
-			Events: []eventstore.Event{event("A", "")}})
+		reqs = append(reqs, storage.AppendRequest{AggregateType: "t", AggregateID: fmt.Sprint("y", i),
+			Events: []storage.Event{event("A", "")}})
 	}
 	if _, err := writer.AppendAll(ctx, reqs); err != nil {
 		t.Fatal(err)
@@ -77,12 +77,12 @@ func TestWatchAppends(t *testing.T) {
 
 	// A refused append writes nothing and notifies nobody; nor do appends
 	// to another schema.
-	if _, err := writer.Append(ctx, eventstore.AppendRequest{AggregateType: "t", AggregateID: "x",
-		ExpectedVersion: eventstore.ExpectVersion(5), Events: []eventstore.Event{event("A", "")}}); !errors.Is(err, eventstore.ErrConflict) {
+	if _, err := writer.Append(ctx, storage.AppendRequest{AggregateType: "t", AggregateID: "x",
+		ExpectedVersion: storage.ExpectVersion(5), Events: []storage.Event{event("A", "")}}); !errors.Is(err, storage.ErrConflict) {
 		t.Fatalf("append at a wrong version: %v", err)
 	}
-	if _, err := other.Append(ctx, eventstore.AppendRequest{AggregateType: "t", AggregateID: "x",
-		Events: []eventstore.Event{event("A", "")}}); err != nil {
+	if _, err := other.Append(ctx, storage.AppendRequest{AggregateType: "t", AggregateID: "x",
+		Events: []storage.Event{event("A", "")}}); err != nil {
 		t.Fatal(err)
 	}
 	quiet(t, notes, "for a refused append or an append to another schema")
@@ -114,7 +114,7 @@ WHERE query = 'LISTEN ' || quote_ident($1)`, schema+".appends").Scan(&killed); e
 	}
 	select {
 	case err := <-done:
-		if !errors.Is(err, eventstore.ErrUnavailable) {
+		if !errors.Is(err, storage.ErrUnavailable) {
 			t.Errorf("WatchAppends after its connection was lost = %v, want ErrUnavailable", err)
 		}
 	case <-time.After(5 * time.Second):
@@ -129,13 +129,13 @@ WHERE query = 'LISTEN ' || quote_ident($1)`, schema+".appends").Scan(&killed); e
 	}
 	select {
 	case err := <-done:
-		if !errors.Is(err, eventstore.ErrClosed) {
+		if !errors.Is(err, storage.ErrClosed) {
 			t.Errorf("WatchAppends after Close = %v, want ErrClosed", err)
 		}
 	case <-time.After(5 * time.Second):
 		t.Fatal("WatchAppends did not return on Close")
 	}
-	if err := s.WatchAppends(ctx, func() {}); !errors.Is(err, eventstore.ErrClosed) {
+	if err := s.WatchAppends(ctx, func() {}); !errors.Is(err, storage.ErrClosed) {
 		t.Errorf("WatchAppends on a closed Storage = %v, want ErrClosed", err)
 	}
 }

@@ -5,47 +5,47 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/eventkit-go/eventstore"
 	"github.com/eventkit-go/eventstore/internal/groupcommit"
+	"github.com/eventkit-go/eventstore/storage"
 )
 
 // job is one call waiting in the group-commit batcher: the request of an
 // Append, or the requests of an AppendAll, which are written all or none.
 type job struct {
-	one *eventstore.AppendRequest
-	all []eventstore.AppendRequest
+	one *storage.AppendRequest
+	all []storage.AppendRequest
 	// results are AppendAll's results, set by runBatch when it succeeds.
-	results []eventstore.AppendResult
+	results []storage.AppendResult
 }
 
-// Append implements eventstore.Storage. Concurrent calls are committed
+// Append implements storage.Storage. Concurrent calls are committed
 // together, in one transaction, by the group-commit batcher; each keeps its
 // own outcome.
-func (s *Storage) Append(ctx context.Context, req eventstore.AppendRequest) (eventstore.AppendResult, error) {
+func (s *Storage) Append(ctx context.Context, req storage.AppendRequest) (storage.AppendResult, error) {
 	if err := s.check(ctx, "append"); err != nil {
-		return eventstore.AppendResult{}, err
+		return storage.AppendResult{}, err
 	}
 	res, err := s.batcher.Do(ctx, &job{one: &req})
 	if err != nil {
-		return eventstore.AppendResult{}, s.fail(ctx, "append", err)
+		return storage.AppendResult{}, s.fail(ctx, "append", err)
 	}
 	return res, nil
 }
 
-// AppendAll implements eventstore.Storage. The requests join the group
+// AppendAll implements storage.Storage. The requests join the group
 // commit as one unit inside their own savepoint: when one of them fails its
 // checks the savepoint is rolled back, so none is written, while the other
 // calls of the same transaction are unaffected.
-func (s *Storage) AppendAll(ctx context.Context, reqs []eventstore.AppendRequest) ([]eventstore.AppendResult, error) {
+func (s *Storage) AppendAll(ctx context.Context, reqs []storage.AppendRequest) ([]storage.AppendResult, error) {
 	if err := s.check(ctx, "append all"); err != nil {
 		return nil, err
 	}
 	if len(reqs) == 0 {
-		return []eventstore.AppendResult{}, nil
+		return []storage.AppendResult{}, nil
 	}
 	j := &job{all: reqs}
 	if _, err := s.batcher.Do(ctx, j); err != nil {
-		var be *eventstore.BatchError
+		var be *storage.BatchError
 		if errors.As(err, &be) {
 			return nil, be
 		}
@@ -65,29 +65,29 @@ func (e fatalError) Unwrap() error { return e.err }
 // its own savepoint and each AppendAll inside one more. The batcher runs one
 // batch at a time; the other writes (projections, deletions) wait for the
 // write connection.
-func (s *Storage) runBatch(ctx context.Context, jobs []*job) []groupcommit.Result[eventstore.AppendResult] {
-	var results []groupcommit.Result[eventstore.AppendResult]
+func (s *Storage) runBatch(ctx context.Context, jobs []*job) []groupcommit.Result[storage.AppendResult] {
+	var results []groupcommit.Result[storage.AppendResult]
 	err := s.onWriteConn(ctx, func(c *writeConn) error {
 		results = s.runBatchOn(ctx, c, jobs)
 		return nil
 	})
 	if err != nil {
-		return failAll(make([]groupcommit.Result[eventstore.AppendResult], len(jobs)), s.fail(ctx, "append", err))
+		return failAll(make([]groupcommit.Result[storage.AppendResult], len(jobs)), s.fail(ctx, "append", err))
 	}
 	return results
 }
 
 // failAll sets every result to err and returns results.
-func failAll(results []groupcommit.Result[eventstore.AppendResult], err error) []groupcommit.Result[eventstore.AppendResult] {
+func failAll(results []groupcommit.Result[storage.AppendResult], err error) []groupcommit.Result[storage.AppendResult] {
 	for i := range results {
-		results[i] = groupcommit.Result[eventstore.AppendResult]{Err: err}
+		results[i] = groupcommit.Result[storage.AppendResult]{Err: err}
 	}
 	return results
 }
 
 // runBatchOn is runBatch on the write connection c.
-func (s *Storage) runBatchOn(ctx context.Context, c *writeConn, jobs []*job) []groupcommit.Result[eventstore.AppendResult] {
-	results := make([]groupcommit.Result[eventstore.AppendResult], len(jobs))
+func (s *Storage) runBatchOn(ctx context.Context, c *writeConn, jobs []*job) []groupcommit.Result[storage.AppendResult] {
+	results := make([]groupcommit.Result[storage.AppendResult], len(jobs))
 	if err := c.exec(ctx, stmtBegin); err != nil {
 		return failAll(results, s.fail(ctx, "append", err))
 	}
@@ -95,7 +95,7 @@ func (s *Storage) runBatchOn(ctx context.Context, c *writeConn, jobs []*job) []g
 	w := writer{c: c, position: h.position, known: h.feeds, knownAggs: h.aggs}
 	wrote := false
 	for i, j := range jobs {
-		var res eventstore.AppendResult
+		var res storage.AppendResult
 		var err error
 		if j.one != nil {
 			res, err = w.append(ctx, j.one, len(j.one.Events) > 1)
@@ -107,7 +107,7 @@ func (s *Storage) runBatchOn(ctx context.Context, c *writeConn, jobs []*job) []g
 			c.rollback(ctx)
 			return failAll(results, s.fail(ctx, "append", fatal.err))
 		}
-		var be *eventstore.BatchError
+		var be *storage.BatchError
 		switch {
 		case errors.As(err, &be):
 			be.Err = s.fail(ctx, "append", be.Err)
@@ -120,7 +120,7 @@ func (s *Storage) runBatchOn(ctx context.Context, c *writeConn, jobs []*job) []g
 				wrote = wrote || !r.Duplicate
 			}
 		}
-		results[i] = groupcommit.Result[eventstore.AppendResult]{Value: res, Err: err}
+		results[i] = groupcommit.Result[storage.AppendResult]{Value: res, Err: err}
 	}
 	if !wrote {
 		c.rollback(ctx) // nothing to make durable
@@ -137,7 +137,7 @@ func (s *Storage) runBatchOn(ctx context.Context, c *writeConn, jobs []*job) []g
 		err = s.fail(ctx, "append: commit", err)
 		for i := range results {
 			if results[i].Err == nil {
-				results[i] = groupcommit.Result[eventstore.AppendResult]{Err: err}
+				results[i] = groupcommit.Result[storage.AppendResult]{Err: err}
 			}
 		}
 		return results
@@ -248,14 +248,14 @@ func (w *writer) flush(ctx context.Context) error {
 }
 
 // appendAll applies the requests of an AppendAll inside a savepoint: all
-// of them, or, when one fails, none, with a *eventstore.BatchError naming
+// of them, or, when one fails, none, with a *storage.BatchError naming
 // it. A fatalError is returned as is.
 func (w *writer) appendAll(ctx context.Context, j *job) error {
 	if err := w.c.exec(ctx, stmtGroupSavepoint); err != nil {
 		return fatalError{err}
 	}
 	position, feeds, aggs := w.position, append([]feedCounts(nil), w.feeds...), len(w.aggs)
-	results := make([]eventstore.AppendResult, len(j.all))
+	results := make([]storage.AppendResult, len(j.all))
 	for i := range j.all {
 		req := &j.all[i]
 		// No savepoint per request: a request that fails rolls back the
@@ -274,7 +274,7 @@ func (w *writer) appendAll(ctx context.Context, j *job) error {
 				return fatalError{rerr}
 			}
 			w.position, w.feeds, w.aggs = position, feeds, w.aggs[:aggs]
-			return &eventstore.BatchError{Index: i, AggregateType: req.AggregateType, AggregateID: req.AggregateID, Err: err}
+			return &storage.BatchError{Index: i, AggregateType: req.AggregateType, AggregateID: req.AggregateID, Err: err}
 		}
 		results[i] = res
 	}
@@ -291,10 +291,10 @@ func (w *writer) appendAll(ctx context.Context, j *job) error {
 // own. An error that only concerns this request is returned as is, after
 // its writes were undone (when in a savepoint); an error that breaks the
 // transaction is a fatalError.
-func (w *writer) append(ctx context.Context, req *eventstore.AppendRequest, savepoint bool) (eventstore.AppendResult, error) {
+func (w *writer) append(ctx context.Context, req *storage.AppendRequest, savepoint bool) (storage.AppendResult, error) {
 	if savepoint {
 		if err := w.c.exec(ctx, stmtSavepoint); err != nil {
-			return eventstore.AppendResult{}, fatalError{err}
+			return storage.AppendResult{}, fatalError{err}
 		}
 	}
 	res, err := w.write(ctx, req)
@@ -326,11 +326,11 @@ func (w *writer) append(ctx context.Context, req *eventstore.AppendRequest, save
 // the next positions and the type's next feed sequence. A stored event id
 // surfaces as a constraint violation of the insert. w's counters advance
 // only when every insert succeeded.
-func (w *writer) write(ctx context.Context, req *eventstore.AppendRequest) (eventstore.AppendResult, error) {
+func (w *writer) write(ctx context.Context, req *storage.AppendRequest) (storage.AppendResult, error) {
 	key := aggKey{req.AggregateType, req.AggregateID}
 	version, sequence, err := w.aggHead(ctx, key)
 	if err != nil {
-		return eventstore.AppendResult{}, fatalError{err}
+		return storage.AppendResult{}, fatalError{err}
 	}
 	if !req.ExpectedVersion.Allows(version) {
 		// The version check fails, unless the whole batch is stored
@@ -339,12 +339,12 @@ func (w *writer) write(ctx context.Context, req *eventstore.AppendRequest) (even
 	}
 	if w.position < 0 {
 		if _, err := w.c.queryRow(ctx, stmtLastPosition, []*int64{&w.position}); err != nil {
-			return eventstore.AppendResult{}, fatalError{fmt.Errorf("last position: %w", err)}
+			return storage.AppendResult{}, fatalError{fmt.Errorf("last position: %w", err)}
 		}
 	}
 	f, err := w.feed(ctx, req.AggregateType)
 	if err != nil {
-		return eventstore.AppendResult{}, fatalError{fmt.Errorf("feed %q: %w", req.AggregateType, err)}
+		return storage.AppendResult{}, fatalError{fmt.Errorf("feed %q: %w", req.AggregateType, err)}
 	}
 	feedSequence := w.feeds[f].sequence + 1
 	version++
@@ -370,9 +370,9 @@ func (w *writer) write(ctx context.Context, req *eventstore.AppendRequest) (even
 		clear(args) // keep no caller data past the request
 		if err != nil {
 			if isConstraint(err) {
-				return eventstore.AppendResult{}, err
+				return storage.AppendResult{}, err
 			}
-			return eventstore.AppendResult{}, fatalError{err}
+			return storage.AppendResult{}, fatalError{err}
 		}
 	}
 	w.position = position
@@ -385,7 +385,7 @@ func (w *writer) write(ctx context.Context, req *eventstore.AppendRequest) (even
 	if version == 1 {
 		fc.unsettled.aggregates++
 	}
-	return eventstore.AppendResult{Version: version, Position: position}, nil
+	return storage.AppendResult{Version: version, Position: position}, nil
 }
 
 // aggHead returns the version and last sequence of an aggregate: as this
@@ -405,32 +405,32 @@ func (w *writer) aggHead(ctx context.Context, key aggKey) (version, sequence int
 }
 
 // replan decides a request whose insert hit a stored event id.
-func (w *writer) replan(ctx context.Context, req *eventstore.AppendRequest) (eventstore.AppendResult, error) {
+func (w *writer) replan(ctx context.Context, req *storage.AppendRequest) (storage.AppendResult, error) {
 	var version int64
 	if _, err := w.c.queryRow(ctx, stmtHead, []*int64{&version, new(int64)}, req.AggregateType, req.AggregateID); err != nil {
-		return eventstore.AppendResult{}, fatalError{err}
+		return storage.AppendResult{}, fatalError{err}
 	}
 	res, err := w.plan(ctx, req, version)
 	if err == nil && !res.Duplicate {
 		// Cannot happen: the insert saw a stored id, so PlanAppend must
 		// see one too.
-		return eventstore.AppendResult{}, fmt.Errorf("event id of %s/%s stored concurrently: %w",
-			req.AggregateType, req.AggregateID, eventstore.ErrConflict)
+		return storage.AppendResult{}, fmt.Errorf("event id of %s/%s stored concurrently: %w",
+			req.AggregateType, req.AggregateID, storage.ErrConflict)
 	}
 	return res, err
 }
 
 // plan looks up which of req's event ids are stored and applies the shared
-// rules of eventstore.PlanAppend. It writes nothing.
-func (w *writer) plan(ctx context.Context, req *eventstore.AppendRequest, current int64) (eventstore.AppendResult, error) {
-	var stored []eventstore.Event
+// rules of storage.PlanAppend. It writes nothing.
+func (w *writer) plan(ctx context.Context, req *storage.AppendRequest, current int64) (storage.AppendResult, error) {
+	var stored []storage.Event
 	if current > 0 {
 		for _, e := range req.Events {
-			var se eventstore.Event
+			var se storage.Event
 			found, err := w.c.queryRow(ctx, stmtStored, []*int64{&se.Version, &se.Position}, req.AggregateType, req.AggregateID, e.ID)
 			switch {
 			case err != nil:
-				return eventstore.AppendResult{}, fatalError{err}
+				return storage.AppendResult{}, fatalError{err}
 			case !found:
 				continue
 			}
@@ -438,11 +438,11 @@ func (w *writer) plan(ctx context.Context, req *eventstore.AppendRequest, curren
 			stored = append(stored, se)
 		}
 	}
-	res, done, err := eventstore.PlanAppend(*req, current, stored)
+	res, done, err := storage.PlanAppend(*req, current, stored)
 	if err != nil || done {
 		return res, err
 	}
 	// PlanAppend allows the write: only reachable from replan, which
 	// reports it.
-	return eventstore.AppendResult{}, nil
+	return storage.AppendResult{}, nil
 }

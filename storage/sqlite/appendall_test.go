@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/eventkit-go/eventstore"
+	"github.com/eventkit-go/eventstore/storage"
 )
 
 // TestFailedAppendAllLeavesItsBatchAlone runs an AppendAll whose second
@@ -17,16 +17,16 @@ import (
 // positions stay gap-free.
 func TestFailedAppendAllLeavesItsBatchAlone(t *testing.T) {
 	s := openTemp(t)
-	if _, err := s.Append(ctx, request("acct", "x", eventstore.VersionCheck{}, 1)); err != nil {
+	if _, err := s.Append(ctx, request("acct", "x", storage.VersionCheck{}, 1)); err != nil {
 		t.Fatal(err)
 	}
 	const rounds, longAggs, longEvents = 10, 20, 25
 	for round := range rounds {
 		var wg sync.WaitGroup
 		// A long batch that the others queue behind.
-		var long []eventstore.AppendRequest
+		var long []storage.AppendRequest
 		for k := range longAggs {
-			long = append(long, request("acct", fmt.Sprintf("long%d-%d", round, k), eventstore.VersionCheck{}, longEvents))
+			long = append(long, request("acct", fmt.Sprintf("long%d-%d", round, k), storage.VersionCheck{}, longEvents))
 		}
 		wg.Go(func() {
 			if _, err := s.AppendAll(ctx, long); err != nil {
@@ -35,37 +35,37 @@ func TestFailedAppendAllLeavesItsBatchAlone(t *testing.T) {
 		})
 		time.Sleep(2 * time.Millisecond)
 		var allErr error
-		bad := []eventstore.AppendRequest{
-			request("acct", fmt.Sprintf("bad%d", round), eventstore.VersionCheck{}, 3),
-			request("acct", "x", eventstore.ExpectVersion(99), 2),
+		bad := []storage.AppendRequest{
+			request("acct", fmt.Sprintf("bad%d", round), storage.VersionCheck{}, 3),
+			request("acct", "x", storage.ExpectVersion(99), 2),
 		}
 		wg.Go(func() { _, allErr = s.AppendAll(ctx, bad) })
 		time.Sleep(time.Millisecond)
 		for k := range 10 {
 			wg.Go(func() {
 				id := fmt.Sprintf("one%d-%d", round, k)
-				res, err := s.Append(ctx, request("acct", id, eventstore.ExpectVersion(0), 1+k%3))
+				res, err := s.Append(ctx, request("acct", id, storage.ExpectVersion(0), 1+k%3))
 				if err != nil || res.Version != 1 {
 					t.Errorf("append %s: %+v, %v", id, res, err)
 				}
 			})
 		}
 		wg.Wait()
-		var be *eventstore.BatchError
-		if !errors.As(allErr, &be) || be.Index != 1 || !errors.Is(allErr, eventstore.ErrConflict) {
+		var be *storage.BatchError
+		if !errors.As(allErr, &be) || be.Index != 1 || !errors.Is(allErr, storage.ErrConflict) {
 			t.Fatalf("round %d: AppendAll: %v, want a BatchError for request 1 wrapping ErrConflict", round, allErr)
 		}
-		if _, err := s.Load(ctx, eventstore.LoadQuery{AggregateType: "acct", AggregateID: fmt.Sprintf("bad%d", round)}); !errors.Is(err, eventstore.ErrNotFound) {
+		if _, err := s.Load(ctx, storage.LoadQuery{AggregateType: "acct", AggregateID: fmt.Sprintf("bad%d", round)}); !errors.Is(err, storage.ErrNotFound) {
 			t.Fatalf("round %d: the failed AppendAll's first request was written: %v", round, err)
 		}
 		for k := range 10 {
-			agg, err := s.Load(ctx, eventstore.LoadQuery{AggregateType: "acct", AggregateID: fmt.Sprintf("one%d-%d", round, k)})
+			agg, err := s.Load(ctx, storage.LoadQuery{AggregateType: "acct", AggregateID: fmt.Sprintf("one%d-%d", round, k)})
 			if err != nil || len(agg.Events) != 1+k%3 {
 				t.Fatalf("round %d: append %d: %d events, %v", round, k, len(agg.Events), err)
 			}
 		}
 	}
-	page, err := s.ReadFeed(ctx, eventstore.FeedQuery{Limit: 100_000})
+	page, err := s.ReadFeed(ctx, storage.FeedQuery{Limit: 100_000})
 	if err != nil {
 		t.Fatal(err)
 	}

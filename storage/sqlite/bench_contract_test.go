@@ -8,19 +8,19 @@ import (
 	"testing"
 	"time"
 
-	"github.com/eventkit-go/eventstore"
+	"github.com/eventkit-go/eventstore/storage"
 	"github.com/google/uuid"
 )
 
 // appendRequests returns n requests of perSave events each, to aggregates
 // "<prefix>0" … "<prefix>n-1" of type acct.
-func appendRequests(prefix string, n, perSave int) []eventstore.AppendRequest {
+func appendRequests(prefix string, n, perSave int) []storage.AppendRequest {
 	now := time.Now().UTC().Truncate(time.Microsecond)
-	reqs := make([]eventstore.AppendRequest, n)
+	reqs := make([]storage.AppendRequest, n)
 	for i := range reqs {
-		reqs[i] = eventstore.AppendRequest{AggregateType: "acct", AggregateID: prefix + strconv.Itoa(i)}
+		reqs[i] = storage.AppendRequest{AggregateType: "acct", AggregateID: prefix + strconv.Itoa(i)}
 		for range perSave {
-			reqs[i].Events = append(reqs[i].Events, eventstore.Event{
+			reqs[i].Events = append(reqs[i].Events, storage.Event{
 				ID: uuid.NewString(), Type: "Deposited", Data: json.RawMessage(benchData), RecordedAt: now,
 			})
 		}
@@ -116,23 +116,23 @@ func BenchmarkListProjections(b *testing.B) {
 		b.Run(fmt.Sprintf("instances=%d", n), func(b *testing.B) {
 			ctx := context.Background()
 			s := openTemp(b)
-			if err := s.CreateDefinition(ctx, eventstore.DefinitionRecord{Name: "p", Spec: json.RawMessage(`{}`)}); err != nil {
+			if err := s.CreateDefinition(ctx, storage.DefinitionRecord{Name: "p", Spec: json.RawMessage(`{}`)}); err != nil {
 				b.Fatal(err)
 			}
 			now := time.Now().UTC().Truncate(time.Microsecond)
 			const chunk = 10_000
 			for from := 0; from < n; from += chunk {
-				c := eventstore.ProjectionCommit{Name: "p", From: int64(from), To: int64(from + chunk)}
+				c := storage.ProjectionCommit{Name: "p", From: int64(from), To: int64(from + chunk)}
 				for i := from; i < from+chunk; i++ {
-					var ref eventstore.Reference
+					var ref storage.Reference
 					switch i % 3 {
 					case 0:
 						v := float64((i * 7919) % n)
-						ref = eventstore.Reference{Kind: eventstore.RefNumber, Number: v, Text: strconv.FormatFloat(v, 'f', -1, 64)}
+						ref = storage.Reference{Kind: storage.RefNumber, Number: v, Text: strconv.FormatFloat(v, 'f', -1, 64)}
 					case 1:
-						ref = eventstore.Reference{Kind: eventstore.RefText, Text: fmt.Sprintf("name-%08d", (i*104729)%n)}
+						ref = storage.Reference{Kind: storage.RefText, Text: fmt.Sprintf("name-%08d", (i*104729)%n)}
 					}
-					c.States = append(c.States, eventstore.ProjectionState{
+					c.States = append(c.States, storage.ProjectionState{
 						InstanceID: fmt.Sprintf("%08d", i), Data: json.RawMessage(`{"total":"12.50","count":3}`),
 						Position: int64(i + 1), CreatedAt: now, UpdatedAt: now.Add(time.Duration(i) * time.Microsecond), Reference: ref,
 					})
@@ -143,14 +143,14 @@ func BenchmarkListProjections(b *testing.B) {
 			}
 			for _, c := range []struct {
 				name string
-				q    eventstore.ProjectionQuery
+				q    storage.ProjectionQuery
 				want int
 			}{
-				{"first100", eventstore.ProjectionQuery{Name: "p", Sort: eventstore.SortByReference, Limit: 100}, 100},
-				{"first100desc", eventstore.ProjectionQuery{Name: "p", Sort: eventstore.SortByReference, Descending: true, Limit: 100}, 100},
-				{"numbers100", eventstore.ProjectionQuery{Name: "p", Sort: eventstore.SortByReference, Limit: 100,
-					From: eventstore.Reference{Kind: eventstore.RefNumber, Number: float64(n / 2)}}, 100},
-				{"count", eventstore.ProjectionQuery{Name: "p"}, 0},
+				{"first100", storage.ProjectionQuery{Name: "p", Sort: storage.SortByReference, Limit: 100}, 100},
+				{"first100desc", storage.ProjectionQuery{Name: "p", Sort: storage.SortByReference, Descending: true, Limit: 100}, 100},
+				{"numbers100", storage.ProjectionQuery{Name: "p", Sort: storage.SortByReference, Limit: 100,
+					From: storage.Reference{Kind: storage.RefNumber, Number: float64(n / 2)}}, 100},
+				{"count", storage.ProjectionQuery{Name: "p"}, 0},
 			} {
 				b.Run(c.name, func(b *testing.B) {
 					for b.Loop() {

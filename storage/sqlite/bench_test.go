@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/eventkit-go/eventstore"
+	"github.com/eventkit-go/eventstore/storage"
 	"github.com/eventkit-go/eventstore/storage/sqlite"
 	"github.com/eventkit-go/eventstore/storage/storagetest"
 	"github.com/google/uuid"
@@ -287,7 +288,7 @@ func BenchmarkLoad1000(b *testing.B) {
 // BenchmarkSuite runs the backend-neutral benchmarks of storagetest, so the
 // figures compare with those of the other backends.
 func BenchmarkSuite(b *testing.B) {
-	storagetest.RunBenchmarks(b, func(tb testing.TB) eventstore.Storage { return openTemp(tb) })
+	storagetest.RunBenchmarks(b, func(tb testing.TB) storage.Storage { return openTemp(tb) })
 }
 
 // BenchmarkRebuild1M rebuilds a projection (set, add, inc per event) from

@@ -3,7 +3,7 @@ package sqlite_test
 import (
 	"testing"
 
-	"github.com/eventkit-go/eventstore"
+	"github.com/eventkit-go/eventstore/storage"
 	"github.com/eventkit-go/eventstore/storage/storagetest"
 )
 
@@ -13,5 +13,5 @@ import (
 //
 //	go test ./storage/sqlite -run '^$' -bench TypeFeed
 func BenchmarkTypeFeed(b *testing.B) {
-	storagetest.BenchmarkTypeFeed(b, func(tb testing.TB) eventstore.Storage { return openTemp(tb) })
+	storagetest.BenchmarkTypeFeed(b, func(tb testing.TB) storage.Storage { return openTemp(tb) })
 }

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/eventkit-go/eventstore"
+	"github.com/eventkit-go/eventstore/storage"
 	"github.com/eventkit-go/eventstore/storage/sqlite"
 )
 
@@ -42,7 +42,7 @@ func TestMigratesVersion1(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	page, err := s.ReadFeed(ctx, eventstore.FeedQuery{Limit: 100})
+	page, err := s.ReadFeed(ctx, storage.FeedQuery{Limit: 100})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -59,14 +59,14 @@ func TestMigratesVersion1(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []eventstore.FeedInfo{
+	want := []storage.FeedInfo{
 		{AggregateType: "invoice", AggregateCount: 1, BatchCount: 1, EventCount: 3},
 		{AggregateType: "order", AggregateCount: 2, BatchCount: 4, EventCount: 6},
 	}
 	if len(feeds) != 2 || feeds[0] != want[0] || feeds[1] != want[1] {
 		t.Fatalf("feeds: %+v, want %+v", feeds, want)
 	}
-	res, err := s.Append(ctx, request("order", "2", eventstore.ExpectVersion(1), 2))
+	res, err := s.Append(ctx, request("order", "2", storage.ExpectVersion(1), 2))
 	if err != nil || res.Version != 2 || res.Position != 11 {
 		t.Fatalf("append after migration: %+v, %v", res, err)
 	}
@@ -74,10 +74,10 @@ func TestMigratesVersion1(t *testing.T) {
 		t.Fatalf("order feed head %d, %v; want 5", head, err)
 	}
 	st, err := s.LoadProjection(ctx, "totals", "1")
-	if err != nil || string(st.Data) != `{"n":5}` || !st.CreatedAt.Equal(st.UpdatedAt) || st.Reference.Kind != eventstore.RefNone {
+	if err != nil || string(st.Data) != `{"n":5}` || !st.CreatedAt.Equal(st.UpdatedAt) || st.Reference.Kind != storage.RefNone {
 		t.Fatalf("migrated state: %+v, %v", st, err)
 	}
-	list, err := s.ListProjections(ctx, eventstore.ProjectionQuery{Name: "totals", Sort: eventstore.SortByUpdatedAt, Limit: 10})
+	list, err := s.ListProjections(ctx, storage.ProjectionQuery{Name: "totals", Sort: storage.SortByUpdatedAt, Limit: 10})
 	if err != nil || list.Total != 2 || len(list.States) != 2 || list.States[0].InstanceID != "2" {
 		t.Fatalf("migrated list: %+v, %v", list, err)
 	}
@@ -92,16 +92,16 @@ func TestPositionsAndFeedSequencesAreNotReused(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.Append(ctx, request("a", "1", eventstore.VersionCheck{}, 2)); err != nil {
+	if _, err := s.Append(ctx, request("a", "1", storage.VersionCheck{}, 2)); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.Append(ctx, request("b", "1", eventstore.VersionCheck{}, 3)); err != nil {
+	if _, err := s.Append(ctx, request("b", "1", storage.VersionCheck{}, 3)); err != nil {
 		t.Fatal(err)
 	}
 	if err := s.DeleteAggregate(ctx, "b", "1"); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.DeleteAggregate(ctx, "b", "1"); !errors.Is(err, eventstore.ErrNotFound) {
+	if err := s.DeleteAggregate(ctx, "b", "1"); !errors.Is(err, storage.ErrNotFound) {
 		t.Fatalf("second delete: %v, want ErrNotFound", err)
 	}
 	if head, err := s.FeedHead(ctx, ""); err != nil || head != 5 {
@@ -110,7 +110,7 @@ func TestPositionsAndFeedSequencesAreNotReused(t *testing.T) {
 	if head, err := s.FeedHead(ctx, "b"); err != nil || head != 1 {
 		t.Fatalf("head of a deleted type: %d, %v; want 1 (the head never goes down)", head, err)
 	}
-	if _, err := s.FeedHead(ctx, "never"); !errors.Is(err, eventstore.ErrNotFound) {
+	if _, err := s.FeedHead(ctx, "never"); !errors.Is(err, storage.ErrNotFound) {
 		t.Fatalf("head of an unknown type: %v, want ErrNotFound", err)
 	}
 	if err := s.Close(); err != nil {
@@ -121,25 +121,25 @@ func TestPositionsAndFeedSequencesAreNotReused(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	res, err := s.Append(ctx, request("b", "1", eventstore.ExpectVersion(0), 1))
+	res, err := s.Append(ctx, request("b", "1", storage.ExpectVersion(0), 1))
 	if err != nil || res.Position != 6 || res.Version != 1 {
 		t.Fatalf("append after deletion: %+v, %v; want position 6, version 1", res, err)
 	}
-	page, err := s.ReadFeed(ctx, eventstore.FeedQuery{Limit: 10, AggregateType: "b"})
+	page, err := s.ReadFeed(ctx, storage.FeedQuery{Limit: 10, AggregateType: "b"})
 	if err != nil || len(page.Events) != 1 || page.Events[0].FeedSequence != 2 || page.Events[0].Sequence != 1 {
 		t.Fatalf("feed of b: %+v, %v; want one event at feed sequence 2", page.Events, err)
 	}
 	if err := s.DeleteAggregateType(ctx, "a"); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.DeleteAggregateType(ctx, "a"); !errors.Is(err, eventstore.ErrNotFound) {
+	if err := s.DeleteAggregateType(ctx, "a"); !errors.Is(err, storage.ErrNotFound) {
 		t.Fatalf("second type delete: %v, want ErrNotFound", err)
 	}
 	feeds, err := s.Feeds(ctx)
-	if err != nil || len(feeds) != 1 || feeds[0] != (eventstore.FeedInfo{AggregateType: "b", AggregateCount: 1, BatchCount: 1, EventCount: 1}) {
+	if err != nil || len(feeds) != 1 || feeds[0] != (storage.FeedInfo{AggregateType: "b", AggregateCount: 1, BatchCount: 1, EventCount: 1}) {
 		t.Fatalf("feeds: %+v, %v", feeds, err)
 	}
-	res, err = s.Append(ctx, request("a", "1", eventstore.ExpectVersion(0), 1))
+	res, err = s.Append(ctx, request("a", "1", storage.ExpectVersion(0), 1))
 	if err != nil || res.Position != 7 {
 		t.Fatalf("append to a deleted type: %+v, %v", res, err)
 	}
@@ -152,29 +152,29 @@ func TestPositionsAndFeedSequencesAreNotReused(t *testing.T) {
 // also when it comes last, and the error names it.
 func TestAppendAllIsAtomic(t *testing.T) {
 	s := openTemp(t)
-	if _, err := s.Append(ctx, request("a", "taken", eventstore.VersionCheck{}, 1)); err != nil {
+	if _, err := s.Append(ctx, request("a", "taken", storage.VersionCheck{}, 1)); err != nil {
 		t.Fatal(err)
 	}
-	reqs := []eventstore.AppendRequest{
-		request("a", "1", eventstore.ExpectVersion(0), 3),
-		request("b", "2", eventstore.VersionCheck{}, 1),
-		request("a", "taken", eventstore.ExpectVersion(0), 2),
+	reqs := []storage.AppendRequest{
+		request("a", "1", storage.ExpectVersion(0), 3),
+		request("b", "2", storage.VersionCheck{}, 1),
+		request("a", "taken", storage.ExpectVersion(0), 2),
 	}
 	_, err := s.AppendAll(ctx, reqs)
-	var be *eventstore.BatchError
-	if !errors.As(err, &be) || be.Index != 2 || be.AggregateID != "taken" || !errors.Is(err, eventstore.ErrConflict) {
+	var be *storage.BatchError
+	if !errors.As(err, &be) || be.Index != 2 || be.AggregateID != "taken" || !errors.Is(err, storage.ErrConflict) {
 		t.Fatalf("AppendAll with a stale request: %v", err)
 	}
-	if page, err := s.ReadFeed(ctx, eventstore.FeedQuery{Limit: 10}); err != nil || len(page.Events) != 1 {
+	if page, err := s.ReadFeed(ctx, storage.FeedQuery{Limit: 10}); err != nil || len(page.Events) != 1 {
 		t.Fatalf("feed after a refused AppendAll: %d events, %v", len(page.Events), err)
 	}
-	reqs[2].ExpectedVersion = eventstore.ExpectVersion(1)
+	reqs[2].ExpectedVersion = storage.ExpectVersion(1)
 	reqs[2].Events[0].EncryptedData = "sealed\x00bytes"
 	results, err := s.AppendAll(ctx, reqs)
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []eventstore.AppendResult{{Version: 1, Position: 4}, {Version: 1, Position: 5}, {Version: 2, Position: 7}}
+	want := []storage.AppendResult{{Version: 1, Position: 4}, {Version: 1, Position: 5}, {Version: 2, Position: 7}}
 	for i := range want {
 		if results[i] != want[i] {
 			t.Errorf("result %d: %+v, want %+v", i, results[i], want[i])
@@ -185,7 +185,7 @@ func TestAppendAllIsAtomic(t *testing.T) {
 	if err != nil || !again[0].Duplicate || !again[2].Duplicate || again[2].Position != 7 {
 		t.Fatalf("retried AppendAll: %+v, %v", again, err)
 	}
-	agg, err := s.Load(ctx, eventstore.LoadQuery{AggregateType: "a", AggregateID: "taken"})
+	agg, err := s.Load(ctx, storage.LoadQuery{AggregateType: "a", AggregateID: "taken"})
 	if err != nil || len(agg.Events) != 3 || agg.Events[1].EncryptedData != "sealed\x00bytes" ||
 		agg.Events[1].FeedSequence != 3 || agg.Events[2].FeedSequence != 3 {
 		t.Fatalf("a/taken: %+v, %v", agg.Events, err)
@@ -196,7 +196,7 @@ func TestAppendAllIsAtomic(t *testing.T) {
 func TestLoadRange(t *testing.T) {
 	s := openTemp(t)
 	for v := range 5 {
-		if _, err := s.Append(ctx, request("a", "1", eventstore.ExpectVersion(int64(v)), v%2+1)); err != nil {
+		if _, err := s.Append(ctx, request("a", "1", storage.ExpectVersion(int64(v)), v%2+1)); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -205,7 +205,7 @@ func TestLoadRange(t *testing.T) {
 		after, limit int64
 		first, n     int64
 	}{{0, 0, 1, 7}, {1, 2, 2, 3}, {2, 0, 4, 4}, {4, 5, 7, 1}, {5, 0, 0, 0}, {9, 1, 0, 0}, {0, 1, 1, 1}} {
-		agg, err := s.Load(ctx, eventstore.LoadQuery{AggregateType: "a", AggregateID: "1", AfterVersion: c.after, Limit: c.limit})
+		agg, err := s.Load(ctx, storage.LoadQuery{AggregateType: "a", AggregateID: "1", AfterVersion: c.after, Limit: c.limit})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -213,7 +213,7 @@ func TestLoadRange(t *testing.T) {
 			t.Errorf("after %d limit %d: version %d, %d events; want %d from sequence %d", c.after, c.limit, agg.Version, len(agg.Events), c.n, c.first)
 		}
 	}
-	if _, err := s.Load(ctx, eventstore.LoadQuery{AggregateType: "a", AggregateID: "2", AfterVersion: 1}); !errors.Is(err, eventstore.ErrNotFound) {
+	if _, err := s.Load(ctx, storage.LoadQuery{AggregateType: "a", AggregateID: "2", AfterVersion: 1}); !errors.Is(err, storage.ErrNotFound) {
 		t.Fatalf("missing aggregate: %v", err)
 	}
 }

@@ -4,7 +4,7 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/eventkit-go/eventstore"
+	"github.com/eventkit-go/eventstore/storage"
 )
 
 // markPosition keeps the highest position assigned so far in the counters
@@ -14,7 +14,7 @@ const markPosition = `INSERT INTO counters (name, value)
 	SELECT 'position', coalesce(max(position), 0) FROM events WHERE true
 	ON CONFLICT (name) DO UPDATE SET value = max(value, excluded.value)`
 
-// DeleteAggregate implements eventstore.Storage, in one transaction on the
+// DeleteAggregate implements storage.Storage, in one transaction on the
 // write connection: the type's row in the feeds table is settled, the
 // events go, the type's counts go down, its feed sequence and the position
 // mark stay.
@@ -31,7 +31,7 @@ func (s *Storage) DeleteAggregate(ctx context.Context, aggregateType, aggregateI
 			return err
 		}
 		if events == 0 {
-			return fmt.Errorf("aggregate %s/%s: %w", aggregateType, aggregateID, eventstore.ErrNotFound)
+			return fmt.Errorf("aggregate %s/%s: %w", aggregateType, aggregateID, storage.ErrNotFound)
 		}
 		tx.exec(ctx, markPosition)
 		tx.exec(ctx, settleFeedQuery, aggregateType)
@@ -42,7 +42,7 @@ func (s *Storage) DeleteAggregate(ctx context.Context, aggregateType, aggregateI
 	}))
 }
 
-// DeleteAggregateType implements eventstore.Storage, as DeleteAggregate
+// DeleteAggregateType implements storage.Storage, as DeleteAggregate
 // does for every aggregate of the type.
 func (s *Storage) DeleteAggregateType(ctx context.Context, aggregateType string) error {
 	if err := s.check(ctx, "delete aggregate type"); err != nil {
@@ -56,7 +56,7 @@ func (s *Storage) DeleteAggregateType(ctx context.Context, aggregateType string)
 			return err
 		}
 		if n == 0 {
-			return fmt.Errorf("aggregate type %q: %w", aggregateType, eventstore.ErrNotFound)
+			return fmt.Errorf("aggregate type %q: %w", aggregateType, storage.ErrNotFound)
 		}
 		tx.exec(ctx, `UPDATE feeds SET aggregates = 0, batches = 0, events = 0 WHERE aggregate_type = ?`, aggregateType)
 		return tx.err

@@ -6,7 +6,7 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/eventkit-go/eventstore"
+	"github.com/eventkit-go/eventstore/storage"
 	"modernc.org/sqlite"
 	sqlite3 "modernc.org/sqlite/lib"
 )
@@ -20,14 +20,14 @@ func (s *Storage) fail(ctx context.Context, op string, err error) error {
 	if err == nil {
 		return nil
 	}
-	for _, sentinel := range []error{eventstore.ErrClosed, eventstore.ErrNotFound,
-		eventstore.ErrConflict, eventstore.ErrInvalid, eventstore.ErrUnavailable, eventstore.ErrFull} {
+	for _, sentinel := range []error{storage.ErrClosed, storage.ErrNotFound,
+		storage.ErrConflict, storage.ErrInvalid, storage.ErrUnavailable, storage.ErrFull} {
 		if errors.Is(err, sentinel) {
 			return err // already translated
 		}
 	}
 	if s.closed.Load() {
-		return fmt.Errorf("sqlite: %s: %w", op, eventstore.ErrClosed)
+		return fmt.Errorf("sqlite: %s: %w", op, storage.ErrClosed)
 	}
 	if ctxErr := ctx.Err(); ctxErr != nil {
 		return ctxErr
@@ -47,18 +47,18 @@ func classify(err error) error {
 	if errors.As(err, &e) {
 		switch e.Code() & 0xff { // primary result code
 		case sqlite3.SQLITE_CONSTRAINT:
-			return eventstore.ErrConflict
+			return storage.ErrConflict
 		case sqlite3.SQLITE_FULL: // the disk is full (ENOSPC) or max_page_count reached
-			return eventstore.ErrFull
+			return storage.ErrFull
 		case sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED, sqlite3.SQLITE_IOERR,
 			sqlite3.SQLITE_CANTOPEN, sqlite3.SQLITE_NOMEM,
 			sqlite3.SQLITE_PROTOCOL, sqlite3.SQLITE_READONLY, sqlite3.SQLITE_INTERRUPT:
-			return eventstore.ErrUnavailable
+			return storage.ErrUnavailable
 		}
 		return nil
 	}
 	if errors.Is(err, sql.ErrConnDone) {
-		return eventstore.ErrUnavailable
+		return storage.ErrUnavailable
 	}
 	return nil
 }

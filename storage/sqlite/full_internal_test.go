@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/eventkit-go/eventstore"
+	"github.com/eventkit-go/eventstore/storage"
 	"github.com/google/uuid"
 )
 
@@ -58,13 +59,13 @@ func TestFullDisk(t *testing.T) {
 		t.Fatal(err)
 	}
 	err = save("o-3", 64<<10)
-	if !errors.Is(err, eventstore.ErrFull) || errors.Is(err, eventstore.ErrUnavailable) {
+	if !errors.Is(err, storage.ErrFull) || errors.Is(err, storage.ErrUnavailable) {
 		t.Fatalf("save on a full file: %v, want ErrFull", err)
 	}
 	if !st.OutOfSpace() {
 		t.Error("OutOfSpace is false after a save failed with ErrFull")
 	}
-	if _, err := st.Load(ctx, "order", "o-3"); !errors.Is(err, eventstore.ErrNotFound) {
+	if _, err := st.Load(ctx, "order", "o-3"); !errors.Is(err, storage.ErrNotFound) {
 		t.Errorf("load of the refused save: %v, want ErrNotFound", err)
 	}
 	// o-2 cannot be applied: the query answers what the projection holds.

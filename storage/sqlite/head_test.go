@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/eventkit-go/eventstore"
+	"github.com/eventkit-go/eventstore/storage"
 	"github.com/eventkit-go/eventstore/storage/sqlite"
 )
 
@@ -34,7 +34,7 @@ func TestTwoWritersOnOneFile(t *testing.T) {
 		for k, s := range stores {
 			typ := []string{"a", "b"}[(i+k)%2]
 			n := 1 + i%3
-			res, err := s.Append(ctx, request(typ, fmt.Sprint(k, "-", i), eventstore.ExpectVersion(0), n))
+			res, err := s.Append(ctx, request(typ, fmt.Sprint(k, "-", i), storage.ExpectVersion(0), n))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -48,7 +48,7 @@ func TestTwoWritersOnOneFile(t *testing.T) {
 				t.Fatalf("round %d, store %d: feed head of %s %d, %v; want %d", i, k, typ, head, err, feedSeq[typ])
 			}
 			// One aggregate both write to, with version checks.
-			res, err = s.Append(ctx, request("b", "shared", eventstore.ExpectVersion(shared), 2))
+			res, err = s.Append(ctx, request("b", "shared", storage.ExpectVersion(shared), 2))
 			if err != nil {
 				t.Fatalf("round %d, store %d: shared aggregate at %d: %v", i, k, shared, err)
 			}
@@ -82,7 +82,7 @@ func TestTwoWritersOnOneFile(t *testing.T) {
 			}
 		}
 	}
-	page, err := stores[0].ReadFeed(ctx, eventstore.FeedQuery{Limit: 1000})
+	page, err := stores[0].ReadFeed(ctx, storage.FeedQuery{Limit: 1000})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -95,7 +95,7 @@ func TestTwoWritersOnOneFile(t *testing.T) {
 		}
 	}
 	for _, typ := range []string{"a", "b"} {
-		page, err := stores[1].ReadFeed(ctx, eventstore.FeedQuery{Limit: 1000, AggregateType: typ})
+		page, err := stores[1].ReadFeed(ctx, storage.FeedQuery{Limit: 1000, AggregateType: typ})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -130,25 +130,25 @@ func TestTwoWritersOnOneFile(t *testing.T) {
 func TestAppendAfterDeleteInOneStorage(t *testing.T) {
 	s := openTemp(t)
 	for v := range int64(2) {
-		if _, err := s.Append(ctx, request("a", "1", eventstore.ExpectVersion(v), 2)); err != nil {
+		if _, err := s.Append(ctx, request("a", "1", storage.ExpectVersion(v), 2)); err != nil {
 			t.Fatal(err)
 		}
 	}
 	if err := s.DeleteAggregate(ctx, "a", "1"); err != nil {
 		t.Fatal(err)
 	}
-	res, err := s.Append(ctx, request("a", "1", eventstore.ExpectVersion(0), 1))
+	res, err := s.Append(ctx, request("a", "1", storage.ExpectVersion(0), 1))
 	if err != nil || res.Version != 1 || res.Position != 5 {
 		t.Fatalf("after delete: %+v, %v; want version 1 at position 5", res, err)
 	}
 	if err := s.DeleteAggregateType(ctx, "a"); err != nil {
 		t.Fatal(err)
 	}
-	res, err = s.Append(ctx, request("a", "1", eventstore.ExpectVersion(0), 1))
+	res, err = s.Append(ctx, request("a", "1", storage.ExpectVersion(0), 1))
 	if err != nil || res.Version != 1 || res.Position != 6 {
 		t.Fatalf("after type delete: %+v, %v; want version 1 at position 6", res, err)
 	}
-	agg, err := s.Load(ctx, eventstore.LoadQuery{AggregateType: "a", AggregateID: "1"})
+	agg, err := s.Load(ctx, storage.LoadQuery{AggregateType: "a", AggregateID: "1"})
 	if err != nil || len(agg.Events) != 1 || agg.Events[0].Sequence != 1 {
 		t.Fatalf("load: %+v, %v", agg, err)
 	}
@@ -173,7 +173,7 @@ func TestFeedCountsBetweenSettlements(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		got := map[string]eventstore.FeedInfo{}
+		got := map[string]storage.FeedInfo{}
 		for _, f := range feeds {
 			got[f.AggregateType] = f
 		}
@@ -190,7 +190,7 @@ func TestFeedCountsBetweenSettlements(t *testing.T) {
 	appendTo := func(typ, id string, n int) {
 		t.Helper()
 		key := typ + "/" + id
-		if _, err := s.Append(ctx, request(typ, id, eventstore.ExpectVersion(versions[key]), n)); err != nil {
+		if _, err := s.Append(ctx, request(typ, id, storage.ExpectVersion(versions[key]), n)); err != nil {
 			t.Fatal(err)
 		}
 		c := model[typ]
@@ -214,7 +214,7 @@ func TestFeedCountsBetweenSettlements(t *testing.T) {
 			// Delete an aggregate of a whose batches are partly unsettled.
 			id := fmt.Sprint(i % 7)
 			c := model["a"]
-			agg, err := s.Load(ctx, eventstore.LoadQuery{AggregateType: "a", AggregateID: id})
+			agg, err := s.Load(ctx, storage.LoadQuery{AggregateType: "a", AggregateID: id})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -9,7 +9,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/eventkit-go/eventstore"
+	"github.com/eventkit-go/eventstore/storage"
 )
 
 // stateColumns are the columns scanState reads, in order.
@@ -27,11 +27,11 @@ const (
 
 // refColumns returns the stored columns of r. A kind this package does not
 // know is stored as none.
-func refColumns(r eventstore.Reference) (rank int, num float64, text, decimal string) {
+func refColumns(r storage.Reference) (rank int, num float64, text, decimal string) {
 	switch r.Kind {
-	case eventstore.RefNumber:
+	case storage.RefNumber:
 		return rankNumber, r.Number, "", r.Text
-	case eventstore.RefText:
+	case storage.RefText:
 		return rankText, 0, r.Text, ""
 	}
 	return rankNone, 0, "", ""
@@ -39,24 +39,24 @@ func refColumns(r eventstore.Reference) (rank int, num float64, text, decimal st
 
 // scanState reads one row of stateColumns into the state of projection
 // name.
-func scanState(row interface{ Scan(...any) error }, name string) (eventstore.ProjectionState, error) {
-	st := eventstore.ProjectionState{Name: name}
+func scanState(row interface{ Scan(...any) error }, name string) (storage.ProjectionState, error) {
+	st := storage.ProjectionState{Name: name}
 	var data []byte
 	var created, updated int64
 	var rank int
 	var num float64
 	var text, decimal string
 	if err := row.Scan(&st.InstanceID, &data, &st.Position, &created, &updated, &rank, &num, &text, &decimal); err != nil {
-		return eventstore.ProjectionState{}, err
+		return storage.ProjectionState{}, err
 	}
 	st.Data = data
 	st.CreatedAt = time.UnixMicro(created).UTC()
 	st.UpdatedAt = time.UnixMicro(updated).UTC()
 	switch rank {
 	case rankNumber:
-		st.Reference = eventstore.Reference{Kind: eventstore.RefNumber, Number: num, Text: decimal}
+		st.Reference = storage.Reference{Kind: storage.RefNumber, Number: num, Text: decimal}
 	case rankText:
-		st.Reference = eventstore.Reference{Kind: eventstore.RefText, Text: text}
+		st.Reference = storage.Reference{Kind: storage.RefText, Text: text}
 	}
 	return st, nil
 }
@@ -70,13 +70,13 @@ func placeholders(n int) string {
 	return strings.TrimSuffix(strings.Repeat("?, ", n), ", ")
 }
 
-// LoadProjections implements eventstore.Storage: one query per 10,000 ids,
+// LoadProjections implements storage.Storage: one query per 10,000 ids,
 // from one snapshot.
-func (s *Storage) LoadProjections(ctx context.Context, name string, ids []string) ([]eventstore.ProjectionState, error) {
+func (s *Storage) LoadProjections(ctx context.Context, name string, ids []string) ([]storage.ProjectionState, error) {
 	if err := s.check(ctx, "get projection states"); err != nil {
 		return nil, err
 	}
-	found := make(map[string]eventstore.ProjectionState, len(ids))
+	found := make(map[string]storage.ProjectionState, len(ids))
 	err := s.readTx(ctx, func(tx *sql.Tx) error {
 		for start := 0; start < len(ids); start += maxParams {
 			chunk := ids[start:min(start+maxParams, len(ids))]
@@ -107,7 +107,7 @@ func (s *Storage) LoadProjections(ctx context.Context, name string, ids []string
 	if err != nil {
 		return nil, s.fail(ctx, "get projection states", err)
 	}
-	states := make([]eventstore.ProjectionState, 0, len(found))
+	states := make([]storage.ProjectionState, 0, len(found))
 	for _, id := range ids {
 		if st, ok := found[id]; ok {
 			states = append(states, st)
@@ -128,31 +128,31 @@ func (s *Storage) readTx(ctx context.Context, fn func(tx *sql.Tx) error) error {
 
 // sortColumns are the ORDER BY columns of each sort; every list ends with
 // the instance id, and each is the tail of an index on (name, …).
-var sortColumns = map[eventstore.ProjectionSort][]string{
-	eventstore.SortByID:        {"instance_id"},
-	eventstore.SortByReference: {"ref_rank", "ref_num", "ref_text", "instance_id"},
-	eventstore.SortByCreatedAt: {"created_at", "instance_id"},
-	eventstore.SortByUpdatedAt: {"updated_at", "instance_id"},
+var sortColumns = map[storage.ProjectionSort][]string{
+	storage.SortByID:        {"instance_id"},
+	storage.SortByReference: {"ref_rank", "ref_num", "ref_text", "instance_id"},
+	storage.SortByCreatedAt: {"created_at", "instance_id"},
+	storage.SortByUpdatedAt: {"updated_at", "instance_id"},
 }
 
-// ListProjections implements eventstore.Storage with two statements on one
+// ListProjections implements storage.Storage with two statements on one
 // snapshot: a count of the matches and the page. Filters on the reference
 // and every sort are ranges of an index that starts with the projection
 // name, so a page costs about Skip+Limit index entries, whatever the number
 // of instances. Without a filter the count is the one CommitProjection
 // keeps with the definition; with one, counting visits the matching
 // entries of an index.
-func (s *Storage) ListProjections(ctx context.Context, q eventstore.ProjectionQuery) (eventstore.ProjectionList, error) {
+func (s *Storage) ListProjections(ctx context.Context, q storage.ProjectionQuery) (storage.ProjectionList, error) {
 	if err := s.check(ctx, "list projection states"); err != nil {
-		return eventstore.ProjectionList{}, err
+		return storage.ProjectionList{}, err
 	}
 	cols, ok := sortColumns[q.Sort]
 	if !ok {
-		return eventstore.ProjectionList{}, fmt.Errorf("sqlite: list projection states: unknown sort %d: %w", q.Sort, eventstore.ErrInvalid)
+		return storage.ProjectionList{}, fmt.Errorf("sqlite: list projection states: unknown sort %d: %w", q.Sort, storage.ErrInvalid)
 	}
 	where, args, err := listFilter(q)
 	if err != nil {
-		return eventstore.ProjectionList{}, fmt.Errorf("sqlite: list projection states: %w", err)
+		return storage.ProjectionList{}, fmt.Errorf("sqlite: list projection states: %w", err)
 	}
 	var order strings.Builder
 	for i, c := range cols {
@@ -164,7 +164,7 @@ func (s *Storage) ListProjections(ctx context.Context, q eventstore.ProjectionQu
 			order.WriteString(" DESC")
 		}
 	}
-	list := eventstore.ProjectionList{States: []eventstore.ProjectionState{}}
+	list := storage.ProjectionList{States: []storage.ProjectionState{}}
 	err = s.readTx(ctx, func(tx *sql.Tx) error {
 		if len(args) == 1 {
 			// No filter: the count kept with the definition.
@@ -195,13 +195,13 @@ func (s *Storage) ListProjections(ctx context.Context, q eventstore.ProjectionQu
 		return closeRows(rows)
 	})
 	if err != nil {
-		return eventstore.ProjectionList{}, s.fail(ctx, "list projection states", err)
+		return storage.ProjectionList{}, s.fail(ctx, "list projection states", err)
 	}
 	return list, nil
 }
 
 // listFilter returns the WHERE clause of q and its arguments.
-func listFilter(q eventstore.ProjectionQuery) (string, []any, error) {
+func listFilter(q storage.ProjectionQuery) (string, []any, error) {
 	var where strings.Builder
 	where.WriteString("name = ?")
 	args := []any{q.Name}
@@ -220,16 +220,16 @@ func listFilter(q eventstore.ProjectionQuery) (string, []any, error) {
 		where.WriteString(" AND instance_id IN (SELECT value FROM json_each(?))")
 		args = append(args, string(ids))
 	}
-	ref := func(r eventstore.Reference, op string) {
-		if r.Kind == eventstore.RefNone {
+	ref := func(r storage.Reference, op string) {
+		if r.Kind == storage.RefNone {
 			return
 		}
 		rank, num, text, _ := refColumns(r)
 		switch r.Kind {
-		case eventstore.RefNumber:
+		case storage.RefNumber:
 			where.WriteString(" AND ref_rank = ? AND ref_num " + op + " ?")
 			args = append(args, rank, num)
-		case eventstore.RefText:
+		case storage.RefText:
 			where.WriteString(" AND ref_rank = ? AND ref_text " + op + " ?")
 			args = append(args, rank, text)
 		default: // a kind no instance has

@@ -7,12 +7,12 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/eventkit-go/eventstore"
 	"github.com/eventkit-go/eventstore/internal/safetext"
+	"github.com/eventkit-go/eventstore/storage"
 )
 
-// CreateDefinition implements eventstore.Storage.
-func (s *Storage) CreateDefinition(ctx context.Context, def eventstore.DefinitionRecord) error {
+// CreateDefinition implements storage.Storage.
+func (s *Storage) CreateDefinition(ctx context.Context, def storage.DefinitionRecord) error {
 	if err := s.check(ctx, "create projection"); err != nil {
 		return err
 	}
@@ -20,7 +20,7 @@ func (s *Storage) CreateDefinition(ctx context.Context, def eventstore.Definitio
 		`INSERT INTO definitions (name, spec, created_at, checkpoint) VALUES (?, ?, ?, 0)`,
 		def.Name, blob(def.Spec), def.CreatedAt.UnixMicro())
 	if isConstraint(err) {
-		return fmt.Errorf("sqlite: projection %q exists: %w", def.Name, eventstore.ErrConflict)
+		return fmt.Errorf("sqlite: projection %q exists: %w", def.Name, storage.ErrConflict)
 	}
 	return s.fail(ctx, "create projection", err)
 }
@@ -33,23 +33,23 @@ func blob(b []byte) []byte {
 	return b
 }
 
-// Definition implements eventstore.Storage.
-func (s *Storage) Definition(ctx context.Context, name string) (eventstore.DefinitionRecord, error) {
+// Definition implements storage.Storage.
+func (s *Storage) Definition(ctx context.Context, name string) (storage.DefinitionRecord, error) {
 	if err := s.check(ctx, "get projection"); err != nil {
-		return eventstore.DefinitionRecord{}, err
+		return storage.DefinitionRecord{}, err
 	}
 	defs, err := s.definitions(ctx, name)
 	if err != nil {
-		return eventstore.DefinitionRecord{}, s.fail(ctx, "get projection", err)
+		return storage.DefinitionRecord{}, s.fail(ctx, "get projection", err)
 	}
 	if len(defs) == 0 {
-		return eventstore.DefinitionRecord{}, fmt.Errorf("projection %q: %w", name, eventstore.ErrNotFound)
+		return storage.DefinitionRecord{}, fmt.Errorf("projection %q: %w", name, storage.ErrNotFound)
 	}
 	return defs[0], nil
 }
 
-// Definitions implements eventstore.Storage.
-func (s *Storage) Definitions(ctx context.Context) ([]eventstore.DefinitionRecord, error) {
+// Definitions implements storage.Storage.
+func (s *Storage) Definitions(ctx context.Context) ([]storage.DefinitionRecord, error) {
 	if err := s.check(ctx, "list projections"); err != nil {
 		return nil, err
 	}
@@ -58,14 +58,14 @@ func (s *Storage) Definitions(ctx context.Context) ([]eventstore.DefinitionRecor
 		return nil, s.fail(ctx, "list projections", err)
 	}
 	if defs == nil {
-		defs = []eventstore.DefinitionRecord{}
+		defs = []storage.DefinitionRecord{}
 	}
 	return defs, nil
 }
 
 // definitions reads the definition named name, or all of them when name is
 // empty, ordered by name, with their errors, from one snapshot.
-func (s *Storage) definitions(ctx context.Context, name string) ([]eventstore.DefinitionRecord, error) {
+func (s *Storage) definitions(ctx context.Context, name string) ([]storage.DefinitionRecord, error) {
 	tx, err := s.readDB.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
 	if err != nil {
 		return nil, err
@@ -77,10 +77,10 @@ func (s *Storage) definitions(ctx context.Context, name string) ([]eventstore.De
 	if err != nil {
 		return nil, err
 	}
-	var defs []eventstore.DefinitionRecord
+	var defs []storage.DefinitionRecord
 	index := make(map[string]int)
 	for rows.Next() {
-		var d eventstore.DefinitionRecord
+		var d storage.DefinitionRecord
 		var spec []byte
 		var created int64
 		if err := rows.Scan(&d.Name, &spec, &created, &d.Checkpoint); err != nil {
@@ -105,7 +105,7 @@ func (s *Storage) definitions(ctx context.Context, name string) ([]eventstore.De
 	}
 	for rows.Next() {
 		var n string
-		var pe eventstore.ProjectionError
+		var pe storage.ProjectionError
 		if err := rows.Scan(&n, &pe.Position, &pe.EventID, &pe.EventType, &pe.InstanceID, &pe.Message); err != nil {
 			rows.Close()
 			return nil, err
@@ -120,35 +120,35 @@ func (s *Storage) definitions(ctx context.Context, name string) ([]eventstore.De
 	return defs, nil
 }
 
-// LoadProjection implements eventstore.Storage.
-func (s *Storage) LoadProjection(ctx context.Context, name, instanceID string) (eventstore.ProjectionState, error) {
+// LoadProjection implements storage.Storage.
+func (s *Storage) LoadProjection(ctx context.Context, name, instanceID string) (storage.ProjectionState, error) {
 	if err := s.check(ctx, "get projection state"); err != nil {
-		return eventstore.ProjectionState{}, err
+		return storage.ProjectionState{}, err
 	}
 	row := s.readDB.QueryRowContext(ctx, `SELECT `+stateColumns+` FROM projection_states
 		WHERE name = ? AND instance_id = ?`, name, instanceID)
 	st, err := scanState(row, name)
 	if errors.Is(err, sql.ErrNoRows) {
-		return eventstore.ProjectionState{}, fmt.Errorf("projection %q instance %q: %w", name, instanceID, eventstore.ErrNotFound)
+		return storage.ProjectionState{}, fmt.Errorf("projection %q instance %q: %w", name, instanceID, storage.ErrNotFound)
 	}
 	if err != nil {
-		return eventstore.ProjectionState{}, s.fail(ctx, "get projection state", err)
+		return storage.ProjectionState{}, s.fail(ctx, "get projection state", err)
 	}
 	return st, nil
 }
 
-// CommitProjection implements eventstore.Storage, in one transaction: the
+// CommitProjection implements storage.Storage, in one transaction: the
 // checkpoint moves only if it still is c.From (compare-and-set), together
 // with the states, deletions and errors; old errors beyond the last
-// eventstore.MaxRecordedErrors are trimmed.
-func (s *Storage) CommitProjection(ctx context.Context, c eventstore.ProjectionCommit) error {
+// storage.MaxRecordedErrors are trimmed.
+func (s *Storage) CommitProjection(ctx context.Context, c storage.ProjectionCommit) error {
 	if err := s.check(ctx, "commit projection"); err != nil {
 		return err
 	}
 	return s.fail(ctx, "commit projection", s.commitProjection(ctx, c))
 }
 
-func (s *Storage) commitProjection(ctx context.Context, c eventstore.ProjectionCommit) error {
+func (s *Storage) commitProjection(ctx context.Context, c storage.ProjectionCommit) error {
 	tx, err := s.writeDB.BeginTx(ctx, nil)
 	if err != nil {
 		return err
@@ -167,15 +167,15 @@ AND (?4 IS NULL OR spec = ?4)`,
 		var spec []byte
 		err := tx.QueryRowContext(ctx, `SELECT checkpoint, spec FROM definitions WHERE name = ?`, c.Name).Scan(&at, &spec)
 		if errors.Is(err, sql.ErrNoRows) {
-			return fmt.Errorf("sqlite: projection %q: %w", c.Name, eventstore.ErrNotFound)
+			return fmt.Errorf("sqlite: projection %q: %w", c.Name, storage.ErrNotFound)
 		}
 		if err != nil {
 			return err
 		}
 		if at == c.From {
-			return fmt.Errorf("sqlite: projection %q was replaced: %w", c.Name, eventstore.ErrConflict)
+			return fmt.Errorf("sqlite: projection %q was replaced: %w", c.Name, storage.ErrConflict)
 		}
-		return fmt.Errorf("sqlite: projection %q checkpoint is %d, not %d: %w", c.Name, at, c.From, eventstore.ErrConflict)
+		return fmt.Errorf("sqlite: projection %q checkpoint is %d, not %d: %w", c.Name, at, c.From, storage.ErrConflict)
 	}
 	// added counts the instances the commit creates, less those it
 	// removes, for definitions.instances.
@@ -267,7 +267,7 @@ AND (?4 IS NULL OR spec = ?4)`,
 		// MaxRecordedErrors-th newest (nothing when there are fewer).
 		if _, err := tx.ExecContext(ctx, `DELETE FROM projection_errors WHERE name = ?1 AND id <
 			(SELECT id FROM projection_errors WHERE name = ?1 ORDER BY id DESC LIMIT 1 OFFSET ?2)`,
-			c.Name, eventstore.MaxRecordedErrors-1); err != nil {
+			c.Name, storage.MaxRecordedErrors-1); err != nil {
 			return err
 		}
 	}
@@ -278,7 +278,7 @@ AND (?4 IS NULL OR spec = ?4)`,
 	return nil
 }
 
-// DeleteDefinition implements eventstore.Storage, in one transaction.
+// DeleteDefinition implements storage.Storage, in one transaction.
 func (s *Storage) DeleteDefinition(ctx context.Context, name string) error {
 	if err := s.check(ctx, "delete projection"); err != nil {
 		return err
@@ -288,13 +288,13 @@ func (s *Storage) DeleteDefinition(ctx context.Context, name string) error {
 		tx.exec(ctx, `DELETE FROM projection_states WHERE name = ?`, name)
 		n, err := tx.affected(ctx, `DELETE FROM definitions WHERE name = ?`, name)
 		if err == nil && n == 0 {
-			return fmt.Errorf("projection %q: %w", name, eventstore.ErrNotFound)
+			return fmt.Errorf("projection %q: %w", name, storage.ErrNotFound)
 		}
 		return err
 	}))
 }
 
-// ResetProjection implements eventstore.Storage, in one transaction.
+// ResetProjection implements storage.Storage, in one transaction.
 func (s *Storage) ResetProjection(ctx context.Context, name string) error {
 	if err := s.check(ctx, "reset projection"); err != nil {
 		return err
@@ -302,7 +302,7 @@ func (s *Storage) ResetProjection(ctx context.Context, name string) error {
 	return s.fail(ctx, "reset projection "+name, s.inTx(ctx, func(tx *txn) error {
 		n, err := tx.affected(ctx, `UPDATE definitions SET checkpoint = 0, instances = 0 WHERE name = ?`, name)
 		if err == nil && n == 0 {
-			return fmt.Errorf("projection %q: %w", name, eventstore.ErrNotFound)
+			return fmt.Errorf("projection %q: %w", name, storage.ErrNotFound)
 		}
 		tx.exec(ctx, `DELETE FROM projection_errors WHERE name = ?`, name)
 		tx.exec(ctx, `DELETE FROM projection_states WHERE name = ?`, name)
@@ -310,7 +310,7 @@ func (s *Storage) ResetProjection(ctx context.Context, name string) error {
 	}))
 }
 
-// RenameProjection implements eventstore.Storage, in one transaction. The
+// RenameProjection implements storage.Storage, in one transaction. The
 // foreign keys of states and errors are checked at its commit, once the
 // definition and its rows all carry the new name.
 func (s *Storage) RenameProjection(ctx context.Context, from, to string) error {
@@ -324,7 +324,7 @@ func (s *Storage) RenameProjection(ctx context.Context, from, to string) error {
 			return err
 		}
 		if found == 0 {
-			return fmt.Errorf("projection %q: %w", from, eventstore.ErrNotFound)
+			return fmt.Errorf("projection %q: %w", from, storage.ErrNotFound)
 		}
 		if from == to {
 			return nil

@@ -9,7 +9,7 @@ import (
 	"math"
 	"time"
 
-	"github.com/eventkit-go/eventstore"
+	"github.com/eventkit-go/eventstore/storage"
 )
 
 // eventColumns are the columns scanner.event reads, in order; feedColumns
@@ -46,15 +46,15 @@ const (
 // errStop ends a rawQuery early without an error.
 var errStop = errors.New("stop")
 
-// Load implements eventstore.Storage. It is one index range scan of the
+// Load implements storage.Storage. It is one index range scan of the
 // aggregate's events, so its cost does not depend on the size of the store.
 // A version range starts the scan at sequence q.AfterVersion (every version
 // has at least one event, so that sequence is not past the range) and stops
 // it after the range; the current version then comes from the same
 // snapshot.
-func (s *Storage) Load(ctx context.Context, q eventstore.LoadQuery) (eventstore.Aggregate, error) {
+func (s *Storage) Load(ctx context.Context, q storage.LoadQuery) (storage.Aggregate, error) {
 	if err := s.check(ctx, "load"); err != nil {
-		return eventstore.Aggregate{}, err
+		return storage.Aggregate{}, err
 	}
 	after := max(q.AfterVersion, 0)
 	last := int64(math.MaxInt64)
@@ -65,7 +65,7 @@ func (s *Storage) Load(ctx context.Context, q eventstore.LoadQuery) (eventstore.
 	// budget may end it early.
 	whole := after == 0 && last == math.MaxInt64 && q.MaxBytes <= 0
 	var size int64 // of the events read, with MaxBytes
-	var events []eventstore.Event
+	var events []storage.Event
 	var version int64
 	var sc scanner
 	args := []driver.NamedValue{{Ordinal: 1, Value: q.AggregateType}, {Ordinal: 2, Value: q.AggregateID}, {Ordinal: 3, Value: after}}
@@ -103,7 +103,7 @@ func (s *Storage) Load(ctx context.Context, q eventstore.LoadQuery) (eventstore.
 			e := sc.event(r)
 			e.AggregateType, e.AggregateID = q.AggregateType, q.AggregateID
 			events = append(events, e)
-			size += eventstore.EventBytes(&e)
+			size += storage.EventBytes(&e)
 			return nil
 		})
 		if errors.Is(err, errStop) {
@@ -112,25 +112,25 @@ func (s *Storage) Load(ctx context.Context, q eventstore.LoadQuery) (eventstore.
 		return err
 	})
 	if err != nil {
-		return eventstore.Aggregate{}, s.fail(ctx, "load", err)
+		return storage.Aggregate{}, s.fail(ctx, "load", err)
 	}
 	if whole && len(events) > 0 {
 		version = events[len(events)-1].Version
 	}
 	if version == 0 {
-		return eventstore.Aggregate{}, fmt.Errorf("aggregate %s/%s: %w", q.AggregateType, q.AggregateID, eventstore.ErrNotFound)
+		return storage.Aggregate{}, fmt.Errorf("aggregate %s/%s: %w", q.AggregateType, q.AggregateID, storage.ErrNotFound)
 	}
-	return eventstore.Aggregate{Type: q.AggregateType, ID: q.AggregateID, Version: version, Events: events}, nil
+	return storage.Aggregate{Type: q.AggregateType, ID: q.AggregateID, Version: version, Events: events}, nil
 }
 
-// ReadFeed implements eventstore.Storage. Positions are assigned by the
+// ReadFeed implements storage.Storage. Positions are assigned by the
 // single writer and a transaction's events become visible together at
 // commit, so every position up to the highest visible one is visible: the
 // feed has no in-flight gaps. The page and its Head come from one read
 // transaction, that is one snapshot.
-func (s *Storage) ReadFeed(ctx context.Context, q eventstore.FeedQuery) (eventstore.FeedPage, error) {
+func (s *Storage) ReadFeed(ctx context.Context, q storage.FeedQuery) (storage.FeedPage, error) {
 	if err := s.check(ctx, "read feed"); err != nil {
-		return eventstore.FeedPage{}, err
+		return storage.FeedPage{}, err
 	}
 	limit := max(q.Limit, 1)
 	after := max(q.After, 0)
@@ -145,9 +145,9 @@ func (s *Storage) ReadFeed(ctx context.Context, q eventstore.FeedQuery) (eventst
 		args = []driver.NamedValue{{Ordinal: 1, Value: q.AggregateType}, {Ordinal: 2, Value: max(q.AfterFeedSequence, 0) + 1},
 			{Ordinal: 3, Value: after}, {Ordinal: 4, Value: int64(limit)}}
 	case q.AfterFeedSequence > 0:
-		return eventstore.FeedPage{}, fmt.Errorf("sqlite: read feed: a feed sequence needs an aggregate type: %w", eventstore.ErrInvalid)
+		return storage.FeedPage{}, fmt.Errorf("sqlite: read feed: a feed sequence needs an aggregate type: %w", storage.ErrInvalid)
 	}
-	page := eventstore.FeedPage{Head: after}
+	page := storage.FeedPage{Head: after}
 	err := s.reads.with(ctx, s.readDB, func(dc *rawConn) error {
 		tx, err := rawBegin(ctx, dc)
 		if err != nil {
@@ -171,7 +171,7 @@ func (s *Storage) ReadFeed(ctx context.Context, q eventstore.FeedQuery) (eventst
 				return errStop
 			}
 			page.Events = append(page.Events, sc.event(r))
-			size += eventstore.EventBytes(&page.Events[len(page.Events)-1])
+			size += storage.EventBytes(&page.Events[len(page.Events)-1])
 			return nil
 		})
 		if err != nil && !errors.Is(err, errStop) {
@@ -188,12 +188,12 @@ func (s *Storage) ReadFeed(ctx context.Context, q eventstore.FeedQuery) (eventst
 		})
 	})
 	if err != nil {
-		return eventstore.FeedPage{}, s.fail(ctx, "read feed", err)
+		return storage.FeedPage{}, s.fail(ctx, "read feed", err)
 	}
 	return page, nil
 }
 
-// FeedHead implements eventstore.Storage: the highest position ever
+// FeedHead implements storage.Storage: the highest position ever
 // assigned (kept across deletions), or the type's latest feed sequence:
 // its latest batch's, or the one settled in the feeds table, which
 // deletions keep. A type whose events were all deleted keeps its
@@ -211,7 +211,7 @@ func (s *Storage) FeedHead(ctx context.Context, aggregateType string) (int64, er
 		err = s.readDB.QueryRowContext(ctx,
 			`SELECT max(feed_sequence, `+latestFeedSequence+`) FROM feeds WHERE aggregate_type = ?`, aggregateType).Scan(&head)
 		if errors.Is(err, sql.ErrNoRows) {
-			return 0, fmt.Errorf("sqlite: feed %q: %w", aggregateType, eventstore.ErrNotFound)
+			return 0, fmt.Errorf("sqlite: feed %q: %w", aggregateType, storage.ErrNotFound)
 		}
 	}
 	if err != nil {
@@ -220,10 +220,10 @@ func (s *Storage) FeedHead(ctx context.Context, aggregateType string) (int64, er
 	return head, nil
 }
 
-// Feeds implements eventstore.Storage, from the counts the feeds table
+// Feeds implements storage.Storage, from the counts the feeds table
 // keeps and those of the batches not settled there yet (see
 // settleFeedQuery).
-func (s *Storage) Feeds(ctx context.Context) ([]eventstore.FeedInfo, error) {
+func (s *Storage) Feeds(ctx context.Context) ([]storage.FeedInfo, error) {
 	if err := s.check(ctx, "feeds"); err != nil {
 		return nil, err
 	}
@@ -238,9 +238,9 @@ func (s *Storage) Feeds(ctx context.Context) ([]eventstore.FeedInfo, error) {
 	if err != nil {
 		return nil, s.fail(ctx, "feeds", err)
 	}
-	feeds := []eventstore.FeedInfo{}
+	feeds := []storage.FeedInfo{}
 	for rows.Next() {
-		var f eventstore.FeedInfo
+		var f storage.FeedInfo
 		if err := rows.Scan(&f.AggregateType, &f.AggregateCount, &f.BatchCount, &f.EventCount); err != nil {
 			rows.Close()
 			return nil, s.fail(ctx, "feeds", err)
@@ -295,8 +295,8 @@ func (sc *scanner) copyData(d []byte) []byte {
 }
 
 // event converts one row of eventColumns or feedColumns.
-func (sc *scanner) event(r *rawRow) eventstore.Event {
-	e := eventstore.Event{
+func (sc *scanner) event(r *rawRow) storage.Event {
+	e := storage.Event{
 		ID:           r.string(0),
 		Type:         sc.intern(r.string(1)),
 		Data:         sc.copyData(r.bytes(2)),

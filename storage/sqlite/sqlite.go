@@ -1,4 +1,4 @@
-// Package sqlite is a durable, embedded eventstore.Storage on a single
+// Package sqlite is a durable, embedded storage.Storage on a single
 // SQLite file, through the pure-Go driver modernc.org/sqlite (no cgo).
 //
 // Durability: the database runs in WAL mode with synchronous=FULL, so a save
@@ -43,8 +43,8 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/eventkit-go/eventstore"
 	"github.com/eventkit-go/eventstore/internal/groupcommit"
+	"github.com/eventkit-go/eventstore/storage"
 
 	_ "modernc.org/sqlite" // registers the "sqlite" database/sql driver
 )
@@ -62,7 +62,7 @@ type Options struct {
 
 	// BusyTimeout is how long a statement waits for a lock held by another
 	// connection (usually another process on the same file) before failing
-	// with an error wrapping eventstore.ErrUnavailable. Default 5s.
+	// with an error wrapping storage.ErrUnavailable. Default 5s.
 	BusyTimeout time.Duration
 
 	// MmapSize is how many bytes of the database file the read-only
@@ -83,14 +83,14 @@ type Storage struct {
 	// statements; used only while holding it (onWriteConn).
 	wc      *writeConn
 	reads   rawConns // statements of the read paths, per read connection
-	batcher *groupcommit.Batcher[*job, eventstore.AppendResult]
+	batcher *groupcommit.Batcher[*job, storage.AppendResult]
 
 	closed    atomic.Bool
 	closeOnce sync.Once
 	closeErr  error
 }
 
-var _ eventstore.Storage = (*Storage)(nil)
+var _ storage.Storage = (*Storage)(nil)
 
 // Open opens the SQLite database at path, creating the file when it does
 // not exist, and creates or migrates its schema. opts may be nil. The
@@ -113,12 +113,12 @@ func Open(path string, opts *Options) (*Storage, error) {
 		o.MmapSize = 0
 	}
 	if path == "" {
-		return nil, fmt.Errorf("sqlite: open: empty path: %w", eventstore.ErrInvalid)
+		return nil, fmt.Errorf("sqlite: open: empty path: %w", storage.ErrInvalid)
 	}
 
 	writeDB, err := sql.Open("sqlite", DSN(path, o.BusyTimeout)+"&_txlock=immediate&_pragma=temp_store(2)")
 	if err != nil {
-		return nil, fmt.Errorf("sqlite: open %s: %v: %w", path, err, eventstore.ErrUnavailable)
+		return nil, fmt.Errorf("sqlite: open %s: %v: %w", path, err, storage.ErrUnavailable)
 	}
 	writeDB.SetMaxOpenConns(1)
 	writeDB.SetMaxIdleConns(1)
@@ -137,7 +137,7 @@ func Open(path string, opts *Options) (*Storage, error) {
 		"&_pragma=mmap_size("+strconv.FormatInt(o.MmapSize, 10)+")")
 	if err != nil {
 		writeDB.Close()
-		return nil, fmt.Errorf("sqlite: open %s: %v: %w", path, err, eventstore.ErrUnavailable)
+		return nil, fmt.Errorf("sqlite: open %s: %v: %w", path, err, storage.ErrUnavailable)
 	}
 	readDB.SetMaxOpenConns(o.ReadConns)
 	readDB.SetMaxIdleConns(o.ReadConns)
@@ -172,7 +172,7 @@ func DSN(path string, busyTimeout time.Duration) string {
 
 // Close waits for the Append calls already accepted, then closes the
 // database. It is idempotent; every method called afterwards returns an
-// error wrapping eventstore.ErrClosed.
+// error wrapping storage.ErrClosed.
 func (s *Storage) Close() error {
 	s.closeOnce.Do(func() {
 		s.closed.Store(true)
@@ -189,7 +189,7 @@ func (s *Storage) Close() error {
 // check returns an error when the Storage is closed or ctx is done.
 func (s *Storage) check(ctx context.Context, op string) error {
 	if s.closed.Load() {
-		return fmt.Errorf("sqlite: %s: %w", op, eventstore.ErrClosed)
+		return fmt.Errorf("sqlite: %s: %w", op, storage.ErrClosed)
 	}
 	return ctx.Err()
 }

@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/eventkit-go/eventstore"
+	"github.com/eventkit-go/eventstore/storage"
 	"github.com/eventkit-go/eventstore/storage/sqlite"
 	"github.com/eventkit-go/eventstore/storage/storagetest"
 	"github.com/google/uuid"
@@ -30,17 +30,17 @@ func openTemp(tb testing.TB) *sqlite.Storage {
 }
 
 func TestConformance(t *testing.T) {
-	storagetest.Run(t, func(tb testing.TB) eventstore.Storage { return openTemp(tb) })
+	storagetest.Run(t, func(tb testing.TB) storage.Storage { return openTemp(tb) })
 }
 
 var ctx = context.Background()
 
 // request builds an append request of n new events.
-func request(typ, id string, expect eventstore.VersionCheck, n int) eventstore.AppendRequest {
+func request(typ, id string, expect storage.VersionCheck, n int) storage.AppendRequest {
 	now := time.Now().UTC().Truncate(time.Microsecond)
-	req := eventstore.AppendRequest{AggregateType: typ, AggregateID: id, ExpectedVersion: expect}
+	req := storage.AppendRequest{AggregateType: typ, AggregateID: id, ExpectedVersion: expect}
 	for i := range n {
-		req.Events = append(req.Events, eventstore.Event{
+		req.Events = append(req.Events, storage.Event{
 			ID: uuid.NewString(), Type: "Happened", RecordedAt: now,
 			Data: json.RawMessage(fmt.Sprintf(`{"i":%d}`, i)),
 		})
@@ -54,18 +54,18 @@ func TestDataSurvivesReopen(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	req := request("order", "1", eventstore.ExpectVersion(0), 3)
+	req := request("order", "1", storage.ExpectVersion(0), 3)
 	req.Events[1].Data = nil
 	if _, err := s.Append(ctx, req); err != nil {
 		t.Fatal(err)
 	}
-	rec := eventstore.DefinitionRecord{Name: "p", Spec: json.RawMessage(`{"x":1}`), CreatedAt: req.Events[0].RecordedAt}
+	rec := storage.DefinitionRecord{Name: "p", Spec: json.RawMessage(`{"x":1}`), CreatedAt: req.Events[0].RecordedAt}
 	if err := s.CreateDefinition(ctx, rec); err != nil {
 		t.Fatal(err)
 	}
-	commit := eventstore.ProjectionCommit{Name: "p", From: 0, To: 3,
-		States: []eventstore.ProjectionState{{InstanceID: "1", Data: json.RawMessage(`{"n":3}`), Position: 3, UpdatedAt: rec.CreatedAt}},
-		Errors: []eventstore.ProjectionError{{Position: 2, EventID: req.Events[1].ID, EventType: "Happened", InstanceID: "1", Message: "bad"}},
+	commit := storage.ProjectionCommit{Name: "p", From: 0, To: 3,
+		States: []storage.ProjectionState{{InstanceID: "1", Data: json.RawMessage(`{"n":3}`), Position: 3, UpdatedAt: rec.CreatedAt}},
+		Errors: []storage.ProjectionError{{Position: 2, EventID: req.Events[1].ID, EventType: "Happened", InstanceID: "1", Message: "bad"}},
 	}
 	if err := s.CommitProjection(ctx, commit); err != nil {
 		t.Fatal(err)
@@ -76,10 +76,10 @@ func TestDataSurvivesReopen(t *testing.T) {
 	if err := s.Close(); err != nil {
 		t.Fatalf("second Close: %v", err)
 	}
-	if _, err := s.Load(ctx, eventstore.LoadQuery{AggregateType: "order", AggregateID: "1"}); !errors.Is(err, eventstore.ErrClosed) {
+	if _, err := s.Load(ctx, storage.LoadQuery{AggregateType: "order", AggregateID: "1"}); !errors.Is(err, storage.ErrClosed) {
 		t.Fatalf("Load after Close: %v, want ErrClosed", err)
 	}
-	if _, err := s.Append(ctx, request("order", "2", eventstore.VersionCheck{}, 1)); !errors.Is(err, eventstore.ErrClosed) {
+	if _, err := s.Append(ctx, request("order", "2", storage.VersionCheck{}, 1)); !errors.Is(err, storage.ErrClosed) {
 		t.Fatalf("Append after Close: %v, want ErrClosed", err)
 	}
 
@@ -88,7 +88,7 @@ func TestDataSurvivesReopen(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	agg, err := s.Load(ctx, eventstore.LoadQuery{AggregateType: "order", AggregateID: "1"})
+	agg, err := s.Load(ctx, storage.LoadQuery{AggregateType: "order", AggregateID: "1"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -116,7 +116,7 @@ func TestDataSurvivesReopen(t *testing.T) {
 		t.Fatalf("reopened state: %+v, %v", st, err)
 	}
 	// Positions continue after the reopened store's last one.
-	res, err := s.Append(ctx, request("order", "1", eventstore.ExpectVersion(1), 1))
+	res, err := s.Append(ctx, request("order", "1", storage.ExpectVersion(1), 1))
 	if err != nil || res.Version != 2 || res.Position != 4 {
 		t.Fatalf("append after reopen: %+v, %v", res, err)
 	}
@@ -128,13 +128,13 @@ func TestDataSurvivesReopen(t *testing.T) {
 func TestGroupCommitIsolatesFailures(t *testing.T) {
 	s := openTemp(t)
 	const writers, saves = 16, 20
-	stored := request("shared", "dup", eventstore.VersionCheck{}, 2)
+	stored := request("shared", "dup", storage.VersionCheck{}, 2)
 	if _, err := s.Append(ctx, stored); err != nil {
 		t.Fatal(err)
 	}
 	type outcome struct {
 		kind string // "ok", "stale", "partial", "retry"
-		res  eventstore.AppendResult
+		res  storage.AppendResult
 		err  error
 	}
 	out := make(chan outcome, writers*saves)
@@ -148,10 +148,10 @@ func TestGroupCommitIsolatesFailures(t *testing.T) {
 			for i := range saves {
 				switch i % 4 {
 				case 1: // wrong expected version
-					_, err := s.Append(ctx, request("acc", id, eventstore.ExpectVersion(version+5), 1))
+					_, err := s.Append(ctx, request("acc", id, storage.ExpectVersion(version+5), 1))
 					out <- outcome{kind: "stale", err: err}
 				case 2: // one stored id, one new: refused as a whole
-					req := request("shared", "dup", eventstore.VersionCheck{}, 1)
+					req := request("shared", "dup", storage.VersionCheck{}, 1)
 					req.Events = append(req.Events, stored.Events[0])
 					_, err := s.Append(ctx, req)
 					out <- outcome{kind: "partial", err: err}
@@ -159,7 +159,7 @@ func TestGroupCommitIsolatesFailures(t *testing.T) {
 					res, err := s.Append(ctx, stored)
 					out <- outcome{kind: "retry", res: res, err: err}
 				default:
-					res, err := s.Append(ctx, request("acc", id, eventstore.ExpectVersion(version), 2))
+					res, err := s.Append(ctx, request("acc", id, storage.ExpectVersion(version), 2))
 					if err == nil {
 						version = res.Version
 					}
@@ -177,7 +177,7 @@ func TestGroupCommitIsolatesFailures(t *testing.T) {
 				t.Errorf("valid save failed: %v", o.err)
 			}
 		case "stale", "partial":
-			if !errors.Is(o.err, eventstore.ErrConflict) {
+			if !errors.Is(o.err, storage.ErrConflict) {
 				t.Errorf("%s save: %v, want ErrConflict", o.kind, o.err)
 			}
 		case "retry":
@@ -187,7 +187,7 @@ func TestGroupCommitIsolatesFailures(t *testing.T) {
 		}
 	}
 	for w := range writers {
-		agg, err := s.Load(ctx, eventstore.LoadQuery{AggregateType: "acc", AggregateID: fmt.Sprint("agg-", w)})
+		agg, err := s.Load(ctx, storage.LoadQuery{AggregateType: "acc", AggregateID: fmt.Sprint("agg-", w)})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -195,11 +195,11 @@ func TestGroupCommitIsolatesFailures(t *testing.T) {
 			t.Errorf("aggregate %d: %d events at version %d, want %d", w, len(agg.Events), agg.Version, want)
 		}
 	}
-	if agg, err := s.Load(ctx, eventstore.LoadQuery{AggregateType: "shared", AggregateID: "dup"}); err != nil || len(agg.Events) != 2 {
+	if agg, err := s.Load(ctx, storage.LoadQuery{AggregateType: "shared", AggregateID: "dup"}); err != nil || len(agg.Events) != 2 {
 		t.Fatalf("shared/dup: %d events, %v", len(agg.Events), err)
 	}
 	// The feed is gap-free: positions 1..n.
-	page, err := s.ReadFeed(ctx, eventstore.FeedQuery{Limit: 10_000})
+	page, err := s.ReadFeed(ctx, storage.FeedQuery{Limit: 10_000})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -215,17 +215,17 @@ func TestGroupCommitIsolatesFailures(t *testing.T) {
 
 func TestProjectionErrorsAreTrimmed(t *testing.T) {
 	s := openTemp(t)
-	if err := s.CreateDefinition(ctx, eventstore.DefinitionRecord{Name: "p", Spec: json.RawMessage(`{}`)}); err != nil {
+	if err := s.CreateDefinition(ctx, storage.DefinitionRecord{Name: "p", Spec: json.RawMessage(`{}`)}); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.CreateDefinition(ctx, eventstore.DefinitionRecord{Name: "p", Spec: json.RawMessage(`{}`)}); !errors.Is(err, eventstore.ErrConflict) {
+	if err := s.CreateDefinition(ctx, storage.DefinitionRecord{Name: "p", Spec: json.RawMessage(`{}`)}); !errors.Is(err, storage.ErrConflict) {
 		t.Fatalf("duplicate definition: %v, want ErrConflict", err)
 	}
-	total := eventstore.MaxRecordedErrors + 30
+	total := storage.MaxRecordedErrors + 30
 	for from := 0; from < total; from += 10 {
-		c := eventstore.ProjectionCommit{Name: "p", From: int64(from), To: int64(from + 10)}
+		c := storage.ProjectionCommit{Name: "p", From: int64(from), To: int64(from + 10)}
 		for p := from + 1; p <= from+10; p++ {
-			c.Errors = append(c.Errors, eventstore.ProjectionError{Position: int64(p), EventID: "e", EventType: "t", Message: "m"})
+			c.Errors = append(c.Errors, storage.ProjectionError{Position: int64(p), EventID: "e", EventType: "t", Message: "m"})
 		}
 		if err := s.CommitProjection(ctx, c); err != nil {
 			t.Fatal(err)
@@ -235,22 +235,22 @@ func TestProjectionErrorsAreTrimmed(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(def.Errors) != eventstore.MaxRecordedErrors || def.Errors[0].Position != 31 ||
+	if len(def.Errors) != storage.MaxRecordedErrors || def.Errors[0].Position != 31 ||
 		def.Errors[len(def.Errors)-1].Position != int64(total) {
 		t.Fatalf("%d errors kept, from %d to %d", len(def.Errors), def.Errors[0].Position, def.Errors[len(def.Errors)-1].Position)
 	}
-	err = s.CommitProjection(ctx, eventstore.ProjectionCommit{Name: "p", From: 0, To: 5})
-	if !errors.Is(err, eventstore.ErrConflict) {
+	err = s.CommitProjection(ctx, storage.ProjectionCommit{Name: "p", From: 0, To: 5})
+	if !errors.Is(err, storage.ErrConflict) {
 		t.Fatalf("stale checkpoint: %v, want ErrConflict", err)
 	}
-	err = s.CommitProjection(ctx, eventstore.ProjectionCommit{Name: "nope", From: 0, To: 5})
-	if !errors.Is(err, eventstore.ErrNotFound) {
+	err = s.CommitProjection(ctx, storage.ProjectionCommit{Name: "nope", From: 0, To: 5})
+	if !errors.Is(err, storage.ErrNotFound) {
 		t.Fatalf("unknown projection: %v, want ErrNotFound", err)
 	}
 }
 
 func TestOpenRejectsNewerSchemaAndEmptyPath(t *testing.T) {
-	if _, err := sqlite.Open("", nil); !errors.Is(err, eventstore.ErrInvalid) {
+	if _, err := sqlite.Open("", nil); !errors.Is(err, storage.ErrInvalid) {
 		t.Fatalf("empty path: %v", err)
 	}
 	path := filepath.Join(t.TempDir(), "odd?name#1%.db")
@@ -258,7 +258,7 @@ func TestOpenRejectsNewerSchemaAndEmptyPath(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.Append(ctx, request("a", "1", eventstore.VersionCheck{}, 1)); err != nil {
+	if _, err := s.Append(ctx, request("a", "1", storage.VersionCheck{}, 1)); err != nil {
 		t.Fatal(err)
 	}
 	s.Close()
@@ -302,22 +302,22 @@ func TestLockedDatabaseIsUnavailable(t *testing.T) {
 	if _, err := conn.ExecContext(ctx, "BEGIN IMMEDIATE"); err != nil {
 		t.Fatal(err)
 	}
-	_, err = s.Append(ctx, request("a", "1", eventstore.VersionCheck{}, 1))
-	if !errors.Is(err, eventstore.ErrUnavailable) {
+	_, err = s.Append(ctx, request("a", "1", storage.VersionCheck{}, 1))
+	if !errors.Is(err, storage.ErrUnavailable) {
 		t.Fatalf("Append while locked: %v, want ErrUnavailable", err)
 	}
-	err = s.CommitProjection(ctx, eventstore.ProjectionCommit{Name: "p", From: 0, To: 1})
-	if !errors.Is(err, eventstore.ErrUnavailable) {
+	err = s.CommitProjection(ctx, storage.ProjectionCommit{Name: "p", From: 0, To: 1})
+	if !errors.Is(err, storage.ErrUnavailable) {
 		t.Fatalf("CommitProjection while locked: %v, want ErrUnavailable", err)
 	}
 	// Reads do not wait for writers.
-	if _, err := s.ReadFeed(ctx, eventstore.FeedQuery{Limit: 10}); err != nil {
+	if _, err := s.ReadFeed(ctx, storage.FeedQuery{Limit: 10}); err != nil {
 		t.Fatalf("ReadFeed while locked: %v", err)
 	}
 	if _, err := conn.ExecContext(ctx, "ROLLBACK"); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.Append(ctx, request("a", "1", eventstore.VersionCheck{}, 1)); err != nil {
+	if _, err := s.Append(ctx, request("a", "1", storage.VersionCheck{}, 1)); err != nil {
 		t.Fatalf("Append after the lock was released: %v", err)
 	}
 }
@@ -327,13 +327,13 @@ func TestLockedDatabaseIsUnavailable(t *testing.T) {
 // another's, and a read feed carries the aggregate of every event.
 func TestReturnedDataIsTheCallers(t *testing.T) {
 	s := openTemp(t)
-	if _, err := s.Append(ctx, request("a", "1", eventstore.VersionCheck{}, 3)); err != nil {
+	if _, err := s.Append(ctx, request("a", "1", storage.VersionCheck{}, 3)); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.Append(ctx, request("b", "2", eventstore.VersionCheck{}, 1)); err != nil {
+	if _, err := s.Append(ctx, request("b", "2", storage.VersionCheck{}, 1)); err != nil {
 		t.Fatal(err)
 	}
-	agg, err := s.Load(ctx, eventstore.LoadQuery{AggregateType: "a", AggregateID: "1"})
+	agg, err := s.Load(ctx, storage.LoadQuery{AggregateType: "a", AggregateID: "1"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -342,7 +342,7 @@ func TestReturnedDataIsTheCallers(t *testing.T) {
 	if got := string(agg.Events[1].Data); got != `{"i":1}` {
 		t.Fatalf("event 1 data changed to %s", got)
 	}
-	page, err := s.ReadFeed(ctx, eventstore.FeedQuery{Limit: 10})
+	page, err := s.ReadFeed(ctx, storage.FeedQuery{Limit: 10})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -351,7 +351,7 @@ func TestReturnedDataIsTheCallers(t *testing.T) {
 		page.Events[0].AggregateType != "a" || page.Events[3].AggregateType != "b" || page.Events[3].AggregateID != "2" {
 		t.Fatalf("feed: %+v", page.Events)
 	}
-	page, err = s.ReadFeed(ctx, eventstore.FeedQuery{Limit: 10, AggregateType: "b"})
+	page, err = s.ReadFeed(ctx, storage.FeedQuery{Limit: 10, AggregateType: "b"})
 	if err != nil || len(page.Events) != 1 || page.Events[0].Position != 4 || page.Head != 4 {
 		t.Fatalf("feed of b: %+v, %v", page, err)
 	}

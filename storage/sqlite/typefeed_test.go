@@ -5,7 +5,7 @@ import (
 	"math/rand/v2"
 	"testing"
 
-	"github.com/eventkit-go/eventstore"
+	"github.com/eventkit-go/eventstore/storage"
 )
 
 // TestTypeFeedFromEveryPosition reads each type's feed from every position
@@ -23,7 +23,7 @@ func TestTypeFeedFromEveryPosition(t *testing.T) {
 		if i%7 == 0 {
 			typ = "a" // a frequent type next to rarer ones
 		}
-		req := request(typ, fmt.Sprint(rng.IntN(12)), eventstore.VersionCheck{}, 1+rng.IntN(4))
+		req := request(typ, fmt.Sprint(rng.IntN(12)), storage.VersionCheck{}, 1+rng.IntN(4))
 		if _, err := s.Append(ctx, req); err != nil {
 			t.Fatal(err)
 		}
@@ -33,13 +33,13 @@ func TestTypeFeedFromEveryPosition(t *testing.T) {
 			t.Fatalf("delete %s/%s: %v", agg[0], agg[1], err)
 		}
 	}
-	all, err := s.ReadFeed(ctx, eventstore.FeedQuery{Limit: 10_000})
+	all, err := s.ReadFeed(ctx, storage.FeedQuery{Limit: 10_000})
 	if err != nil {
 		t.Fatal(err)
 	}
 	last := all.Head
 	for _, typ := range append(types, "none") {
-		var want []eventstore.Event
+		var want []storage.Event
 		for _, e := range all.Events {
 			if e.AggregateType == typ {
 				want = append(want, e)
@@ -50,13 +50,13 @@ func TestTypeFeedFromEveryPosition(t *testing.T) {
 			// test quick under -race; the random choice covers them all.
 			afterFS := []int64{0, 0, 1, 5, 20}[rng.IntN(5)]
 			limit := []int{1, 3, 1000}[rng.IntN(3)]
-			var exp []eventstore.Event
+			var exp []storage.Event
 			for _, e := range want {
 				if e.Position > after && e.FeedSequence > afterFS && len(exp) < limit {
 					exp = append(exp, e)
 				}
 			}
-			q := eventstore.FeedQuery{AggregateType: typ, After: after, AfterFeedSequence: afterFS, Limit: limit}
+			q := storage.FeedQuery{AggregateType: typ, After: after, AfterFeedSequence: afterFS, Limit: limit}
 			page, err := s.ReadFeed(ctx, q)
 			if err != nil {
 				t.Fatalf("%+v: %v", q, err)

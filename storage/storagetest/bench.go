@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/eventkit-go/eventstore"
+	"github.com/eventkit-go/eventstore/storage"
 )
 
 // Sizes of the benchmark workloads.
@@ -34,7 +35,7 @@ const benchData = `{"amount":"12.50","currency":"EUR","note":"benchmark event"}`
 //
 // Every sub-benchmark gets a fresh Storage from newStorage and sets up its
 // data once, outside the timed loop.
-func RunBenchmarks(b *testing.B, newStorage func(tb testing.TB) eventstore.Storage) {
+func RunBenchmarks(b *testing.B, newStorage func(tb testing.TB) storage.Storage) {
 	b.Run("Save", func(b *testing.B) {
 		for _, n := range []int{1, 10, 100} {
 			b.Run(strconv.Itoa(n), func(b *testing.B) { benchSave(b, newStorage, n) })
@@ -45,7 +46,7 @@ func RunBenchmarks(b *testing.B, newStorage func(tb testing.TB) eventstore.Stora
 }
 
 // benchStore returns a Store on a fresh Storage, closed when b ends.
-func benchStore(b *testing.B, newStorage func(tb testing.TB) eventstore.Storage) *eventstore.Store {
+func benchStore(b *testing.B, newStorage func(tb testing.TB) storage.Storage) *eventstore.Store {
 	b.Helper()
 	s := newStorage(b)
 	store, err := eventstore.New(s, nil)
@@ -94,7 +95,7 @@ func aggIDs(n int) []string {
 	return ids
 }
 
-func benchSave(b *testing.B, newStorage func(tb testing.TB) eventstore.Storage, n int) {
+func benchSave(b *testing.B, newStorage func(tb testing.TB) storage.Storage, n int) {
 	store := benchStore(b, newStorage)
 	ctx := context.Background()
 	ids := aggIDs(benchAggregates)
@@ -111,7 +112,7 @@ func benchSave(b *testing.B, newStorage func(tb testing.TB) eventstore.Storage, 
 	b.ReportMetric(float64(b.N*n)/b.Elapsed().Seconds(), "events/s")
 }
 
-func benchLoad(b *testing.B, newStorage func(tb testing.TB) eventstore.Storage) {
+func benchLoad(b *testing.B, newStorage func(tb testing.TB) storage.Storage) {
 	store := benchStore(b, newStorage)
 	ctx := context.Background()
 	g := newIDGen()
@@ -140,7 +141,7 @@ func benchLoad(b *testing.B, newStorage func(tb testing.TB) eventstore.Storage) 
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N), "ns/load")
 }
 
-func benchFeedScan(b *testing.B, newStorage func(tb testing.TB) eventstore.Storage) {
+func benchFeedScan(b *testing.B, newStorage func(tb testing.TB) storage.Storage) {
 	s := newStorage(b)
 	store, err := eventstore.New(s, nil)
 	if err != nil {
@@ -157,7 +158,7 @@ func benchFeedScan(b *testing.B, newStorage func(tb testing.TB) eventstore.Stora
 		}
 	}
 	for b.Loop() {
-		q := eventstore.FeedQuery{Limit: scanPage}
+		q := storage.FeedQuery{Limit: scanPage}
 		read := 0
 		for {
 			page, err := s.ReadFeed(ctx, q)

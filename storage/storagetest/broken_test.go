@@ -9,7 +9,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/eventkit-go/eventstore"
+	"github.com/eventkit-go/eventstore/storage"
 	"github.com/eventkit-go/eventstore/storage/memory"
 )
 
@@ -20,8 +20,8 @@ import (
 // noVersionCheck ignores the expected version of a save.
 type noVersionCheck struct{ *memory.Storage }
 
-func (s noVersionCheck) Append(ctx context.Context, req eventstore.AppendRequest) (eventstore.AppendResult, error) {
-	req.ExpectedVersion = eventstore.VersionCheck{}
+func (s noVersionCheck) Append(ctx context.Context, req storage.AppendRequest) (storage.AppendResult, error) {
+	req.ExpectedVersion = storage.VersionCheck{}
 	return s.Storage.Append(ctx, req)
 }
 
@@ -29,21 +29,21 @@ func (s noVersionCheck) Append(ctx context.Context, req eventstore.AppendRequest
 // the append (check, then act), the classic lost-update bug.
 type racyVersionCheck struct{ *memory.Storage }
 
-func (s racyVersionCheck) Append(ctx context.Context, req eventstore.AppendRequest) (eventstore.AppendResult, error) {
+func (s racyVersionCheck) Append(ctx context.Context, req storage.AppendRequest) (storage.AppendResult, error) {
 	if want, ok := req.ExpectedVersion.Version(); ok {
 		var current int64
-		agg, err := s.Storage.Load(ctx, eventstore.LoadQuery{AggregateType: req.AggregateType, AggregateID: req.AggregateID})
+		agg, err := s.Storage.Load(ctx, storage.LoadQuery{AggregateType: req.AggregateType, AggregateID: req.AggregateID})
 		switch {
 		case err == nil:
 			current = agg.Version
-		case !errors.Is(err, eventstore.ErrNotFound):
-			return eventstore.AppendResult{}, err
+		case !errors.Is(err, storage.ErrNotFound):
+			return storage.AppendResult{}, err
 		}
 		if current != want {
-			return eventstore.AppendResult{}, fmt.Errorf("version %d, not %d: %w", current, want, eventstore.ErrConflict)
+			return storage.AppendResult{}, fmt.Errorf("version %d, not %d: %w", current, want, storage.ErrConflict)
 		}
 		time.Sleep(2 * time.Millisecond) // widen the window a real database has
-		req.ExpectedVersion = eventstore.VersionCheck{}
+		req.ExpectedVersion = storage.VersionCheck{}
 	}
 	return s.Storage.Append(ctx, req)
 }
@@ -52,9 +52,9 @@ func (s racyVersionCheck) Append(ctx context.Context, req eventstore.AppendReque
 // pages, while Head still covers it.
 type feedGap struct{ *memory.Storage }
 
-func (s feedGap) ReadFeed(ctx context.Context, q eventstore.FeedQuery) (eventstore.FeedPage, error) {
+func (s feedGap) ReadFeed(ctx context.Context, q storage.FeedQuery) (storage.FeedPage, error) {
 	page, err := s.Storage.ReadFeed(ctx, q)
-	page.Events = slices.DeleteFunc(page.Events, func(e eventstore.Event) bool { return e.Position%5 == 0 })
+	page.Events = slices.DeleteFunc(page.Events, func(e storage.Event) bool { return e.Position%5 == 0 })
 	return page, err
 }
 
@@ -62,7 +62,7 @@ func (s feedGap) ReadFeed(ctx context.Context, q eventstore.FeedQuery) (eventsto
 // full, skipping the event that follows it.
 type headSkips struct{ *memory.Storage }
 
-func (s headSkips) ReadFeed(ctx context.Context, q eventstore.FeedQuery) (eventstore.FeedPage, error) {
+func (s headSkips) ReadFeed(ctx context.Context, q storage.FeedQuery) (storage.FeedPage, error) {
 	page, err := s.Storage.ReadFeed(ctx, q)
 	if n := len(page.Events); n > 0 && n == q.Limit {
 		page.Head = page.Events[n-1].Position + 1
@@ -85,7 +85,7 @@ func newInFlightSkip() inFlightSkip {
 	return inFlightSkip{memory.New(), new(sync.Mutex), make(map[int64]bool)}
 }
 
-func (s inFlightSkip) Append(ctx context.Context, req eventstore.AppendRequest) (eventstore.AppendResult, error) {
+func (s inFlightSkip) Append(ctx context.Context, req storage.AppendRequest) (storage.AppendResult, error) {
 	s.mu.Lock()
 	res, err := s.Storage.Append(ctx, req)
 	first := res.Position - int64(len(req.Events)) + 1
@@ -107,18 +107,18 @@ func (s inFlightSkip) Append(ctx context.Context, req eventstore.AppendRequest) 
 	return res, nil
 }
 
-func (s inFlightSkip) ReadFeed(ctx context.Context, q eventstore.FeedQuery) (eventstore.FeedPage, error) {
+func (s inFlightSkip) ReadFeed(ctx context.Context, q storage.FeedQuery) (storage.FeedPage, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	page, err := s.Storage.ReadFeed(ctx, q)
-	page.Events = slices.DeleteFunc(page.Events, func(e eventstore.Event) bool { return s.inFlight[e.Position] })
+	page.Events = slices.DeleteFunc(page.Events, func(e storage.Event) bool { return s.inFlight[e.Position] })
 	return page, err
 }
 
 // reversedLoad returns an aggregate's events newest first.
 type reversedLoad struct{ *memory.Storage }
 
-func (s reversedLoad) Load(ctx context.Context, q eventstore.LoadQuery) (eventstore.Aggregate, error) {
+func (s reversedLoad) Load(ctx context.Context, q storage.LoadQuery) (storage.Aggregate, error) {
 	agg, err := s.Storage.Load(ctx, q)
 	slices.Reverse(agg.Events)
 	return agg, err
@@ -127,7 +127,7 @@ func (s reversedLoad) Load(ctx context.Context, q eventstore.LoadQuery) (eventst
 // noCAS commits whatever checkpoint the projection is at, ignoring From.
 type noCAS struct{ *memory.Storage }
 
-func (s noCAS) CommitProjection(ctx context.Context, c eventstore.ProjectionCommit) error {
+func (s noCAS) CommitProjection(ctx context.Context, c storage.ProjectionCommit) error {
 	for {
 		d, err := s.Storage.Definition(ctx, c.Name)
 		if err != nil {
@@ -135,7 +135,7 @@ func (s noCAS) CommitProjection(ctx context.Context, c eventstore.ProjectionComm
 		}
 		c.From = d.Checkpoint
 		err = s.Storage.CommitProjection(ctx, c)
-		if !errors.Is(err, eventstore.ErrConflict) {
+		if !errors.Is(err, storage.ErrConflict) {
 			return err
 		}
 		if d2, derr := s.Storage.Definition(ctx, c.Name); derr == nil && d2.Checkpoint == d.Checkpoint {
@@ -148,28 +148,28 @@ func (s noCAS) CommitProjection(ctx context.Context, c eventstore.ProjectionComm
 // checkpoint in another, so a commit that loses the race leaves its states.
 type splitCommit struct{ *memory.Storage }
 
-func (s splitCommit) CommitProjection(ctx context.Context, c eventstore.ProjectionCommit) error {
+func (s splitCommit) CommitProjection(ctx context.Context, c storage.ProjectionCommit) error {
 	d, err := s.Storage.Definition(ctx, c.Name)
 	if err != nil {
 		return err
 	}
-	states := eventstore.ProjectionCommit{Name: c.Name, From: d.Checkpoint, To: d.Checkpoint, States: c.States, Errors: c.Errors}
+	states := storage.ProjectionCommit{Name: c.Name, From: d.Checkpoint, To: d.Checkpoint, States: c.States, Errors: c.Errors}
 	if err := s.Storage.CommitProjection(ctx, states); err != nil {
 		return err
 	}
-	return s.Storage.CommitProjection(ctx, eventstore.ProjectionCommit{Name: c.Name, From: c.From, To: c.To})
+	return s.Storage.CommitProjection(ctx, storage.ProjectionCommit{Name: c.Name, From: c.From, To: c.To})
 }
 
 // appendAllPartial writes the batches of AppendAll one at a time, so a
 // refused batch leaves the batches before it written.
 type appendAllPartial struct{ *memory.Storage }
 
-func (s appendAllPartial) AppendAll(ctx context.Context, reqs []eventstore.AppendRequest) ([]eventstore.AppendResult, error) {
-	results := make([]eventstore.AppendResult, len(reqs))
+func (s appendAllPartial) AppendAll(ctx context.Context, reqs []storage.AppendRequest) ([]storage.AppendResult, error) {
+	results := make([]storage.AppendResult, len(reqs))
 	for i, req := range reqs {
 		res, err := s.Storage.Append(ctx, req)
 		if err != nil {
-			return nil, &eventstore.BatchError{Index: i, AggregateType: req.AggregateType, AggregateID: req.AggregateID, Err: err}
+			return nil, &storage.BatchError{Index: i, AggregateType: req.AggregateType, AggregateID: req.AggregateID, Err: err}
 		}
 		results[i] = res
 	}
@@ -180,7 +180,7 @@ func (s appendAllPartial) AppendAll(ctx context.Context, reqs []eventstore.Appen
 // match.
 type listIgnoresSkip struct{ *memory.Storage }
 
-func (s listIgnoresSkip) ListProjections(ctx context.Context, q eventstore.ProjectionQuery) (eventstore.ProjectionList, error) {
+func (s listIgnoresSkip) ListProjections(ctx context.Context, q storage.ProjectionQuery) (storage.ProjectionList, error) {
 	q.Skip = 0
 	return s.Storage.ListProjections(ctx, q)
 }
@@ -193,7 +193,7 @@ type headFromLiveEvents struct{ *memory.Storage }
 func (s headFromLiveEvents) FeedHead(ctx context.Context, typ string) (int64, error) {
 	var head int64
 	found := false
-	for q := (eventstore.FeedQuery{Limit: 100, AggregateType: typ}); ; {
+	for q := (storage.FeedQuery{Limit: 100, AggregateType: typ}); ; {
 		page, err := s.Storage.ReadFeed(ctx, q)
 		if err != nil {
 			return 0, err
@@ -211,7 +211,7 @@ func (s headFromLiveEvents) FeedHead(ctx context.Context, typ string) (int64, er
 		q.After = page.Head
 	}
 	if !found && typ != "" {
-		return 0, fmt.Errorf("feed %q: %w", typ, eventstore.ErrNotFound)
+		return 0, fmt.Errorf("feed %q: %w", typ, storage.ErrNotFound)
 	}
 	return head, nil
 }
@@ -220,7 +220,7 @@ func (s headFromLiveEvents) FeedHead(ctx context.Context, typ string) (int64, er
 // reports each event's Version as its FeedSequence.
 type seqPerAggregate struct{ *memory.Storage }
 
-func (s seqPerAggregate) Load(ctx context.Context, q eventstore.LoadQuery) (eventstore.Aggregate, error) {
+func (s seqPerAggregate) Load(ctx context.Context, q storage.LoadQuery) (storage.Aggregate, error) {
 	agg, err := s.Storage.Load(ctx, q)
 	for i := range agg.Events {
 		agg.Events[i].FeedSequence = agg.Events[i].Version
@@ -228,7 +228,7 @@ func (s seqPerAggregate) Load(ctx context.Context, q eventstore.LoadQuery) (even
 	return agg, err
 }
 
-func (s seqPerAggregate) ReadFeed(ctx context.Context, q eventstore.FeedQuery) (eventstore.FeedPage, error) {
+func (s seqPerAggregate) ReadFeed(ctx context.Context, q storage.FeedQuery) (storage.FeedPage, error) {
 	page, err := s.Storage.ReadFeed(ctx, q)
 	for i := range page.Events {
 		page.Events[i].FeedSequence = page.Events[i].Version
@@ -239,36 +239,36 @@ func (s seqPerAggregate) ReadFeed(ctx context.Context, q eventstore.FeedQuery) (
 // variant is one storage the suite runs against in a subprocess, with the
 // subtests that must fail on it (none for a healthy storage).
 type variant struct {
-	open     func() eventstore.Storage
+	open     func() storage.Storage
 	wantFail []string
 }
 
 func variants() map[string]variant {
 	return map[string]variant{
-		"healthy": {func() eventstore.Storage { return memory.New() }, nil},
-		"noVersionCheck": {func() eventstore.Storage { return noVersionCheck{memory.New()} },
+		"healthy": {func() storage.Storage { return memory.New() }, nil},
+		"noVersionCheck": {func() storage.Storage { return noVersionCheck{memory.New()} },
 			[]string{"ExpectVersion", "ExpectVersionConcurrent"}},
-		"racyVersionCheck": {func() eventstore.Storage { return racyVersionCheck{memory.New()} },
+		"racyVersionCheck": {func() storage.Storage { return racyVersionCheck{memory.New()} },
 			[]string{"ExpectVersionConcurrent"}},
-		"feedGap": {func() eventstore.Storage { return feedGap{memory.New()} },
+		"feedGap": {func() storage.Storage { return feedGap{memory.New()} },
 			[]string{"ReadFeedAll", "ReadFeedPaging", "FeedCompleteUnderConcurrentWriters", "FilteredFeedCompleteUnderConcurrentWriters"}},
-		"headSkips": {func() eventstore.Storage { return headSkips{memory.New()} },
+		"headSkips": {func() storage.Storage { return headSkips{memory.New()} },
 			[]string{"ReadFeedPaging", "FeedCompleteUnderConcurrentWriters", "FilteredFeedCompleteUnderConcurrentWriters"}},
-		"inFlightSkip": {func() eventstore.Storage { return newInFlightSkip() },
+		"inFlightSkip": {func() storage.Storage { return newInFlightSkip() },
 			[]string{"FeedCompleteUnderConcurrentWriters", "FilteredFeedCompleteUnderConcurrentWriters"}},
-		"reversedLoad": {func() eventstore.Storage { return reversedLoad{memory.New()} },
+		"reversedLoad": {func() storage.Storage { return reversedLoad{memory.New()} },
 			[]string{"SaveCreatesAggregate", "VersionsCountSaves"}},
-		"noCAS": {func() eventstore.Storage { return noCAS{memory.New()} },
+		"noCAS": {func() storage.Storage { return noCAS{memory.New()} },
 			[]string{"CommitProjectionChecksFrom", "CommitProjectionConcurrent"}},
-		"splitCommit": {func() eventstore.Storage { return splitCommit{memory.New()} },
+		"splitCommit": {func() storage.Storage { return splitCommit{memory.New()} },
 			[]string{"CommitProjectionChecksFrom", "CommitProjectionConcurrent"}},
-		"appendAllPartial": {func() eventstore.Storage { return appendAllPartial{memory.New()} },
+		"appendAllPartial": {func() storage.Storage { return appendAllPartial{memory.New()} },
 			[]string{"AppendAllIsAtomic"}},
-		"listIgnoresSkip": {func() eventstore.Storage { return listIgnoresSkip{memory.New()} },
+		"listIgnoresSkip": {func() storage.Storage { return listIgnoresSkip{memory.New()} },
 			[]string{"ListProjectionsPaging", "ListProjectionsFilters"}},
-		"headFromLiveEvents": {func() eventstore.Storage { return headFromLiveEvents{memory.New()} },
+		"headFromLiveEvents": {func() storage.Storage { return headFromLiveEvents{memory.New()} },
 			[]string{"DeleteNeverReusesNumbers"}},
-		"seqPerAggregate": {func() eventstore.Storage { return seqPerAggregate{memory.New()} },
+		"seqPerAggregate": {func() storage.Storage { return seqPerAggregate{memory.New()} },
 			[]string{"FeedSequenceNumbersBatches", "FeedCompleteUnderConcurrentAppendAll", "DeleteAggregate"}},
 	}
 }

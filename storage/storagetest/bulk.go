@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/eventkit-go/eventstore"
+	"github.com/eventkit-go/eventstore/storage"
 )
 
 func bulkCases() []testCase {
@@ -23,7 +24,7 @@ func bulkCases() []testCase {
 
 // mustAppendAll calls AppendAll and fails the test on error or on a wrong
 // number of results.
-func mustAppendAll(t testing.TB, h *harness, reqs []eventstore.AppendRequest) []eventstore.AppendResult {
+func mustAppendAll(t testing.TB, h *harness, reqs []storage.AppendRequest) []storage.AppendResult {
 	t.Helper()
 	results, err := h.s.AppendAll(t.Context(), reqs)
 	if err != nil {
@@ -36,9 +37,9 @@ func mustAppendAll(t testing.TB, h *harness, reqs []eventstore.AppendRequest) []
 }
 
 // batchEvents loads the events that the batch of req stored at version v.
-func batchEvents(t testing.TB, h *harness, req eventstore.AppendRequest, v int64) []eventstore.Event {
+func batchEvents(t testing.TB, h *harness, req storage.AppendRequest, v int64) []storage.Event {
 	t.Helper()
-	agg, err := h.s.Load(t.Context(), eventstore.LoadQuery{AggregateType: req.AggregateType, AggregateID: req.AggregateID, AfterVersion: v - 1, Limit: 1})
+	agg, err := h.s.Load(t.Context(), storage.LoadQuery{AggregateType: req.AggregateType, AggregateID: req.AggregateID, AfterVersion: v - 1, Limit: 1})
 	if err != nil {
 		t.Fatalf("Load %s/%s version %d: %v", req.AggregateType, req.AggregateID, v, err)
 	}
@@ -49,11 +50,11 @@ func testAppendAll(t *testing.T, h *harness) {
 	mustSave(t, h, "alpha", "1", evs("Opened", 2), nil)
 	secret := evs("Sealed", 2)
 	secret[1].EncryptedData = "c2VjcmV0"
-	reqs := []eventstore.AppendRequest{
-		request("alpha", "1", evs("Added", 3), eventstore.ExpectVersion(1)),
-		request("beta", "1", evs("Opened", 1), eventstore.ExpectVersion(0)),
-		request("alpha", "2", secret, eventstore.VersionCheck{}),
-		request("gamma", "1", evs("Opened", 4), eventstore.VersionCheck{}),
+	reqs := []storage.AppendRequest{
+		request("alpha", "1", evs("Added", 3), storage.ExpectVersion(1)),
+		request("beta", "1", evs("Opened", 1), storage.ExpectVersion(0)),
+		request("alpha", "2", secret, storage.VersionCheck{}),
+		request("gamma", "1", evs("Opened", 4), storage.VersionCheck{}),
 	}
 	want := []struct {
 		version, feedSeq int64
@@ -97,7 +98,7 @@ func testAppendAll(t *testing.T, h *harness) {
 	if got := mustFeedHead(t, h, "alpha"); got != 3 {
 		t.Errorf("FeedHead(\"alpha\") after a save and two alpha batches of AppendAll must be 3, got %d", got)
 	}
-	one := mustAppendAll(t, h, []eventstore.AppendRequest{request("beta", "1", evs("Closed", 1), eventstore.ExpectVersion(1))})
+	one := mustAppendAll(t, h, []storage.AppendRequest{request("beta", "1", evs("Closed", 1), storage.ExpectVersion(1))})
 	if one[0].Version != 2 || one[0].Position <= last {
 		t.Errorf("AppendAll of one batch is an Append: want version 2 at a position after %d, got %+v", last, one[0])
 	}
@@ -108,30 +109,30 @@ func testAppendAllAtomic(t *testing.T, h *harness) {
 	stored := evs("Opened", 2)
 	mustSave(t, h, "alpha", "1", stored, nil)
 	mustSave(t, h, "beta", "1", evs("Opened", 1), nil)
-	before, _ := mustReadAll(t, h, eventstore.FeedQuery{Limit: 100})
+	before, _ := mustReadAll(t, h, storage.FeedQuery{Limit: 100})
 	heads := map[string]int64{"": mustFeedHead(t, h, ""), "alpha": 1, "beta": 1}
 
 	mixed := []eventstore.NewEvent{stored[1], ev("New", "")}
 	for _, c := range []struct {
 		name  string
 		index int
-		bad   eventstore.AppendRequest
+		bad   storage.AppendRequest
 	}{
-		{"a stale expected version", 2, request("alpha", "1", evs("Late", 1), eventstore.ExpectVersion(5))},
-		{"stored and new ids mixed", 0, request("alpha", "1", mixed, eventstore.VersionCheck{})},
-		{"ExpectVersion(0) on an existing aggregate", 3, request("alpha", "1", evs("Again", 2), eventstore.ExpectVersion(0))},
-		{"an expected version on a missing aggregate", 1, request("gamma", "9", evs("Ghost", 1), eventstore.ExpectVersion(1))},
+		{"a stale expected version", 2, request("alpha", "1", evs("Late", 1), storage.ExpectVersion(5))},
+		{"stored and new ids mixed", 0, request("alpha", "1", mixed, storage.VersionCheck{})},
+		{"ExpectVersion(0) on an existing aggregate", 3, request("alpha", "1", evs("Again", 2), storage.ExpectVersion(0))},
+		{"an expected version on a missing aggregate", 1, request("gamma", "9", evs("Ghost", 1), storage.ExpectVersion(1))},
 	} {
-		good := []eventstore.AppendRequest{
-			request("alpha", "2", evs("Opened", 3), eventstore.VersionCheck{}),
-			request("beta", "1", evs("Added", 1), eventstore.ExpectVersion(1)),
-			request("gamma", "1", evs("Opened", 2), eventstore.ExpectVersion(0)),
-			request("delta", "1", evs("Opened", 1), eventstore.VersionCheck{}),
+		good := []storage.AppendRequest{
+			request("alpha", "2", evs("Opened", 3), storage.VersionCheck{}),
+			request("beta", "1", evs("Added", 1), storage.ExpectVersion(1)),
+			request("gamma", "1", evs("Opened", 2), storage.ExpectVersion(0)),
+			request("delta", "1", evs("Opened", 1), storage.VersionCheck{}),
 		}
 		reqs := append(good[:c.index:c.index], c.bad)
 		reqs = append(reqs, good[c.index+1:]...)
 		results, err := h.s.AppendAll(ctx, reqs)
-		var be *eventstore.BatchError
+		var be *storage.BatchError
 		switch {
 		case err == nil:
 			t.Errorf("%s: AppendAll must fail when batch %d fails its checks, got results %+v", c.name, c.index, results)
@@ -141,11 +142,11 @@ func testAppendAllAtomic(t *testing.T, h *harness) {
 			if be.Index != c.index || be.AggregateType != c.bad.AggregateType || be.AggregateID != c.bad.AggregateID {
 				t.Errorf("%s: the *BatchError must name batch %d (%s/%s), got index %d (%s/%s)", c.name, c.index, c.bad.AggregateType, c.bad.AggregateID, be.Index, be.AggregateType, be.AggregateID)
 			}
-			if !errors.Is(err, eventstore.ErrConflict) {
+			if !errors.Is(err, storage.ErrConflict) {
 				t.Errorf("%s: the *BatchError must wrap ErrConflict, got %v", c.name, err)
 			}
 		}
-		after, _ := mustReadAll(t, h, eventstore.FeedQuery{Limit: 100})
+		after, _ := mustReadAll(t, h, storage.FeedQuery{Limit: 100})
 		if msg := sameEvents(after, before); msg != "" {
 			t.Errorf("%s: a refused AppendAll must write nothing, but the feed changed: %s", c.name, msg)
 		}
@@ -155,20 +156,20 @@ func testAppendAllAtomic(t *testing.T, h *harness) {
 			}
 		}
 		for _, typ := range []string{"gamma", "delta"} {
-			if head, err := h.s.FeedHead(ctx, typ); !errors.Is(err, eventstore.ErrNotFound) {
+			if head, err := h.s.FeedHead(ctx, typ); !errors.Is(err, storage.ErrNotFound) {
 				t.Errorf("%s: a refused AppendAll must not create type %s: FeedHead returned %d, %v", c.name, typ, head, err)
 			}
 		}
 	}
 	// The numbers the refused calls did not use are the next ones.
-	results := mustAppendAll(t, h, []eventstore.AppendRequest{
-		request("alpha", "2", evs("Opened", 1), eventstore.ExpectVersion(0)),
-		request("beta", "1", evs("Added", 1), eventstore.ExpectVersion(1)),
+	results := mustAppendAll(t, h, []storage.AppendRequest{
+		request("alpha", "2", evs("Opened", 1), storage.ExpectVersion(0)),
+		request("beta", "1", evs("Added", 1), storage.ExpectVersion(1)),
 	})
 	for i, want := range []struct {
-		req     eventstore.AppendRequest
+		req     storage.AppendRequest
 		feedSeq int64
-	}{{eventstore.AppendRequest{AggregateType: "alpha", AggregateID: "2"}, 2}, {eventstore.AppendRequest{AggregateType: "beta", AggregateID: "1"}, 2}} {
+	}{{storage.AppendRequest{AggregateType: "alpha", AggregateID: "2"}, 2}, {storage.AppendRequest{AggregateType: "beta", AggregateID: "1"}, 2}} {
 		for _, e := range batchEvents(t, h, want.req, results[i].Version) {
 			if e.FeedSequence != want.feedSeq {
 				t.Errorf("after refused AppendAll calls the next %s batch must get FeedSequence %d (no number is used up), got %d", want.req.AggregateType, want.feedSeq, e.FeedSequence)
@@ -178,27 +179,27 @@ func testAppendAllAtomic(t *testing.T, h *harness) {
 }
 
 func testAppendAllDuplicates(t *testing.T, h *harness) {
-	a := request("alpha", "1", evs("Opened", 2), eventstore.VersionCheck{})
-	b := request("beta", "1", evs("Opened", 1), eventstore.VersionCheck{})
-	first := mustAppendAll(t, h, []eventstore.AppendRequest{a, b})
-	before, _ := mustReadAll(t, h, eventstore.FeedQuery{Limit: 100})
+	a := request("alpha", "1", evs("Opened", 2), storage.VersionCheck{})
+	b := request("beta", "1", evs("Opened", 1), storage.VersionCheck{})
+	first := mustAppendAll(t, h, []storage.AppendRequest{a, b})
+	before, _ := mustReadAll(t, h, storage.FeedQuery{Limit: 100})
 
-	retry := mustAppendAll(t, h, []eventstore.AppendRequest{a, b})
+	retry := mustAppendAll(t, h, []storage.AppendRequest{a, b})
 	for i := range retry {
 		if !retry[i].Duplicate || retry[i].Version != first[i].Version || retry[i].Position != first[i].Position {
 			t.Errorf("a retried AppendAll must report results[%d] as a Duplicate with the original Version and Position %+v, got %+v", i, first[i], retry[i])
 		}
 	}
-	after, _ := mustReadAll(t, h, eventstore.FeedQuery{Limit: 100})
+	after, _ := mustReadAll(t, h, storage.FeedQuery{Limit: 100})
 	if msg := sameEvents(after, before); msg != "" {
 		t.Errorf("a retried AppendAll must write nothing: %s", msg)
 	}
 
 	stale := a
-	stale.ExpectedVersion = eventstore.ExpectVersion(0) // a retry asks whether the earlier save landed
-	c := request("gamma", "1", evs("Opened", 2), eventstore.VersionCheck{})
-	d := request("beta", "1", evs("Added", 1), eventstore.ExpectVersion(1))
-	mixed := mustAppendAll(t, h, []eventstore.AppendRequest{stale, c, d})
+	stale.ExpectedVersion = storage.ExpectVersion(0) // a retry asks whether the earlier save landed
+	c := request("gamma", "1", evs("Opened", 2), storage.VersionCheck{})
+	d := request("beta", "1", evs("Added", 1), storage.ExpectVersion(1))
+	mixed := mustAppendAll(t, h, []storage.AppendRequest{stale, c, d})
 	if !mixed[0].Duplicate || mixed[0].Version != first[0].Version || mixed[0].Position != first[0].Position {
 		t.Errorf("a batch of AppendAll whose events are all stored must be a Duplicate with the original result %+v, got %+v", first[0], mixed[0])
 	}
@@ -208,7 +209,7 @@ func testAppendAllDuplicates(t *testing.T, h *harness) {
 	if mixed[1].Position >= mixed[2].Position || mixed[1].Position <= before[len(before)-1].Position {
 		t.Errorf("the written batches must follow the feed in request order: positions %d and %d after %d", mixed[1].Position, mixed[2].Position, before[len(before)-1].Position)
 	}
-	after, _ = mustReadAll(t, h, eventstore.FeedQuery{Limit: 100})
+	after, _ = mustReadAll(t, h, storage.FeedQuery{Limit: 100})
 	if n := len(after) - len(before); n != 3 {
 		t.Errorf("AppendAll with one Duplicate and batches of 2 and 1 events must add 3 events to the feed, added %d", n)
 	}

@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/eventkit-go/eventstore"
+	"github.com/eventkit-go/eventstore/storage"
 )
 
 func closeCases() []testCase {
@@ -24,25 +24,25 @@ func testClosed(t *testing.T, h *harness) {
 	if err := h.s.Close(); err != nil {
 		t.Fatalf("Close: %v", err)
 	}
-	if err := h.s.Close(); err != nil && !errors.Is(err, eventstore.ErrClosed) {
+	if err := h.s.Close(); err != nil && !errors.Is(err, storage.ErrClosed) {
 		t.Errorf("Close is idempotent: a second Close must not fail with another error, got %v", err)
 	}
-	req := eventstore.AppendRequest{AggregateType: "order", AggregateID: "o", Events: []eventstore.Event{{
+	req := storage.AppendRequest{AggregateType: "order", AggregateID: "o", Events: []storage.Event{{
 		ID: newID(), Type: "Placed", AggregateType: "order", AggregateID: "o",
 		RecordedAt: time.Now().UTC().Truncate(time.Microsecond),
 	}}}
 	_, appendErr := h.s.Append(ctx, req)
 	_, saveErr := h.store.Save(ctx, "order", "o", evs("Placed", 1), nil)
-	_, loadErr := h.s.Load(ctx, eventstore.LoadQuery{AggregateType: "order", AggregateID: "o"})
-	_, feedErr := h.s.ReadFeed(ctx, eventstore.FeedQuery{Limit: 10})
+	_, loadErr := h.s.Load(ctx, storage.LoadQuery{AggregateType: "order", AggregateID: "o"})
+	_, feedErr := h.s.ReadFeed(ctx, storage.FeedQuery{Limit: 10})
 	_, defErr := h.s.Definition(ctx, "p")
 	_, defsErr := h.s.Definitions(ctx)
 	_, stateErr := h.s.LoadProjection(ctx, "p", "o")
-	_, allErr := h.s.AppendAll(ctx, []eventstore.AppendRequest{req})
+	_, allErr := h.s.AppendAll(ctx, []storage.AppendRequest{req})
 	_, headErr := h.s.FeedHead(ctx, "")
 	_, feedsErr := h.s.Feeds(ctx)
 	_, statesErr := h.s.LoadProjections(ctx, "p", []string{"o"})
-	_, listErr := h.s.ListProjections(ctx, eventstore.ProjectionQuery{Name: "p", Limit: 10})
+	_, listErr := h.s.ListProjections(ctx, storage.ProjectionQuery{Name: "p", Limit: 10})
 	for name, err := range map[string]error{
 		"Append":              appendErr,
 		"Store.Save":          saveErr,
@@ -62,10 +62,10 @@ func testClosed(t *testing.T, h *harness) {
 		"RenameProjection":    h.s.RenameProjection(ctx, "p", "q"),
 		"LoadProjections":     statesErr,
 		"ListProjections":     listErr,
-		"CommitProjection": h.s.CommitProjection(ctx, eventstore.ProjectionCommit{Name: "p", To: 1,
-			States: []eventstore.ProjectionState{{Name: "p", InstanceID: "o", Data: json.RawMessage(`{}`)}}}),
+		"CommitProjection": h.s.CommitProjection(ctx, storage.ProjectionCommit{Name: "p", To: 1,
+			States: []storage.ProjectionState{{Name: "p", InstanceID: "o", Data: json.RawMessage(`{}`)}}}),
 	} {
-		if !errors.Is(err, eventstore.ErrClosed) {
+		if !errors.Is(err, storage.ErrClosed) {
 			t.Errorf("%s after Close must fail with ErrClosed, got %v", name, err)
 		}
 	}

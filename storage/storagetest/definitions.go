@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/eventkit-go/eventstore"
+	"github.com/eventkit-go/eventstore/storage"
 )
 
 func definitionCases() []testCase {
@@ -26,22 +26,22 @@ func definitionCases() []testCase {
 }
 
 // newDef returns a definition record with a small spec.
-func newDef(name string) eventstore.DefinitionRecord {
-	return eventstore.DefinitionRecord{
+func newDef(name string) storage.DefinitionRecord {
+	return storage.DefinitionRecord{
 		Name:      name,
 		Spec:      json.RawMessage(`{"projectionName":"` + name + `","feedName":"order","handlers":[{"eventType":"Placed","functions":[{"function":"inc","targetSelector":"$.projection.count"}]}]}`),
 		CreatedAt: time.Date(2025, 1, 2, 3, 4, 5, 678901000, time.UTC),
 	}
 }
 
-func mustCreate(t testing.TB, h *harness, def eventstore.DefinitionRecord) {
+func mustCreate(t testing.TB, h *harness, def storage.DefinitionRecord) {
 	t.Helper()
 	if err := h.s.CreateDefinition(t.Context(), def); err != nil {
 		t.Fatalf("CreateDefinition %q: %v", def.Name, err)
 	}
 }
 
-func mustDefinition(t testing.TB, h *harness, name string) eventstore.DefinitionRecord {
+func mustDefinition(t testing.TB, h *harness, name string) storage.DefinitionRecord {
 	t.Helper()
 	d, err := h.s.Definition(t.Context(), name)
 	if err != nil {
@@ -51,7 +51,7 @@ func mustDefinition(t testing.TB, h *harness, name string) eventstore.Definition
 }
 
 // savedPositions saves n events, one per save, and returns their positions.
-func savedPositions(t testing.TB, h *harness, n int) []eventstore.Event {
+func savedPositions(t testing.TB, h *harness, n int) []storage.Event {
 	t.Helper()
 	for i := range n {
 		mustSave(t, h, "order", "o"+string(rune('a'+i%5)), evs("Placed", 1), nil)
@@ -93,7 +93,7 @@ func testDefinitionDuplicate(t *testing.T, h *harness) {
 	mustCreate(t, h, first)
 	second := newDef("orders")
 	second.Spec = json.RawMessage(`{"other":true}`)
-	if err := h.s.CreateDefinition(t.Context(), second); !errors.Is(err, eventstore.ErrConflict) {
+	if err := h.s.CreateDefinition(t.Context(), second); !errors.Is(err, storage.ErrConflict) {
 		t.Errorf("creating a definition with a taken name must fail with ErrConflict, got %v", err)
 	}
 	if got := mustDefinition(t, h, "orders"); !bytes.Equal(got.Spec, first.Spec) {
@@ -106,23 +106,23 @@ func testDefinitionDuplicate(t *testing.T, h *harness) {
 
 func testDefinitionUnknown(t *testing.T, h *harness) {
 	ctx := t.Context()
-	if _, err := h.s.Definition(ctx, "nope"); !errors.Is(err, eventstore.ErrNotFound) {
+	if _, err := h.s.Definition(ctx, "nope"); !errors.Is(err, storage.ErrNotFound) {
 		t.Errorf("Definition of an unknown name must wrap ErrNotFound, got %v", err)
 	}
-	if _, err := h.s.LoadProjection(ctx, "nope", "a"); !errors.Is(err, eventstore.ErrNotFound) {
+	if _, err := h.s.LoadProjection(ctx, "nope", "a"); !errors.Is(err, storage.ErrNotFound) {
 		t.Errorf("LoadProjection of an unknown projection must wrap ErrNotFound, got %v", err)
 	}
-	err := h.s.CommitProjection(ctx, eventstore.ProjectionCommit{Name: "nope",
-		States: []eventstore.ProjectionState{{Name: "nope", InstanceID: "a", Data: json.RawMessage(`{}`)}}})
-	if !errors.Is(err, eventstore.ErrNotFound) {
+	err := h.s.CommitProjection(ctx, storage.ProjectionCommit{Name: "nope",
+		States: []storage.ProjectionState{{Name: "nope", InstanceID: "a", Data: json.RawMessage(`{}`)}}})
+	if !errors.Is(err, storage.ErrNotFound) {
 		t.Errorf("CommitProjection of an unknown projection must wrap ErrNotFound, got %v", err)
 	}
-	if _, err := h.s.LoadProjection(ctx, "nope", "a"); !errors.Is(err, eventstore.ErrNotFound) {
+	if _, err := h.s.LoadProjection(ctx, "nope", "a"); !errors.Is(err, storage.ErrNotFound) {
 		t.Errorf("a refused commit must write no state: LoadProjection returned %v", err)
 	}
 	mustCreate(t, h, newDef("known"))
 	for _, inst := range []string{"a", ""} {
-		if _, err := h.s.LoadProjection(ctx, "known", inst); !errors.Is(err, eventstore.ErrNotFound) {
+		if _, err := h.s.LoadProjection(ctx, "known", inst); !errors.Is(err, storage.ErrNotFound) {
 			t.Errorf("LoadProjection of an instance no commit touched (%q) must wrap ErrNotFound, got %v", inst, err)
 		}
 	}
@@ -159,12 +159,12 @@ func testDefinitionsSorted(t *testing.T, h *harness) {
 }
 
 // state returns a projection state of instance inst at event e.
-func state(name, inst, data string, e eventstore.Event) eventstore.ProjectionState {
-	return eventstore.ProjectionState{Name: name, InstanceID: inst, Data: json.RawMessage(data), Position: e.Position, CreatedAt: e.RecordedAt, UpdatedAt: e.RecordedAt}
+func state(name, inst, data string, e storage.Event) storage.ProjectionState {
+	return storage.ProjectionState{Name: name, InstanceID: inst, Data: json.RawMessage(data), Position: e.Position, CreatedAt: e.RecordedAt, UpdatedAt: e.RecordedAt}
 }
 
 // checkState loads one instance and compares it with want.
-func checkState(t testing.TB, ctx context.Context, h *harness, want eventstore.ProjectionState, rule string) {
+func checkState(t testing.TB, ctx context.Context, h *harness, want storage.ProjectionState, rule string) {
 	t.Helper()
 	got, err := h.s.LoadProjection(ctx, want.Name, want.InstanceID)
 	if err != nil {
@@ -182,7 +182,7 @@ func testCommit(t *testing.T, h *harness) {
 	mustCreate(t, h, newDef("p"))
 	a1 := state("p", "oa", `{"count":1}`, events[0])
 	all1 := state("p", "", `{"total":3,"big":12345678901234567890.5}`, events[2])
-	c := eventstore.ProjectionCommit{Name: "p", From: 0, To: events[2].Position, States: []eventstore.ProjectionState{a1, all1}}
+	c := storage.ProjectionCommit{Name: "p", From: 0, To: events[2].Position, States: []storage.ProjectionState{a1, all1}}
 	if err := h.s.CommitProjection(ctx, c); err != nil {
 		t.Fatalf("a commit from the stored checkpoint must succeed: %v", err)
 	}
@@ -202,7 +202,7 @@ func testCommit(t *testing.T, h *harness) {
 
 	a2 := state("p", "oa", `{"count":2}`, events[4])
 	b1 := state("p", "ob", `{"count":1}`, events[3])
-	if err := h.s.CommitProjection(ctx, eventstore.ProjectionCommit{Name: "p", From: events[2].Position, To: events[4].Position, States: []eventstore.ProjectionState{a2, b1}}); err != nil {
+	if err := h.s.CommitProjection(ctx, storage.ProjectionCommit{Name: "p", From: events[2].Position, To: events[4].Position, States: []storage.ProjectionState{a2, b1}}); err != nil {
 		t.Fatalf("a second commit from the new checkpoint must succeed: %v", err)
 	}
 	checkState(t, ctx, h, a2, "a commit must replace the state of an instance it carries")
@@ -216,7 +216,7 @@ func testCommit(t *testing.T, h *harness) {
 	if got := mustDefinition(t, h, "q").Checkpoint; got != 0 {
 		t.Errorf("a commit must only move its own projection's checkpoint: q is at %d", got)
 	}
-	if _, err := h.s.LoadProjection(ctx, "q", "oa"); !errors.Is(err, eventstore.ErrNotFound) {
+	if _, err := h.s.LoadProjection(ctx, "q", "oa"); !errors.Is(err, storage.ErrNotFound) {
 		t.Errorf("states belong to one projection: q/oa must be ErrNotFound, got %v", err)
 	}
 }
@@ -226,16 +226,16 @@ func testCommitCAS(t *testing.T, h *harness) {
 	events := savedPositions(t, h, 4)
 	mustCreate(t, h, newDef("p"))
 	a1 := state("p", "oa", `{"v":1}`, events[1])
-	if err := h.s.CommitProjection(ctx, eventstore.ProjectionCommit{Name: "p", From: 0, To: events[1].Position, States: []eventstore.ProjectionState{a1}}); err != nil {
+	if err := h.s.CommitProjection(ctx, storage.ProjectionCommit{Name: "p", From: 0, To: events[1].Position, States: []storage.ProjectionState{a1}}); err != nil {
 		t.Fatal(err)
 	}
 	for _, from := range []int64{0, events[0].Position, events[3].Position} {
-		err := h.s.CommitProjection(ctx, eventstore.ProjectionCommit{
+		err := h.s.CommitProjection(ctx, storage.ProjectionCommit{
 			Name: "p", From: from, To: events[3].Position,
-			States: []eventstore.ProjectionState{state("p", "oa", `{"v":"stale"}`, events[3]), state("p", "new", `{}`, events[3])},
-			Errors: []eventstore.ProjectionError{{Position: events[2].Position, EventID: events[2].ID, EventType: "Placed", Message: "stale"}},
+			States: []storage.ProjectionState{state("p", "oa", `{"v":"stale"}`, events[3]), state("p", "new", `{}`, events[3])},
+			Errors: []storage.ProjectionError{{Position: events[2].Position, EventID: events[2].ID, EventType: "Placed", Message: "stale"}},
 		})
-		if !errors.Is(err, eventstore.ErrConflict) {
+		if !errors.Is(err, storage.ErrConflict) {
 			t.Errorf("a commit from %d when the checkpoint is %d must fail with ErrConflict, got %v", from, events[1].Position, err)
 		}
 	}
@@ -247,7 +247,7 @@ func testCommitCAS(t *testing.T, h *harness) {
 		t.Errorf("a refused commit must record no errors, got %+v", d.Errors)
 	}
 	checkState(t, ctx, h, a1, "a refused commit must not change states")
-	if _, err := h.s.LoadProjection(ctx, "p", "new"); !errors.Is(err, eventstore.ErrNotFound) {
+	if _, err := h.s.LoadProjection(ctx, "p", "new"); !errors.Is(err, storage.ErrNotFound) {
 		t.Errorf("a refused commit must not insert states: LoadProjection p/new returned %v", err)
 	}
 }
@@ -256,13 +256,13 @@ func testCommitErrors(t *testing.T, h *harness) {
 	ctx := t.Context()
 	events := savedPositions(t, h, 4)
 	mustCreate(t, h, newDef("p"))
-	var all []eventstore.ProjectionError
+	var all []storage.ProjectionError
 	perCommit := []int{2, 45, 45, 45}
 	from := int64(0)
 	for i, n := range perCommit {
-		var errs []eventstore.ProjectionError
+		var errs []storage.ProjectionError
 		for j := range n {
-			e := eventstore.ProjectionError{
+			e := storage.ProjectionError{
 				Position: events[i].Position, EventID: events[i].ID, EventType: "Placed",
 				InstanceID: fmt.Sprintf("o%d", j%7),
 				Message:    fmt.Sprintf("cannot add: input is not a number (error %d)", len(all)),
@@ -270,14 +270,14 @@ func testCommitErrors(t *testing.T, h *harness) {
 			errs = append(errs, e)
 			all = append(all, e)
 		}
-		c := eventstore.ProjectionCommit{Name: "p", From: from, To: events[i].Position, Errors: errs}
+		c := storage.ProjectionCommit{Name: "p", From: from, To: events[i].Position, Errors: errs}
 		if err := h.s.CommitProjection(ctx, c); err != nil {
 			t.Fatalf("commit %d: %v", i, err)
 		}
 		from = c.To
 		got := mustDefinition(t, h, "p").Errors
-		if min(len(all), eventstore.MaxRecordedErrors) > len(got) || len(got) > len(all) {
-			t.Errorf("after %d errors, at least the last min(n, MaxRecordedErrors=%d) must be kept: got %d", len(all), eventstore.MaxRecordedErrors, len(got))
+		if min(len(all), storage.MaxRecordedErrors) > len(got) || len(got) > len(all) {
+			t.Errorf("after %d errors, at least the last min(n, MaxRecordedErrors=%d) must be kept: got %d", len(all), storage.MaxRecordedErrors, len(got))
 			continue
 		}
 		suffix := all[len(all)-len(got):]
@@ -304,9 +304,9 @@ func testCommitConcurrent(t *testing.T, h *harness) {
 			go func() {
 				<-start
 				e := events[r*committers+g]
-				err := h.s.CommitProjection(ctx, eventstore.ProjectionCommit{
+				err := h.s.CommitProjection(ctx, storage.ProjectionCommit{
 					Name: "p", From: from, To: e.Position,
-					States: []eventstore.ProjectionState{
+					States: []storage.ProjectionState{
 						state("p", "shared", `{"by":"`+string(rune('a'+g))+`"}`, e),
 						state("p", "only-"+string(rune('a'+g))+string(rune('0'+r)), `{}`, e),
 					},
@@ -320,7 +320,7 @@ func testCommitConcurrent(t *testing.T, h *harness) {
 		close(start)
 		wins := 0
 		for range committers {
-			if err := <-errs; err != nil && !errors.Is(err, eventstore.ErrConflict) {
+			if err := <-errs; err != nil && !errors.Is(err, storage.ErrConflict) {
 				t.Errorf("round %d: a commit that loses the race must fail with ErrConflict, got %v", r, err)
 			}
 		}
@@ -343,7 +343,7 @@ func testCommitConcurrent(t *testing.T, h *harness) {
 			if g == winner && err != nil {
 				t.Errorf("round %d: the winner's state must be stored: %v", r, err)
 			}
-			if g != winner && !errors.Is(err, eventstore.ErrNotFound) {
+			if g != winner && !errors.Is(err, storage.ErrNotFound) {
 				t.Errorf("round %d: a losing commit must write no state, but its instance loads with %v", r, err)
 			}
 		}
@@ -352,7 +352,7 @@ func testCommitConcurrent(t *testing.T, h *harness) {
 }
 
 // diffState describes how two projection states differ, or returns "".
-func diffState(got, want eventstore.ProjectionState) string {
+func diffState(got, want storage.ProjectionState) string {
 	switch {
 	case got.Name != want.Name || got.InstanceID != want.InstanceID:
 		return fmt.Sprintf("instance %q/%q, want %q/%q", got.Name, got.InstanceID, want.Name, want.InstanceID)

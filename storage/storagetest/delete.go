@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/eventkit-go/eventstore"
+	"github.com/eventkit-go/eventstore/storage"
 )
 
 func deleteCases() []testCase {
@@ -18,22 +19,22 @@ func deleteCases() []testCase {
 
 // without returns events minus those of aggregate (typ, id); id "" drops
 // the whole type.
-func without(events []eventstore.Event, typ, id string) []eventstore.Event {
-	return slices.DeleteFunc(slices.Clone(events), func(e eventstore.Event) bool {
+func without(events []storage.Event, typ, id string) []storage.Event {
+	return slices.DeleteFunc(slices.Clone(events), func(e storage.Event) bool {
 		return e.AggregateType == typ && (id == "" || e.AggregateID == id)
 	})
 }
 
 // checkFeedIs reads the whole feed, and the feed of each type in want,
 // and compares them with want.
-func checkFeedIs(t *testing.T, h *harness, want []eventstore.Event, rule string) {
+func checkFeedIs(t *testing.T, h *harness, want []storage.Event, rule string) {
 	t.Helper()
-	feed, _ := mustReadAll(t, h, eventstore.FeedQuery{Limit: 3})
+	feed, _ := mustReadAll(t, h, storage.FeedQuery{Limit: 3})
 	if msg := sameEvents(feed, want); msg != "" {
 		t.Errorf("%s: the feed: %s", rule, msg)
 	}
 	for _, typ := range []string{"alpha", "beta", "gamma"} {
-		typed, _ := mustReadAll(t, h, eventstore.FeedQuery{Limit: 3, AggregateType: typ})
+		typed, _ := mustReadAll(t, h, storage.FeedQuery{Limit: 3, AggregateType: typ})
 		if msg := sameEvents(typed, filterType(want, typ)); msg != "" {
 			t.Errorf("%s: the %s feed: %s", rule, typ, msg)
 		}
@@ -43,9 +44,9 @@ func checkFeedIs(t *testing.T, h *harness, want []eventstore.Event, rule string)
 func testDeleteAggregate(t *testing.T, h *harness) {
 	ctx := t.Context()
 	saveBatchPlan(t, h)
-	before, _ := mustReadAll(t, h, eventstore.FeedQuery{Limit: 100})
+	before, _ := mustReadAll(t, h, storage.FeedQuery{Limit: 100})
 	headAlpha := mustFeedHead(t, h, "alpha")
-	loaded := make(map[[2]string]eventstore.Aggregate)
+	loaded := make(map[[2]string]storage.Aggregate)
 	for _, k := range [][2]string{{"alpha", "2"}, {"beta", "1"}, {"beta", "2"}, {"gamma", "1"}} {
 		loaded[k] = mustLoad(t, h, k[0], k[1])
 	}
@@ -53,8 +54,8 @@ func testDeleteAggregate(t *testing.T, h *harness) {
 	if err := h.s.DeleteAggregate(ctx, "alpha", "1"); err != nil {
 		t.Fatalf("DeleteAggregate alpha/1: %v", err)
 	}
-	for _, q := range []eventstore.LoadQuery{{AggregateType: "alpha", AggregateID: "1"}, {AggregateType: "alpha", AggregateID: "1", AfterVersion: 1, Limit: 1}} {
-		if agg, err := h.s.Load(ctx, q); !errors.Is(err, eventstore.ErrNotFound) {
+	for _, q := range []storage.LoadQuery{{AggregateType: "alpha", AggregateID: "1"}, {AggregateType: "alpha", AggregateID: "1", AfterVersion: 1, Limit: 1}} {
+		if agg, err := h.s.Load(ctx, q); !errors.Is(err, storage.ErrNotFound) {
 			t.Errorf("Load %+v of a deleted aggregate must wrap ErrNotFound, got %v (%d events)", q, err, len(agg.Events))
 		}
 	}
@@ -65,14 +66,14 @@ func testDeleteAggregate(t *testing.T, h *harness) {
 		}
 	}
 	for _, k := range [][2]string{{"alpha", "1"}, {"alpha", "3"}, {"delta", "1"}, {"alph", "1"}, {"alpha", ""}} {
-		if err := h.s.DeleteAggregate(ctx, k[0], k[1]); !errors.Is(err, eventstore.ErrNotFound) {
+		if err := h.s.DeleteAggregate(ctx, k[0], k[1]); !errors.Is(err, storage.ErrNotFound) {
 			t.Errorf("DeleteAggregate of %s/%s, which has no events, must wrap ErrNotFound, got %v", k[0], k[1], err)
 		}
 	}
 	checkFeedIs(t, h, without(before, "alpha", "1"), "a refused DeleteAggregate must delete nothing")
 
 	// The id is free again, from version 1.
-	res, err := h.store.Save(ctx, "alpha", "1", evs("Reborn", 2), &eventstore.SaveOptions{ExpectedVersion: eventstore.ExpectVersion(0)})
+	res, err := h.store.Save(ctx, "alpha", "1", evs("Reborn", 2), &eventstore.SaveOptions{ExpectedVersion: storage.ExpectVersion(0)})
 	if err != nil {
 		t.Fatalf("a deleted aggregate's id must be usable again with ExpectVersion(0): %v", err)
 	}
@@ -100,7 +101,7 @@ func testDeleteLatest(t *testing.T, h *harness) {
 	mustSave(t, h, "beta", "1", evs("Placed", 1), nil)
 	mustSave(t, h, "alpha", "2", evs("Placed", 2), nil)
 	latest := mustSave(t, h, "alpha", "2", evs("Placed", 3), nil) // the latest batch of the store and of alpha
-	before, _ := mustReadAll(t, h, eventstore.FeedQuery{Limit: 100})
+	before, _ := mustReadAll(t, h, storage.FeedQuery{Limit: 100})
 	head, headAlpha, headBeta := mustFeedHead(t, h, ""), mustFeedHead(t, h, "alpha"), mustFeedHead(t, h, "beta")
 	if head != latest.Position || headAlpha != 3 || headBeta != 1 {
 		t.Fatalf("FeedHead before the deletion: got %d, %d, %d, want %d, 3, 1", head, headAlpha, headBeta, latest.Position)
@@ -120,7 +121,7 @@ func testDeleteLatest(t *testing.T, h *harness) {
 		t.Errorf("deleting an alpha aggregate must not change FeedHead(\"beta\") = %d, got %d", headBeta, got)
 	}
 	// A reader that had read everything sees nothing and stays put.
-	q := eventstore.FeedQuery{After: head, Limit: 10}
+	q := storage.FeedQuery{After: head, Limit: 10}
 	page, err := h.s.ReadFeed(ctx, q)
 	if err != nil {
 		t.Fatal(err)
@@ -161,14 +162,14 @@ func testDeleteLatest(t *testing.T, h *harness) {
 func testDeleteType(t *testing.T, h *harness) {
 	ctx := t.Context()
 	saveBatchPlan(t, h)
-	before, _ := mustReadAll(t, h, eventstore.FeedQuery{Limit: 100})
+	before, _ := mustReadAll(t, h, storage.FeedQuery{Limit: 100})
 	for _, typ := range []string{"alph", "alpha%", "delta", "Alpha", ""} {
-		if err := h.s.DeleteAggregateType(ctx, typ); !errors.Is(err, eventstore.ErrNotFound) {
+		if err := h.s.DeleteAggregateType(ctx, typ); !errors.Is(err, storage.ErrNotFound) {
 			t.Errorf("DeleteAggregateType(%q), a type without events, must wrap ErrNotFound, got %v", typ, err)
 		}
 	}
 	checkFeedIs(t, h, before, "a refused DeleteAggregateType must delete nothing")
-	loaded := make(map[[2]string]eventstore.Aggregate)
+	loaded := make(map[[2]string]storage.Aggregate)
 	for _, k := range [][2]string{{"beta", "1"}, {"beta", "2"}, {"gamma", "1"}} {
 		loaded[k] = mustLoad(t, h, k[0], k[1])
 	}
@@ -178,10 +179,10 @@ func testDeleteType(t *testing.T, h *harness) {
 	}
 	checkFeedIs(t, h, without(before, "alpha", ""), "a deleted type's events must leave the feed, and only they")
 	for _, id := range []string{"1", "2"} {
-		if _, err := h.s.Load(ctx, eventstore.LoadQuery{AggregateType: "alpha", AggregateID: id}); !errors.Is(err, eventstore.ErrNotFound) {
+		if _, err := h.s.Load(ctx, storage.LoadQuery{AggregateType: "alpha", AggregateID: id}); !errors.Is(err, storage.ErrNotFound) {
 			t.Errorf("Load of alpha/%s after DeleteAggregateType must wrap ErrNotFound, got %v", id, err)
 		}
-		if err := h.s.DeleteAggregate(ctx, "alpha", id); !errors.Is(err, eventstore.ErrNotFound) {
+		if err := h.s.DeleteAggregate(ctx, "alpha", id); !errors.Is(err, storage.ErrNotFound) {
 			t.Errorf("DeleteAggregate of alpha/%s after DeleteAggregateType must wrap ErrNotFound, got %v", id, err)
 		}
 	}
@@ -194,10 +195,10 @@ func testDeleteType(t *testing.T, h *harness) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if i := slices.IndexFunc(feeds, func(f eventstore.FeedInfo) bool { return f.AggregateType == "alpha" }); i >= 0 {
+	if i := slices.IndexFunc(feeds, func(f storage.FeedInfo) bool { return f.AggregateType == "alpha" }); i >= 0 {
 		t.Errorf("Feeds must list only types that have events; after DeleteAggregateType it still lists %+v", feeds[i])
 	}
-	if err := h.s.DeleteAggregateType(ctx, "alpha"); !errors.Is(err, eventstore.ErrNotFound) {
+	if err := h.s.DeleteAggregateType(ctx, "alpha"); !errors.Is(err, storage.ErrNotFound) {
 		t.Errorf("a second DeleteAggregateType of the same type must wrap ErrNotFound, got %v", err)
 	}
 

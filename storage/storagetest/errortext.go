@@ -6,6 +6,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/eventkit-go/eventstore"
+	"github.com/eventkit-go/eventstore/storage"
 )
 
 func errorTextCases() []testCase {
@@ -25,15 +26,15 @@ func testCommitErrorText(t *testing.T, h *harness) {
 	events := savedPositions(t, h, 2)
 	mustCreate(t, h, newDef("p"))
 	long := strings.Repeat("é", 10_000)
-	commits := [][]eventstore.ProjectionError{
+	commits := [][]storage.ProjectionError{
 		{{Position: events[0].Position, EventID: events[0].ID, EventType: "Placed\xff", InstanceID: "o\x00a",
 			Message: "bad \xff\xfe text with a NUL \x00 and a cut é\xc3"}},
 		{{Position: events[1].Position, EventID: events[1].ID, EventType: "Placed", InstanceID: "ob", Message: long}},
 	}
 	from := int64(0)
-	var want []eventstore.ProjectionError
+	var want []storage.ProjectionError
 	for i, errs := range commits {
-		c := eventstore.ProjectionCommit{Name: "p", From: from, To: events[i].Position, Errors: errs}
+		c := storage.ProjectionCommit{Name: "p", From: from, To: events[i].Position, Errors: errs}
 		if err := h.s.CommitProjection(ctx, c); err != nil {
 			t.Fatalf("commit %d of errors with text %.40q...: %v", i, errs[0].Message, err)
 		}

@@ -3,7 +3,7 @@ package storagetest_test
 import (
 	"testing"
 
-	"github.com/eventkit-go/eventstore"
+	"github.com/eventkit-go/eventstore/storage"
 	"github.com/eventkit-go/eventstore/storage/memory"
 	"github.com/eventkit-go/eventstore/storage/storagetest"
 )
@@ -12,6 +12,6 @@ import (
 // fresh Storage from the function passed in.
 func ExampleRun() {
 	_ = func(t *testing.T) { // in the backend's _test.go file: func TestConformance(t *testing.T)
-		storagetest.Run(t, func(tb testing.TB) eventstore.Storage { return memory.New() })
+		storagetest.Run(t, func(tb testing.TB) storage.Storage { return memory.New() })
 	}
 }

@@ -3,7 +3,7 @@ package storagetest
 import (
 	"testing"
 
-	"github.com/eventkit-go/eventstore"
+	"github.com/eventkit-go/eventstore/storage"
 )
 
 func feedCases() []testCase {
@@ -24,7 +24,7 @@ func feedCases() []testCase {
 
 // seedFeed saves a mixed history over three types and returns every event
 // as loaded, in position order.
-func seedFeed(t *testing.T, h *harness) []eventstore.Event {
+func seedFeed(t *testing.T, h *harness) []storage.Event {
 	t.Helper()
 	plan := []struct {
 		typ, id string
@@ -36,7 +36,7 @@ func seedFeed(t *testing.T, h *harness) []eventstore.Event {
 	for _, p := range plan {
 		mustSave(t, h, p.typ, p.id, evs(p.typ+"Happened", p.n), nil)
 	}
-	var all []eventstore.Event
+	var all []storage.Event
 	for _, k := range [][2]string{{"alpha", "1"}, {"alpha", "2"}, {"beta", "1"}, {"beta", "2"}, {"gamma", "1"}} {
 		all = append(all, mustLoad(t, h, k[0], k[1]).Events...)
 	}
@@ -44,7 +44,7 @@ func seedFeed(t *testing.T, h *harness) []eventstore.Event {
 	return all
 }
 
-func sortByPosition(events []eventstore.Event) {
+func sortByPosition(events []storage.Event) {
 	for i := 1; i < len(events); i++ {
 		for j := i; j > 0 && events[j].Position < events[j-1].Position; j-- {
 			events[j], events[j-1] = events[j-1], events[j]
@@ -52,8 +52,8 @@ func sortByPosition(events []eventstore.Event) {
 	}
 }
 
-func filterType(events []eventstore.Event, typ string) []eventstore.Event {
-	var out []eventstore.Event
+func filterType(events []storage.Event, typ string) []storage.Event {
+	var out []storage.Event
 	for _, e := range events {
 		if e.AggregateType == typ {
 			out = append(out, e)
@@ -63,7 +63,7 @@ func filterType(events []eventstore.Event, typ string) []eventstore.Event {
 }
 
 func testFeedAll(t *testing.T, h *harness) {
-	page, err := h.s.ReadFeed(t.Context(), eventstore.FeedQuery{Limit: 100})
+	page, err := h.s.ReadFeed(t.Context(), storage.FeedQuery{Limit: 100})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -71,11 +71,11 @@ func testFeedAll(t *testing.T, h *harness) {
 		t.Errorf("ReadFeed of an empty store must return no event and Head 0, got %d events and Head %d", len(page.Events), page.Head)
 	}
 	want := seedFeed(t, h)
-	page, err = h.s.ReadFeed(t.Context(), eventstore.FeedQuery{Limit: 100})
+	page, err = h.s.ReadFeed(t.Context(), storage.FeedQuery{Limit: 100})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := checkPage(eventstore.FeedQuery{Limit: 100}, page); err != nil {
+	if err := checkPage(storage.FeedQuery{Limit: 100}, page); err != nil {
 		t.Error(err)
 	}
 	if msg := sameEvents(page.Events, want); msg != "" {
@@ -89,7 +89,7 @@ func testFeedAll(t *testing.T, h *harness) {
 func testFeedAfter(t *testing.T, h *harness) {
 	all := seedFeed(t, h)
 	for _, i := range []int{0, 1, 5, len(all) - 2, len(all) - 1} {
-		q := eventstore.FeedQuery{After: all[i].Position, Limit: 100}
+		q := storage.FeedQuery{After: all[i].Position, Limit: 100}
 		page, err := h.s.ReadFeed(t.Context(), q)
 		if err != nil {
 			t.Fatal(err)
@@ -106,8 +106,8 @@ func testFeedAfter(t *testing.T, h *harness) {
 func testFeedPaging(t *testing.T, h *harness) {
 	all := seedFeed(t, h)
 	for _, limit := range []int{1, 2, 3, 7} {
-		q := eventstore.FeedQuery{Limit: limit}
-		var got []eventstore.Event
+		q := storage.FeedQuery{Limit: limit}
+		var got []storage.Event
 		for range 100 {
 			page, err := h.s.ReadFeed(t.Context(), q)
 			if err != nil {
@@ -138,13 +138,13 @@ func testFeedFilter(t *testing.T, h *harness) {
 	for _, typ := range []string{"alpha", "beta", "gamma"} {
 		want := filterType(all, typ)
 		for _, limit := range []int{1, 2, 100} {
-			got, _ := mustReadAll(t, h, eventstore.FeedQuery{Limit: limit, AggregateType: typ})
+			got, _ := mustReadAll(t, h, storage.FeedQuery{Limit: limit, AggregateType: typ})
 			if msg := sameEvents(got, want); msg != "" {
 				t.Errorf("the %s feed with limit %d must return exactly that type's events, in order: %s", typ, limit, msg)
 			}
 		}
 	}
-	got, head := mustReadAll(t, h, eventstore.FeedQuery{Limit: 10, AggregateType: "delta"})
+	got, head := mustReadAll(t, h, storage.FeedQuery{Limit: 10, AggregateType: "delta"})
 	if len(got) != 0 {
 		t.Errorf("the feed of a type without events must be empty, got %d events", len(got))
 	}
@@ -158,14 +158,14 @@ func testFeedHead(t *testing.T, h *harness) {
 	last := all[len(all)-1].Position
 	// The last saves were gamma: the alpha feed is quiet at its end.
 	for _, typ := range []string{"", "alpha", "beta", "gamma"} {
-		_, head := mustReadAll(t, h, eventstore.FeedQuery{Limit: 3, AggregateType: typ})
+		_, head := mustReadAll(t, h, storage.FeedQuery{Limit: 3, AggregateType: typ})
 		if head != last {
 			t.Errorf("feed %q: once drained, Head must reach the store's last position %d, got %d", typ, last, head)
 		}
 	}
 	// A reader that has seen everything stays put, and resumes with the
 	// next save.
-	page, err := h.s.ReadFeed(t.Context(), eventstore.FeedQuery{After: last, Limit: 5, AggregateType: "alpha"})
+	page, err := h.s.ReadFeed(t.Context(), storage.FeedQuery{After: last, Limit: 5, AggregateType: "alpha"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -173,11 +173,11 @@ func testFeedHead(t *testing.T, h *harness) {
 		t.Errorf("a drained reader must get no events and keep Head %d, got %d events and Head %d", last, len(page.Events), page.Head)
 	}
 	res := mustSave(t, h, "beta", "9", evs("Late", 1), nil)
-	_, head := mustReadAll(t, h, eventstore.FeedQuery{After: last, Limit: 5, AggregateType: "alpha"})
+	_, head := mustReadAll(t, h, storage.FeedQuery{After: last, Limit: 5, AggregateType: "alpha"})
 	if head != res.Position {
 		t.Errorf("after a save of another type, the alpha feed's Head must reach the new last position %d, got %d", res.Position, head)
 	}
-	got, _ := mustReadAll(t, h, eventstore.FeedQuery{After: last, Limit: 5, AggregateType: "beta"})
+	got, _ := mustReadAll(t, h, storage.FeedQuery{After: last, Limit: 5, AggregateType: "beta"})
 	if len(got) != 1 || got[0].Position != res.Position {
 		t.Errorf("a reader resuming after Head must see the next save at %d, got %+v", res.Position, got)
 	}

@@ -6,19 +6,19 @@ import (
 	"testing"
 	"time"
 
-	"github.com/eventkit-go/eventstore"
+	"github.com/eventkit-go/eventstore/storage"
 )
 
 // ackedBatch is a save that a writer saw succeed.
 type ackedBatch struct {
 	typ, id string
 	ids     []string
-	res     eventstore.AppendResult
+	res     storage.AppendResult
 }
 
 // followResult is what the follower of a feed saw.
 type followResult struct {
-	events []eventstore.Event
+	events []storage.Event
 	reads  int
 	err    error
 }
@@ -35,7 +35,7 @@ func testFeedConcurrent(t *testing.T, h *harness, typ string, bulk bool) {
 
 	done := make(chan struct{})
 	followed := make(chan followResult, 1)
-	go func() { followed <- follow(t, h, eventstore.FeedQuery{Limit: limit, AggregateType: typ}, done) }()
+	go func() { followed <- follow(t, h, storage.FeedQuery{Limit: limit, AggregateType: typ}, done) }()
 
 	acks := make(chan []ackedBatch, writers)
 	errs := make(chan error, writers*saves)
@@ -49,9 +49,9 @@ func testFeedConcurrent(t *testing.T, h *harness, typ string, bulk bool) {
 				batch := evs(fmt.Sprintf("W%dS%d", w, i), 1+(w+i)%3)
 				if bulk && w%2 == 1 {
 					other := types[(k+1)%len(types)]
-					reqs := []eventstore.AppendRequest{
-						request(at, id, batch, eventstore.VersionCheck{}),
-						request(other, id, evs(fmt.Sprintf("W%dS%dB", w, i), 1+i%2), eventstore.VersionCheck{}),
+					reqs := []storage.AppendRequest{
+						request(at, id, batch, storage.VersionCheck{}),
+						request(other, id, evs(fmt.Sprintf("W%dS%dB", w, i), 1+i%2), storage.VersionCheck{}),
 					}
 					results, err := h.s.AppendAll(t.Context(), reqs)
 					if err == nil && len(results) != len(reqs) {
@@ -99,7 +99,7 @@ func testFeedConcurrent(t *testing.T, h *harness, typ string, bulk bool) {
 
 	type eventKey struct{ typ, id, eventID string }
 	type ack struct {
-		res  eventstore.AppendResult
+		res  storage.AppendResult
 		last bool
 	}
 	acked := make(map[eventKey]ack)
@@ -117,7 +117,7 @@ func testFeedConcurrent(t *testing.T, h *harness, typ string, bulk bool) {
 	}
 
 	seen := make(map[eventKey]int)
-	perAgg := make(map[[2]string][]eventstore.Event)
+	perAgg := make(map[[2]string][]storage.Event)
 	var last int64
 	for i, e := range got.events {
 		if e.Position <= last {
@@ -189,7 +189,7 @@ func testFeedConcurrent(t *testing.T, h *harness, typ string, bulk bool) {
 // follow pages through the feed from q.After with After = Head until done
 // is closed, then drains it: it reads until a read returns nothing and does
 // not move Head.
-func follow(t *testing.T, h *harness, q eventstore.FeedQuery, done <-chan struct{}) followResult {
+func follow(t *testing.T, h *harness, q storage.FeedQuery, done <-chan struct{}) followResult {
 	var r followResult
 	finishing := false
 	for {

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/eventkit-go/eventstore"
+	"github.com/eventkit-go/eventstore/storage"
 )
 
 func feedSequenceCases() []testCase {
@@ -23,7 +24,7 @@ func feedSequenceCases() []testCase {
 type savedBatch struct {
 	typ, id string
 	n       int
-	res     eventstore.AppendResult
+	res     storage.AppendResult
 	// feedSeq is the FeedSequence the batch must have: its rank among the
 	// plan's saves of its type.
 	feedSeq int64
@@ -56,7 +57,7 @@ func testFeedSequence(t *testing.T, h *harness) {
 	batches := saveBatchPlan(t, h)
 	for i, b := range batches {
 		agg := mustLoad(t, h, b.typ, b.id)
-		var got []eventstore.Event
+		var got []storage.Event
 		for _, e := range agg.Events {
 			if e.Version == b.res.Version {
 				got = append(got, e)
@@ -75,12 +76,12 @@ func testFeedSequence(t *testing.T, h *harness) {
 		}
 	}
 	// The feed carries the same numbers as Load.
-	feed, _ := mustReadAll(t, h, eventstore.FeedQuery{Limit: 4})
+	feed, _ := mustReadAll(t, h, storage.FeedQuery{Limit: 4})
 	if msg := checkBatches(feed); msg != "" {
 		t.Error(msg)
 	}
 	for _, typ := range []string{"alpha", "beta", "gamma"} {
-		typed, _ := mustReadAll(t, h, eventstore.FeedQuery{Limit: 3, AggregateType: typ})
+		typed, _ := mustReadAll(t, h, storage.FeedQuery{Limit: 3, AggregateType: typ})
 		if msg := sameEvents(typed, filterType(feed, typ)); msg != "" {
 			t.Errorf("the %s feed must return that type's events with the same FeedSequences as the whole feed: %s", typ, msg)
 		}
@@ -89,7 +90,7 @@ func testFeedSequence(t *testing.T, h *harness) {
 
 func testAfterFeedSequence(t *testing.T, h *harness) {
 	batches := saveBatchPlan(t, h)
-	feed, _ := mustReadAll(t, h, eventstore.FeedQuery{Limit: 100})
+	feed, _ := mustReadAll(t, h, storage.FeedQuery{Limit: 100})
 	for _, typ := range []string{"alpha", "beta", "gamma"} {
 		all := filterType(feed, typ)
 		var head int64
@@ -99,13 +100,13 @@ func testAfterFeedSequence(t *testing.T, h *harness) {
 			}
 		}
 		for k := int64(1); k <= head+1; k++ {
-			var want []eventstore.Event
+			var want []storage.Event
 			for _, e := range all {
 				if e.FeedSequence > k {
 					want = append(want, e)
 				}
 			}
-			q := eventstore.FeedQuery{Limit: 100, AggregateType: typ, AfterFeedSequence: k}
+			q := storage.FeedQuery{Limit: 100, AggregateType: typ, AfterFeedSequence: k}
 			page, err := h.s.ReadFeed(t.Context(), q)
 			if err != nil {
 				t.Fatalf("ReadFeed %+v: %v", q, err)
@@ -125,7 +126,7 @@ func testAfterFeedSequence(t *testing.T, h *harness) {
 			if err := checkPage(q, page); err != nil {
 				t.Error(err)
 			}
-			rest, _ := mustReadAll(t, h, eventstore.FeedQuery{After: page.Head, Limit: 2, AggregateType: typ})
+			rest, _ := mustReadAll(t, h, storage.FeedQuery{After: page.Head, Limit: 2, AggregateType: typ})
 			if msg := sameEvents(append(page.Events, rest...), want); msg != "" {
 				t.Errorf("ReadFeed of %s after FeedSequence %d with Limit 2, then on with After = Head, must read every later event exactly once: %s", typ, k, msg)
 			}
@@ -138,7 +139,7 @@ func testFeedHeadValues(t *testing.T, h *harness) {
 	if head, err := h.s.FeedHead(ctx, ""); err != nil || head != 0 {
 		t.Errorf("FeedHead(\"\") of an empty store must be 0 without error, got %d, %v", head, err)
 	}
-	if head, err := h.s.FeedHead(ctx, "alpha"); !errors.Is(err, eventstore.ErrNotFound) {
+	if head, err := h.s.FeedHead(ctx, "alpha"); !errors.Is(err, storage.ErrNotFound) {
 		t.Errorf("FeedHead of a type without events must wrap ErrNotFound, got %d, %v", head, err)
 	}
 	batches := saveBatchPlan(t, h)
@@ -152,7 +153,7 @@ func testFeedHeadValues(t *testing.T, h *harness) {
 		}
 	}
 	for _, typ := range []string{"delta", "Alpha", "alph"} {
-		if head, err := h.s.FeedHead(ctx, typ); !errors.Is(err, eventstore.ErrNotFound) {
+		if head, err := h.s.FeedHead(ctx, typ); !errors.Is(err, storage.ErrNotFound) {
 			t.Errorf("FeedHead of type %q, which has no events, must wrap ErrNotFound, got %d, %v", typ, head, err)
 		}
 	}
@@ -169,7 +170,7 @@ func testFeedHeadValues(t *testing.T, h *harness) {
 }
 
 // feedInfos counts aggregates, batches and events per type in events.
-func feedInfos(events []eventstore.Event) []eventstore.FeedInfo {
+func feedInfos(events []storage.Event) []storage.FeedInfo {
 	type counts struct {
 		aggs    map[string]bool
 		batches map[int64]bool
@@ -186,11 +187,11 @@ func feedInfos(events []eventstore.Event) []eventstore.FeedInfo {
 		c.batches[e.FeedSequence] = true
 		c.events++
 	}
-	out := make([]eventstore.FeedInfo, 0, len(per))
+	out := make([]storage.FeedInfo, 0, len(per))
 	for typ, c := range per {
-		out = append(out, eventstore.FeedInfo{AggregateType: typ, AggregateCount: int64(len(c.aggs)), BatchCount: int64(len(c.batches)), EventCount: c.events})
+		out = append(out, storage.FeedInfo{AggregateType: typ, AggregateCount: int64(len(c.aggs)), BatchCount: int64(len(c.batches)), EventCount: c.events})
 	}
-	slices.SortFunc(out, func(a, b eventstore.FeedInfo) int { return strings.Compare(a.AggregateType, b.AggregateType) })
+	slices.SortFunc(out, func(a, b storage.FeedInfo) int { return strings.Compare(a.AggregateType, b.AggregateType) })
 	return out
 }
 
@@ -201,7 +202,7 @@ func testFeeds(t *testing.T, h *harness) {
 	}
 	saveBatchPlan(t, h)
 	mustSave(t, h, "Zulu", "z", evs("Upper", 1), nil) // upper case sorts before lower case
-	want := []eventstore.FeedInfo{
+	want := []storage.FeedInfo{
 		{AggregateType: "Zulu", AggregateCount: 1, BatchCount: 1, EventCount: 1},
 		{AggregateType: "alpha", AggregateCount: 2, BatchCount: 4, EventCount: 7},
 		{AggregateType: "beta", AggregateCount: 2, BatchCount: 3, EventCount: 8},
@@ -217,7 +218,7 @@ func testFeeds(t *testing.T, h *harness) {
 }
 
 func testEncryptedData(t *testing.T, h *harness) {
-	long := strings.Repeat("0123456789abcdef", eventstore.MaxEncryptedData/16) + strings.Repeat("z", eventstore.MaxEncryptedData%16)
+	long := strings.Repeat("0123456789abcdef", storage.MaxEncryptedData/16) + strings.Repeat("z", storage.MaxEncryptedData%16)
 	texts := []string{"", "AQIDBAUGBwgJ", "ünïcödé ✓ 🔐", long, "with\nnewline and \"quotes\""}
 	var saved []eventstore.NewEvent
 	for i, text := range texts {
@@ -245,10 +246,10 @@ func testEncryptedData(t *testing.T, h *harness) {
 	if e := mustLoad(t, h, "vault", "v2").Events[0]; e.EncryptedData != long {
 		t.Errorf("EncryptedData of exactly MaxEncryptedData bytes must round-trip: got %d bytes", len(e.EncryptedData))
 	}
-	feed, _ := mustReadAll(t, h, eventstore.FeedQuery{Limit: 2})
-	typed, _ := mustReadAll(t, h, eventstore.FeedQuery{Limit: 2, AggregateType: "vault"})
-	bySeq, _ := mustReadAll(t, h, eventstore.FeedQuery{Limit: 2, AggregateType: "vault", AfterFeedSequence: 1})
-	for name, events := range map[string][]eventstore.Event{
+	feed, _ := mustReadAll(t, h, storage.FeedQuery{Limit: 2})
+	typed, _ := mustReadAll(t, h, storage.FeedQuery{Limit: 2, AggregateType: "vault"})
+	bySeq, _ := mustReadAll(t, h, storage.FeedQuery{Limit: 2, AggregateType: "vault", AfterFeedSequence: 1})
+	for name, events := range map[string][]storage.Event{
 		"the whole feed":                      filterType(feed, "vault"),
 		"the vault feed":                      typed,
 		"the vault feed after FeedSequence 1": append(slices.Clone(agg.Events[:3]), bySeq...),

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/eventkit-go/eventstore"
+	"github.com/eventkit-go/eventstore/storage"
 	"github.com/google/uuid"
 )
 
@@ -36,7 +37,7 @@ func evs(typ string, n int) []eventstore.NewEvent {
 }
 
 // mustSave saves through the Store and fails the test on error.
-func mustSave(t testing.TB, h *harness, typ, id string, events []eventstore.NewEvent, opts *eventstore.SaveOptions) eventstore.AppendResult {
+func mustSave(t testing.TB, h *harness, typ, id string, events []eventstore.NewEvent, opts *eventstore.SaveOptions) storage.AppendResult {
 	t.Helper()
 	res, err := h.store.Save(t.Context(), typ, id, events, opts)
 	if err != nil {
@@ -46,7 +47,7 @@ func mustSave(t testing.TB, h *harness, typ, id string, events []eventstore.NewE
 }
 
 // mustLoad loads through the Store and fails the test on error.
-func mustLoad(t testing.TB, h *harness, typ, id string) eventstore.Aggregate {
+func mustLoad(t testing.TB, h *harness, typ, id string) storage.Aggregate {
 	t.Helper()
 	agg, err := h.store.Load(t.Context(), typ, id)
 	if err != nil {
@@ -57,7 +58,7 @@ func mustLoad(t testing.TB, h *harness, typ, id string) eventstore.Aggregate {
 
 // mustReadAll reads the whole feed selected by q (q.After is the start) and
 // fails the test on error or on a page that breaks the feed contract.
-func mustReadAll(t testing.TB, h *harness, q eventstore.FeedQuery) ([]eventstore.Event, int64) {
+func mustReadAll(t testing.TB, h *harness, q storage.FeedQuery) ([]storage.Event, int64) {
 	t.Helper()
 	events, head, err := readFeed(t.Context(), h.s, q)
 	if err != nil {
@@ -70,8 +71,8 @@ func mustReadAll(t testing.TB, h *harness, q eventstore.FeedQuery) ([]eventstore
 // After = Head, until a read returns no event and does not move Head. It
 // returns the events read and the final Head. Pages that break the
 // contract of ReadFeed are reported as errors.
-func readFeed(ctx context.Context, s eventstore.Storage, q eventstore.FeedQuery) ([]eventstore.Event, int64, error) {
-	var all []eventstore.Event
+func readFeed(ctx context.Context, s storage.Storage, q storage.FeedQuery) ([]storage.Event, int64, error) {
+	var all []storage.Event
 	for range 1_000_000 {
 		page, err := s.ReadFeed(ctx, q)
 		if err != nil {
@@ -90,7 +91,7 @@ func readFeed(ctx context.Context, s eventstore.Storage, q eventstore.FeedQuery)
 }
 
 // checkPage checks one page against the contract of ReadFeed.
-func checkPage(q eventstore.FeedQuery, page eventstore.FeedPage) error {
+func checkPage(q storage.FeedQuery, page storage.FeedPage) error {
 	if len(page.Events) > q.Limit {
 		return fmt.Errorf("ReadFeed must return at most Limit events: got %d with Limit %d", len(page.Events), q.Limit)
 	}
@@ -116,7 +117,7 @@ func checkPage(q eventstore.FeedQuery, page eventstore.FeedPage) error {
 			if total >= q.MaxBytes {
 				return fmt.Errorf("ReadFeed with MaxBytes %d must stop after the event with which it reaches MaxBytes: %d bytes before event %d", q.MaxBytes, total, i)
 			}
-			total += eventstore.EventBytes(&page.Events[i])
+			total += storage.EventBytes(&page.Events[i])
 		}
 	}
 	if page.Truncated && (q.MaxBytes <= 0 || len(page.Events) == 0 || page.Head != last) {
@@ -129,7 +130,7 @@ func checkPage(q eventstore.FeedQuery, page eventstore.FeedPage) error {
 // contiguous reports, for the events of one aggregate in order, whether
 // their sequences run 1, 2, 3, ... and their versions start at 1 and rise
 // by at most one from event to event. It returns "" when they do.
-func contiguous(events []eventstore.Event) string {
+func contiguous(events []storage.Event) string {
 	var version int64
 	for i, e := range events {
 		if e.Sequence != int64(i)+1 {
@@ -148,7 +149,7 @@ func contiguous(events []eventstore.Event) string {
 
 // sameEvents compares two lists of stored events field by field and
 // describes the first difference, or returns "".
-func sameEvents(got, want []eventstore.Event) string {
+func sameEvents(got, want []storage.Event) string {
 	if len(got) != len(want) {
 		return fmt.Sprintf("got %d events, want %d", len(got), len(want))
 	}
@@ -161,7 +162,7 @@ func sameEvents(got, want []eventstore.Event) string {
 }
 
 // diffEvent describes how two stored events differ, or returns "".
-func diffEvent(got, want eventstore.Event) string {
+func diffEvent(got, want storage.Event) string {
 	switch {
 	case got.ID != want.ID:
 		return fmt.Sprintf("ID %q, want %q", got.ID, want.ID)
@@ -205,7 +206,7 @@ func showData(d json.RawMessage) string {
 // feedLast returns the position of the last event of the whole feed, or 0.
 func feedLast(t testing.TB, h *harness) int64 {
 	t.Helper()
-	events, _ := mustReadAll(t, h, eventstore.FeedQuery{Limit: 1000})
+	events, _ := mustReadAll(t, h, storage.FeedQuery{Limit: 1000})
 	if len(events) == 0 {
 		return 0
 	}
@@ -215,11 +216,11 @@ func feedLast(t testing.TB, h *harness) int64 {
 // request builds the AppendRequest that the Store builds for a save of
 // events (ids already in lower case), for tests that call Append or
 // AppendAll directly.
-func request(typ, id string, events []eventstore.NewEvent, expected eventstore.VersionCheck) eventstore.AppendRequest {
+func request(typ, id string, events []eventstore.NewEvent, expected storage.VersionCheck) storage.AppendRequest {
 	now := time.Now().UTC().Truncate(time.Microsecond)
-	req := eventstore.AppendRequest{AggregateType: typ, AggregateID: id, ExpectedVersion: expected, Events: make([]eventstore.Event, len(events))}
+	req := storage.AppendRequest{AggregateType: typ, AggregateID: id, ExpectedVersion: expected, Events: make([]storage.Event, len(events))}
 	for i, e := range events {
-		req.Events[i] = eventstore.Event{
+		req.Events[i] = storage.Event{
 			ID: strings.ToLower(e.ID), Type: e.Type, Data: e.Data, EncryptedData: e.EncryptedData,
 			AggregateType: typ, AggregateID: id, RecordedAt: now,
 		}
@@ -243,7 +244,7 @@ type batchKey struct {
 	version int64
 }
 
-func keyOf(e eventstore.Event) batchKey { return batchKey{e.AggregateType, e.AggregateID, e.Version} }
+func keyOf(e storage.Event) batchKey { return batchKey{e.AggregateType, e.AggregateID, e.Version} }
 
 // checkBatches checks the events of a feed in position order (the whole
 // feed or part of it, as long as no batch is cut off at the start) for the
@@ -251,7 +252,7 @@ func keyOf(e eventstore.Event) batchKey { return batchKey{e.AggregateType, e.Agg
 // consecutive positions and share a FeedSequence, and each aggregate
 // type's FeedSequences rise strictly from batch to batch. It returns ""
 // when they do.
-func checkBatches(events []eventstore.Event) string {
+func checkBatches(events []storage.Event) string {
 	lastSeq := make(map[string]int64)
 	for i, e := range events {
 		if e.FeedSequence < 1 {

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/eventkit-go/eventstore"
+	"github.com/eventkit-go/eventstore/storage"
 )
 
 func idempotencyCases() []testCase {
@@ -42,7 +43,7 @@ func testRetry(t *testing.T, h *harness) {
 	}
 	// A retry with an expected version that no longer matches is still a
 	// duplicate: the client is asking whether its earlier save landed.
-	opts := &eventstore.SaveOptions{ExpectedVersion: eventstore.ExpectVersion(1)}
+	opts := &eventstore.SaveOptions{ExpectedVersion: storage.ExpectVersion(1)}
 	again := mustSave(t, h, "order", "o", batch[1:2], opts)
 	if !again.Duplicate || again.Version != first.Version {
 		t.Errorf("a retry of part of a stored batch (all its ids stored) must be a Duplicate at the original version: got %+v", again)
@@ -66,7 +67,7 @@ func testMixedBatch(t *testing.T, h *harness) {
 	mustSave(t, h, "m", "x", batch, nil)
 	mixed := []eventstore.NewEvent{ev("B", `{"new":true}`), batch[1]}
 	_, err := h.store.Save(t.Context(), "m", "x", mixed, nil)
-	if !errors.Is(err, eventstore.ErrConflict) {
+	if !errors.Is(err, storage.ErrConflict) {
 		t.Errorf("a batch mixing a stored and a new id must fail with ErrConflict, got %v", err)
 	}
 	agg := mustLoad(t, h, "m", "x")
@@ -83,7 +84,7 @@ func testSameIDTwice(t *testing.T, h *harness) {
 	twin := eventstore.NewEvent{ID: strings.ToUpper(a.ID), Type: "B"}
 	for _, batch := range [][]eventstore.NewEvent{{a, a}, {a, twin}} {
 		_, err := h.store.Save(t.Context(), "t", "x", batch, nil)
-		if !errors.Is(err, eventstore.ErrInvalid) {
+		if !errors.Is(err, storage.ErrInvalid) {
 			t.Errorf("the same id twice in one batch must fail with ErrInvalid, got %v", err)
 			continue
 		}
@@ -92,7 +93,7 @@ func testSameIDTwice(t *testing.T, h *harness) {
 			t.Errorf("the ValidationError for a repeated id must name events[1].eventId, got %v", err)
 		}
 	}
-	if _, err := h.store.Load(t.Context(), "t", "x"); !errors.Is(err, eventstore.ErrNotFound) {
+	if _, err := h.store.Load(t.Context(), "t", "x"); !errors.Is(err, storage.ErrNotFound) {
 		t.Errorf("a batch with a repeated id must store nothing: Load returned %v", err)
 	}
 }
@@ -100,7 +101,7 @@ func testSameIDTwice(t *testing.T, h *harness) {
 func testIdenticalRace(t *testing.T, h *harness) {
 	const rounds, racers = 20, 2
 	type outcome struct {
-		res eventstore.AppendResult
+		res storage.AppendResult
 		err error
 	}
 	for round := range rounds {

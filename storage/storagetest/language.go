@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/eventkit-go/eventstore"
+	"github.com/eventkit-go/eventstore/storage"
 )
 
 func languageCases() []testCase {
@@ -61,15 +62,15 @@ func testLanguage(t *testing.T, h *harness) {
 	if want := `{"todos":[{"id":"t0","text":"do 0"},{"id":"t2","text":"do 2"},{"id":"t3","text":"do 3"}],"open":"3"}`; string(pj.Data) != want {
 		t.Errorf("l4 = %s, want %s", pj.Data, want)
 	}
-	if pj.Reference.Kind != eventstore.RefNumber || pj.Reference.Number != 3 {
+	if pj.Reference.Kind != storage.RefNumber || pj.Reference.Number != 3 {
 		t.Errorf("l4 reference %+v, want the number 3", pj.Reference)
 	}
-	if _, err := p.Single(ctx, "lists", "l9"); !errors.Is(err, eventstore.ErrNotFound) {
+	if _, err := p.Single(ctx, "lists", "l9"); !errors.Is(err, storage.ErrNotFound) {
 		t.Errorf("a deleted instance: %v, want ErrNotFound", err)
 	}
 	// Lists with l%5 != 0 exist (l0, l5, l10 never got an event; l9 and
 	// l13 are deleted): l1..l4, l6..l8, l11 = 8 instances.
-	page, err := p.List(ctx, "lists", eventstore.ListOptions{Sort: eventstore.SortByReference, Descending: true, Limit: 3})
+	page, err := p.List(ctx, "lists", eventstore.ListOptions{Sort: storage.SortByReference, Descending: true, Limit: 3})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -125,7 +126,7 @@ func testReplace(t *testing.T, h *harness) {
 	if err := p.Delete(ctx, "r"); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := p.Aggregated(ctx, "r"); !errors.Is(err, eventstore.ErrNotFound) {
+	if _, err := p.Aggregated(ctx, "r"); !errors.Is(err, storage.ErrNotFound) {
 		t.Fatalf("after Delete: %v, want ErrNotFound", err)
 	}
 	if res, err := p.Put(ctx, count); err != nil || res != eventstore.Created {

@@ -6,7 +6,7 @@ import (
 	"math/rand/v2"
 	"testing"
 
-	"github.com/eventkit-go/eventstore"
+	"github.com/eventkit-go/eventstore/storage"
 )
 
 func loadRangeCases() []testCase {
@@ -26,8 +26,8 @@ func testLoadRange(t *testing.T, h *harness) {
 	if len(full.Events) != 7 || full.Version != 4 {
 		t.Fatalf("Load of the whole aggregate must return 7 events at version 4, got %d at %d", len(full.Events), full.Version)
 	}
-	versions := func(lo, hi int64) []eventstore.Event { // events of versions in [lo, hi]
-		var out []eventstore.Event
+	versions := func(lo, hi int64) []storage.Event { // events of versions in [lo, hi]
+		var out []storage.Event
 		for _, e := range full.Events {
 			if e.Version >= lo && e.Version <= hi {
 				out = append(out, e)
@@ -37,7 +37,7 @@ func testLoadRange(t *testing.T, h *harness) {
 	}
 	for _, c := range []struct {
 		after, limit int64
-		want         []eventstore.Event
+		want         []storage.Event
 	}{
 		{0, 0, full.Events},
 		{0, 1, versions(1, 1)},
@@ -53,7 +53,7 @@ func testLoadRange(t *testing.T, h *harness) {
 		{4, 1, nil},
 		{9, 0, nil},
 	} {
-		q := eventstore.LoadQuery{AggregateType: "ledger", AggregateID: "l", AfterVersion: c.after, Limit: c.limit}
+		q := storage.LoadQuery{AggregateType: "ledger", AggregateID: "l", AfterVersion: c.after, Limit: c.limit}
 		agg, err := h.s.Load(ctx, q)
 		if err != nil {
 			t.Errorf("Load after version %d, limit %d: %v", c.after, c.limit, err)
@@ -66,12 +66,12 @@ func testLoadRange(t *testing.T, h *harness) {
 			t.Errorf("Load after version %d, limit %d must return the events of versions (%d, %d]: %s", c.after, c.limit, c.after, c.after+c.limit, msg)
 		}
 	}
-	for _, q := range []eventstore.LoadQuery{
+	for _, q := range []storage.LoadQuery{
 		{AggregateType: "ledger", AggregateID: "missing"},
 		{AggregateType: "ledger", AggregateID: "missing", AfterVersion: 2, Limit: 1},
 		{AggregateType: "other", AggregateID: "l", Limit: 1},
 	} {
-		if agg, err := h.s.Load(ctx, q); !errors.Is(err, eventstore.ErrNotFound) {
+		if agg, err := h.s.Load(ctx, q); !errors.Is(err, storage.ErrNotFound) {
 			t.Errorf("Load %+v of an aggregate without events must wrap ErrNotFound, got %v (%d events)", q, err, len(agg.Events))
 		}
 	}
@@ -87,13 +87,13 @@ func testLoadRangeEveryVersion(t *testing.T, h *harness) {
 		for range 30 {
 			mustSave(t, h, "ledger", agg.id, evs("Booked", 1+rng.IntN(agg.maxBatch)), nil)
 		}
-		whole, err := h.s.Load(ctx, eventstore.LoadQuery{AggregateType: "ledger", AggregateID: agg.id})
+		whole, err := h.s.Load(ctx, storage.LoadQuery{AggregateType: "ledger", AggregateID: agg.id})
 		if err != nil {
 			t.Fatal(err)
 		}
 		for after := int64(0); after <= whole.Version+1; after++ {
 			for _, limit := range []int64{0, 1, 3, 1000} {
-				got, err := h.s.Load(ctx, eventstore.LoadQuery{AggregateType: "ledger", AggregateID: agg.id, AfterVersion: after, Limit: limit})
+				got, err := h.s.Load(ctx, storage.LoadQuery{AggregateType: "ledger", AggregateID: agg.id, AfterVersion: after, Limit: limit})
 				if err != nil {
 					t.Fatal(err)
 				}

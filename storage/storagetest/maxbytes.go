@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/eventkit-go/eventstore"
+	"github.com/eventkit-go/eventstore/storage"
 )
 
 func maxBytesCases() []testCase {
@@ -32,10 +33,10 @@ func sizedEvents(rng *rand.Rand, typ string, n int) []eventstore.NewEvent {
 // budgetCut returns how many of events a reader with budget max keeps:
 // units of events (whole versions when byVersion, else single events) up
 // to and including the first with which the total reaches max.
-func budgetCut(events []eventstore.Event, max int64, byVersion bool) int {
+func budgetCut(events []storage.Event, max int64, byVersion bool) int {
 	var total int64
 	for i := range events {
-		total += eventstore.EventBytes(&events[i])
+		total += storage.EventBytes(&events[i])
 		last := i == len(events)-1 || !byVersion || events[i+1].Version != events[i].Version
 		if total >= max && last {
 			return i + 1
@@ -54,7 +55,7 @@ func testLoadMaxBytes(t *testing.T, h *harness) {
 	full := mustLoad(t, h, "doc", "d")
 	for _, after := range []int64{0, 1, 5, 11, 12} {
 		for _, limit := range []int64{0, 1, 3, 20} {
-			q := eventstore.LoadQuery{AggregateType: "doc", AggregateID: "d", AfterVersion: after, Limit: limit}
+			q := storage.LoadQuery{AggregateType: "doc", AggregateID: "d", AfterVersion: after, Limit: limit}
 			want, err := h.s.Load(ctx, q)
 			if err != nil {
 				t.Fatalf("Load %+v: %v", q, err)
@@ -77,7 +78,7 @@ func testLoadMaxBytes(t *testing.T, h *harness) {
 		}
 	}
 	// A budget smaller than one event still returns the whole version.
-	agg, err := h.s.Load(ctx, eventstore.LoadQuery{AggregateType: "doc", AggregateID: "tiny", MaxBytes: 1})
+	agg, err := h.s.Load(ctx, storage.LoadQuery{AggregateType: "doc", AggregateID: "tiny", MaxBytes: 1})
 	if err != nil || len(agg.Events) != 1 {
 		t.Errorf("Load of a one-event aggregate with MaxBytes 1 must return its event, got %d events, %v", len(agg.Events), err)
 	}
@@ -90,7 +91,7 @@ func testFeedMaxBytes(t *testing.T, h *harness) {
 		typ := []string{"doc", "note"}[i%2]
 		mustSave(t, h, typ, fmt.Sprint("a", rng.IntN(5)), sizedEvents(rng, "Edited", 1+rng.IntN(3)), nil)
 	}
-	queries := []eventstore.FeedQuery{
+	queries := []storage.FeedQuery{
 		{Limit: 10},
 		{Limit: 1000},
 		{After: 7, Limit: 25},
@@ -129,7 +130,7 @@ func testFeedMaxBytes(t *testing.T, h *harness) {
 			}
 		}
 	}
-	for _, q := range []eventstore.FeedQuery{{Limit: 50}, {AggregateType: "note", Limit: 50}} {
+	for _, q := range []storage.FeedQuery{{Limit: 50}, {AggregateType: "note", Limit: 50}} {
 		all, head := mustReadAll(t, h, q)
 		q.MaxBytes = 3000
 		bounded, boundedHead := mustReadAll(t, h, q)

@@ -11,7 +11,7 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/eventkit-go/eventstore"
+	"github.com/eventkit-go/eventstore/storage"
 )
 
 func projectionDefinitionCases() []testCase {
@@ -28,7 +28,7 @@ func projectionDefinitionCases() []testCase {
 }
 
 // mustCommit commits and fails the test on error.
-func mustCommit(t testing.TB, h *harness, c eventstore.ProjectionCommit) {
+func mustCommit(t testing.TB, h *harness, c storage.ProjectionCommit) {
 	t.Helper()
 	if err := h.s.CommitProjection(t.Context(), c); err != nil {
 		t.Fatalf("CommitProjection %q from %d to %d: %v", c.Name, c.From, c.To, err)
@@ -36,19 +36,19 @@ func mustCommit(t testing.TB, h *harness, c eventstore.ProjectionCommit) {
 }
 
 // projError returns a recorded error for event e.
-func projError(e eventstore.Event, inst, msg string) eventstore.ProjectionError {
-	return eventstore.ProjectionError{Position: e.Position, EventID: e.ID, EventType: e.Type, InstanceID: inst, Message: msg}
+func projError(e storage.Event, inst, msg string) storage.ProjectionError {
+	return storage.ProjectionError{Position: e.Position, EventID: e.ID, EventType: e.Type, InstanceID: inst, Message: msg}
 }
 
 // checkGone checks that the instances of name are all gone.
 func checkGone(t testing.TB, h *harness, name string, ids []string, rule string) {
 	t.Helper()
 	for _, id := range ids {
-		if _, err := h.s.LoadProjection(t.Context(), name, id); !errors.Is(err, eventstore.ErrNotFound) {
+		if _, err := h.s.LoadProjection(t.Context(), name, id); !errors.Is(err, storage.ErrNotFound) {
 			t.Errorf("%s: LoadProjection %q/%q must wrap ErrNotFound, got %v", rule, name, id, err)
 		}
 	}
-	list, err := h.s.ListProjections(t.Context(), eventstore.ProjectionQuery{Name: name, Limit: 100})
+	list, err := h.s.ListProjections(t.Context(), storage.ProjectionQuery{Name: name, Limit: 100})
 	if err != nil {
 		t.Errorf("%s: ListProjections %q: %v", rule, name, err)
 	} else if list.Total != 0 || len(list.States) != 0 {
@@ -75,16 +75,16 @@ func testDeleteDefinition(t *testing.T, h *harness) {
 	events := savedPositions(t, h, 3)
 	mustCreate(t, h, newDef("p"))
 	mustCreate(t, h, newDef("q"))
-	mustCommit(t, h, eventstore.ProjectionCommit{Name: "p", To: events[1].Position,
-		States: []eventstore.ProjectionState{state("p", "a", `{"n":1}`, events[0]), state("p", "b", `{"n":2}`, events[1])},
-		Errors: []eventstore.ProjectionError{projError(events[1], "b", "cannot add")}})
+	mustCommit(t, h, storage.ProjectionCommit{Name: "p", To: events[1].Position,
+		States: []storage.ProjectionState{state("p", "a", `{"n":1}`, events[0]), state("p", "b", `{"n":2}`, events[1])},
+		Errors: []storage.ProjectionError{projError(events[1], "b", "cannot add")}})
 	qa := state("q", "a", `{"q":1}`, events[2])
-	mustCommit(t, h, eventstore.ProjectionCommit{Name: "q", To: events[2].Position, States: []eventstore.ProjectionState{qa}})
+	mustCommit(t, h, storage.ProjectionCommit{Name: "q", To: events[2].Position, States: []storage.ProjectionState{qa}})
 
 	if err := h.s.DeleteDefinition(ctx, "p"); err != nil {
 		t.Fatalf("DeleteDefinition p: %v", err)
 	}
-	if _, err := h.s.Definition(ctx, "p"); !errors.Is(err, eventstore.ErrNotFound) {
+	if _, err := h.s.Definition(ctx, "p"); !errors.Is(err, storage.ErrNotFound) {
 		t.Errorf("Definition of a deleted projection must wrap ErrNotFound, got %v", err)
 	}
 	checkGone(t, h, "p", []string{"a", "b"}, "a deleted projection's instances must be gone")
@@ -96,7 +96,7 @@ func testDeleteDefinition(t *testing.T, h *harness) {
 		t.Errorf("deleting p must leave q's checkpoint at %d, got %d", events[2].Position, got)
 	}
 	for _, name := range []string{"p", "nope", ""} {
-		if err := h.s.DeleteDefinition(ctx, name); !errors.Is(err, eventstore.ErrNotFound) {
+		if err := h.s.DeleteDefinition(ctx, name); !errors.Is(err, storage.ErrNotFound) {
 			t.Errorf("DeleteDefinition of %q, which does not exist, must wrap ErrNotFound, got %v", name, err)
 		}
 	}
@@ -109,7 +109,7 @@ func testDeleteDefinition(t *testing.T, h *harness) {
 		t.Errorf("a definition created under a deleted name starts afresh: got checkpoint %d, %d errors, spec %s", d.Checkpoint, len(d.Errors), d.Spec)
 	}
 	checkGone(t, h, "p", []string{"a", "b"}, "a definition created under a deleted name has no instances")
-	mustCommit(t, h, eventstore.ProjectionCommit{Name: "p", From: 0, To: events[0].Position})
+	mustCommit(t, h, storage.ProjectionCommit{Name: "p", From: 0, To: events[0].Position})
 }
 
 func testResetProjection(t *testing.T, h *harness) {
@@ -118,11 +118,11 @@ func testResetProjection(t *testing.T, h *harness) {
 	def := newDef("p")
 	mustCreate(t, h, def)
 	mustCreate(t, h, newDef("q"))
-	mustCommit(t, h, eventstore.ProjectionCommit{Name: "p", To: events[2].Position,
-		States: []eventstore.ProjectionState{state("p", "a", `{"n":1}`, events[0]), state("p", "", `{"all":2}`, events[2])},
-		Errors: []eventstore.ProjectionError{projError(events[1], "a", "cannot add")}})
+	mustCommit(t, h, storage.ProjectionCommit{Name: "p", To: events[2].Position,
+		States: []storage.ProjectionState{state("p", "a", `{"n":1}`, events[0]), state("p", "", `{"all":2}`, events[2])},
+		Errors: []storage.ProjectionError{projError(events[1], "a", "cannot add")}})
 	qa := state("q", "a", `{"q":1}`, events[1])
-	mustCommit(t, h, eventstore.ProjectionCommit{Name: "q", To: events[1].Position, States: []eventstore.ProjectionState{qa}})
+	mustCommit(t, h, storage.ProjectionCommit{Name: "q", To: events[1].Position, States: []storage.ProjectionState{qa}})
 
 	if err := h.s.ResetProjection(ctx, "p"); err != nil {
 		t.Fatalf("ResetProjection p: %v", err)
@@ -139,11 +139,11 @@ func testResetProjection(t *testing.T, h *harness) {
 	if got := mustDefinition(t, h, "q").Checkpoint; got != events[1].Position {
 		t.Errorf("resetting p must leave q's checkpoint at %d, got %d", events[1].Position, got)
 	}
-	if err := h.s.CommitProjection(ctx, eventstore.ProjectionCommit{Name: "p", From: events[2].Position, To: events[2].Position}); !errors.Is(err, eventstore.ErrConflict) {
+	if err := h.s.CommitProjection(ctx, storage.ProjectionCommit{Name: "p", From: events[2].Position, To: events[2].Position}); !errors.Is(err, storage.ErrConflict) {
 		t.Errorf("after a reset a commit from the old checkpoint must fail with ErrConflict, got %v", err)
 	}
-	mustCommit(t, h, eventstore.ProjectionCommit{Name: "p", From: 0, To: events[0].Position})
-	if err := h.s.ResetProjection(ctx, "nope"); !errors.Is(err, eventstore.ErrNotFound) {
+	mustCommit(t, h, storage.ProjectionCommit{Name: "p", From: 0, To: events[0].Position})
+	if err := h.s.ResetProjection(ctx, "nope"); !errors.Is(err, storage.ErrNotFound) {
 		t.Errorf("ResetProjection of an unknown projection must wrap ErrNotFound, got %v", err)
 	}
 }
@@ -156,17 +156,17 @@ func testRenameProjection(t *testing.T, h *harness) {
 	rebuilt := newDef("p-rebuild")
 	rebuilt.CreatedAt = rebuilt.CreatedAt.Add(time.Hour)
 	mustCreate(t, h, rebuilt)
-	mustCommit(t, h, eventstore.ProjectionCommit{Name: "p", To: events[1].Position,
-		States: []eventstore.ProjectionState{state("p", "a", `{"old":1}`, events[0]), state("p", "b", `{"old":2}`, events[1])},
-		Errors: []eventstore.ProjectionError{projError(events[1], "b", "old error")}})
+	mustCommit(t, h, storage.ProjectionCommit{Name: "p", To: events[1].Position,
+		States: []storage.ProjectionState{state("p", "a", `{"old":1}`, events[0]), state("p", "b", `{"old":2}`, events[1])},
+		Errors: []storage.ProjectionError{projError(events[1], "b", "old error")}})
 	otherA := state("other", "a", `{"x":1}`, events[0])
-	mustCommit(t, h, eventstore.ProjectionCommit{Name: "other", To: events[0].Position, States: []eventstore.ProjectionState{otherA}})
-	newErrs := []eventstore.ProjectionError{projError(events[2], "c", "new error 1"), projError(events[3], "b", "new error 2")}
-	mustCommit(t, h, eventstore.ProjectionCommit{Name: "p-rebuild", To: events[4].Position,
-		States: []eventstore.ProjectionState{state("p-rebuild", "b", `{"new":2}`, events[4]), state("p-rebuild", "c", `{"new":3}`, events[3])},
+	mustCommit(t, h, storage.ProjectionCommit{Name: "other", To: events[0].Position, States: []storage.ProjectionState{otherA}})
+	newErrs := []storage.ProjectionError{projError(events[2], "c", "new error 1"), projError(events[3], "b", "new error 2")}
+	mustCommit(t, h, storage.ProjectionCommit{Name: "p-rebuild", To: events[4].Position,
+		States: []storage.ProjectionState{state("p-rebuild", "b", `{"new":2}`, events[4]), state("p-rebuild", "c", `{"new":3}`, events[3])},
 		Errors: newErrs})
 
-	if err := h.s.RenameProjection(ctx, "nope", "p"); !errors.Is(err, eventstore.ErrNotFound) {
+	if err := h.s.RenameProjection(ctx, "nope", "p"); !errors.Is(err, storage.ErrNotFound) {
 		t.Errorf("RenameProjection from an unknown projection must wrap ErrNotFound, got %v", err)
 	}
 	checkState(t, ctx, h, state("p", "a", `{"old":1}`, events[0]), "a refused rename must change nothing")
@@ -181,20 +181,20 @@ func testRenameProjection(t *testing.T, h *harness) {
 	if !slices.Equal(d.Errors, newErrs) {
 		t.Errorf("after the rename p must have exactly p-rebuild's errors %+v, got %+v", newErrs, d.Errors)
 	}
-	if _, err := h.s.Definition(ctx, "p-rebuild"); !errors.Is(err, eventstore.ErrNotFound) {
+	if _, err := h.s.Definition(ctx, "p-rebuild"); !errors.Is(err, storage.ErrNotFound) {
 		t.Errorf("the renamed projection must be gone under its old name, got %v", err)
 	}
 	if names := definitionNames(t, h); !slices.Equal(names, []string{"other", "p"}) {
 		t.Errorf("after the rename Definitions must list [other p], got %q", names)
 	}
 	checkGone(t, h, "p-rebuild", []string{"b", "c"}, "instances must be gone under the old name")
-	if _, err := h.s.LoadProjection(ctx, "p", "a"); !errors.Is(err, eventstore.ErrNotFound) {
+	if _, err := h.s.LoadProjection(ctx, "p", "a"); !errors.Is(err, storage.ErrNotFound) {
 		t.Errorf("the replaced projection's instances must be gone: p/a loads with %v", err)
 	}
 	pb, pc := state("p", "b", `{"new":2}`, events[4]), state("p", "c", `{"new":3}`, events[3])
 	checkState(t, ctx, h, pb, "the renamed projection's instances belong to the new name")
 	checkState(t, ctx, h, pc, "the renamed projection's instances belong to the new name")
-	list, err := h.s.ListProjections(ctx, eventstore.ProjectionQuery{Name: "p", Limit: 10})
+	list, err := h.s.ListProjections(ctx, storage.ProjectionQuery{Name: "p", Limit: 10})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -202,7 +202,7 @@ func testRenameProjection(t *testing.T, h *harness) {
 		t.Errorf("after the rename ListProjections p must return exactly b and c under the name p, got Total %d, %+v", list.Total, list.States)
 	}
 	checkState(t, ctx, h, otherA, "a rename must leave other projections alone")
-	mustCommit(t, h, eventstore.ProjectionCommit{Name: "p", From: events[4].Position, To: events[4].Position})
+	mustCommit(t, h, storage.ProjectionCommit{Name: "p", From: events[4].Position, To: events[4].Position})
 
 	// Renaming to a free name is a plain rename.
 	if err := h.s.RenameProjection(ctx, "p", "fresh"); err != nil {
@@ -222,21 +222,21 @@ func testCommitChecksSpec(t *testing.T, h *harness) {
 	events := savedPositions(t, h, 3)
 	old := newDef("p")
 	mustCreate(t, h, old)
-	mustCommit(t, h, eventstore.ProjectionCommit{Name: "p", To: events[0].Position, Spec: old.Spec,
-		States: []eventstore.ProjectionState{state("p", "a", `{"old":1}`, events[0])}})
+	mustCommit(t, h, storage.ProjectionCommit{Name: "p", To: events[0].Position, Spec: old.Spec,
+		States: []storage.ProjectionState{state("p", "a", `{"old":1}`, events[0])}})
 	// The replacement is built to the same checkpoint and swapped in.
 	next := newDef("p/next")
 	mustCreate(t, h, next)
-	mustCommit(t, h, eventstore.ProjectionCommit{Name: "p/next", To: events[0].Position, Spec: next.Spec,
-		States: []eventstore.ProjectionState{state("p/next", "a", `{"new":1}`, events[0])}})
+	mustCommit(t, h, storage.ProjectionCommit{Name: "p/next", To: events[0].Position, Spec: next.Spec,
+		States: []storage.ProjectionState{state("p/next", "a", `{"new":1}`, events[0])}})
 	if err := h.s.RenameProjection(ctx, "p/next", "p"); err != nil {
 		t.Fatalf("RenameProjection p/next to p: %v", err)
 	}
 	// A projector still holding the old definition commits the next page.
-	err := h.s.CommitProjection(ctx, eventstore.ProjectionCommit{Name: "p", From: events[0].Position, To: events[1].Position,
-		Spec: old.Spec, States: []eventstore.ProjectionState{state("p", "a", `{"old":2}`, events[1])},
-		Errors: []eventstore.ProjectionError{projError(events[1], "a", "from the old definition")}})
-	if !errors.Is(err, eventstore.ErrConflict) {
+	err := h.s.CommitProjection(ctx, storage.ProjectionCommit{Name: "p", From: events[0].Position, To: events[1].Position,
+		Spec: old.Spec, States: []storage.ProjectionState{state("p", "a", `{"old":2}`, events[1])},
+		Errors: []storage.ProjectionError{projError(events[1], "a", "from the old definition")}})
+	if !errors.Is(err, storage.ErrConflict) {
 		t.Fatalf("a commit computed from a replaced definition must wrap ErrConflict, got %v", err)
 	}
 	checkState(t, ctx, h, state("p", "a", `{"new":1}`, events[0]), "a commit refused for its spec writes no state")
@@ -244,10 +244,10 @@ func testCommitChecksSpec(t *testing.T, h *harness) {
 		t.Errorf("a commit refused for its spec must leave the checkpoint at %d and record no error, got %d and %+v",
 			events[0].Position, d.Checkpoint, d.Errors)
 	}
-	mustCommit(t, h, eventstore.ProjectionCommit{Name: "p", From: events[0].Position, To: events[1].Position,
-		Spec: next.Spec, States: []eventstore.ProjectionState{state("p", "a", `{"new":2}`, events[1])}})
+	mustCommit(t, h, storage.ProjectionCommit{Name: "p", From: events[0].Position, To: events[1].Position,
+		Spec: next.Spec, States: []storage.ProjectionState{state("p", "a", `{"new":2}`, events[1])}})
 	checkState(t, ctx, h, state("p", "a", `{"new":2}`, events[1]), "a commit with the current spec writes its states")
-	mustCommit(t, h, eventstore.ProjectionCommit{Name: "p", From: events[1].Position, To: events[2].Position})
+	mustCommit(t, h, storage.ProjectionCommit{Name: "p", From: events[1].Position, To: events[2].Position})
 	if d := mustDefinition(t, h, "p"); d.Checkpoint != events[2].Position {
 		t.Errorf("a commit without a Spec checks only the checkpoint: want %d, got %d", events[2].Position, d.Checkpoint)
 	}
@@ -259,8 +259,8 @@ func testLoadProjections(t *testing.T, h *harness) {
 	mustCreate(t, h, newDef("p"))
 	mustCreate(t, h, newDef("q"))
 	sa, sb, sc, sall := state("p", "a", `{"a":1}`, events[0]), state("p", "b", `{"b":1}`, events[1]), state("p", "c", `{"c":1}`, events[2]), state("p", "", `{"all":1}`, events[3])
-	mustCommit(t, h, eventstore.ProjectionCommit{Name: "p", To: events[3].Position, States: []eventstore.ProjectionState{sa, sb, sc, sall}})
-	mustCommit(t, h, eventstore.ProjectionCommit{Name: "q", To: events[0].Position, States: []eventstore.ProjectionState{state("q", "x", `{}`, events[0])}})
+	mustCommit(t, h, storage.ProjectionCommit{Name: "p", To: events[3].Position, States: []storage.ProjectionState{sa, sb, sc, sall}})
+	mustCommit(t, h, storage.ProjectionCommit{Name: "q", To: events[0].Position, States: []storage.ProjectionState{state("q", "x", `{}`, events[0])}})
 
 	many := []string{"c"}
 	for i := range 2500 {
@@ -269,13 +269,13 @@ func testLoadProjections(t *testing.T, h *harness) {
 	many = append(many, "a")
 	for _, c := range []struct {
 		ids  []string
-		want []eventstore.ProjectionState
+		want []storage.ProjectionState
 	}{
-		{[]string{"c", "x", "a", ""}, []eventstore.ProjectionState{sc, sa, sall}},
-		{[]string{"b", "a", "c"}, []eventstore.ProjectionState{sb, sa, sc}},
+		{[]string{"c", "x", "a", ""}, []storage.ProjectionState{sc, sa, sall}},
+		{[]string{"b", "a", "c"}, []storage.ProjectionState{sb, sa, sc}},
 		{[]string{"x"}, nil},
 		{nil, nil},
-		{many, []eventstore.ProjectionState{sc, sa}},
+		{many, []storage.ProjectionState{sc, sa}},
 	} {
 		got, err := h.s.LoadProjections(ctx, "p", c.ids)
 		if err != nil {
@@ -304,33 +304,33 @@ func testCommitDeletes(t *testing.T, h *harness) {
 	events := savedPositions(t, h, 4)
 	mustCreate(t, h, newDef("p"))
 	sa, sb, sc := state("p", "a", `{"a":1}`, events[0]), state("p", "b", `{"b":1}`, events[0]), state("p", "c", `{"c":1}`, events[0])
-	mustCommit(t, h, eventstore.ProjectionCommit{Name: "p", To: events[0].Position, States: []eventstore.ProjectionState{sa, sb, sc}})
+	mustCommit(t, h, storage.ProjectionCommit{Name: "p", To: events[0].Position, States: []storage.ProjectionState{sa, sb, sc}})
 
 	sa2 := state("p", "a", `{"a":2}`, events[1])
-	mustCommit(t, h, eventstore.ProjectionCommit{Name: "p", From: events[0].Position, To: events[1].Position,
-		States: []eventstore.ProjectionState{sa2}, Deletes: []string{"b"}})
-	if _, err := h.s.LoadProjection(ctx, "p", "b"); !errors.Is(err, eventstore.ErrNotFound) {
+	mustCommit(t, h, storage.ProjectionCommit{Name: "p", From: events[0].Position, To: events[1].Position,
+		States: []storage.ProjectionState{sa2}, Deletes: []string{"b"}})
+	if _, err := h.s.LoadProjection(ctx, "p", "b"); !errors.Is(err, storage.ErrNotFound) {
 		t.Errorf("an instance in a commit's Deletes must be gone: p/b loads with %v", err)
 	}
 	checkState(t, ctx, h, sa2, "a commit with Deletes must also store its States")
 	checkState(t, ctx, h, sc, "a commit must leave instances outside its States and Deletes unchanged")
-	if list, err := h.s.ListProjections(ctx, eventstore.ProjectionQuery{Name: "p", Limit: 10}); err != nil || list.Total != 2 {
+	if list, err := h.s.ListProjections(ctx, storage.ProjectionQuery{Name: "p", Limit: 10}); err != nil || list.Total != 2 {
 		t.Errorf("after deleting one of three instances ListProjections must count 2, got %d, %v", list.Total, err)
 	}
 
-	err := h.s.CommitProjection(ctx, eventstore.ProjectionCommit{Name: "p", From: events[0].Position, To: events[2].Position, Deletes: []string{"c", "a"}})
-	if !errors.Is(err, eventstore.ErrConflict) {
+	err := h.s.CommitProjection(ctx, storage.ProjectionCommit{Name: "p", From: events[0].Position, To: events[2].Position, Deletes: []string{"c", "a"}})
+	if !errors.Is(err, storage.ErrConflict) {
 		t.Errorf("a commit from a stale checkpoint must fail with ErrConflict, got %v", err)
 	}
 	checkState(t, ctx, h, sc, "a refused commit must delete nothing")
 	checkState(t, ctx, h, sa2, "a refused commit must delete nothing")
 
 	sb2 := state("p", "b", `{"b":"again"}`, events[3])
-	mustCommit(t, h, eventstore.ProjectionCommit{Name: "p", From: events[1].Position, To: events[3].Position,
-		States: []eventstore.ProjectionState{sb2}, Deletes: []string{"a", "c"}})
+	mustCommit(t, h, storage.ProjectionCommit{Name: "p", From: events[1].Position, To: events[3].Position,
+		States: []storage.ProjectionState{sb2}, Deletes: []string{"a", "c"}})
 	checkState(t, ctx, h, sb2, "a deleted instance's id can be stored again")
 	for _, id := range []string{"a", "c"} {
-		if _, err := h.s.LoadProjection(ctx, "p", id); !errors.Is(err, eventstore.ErrNotFound) {
+		if _, err := h.s.LoadProjection(ctx, "p", id); !errors.Is(err, storage.ErrNotFound) {
 			t.Errorf("an instance in a commit's Deletes must be gone: p/%s loads with %v", id, err)
 		}
 	}
@@ -341,23 +341,23 @@ func testStateRoundTrip(t *testing.T, h *harness) {
 	events := savedPositions(t, h, 3)
 	mustCreate(t, h, newDef("p"))
 	created := time.Date(2024, 3, 1, 8, 0, 0, 123456000, time.UTC)
-	refs := []eventstore.Reference{
+	refs := []storage.Reference{
 		{},
-		{Kind: eventstore.RefNumber, Number: 12.5, Text: "12.50"},
-		{Kind: eventstore.RefNumber, Number: -0.001, Text: "-0.001"},
-		{Kind: eventstore.RefNumber, Number: 1.7e308, Text: "1.7e308"},
-		{Kind: eventstore.RefNumber, Number: 1714557600000, Text: "1714557600000"},
-		{Kind: eventstore.RefText, Text: "ünïcödé ✓"},
-		{Kind: eventstore.RefText, Text: ""},
+		{Kind: storage.RefNumber, Number: 12.5, Text: "12.50"},
+		{Kind: storage.RefNumber, Number: -0.001, Text: "-0.001"},
+		{Kind: storage.RefNumber, Number: 1.7e308, Text: "1.7e308"},
+		{Kind: storage.RefNumber, Number: 1714557600000, Text: "1714557600000"},
+		{Kind: storage.RefText, Text: "ünïcödé ✓"},
+		{Kind: storage.RefText, Text: ""},
 	}
-	var first []eventstore.ProjectionState
+	var first []storage.ProjectionState
 	for i, ref := range refs {
-		st := eventstore.ProjectionState{Name: "p", InstanceID: fmt.Sprintf("i%d", i), Data: json.RawMessage(`{"v":1}`),
+		st := storage.ProjectionState{Name: "p", InstanceID: fmt.Sprintf("i%d", i), Data: json.RawMessage(`{"v":1}`),
 			Position: events[0].Position, CreatedAt: created, UpdatedAt: events[0].RecordedAt, Reference: ref}
 		first = append(first, st)
 	}
-	mustCommit(t, h, eventstore.ProjectionCommit{Name: "p", To: events[0].Position, States: first})
-	check := func(want []eventstore.ProjectionState, rule string) {
+	mustCommit(t, h, storage.ProjectionCommit{Name: "p", To: events[0].Position, States: first})
+	check := func(want []storage.ProjectionState, rule string) {
 		t.Helper()
 		ids := make([]string, len(want))
 		for i, st := range want {
@@ -368,7 +368,7 @@ func testStateRoundTrip(t *testing.T, h *harness) {
 		if err != nil || len(got) != len(want) {
 			t.Fatalf("%s: LoadProjections returned %d states, %v", rule, len(got), err)
 		}
-		list, err := h.s.ListProjections(ctx, eventstore.ProjectionQuery{Name: "p", Limit: 100})
+		list, err := h.s.ListProjections(ctx, storage.ProjectionQuery{Name: "p", Limit: 100})
 		if err != nil || len(list.States) != len(want) {
 			t.Fatalf("%s: ListProjections returned %d states, %v", rule, len(list.States), err)
 		}
@@ -384,14 +384,14 @@ func testStateRoundTrip(t *testing.T, h *harness) {
 	check(first, "CreatedAt, UpdatedAt and Reference must round-trip")
 
 	// The projector keeps CreatedAt and moves UpdatedAt; references change.
-	var second []eventstore.ProjectionState
+	var second []storage.ProjectionState
 	for i, st := range first {
 		st.Data = json.RawMessage(`{"v":2}`)
 		st.Position, st.UpdatedAt = events[2].Position, events[2].RecordedAt
 		st.Reference = refs[(i+1)%len(refs)]
 		second = append(second, st)
 	}
-	mustCommit(t, h, eventstore.ProjectionCommit{Name: "p", From: events[0].Position, To: events[2].Position, States: second})
+	mustCommit(t, h, storage.ProjectionCommit{Name: "p", From: events[0].Position, To: events[2].Position, States: second})
 	check(second, "a commit replaces the whole state: CreatedAt as given, the new UpdatedAt and Reference")
 }
 
@@ -408,11 +408,11 @@ func testErrorTexts(t *testing.T, h *harness) {
 		{long, long, long},
 		{"plain", "plain", "plain"},
 	}
-	var errs []eventstore.ProjectionError
+	var errs []storage.ProjectionError
 	for _, x := range texts {
 		errs = append(errs, projError(events[1], "a", x.msg))
 	}
-	if err := h.s.CommitProjection(t.Context(), eventstore.ProjectionCommit{Name: "p", To: events[1].Position, Errors: errs}); err != nil {
+	if err := h.s.CommitProjection(t.Context(), storage.ProjectionCommit{Name: "p", To: events[1].Position, Errors: errs}); err != nil {
 		t.Fatalf("a commit must not fail because of its error texts: %v", err)
 	}
 	d := mustDefinition(t, h, "p")

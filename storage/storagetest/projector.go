@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/eventkit-go/eventstore"
+	"github.com/eventkit-go/eventstore/storage"
 )
 
 func projectorCases() []testCase {
@@ -76,7 +77,7 @@ func testProjector(t *testing.T, h *harness) {
 				default:
 				}
 				// Not found until the first deposit is applied.
-				if _, err := p.Aggregated(ctx, "totals"); err != nil && !errors.Is(err, eventstore.ErrNotFound) {
+				if _, err := p.Aggregated(ctx, "totals"); err != nil && !errors.Is(err, storage.ErrNotFound) {
 					queryErrs <- err
 					return
 				}

@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/eventkit-go/eventstore"
+	"github.com/eventkit-go/eventstore/storage"
 )
 
 func projectionListCases() []testCase {
@@ -21,19 +21,19 @@ func projectionListCases() []testCase {
 	}
 }
 
-func num(n float64, text string) eventstore.Reference {
-	return eventstore.Reference{Kind: eventstore.RefNumber, Number: n, Text: text}
+func num(n float64, text string) storage.Reference {
+	return storage.Reference{Kind: storage.RefNumber, Number: n, Text: text}
 }
 
-func text(s string) eventstore.Reference {
-	return eventstore.Reference{Kind: eventstore.RefText, Text: s}
+func text(s string) storage.Reference {
+	return storage.Reference{Kind: storage.RefText, Text: s}
 }
 
 // listFixture is the instances of projection "p" the list cases query, in
 // ascending reference order.
 var listFixture = []struct {
 	id  string
-	ref eventstore.Reference
+	ref storage.Reference
 }{
 	{"n-c", num(-2.5, "-2.5")},
 	{"n-a", num(1, "1.0")}, // ties with n-b: by id
@@ -48,22 +48,22 @@ var listFixture = []struct {
 	{"t-b", text("a")},
 	{"t-d", text("ab")},
 	{"t-e", text("é")},
-	{"a-none", eventstore.Reference{}}, // none last, whatever the id
-	{"z-none", eventstore.Reference{}},
+	{"a-none", storage.Reference{}}, // none last, whatever the id
+	{"z-none", storage.Reference{}},
 }
 
 // seedList creates projection "p" with listFixture's instances (and a
 // projection "q" sharing some ids) and returns p's states by id.
-func seedList(t *testing.T, h *harness) map[string]eventstore.ProjectionState {
+func seedList(t *testing.T, h *harness) map[string]storage.ProjectionState {
 	t.Helper()
 	events := savedPositions(t, h, 1)
 	mustCreate(t, h, newDef("p"))
 	mustCreate(t, h, newDef("q"))
 	base := time.Date(2025, 6, 1, 12, 0, 0, 0, time.UTC)
-	out := make(map[string]eventstore.ProjectionState)
-	var states []eventstore.ProjectionState
+	out := make(map[string]storage.ProjectionState)
+	var states []storage.ProjectionState
 	for i, f := range listFixture {
-		st := eventstore.ProjectionState{
+		st := storage.ProjectionState{
 			Name: "p", InstanceID: f.id, Data: json.RawMessage(fmt.Sprintf(`{"id":%q}`, f.id)),
 			Position:  events[0].Position,
 			CreatedAt: base.Add(time.Duration((i*5)%4) * time.Minute),                              // ties
@@ -73,8 +73,8 @@ func seedList(t *testing.T, h *harness) map[string]eventstore.ProjectionState {
 		out[f.id] = st
 		states = append(states, st)
 	}
-	mustCommit(t, h, eventstore.ProjectionCommit{Name: "p", To: events[0].Position, States: states})
-	mustCommit(t, h, eventstore.ProjectionCommit{Name: "q", To: events[0].Position, States: []eventstore.ProjectionState{
+	mustCommit(t, h, storage.ProjectionCommit{Name: "p", To: events[0].Position, States: states})
+	mustCommit(t, h, storage.ProjectionCommit{Name: "q", To: events[0].Position, States: []storage.ProjectionState{
 		{Name: "q", InstanceID: "n-a", Data: json.RawMessage(`{}`), Position: events[0].Position, Reference: num(1, "1")},
 		{Name: "q", InstanceID: "t-a", Data: json.RawMessage(`{}`), Position: events[0].Position, Reference: text("a")},
 	}})
@@ -82,12 +82,12 @@ func seedList(t *testing.T, h *harness) map[string]eventstore.ProjectionState {
 }
 
 // refOrder compares references in the documented ascending order.
-func refOrder(a, b eventstore.Reference) int {
-	rank := func(r eventstore.Reference) int {
+func refOrder(a, b storage.Reference) int {
+	rank := func(r storage.Reference) int {
 		switch r.Kind {
-		case eventstore.RefNumber:
+		case storage.RefNumber:
 			return 0
-		case eventstore.RefText:
+		case storage.RefText:
 			return 1
 		}
 		return 2
@@ -96,25 +96,25 @@ func refOrder(a, b eventstore.Reference) int {
 		return c
 	}
 	switch a.Kind {
-	case eventstore.RefNumber:
+	case storage.RefNumber:
 		return cmp.Compare(a.Number, b.Number)
-	case eventstore.RefText:
+	case storage.RefText:
 		return strings.Compare(a.Text, b.Text)
 	}
 	return 0
 }
 
 // sorted returns the states in the order of sort, ties by id.
-func sorted(states []eventstore.ProjectionState, by eventstore.ProjectionSort, desc bool) []eventstore.ProjectionState {
+func sorted(states []storage.ProjectionState, by storage.ProjectionSort, desc bool) []storage.ProjectionState {
 	out := slices.Clone(states)
-	slices.SortFunc(out, func(a, b eventstore.ProjectionState) int {
+	slices.SortFunc(out, func(a, b storage.ProjectionState) int {
 		var c int
 		switch by {
-		case eventstore.SortByReference:
+		case storage.SortByReference:
 			c = refOrder(a.Reference, b.Reference)
-		case eventstore.SortByCreatedAt:
+		case storage.SortByCreatedAt:
 			c = a.CreatedAt.Compare(b.CreatedAt)
-		case eventstore.SortByUpdatedAt:
+		case storage.SortByUpdatedAt:
 			c = a.UpdatedAt.Compare(b.UpdatedAt)
 		}
 		if c == 0 {
@@ -136,7 +136,7 @@ func values[K comparable, V any](m map[K]V) []V {
 	return out
 }
 
-func ids(states []eventstore.ProjectionState) []string {
+func ids(states []storage.ProjectionState) []string {
 	out := make([]string, len(states))
 	for i, st := range states {
 		out[i] = st.InstanceID
@@ -144,13 +144,13 @@ func ids(states []eventstore.ProjectionState) []string {
 	return out
 }
 
-var sortNames = map[eventstore.ProjectionSort]string{
-	eventstore.SortByID: "id", eventstore.SortByReference: "reference",
-	eventstore.SortByCreatedAt: "createdAt", eventstore.SortByUpdatedAt: "updatedAt",
+var sortNames = map[storage.ProjectionSort]string{
+	storage.SortByID: "id", storage.SortByReference: "reference",
+	storage.SortByCreatedAt: "createdAt", storage.SortByUpdatedAt: "updatedAt",
 }
 
 // checkList runs q and compares the result with want and total.
-func checkList(t *testing.T, h *harness, q eventstore.ProjectionQuery, want []eventstore.ProjectionState, total int, rule string) {
+func checkList(t *testing.T, h *harness, q storage.ProjectionQuery, want []storage.ProjectionState, total int, rule string) {
 	t.Helper()
 	list, err := h.s.ListProjections(t.Context(), q)
 	if err != nil {
@@ -175,16 +175,16 @@ func testListSort(t *testing.T, h *harness) {
 	byID := seedList(t, h)
 	all := values(byID)
 	// The documented reference order, written out.
-	var asc []eventstore.ProjectionState
+	var asc []storage.ProjectionState
 	for _, f := range listFixture {
 		asc = append(asc, byID[f.id])
 	}
-	if got := ids(sorted(all, eventstore.SortByReference, false)); !slices.Equal(got, ids(asc)) {
+	if got := ids(sorted(all, storage.SortByReference, false)); !slices.Equal(got, ids(asc)) {
 		t.Fatalf("the test's own reference order is wrong: %q", got)
 	}
 	for by, name := range sortNames {
 		for _, desc := range []bool{false, true} {
-			checkList(t, h, eventstore.ProjectionQuery{Name: "p", Sort: by, Descending: desc, Limit: 100},
+			checkList(t, h, storage.ProjectionQuery{Name: "p", Sort: by, Descending: desc, Limit: 100},
 				sorted(all, by, desc), len(all), fmt.Sprintf("sort by %s, descending %v", name, desc))
 		}
 	}
@@ -198,7 +198,7 @@ func testListPaging(t *testing.T, h *harness) {
 			for _, limit := range []int{1, 4, 7} {
 				var got []string
 				for skip := 0; skip < len(want)+limit; skip += limit {
-					q := eventstore.ProjectionQuery{Name: "p", Sort: by, Descending: desc, Skip: skip, Limit: limit}
+					q := storage.ProjectionQuery{Name: "p", Sort: by, Descending: desc, Skip: skip, Limit: limit}
 					list, err := h.s.ListProjections(t.Context(), q)
 					if err != nil {
 						t.Fatalf("ListProjections %+v: %v", q, err)
@@ -215,58 +215,58 @@ func testListPaging(t *testing.T, h *harness) {
 					t.Errorf("sort by %s, descending %v: pages of %d must concatenate to the whole order:\n got %q\nwant %q", name, desc, limit, got, ids(want))
 				}
 			}
-			checkList(t, h, eventstore.ProjectionQuery{Name: "p", Sort: by, Descending: desc, Skip: 3, Limit: 0}, nil, len(all), "Limit 0 returns only Total")
-			checkList(t, h, eventstore.ProjectionQuery{Name: "p", Sort: by, Descending: desc, Skip: 100, Limit: 5}, nil, len(all), "a Skip past the matches returns no states but the Total")
+			checkList(t, h, storage.ProjectionQuery{Name: "p", Sort: by, Descending: desc, Skip: 3, Limit: 0}, nil, len(all), "Limit 0 returns only Total")
+			checkList(t, h, storage.ProjectionQuery{Name: "p", Sort: by, Descending: desc, Skip: 100, Limit: 5}, nil, len(all), "a Skip past the matches returns no states but the Total")
 		}
 	}
 }
 
 func testListFilters(t *testing.T, h *harness) {
 	s := seedList(t, h)
-	pick := func(ids ...string) []eventstore.ProjectionState {
-		out := make([]eventstore.ProjectionState, len(ids))
+	pick := func(ids ...string) []storage.ProjectionState {
+		out := make([]storage.ProjectionState, len(ids))
 		for i, id := range ids {
 			out[i] = s[id]
 		}
 		return out
 	}
-	byRef := eventstore.SortByReference
+	byRef := storage.SortByReference
 	for _, c := range []struct {
 		rule string
-		q    eventstore.ProjectionQuery
-		want []eventstore.ProjectionState
+		q    storage.ProjectionQuery
+		want []storage.ProjectionState
 	}{
-		{"IDs keeps only those instances", eventstore.ProjectionQuery{IDs: []string{"t-a", "n-d", "missing", "a-none"}}, pick("a-none", "n-d", "t-a")},
-		{"IDs, sorted by reference", eventstore.ProjectionQuery{IDs: []string{"t-a", "n-d", "missing", "a-none"}, Sort: byRef}, pick("n-d", "t-a", "a-none")},
-		{"IDs and Reference both apply", eventstore.ProjectionQuery{IDs: []string{"t-a", "t-d", "n-a"}, Reference: text("a")}, pick("t-a")},
-		{"a number Reference matches by Number", eventstore.ProjectionQuery{Reference: num(1, "")}, pick("n-a", "n-b")},
-		{"a number Reference matches numbers only", eventstore.ProjectionQuery{Reference: num(10, "10")}, pick("n-d")},
-		{"a text Reference matches texts only", eventstore.ProjectionQuery{Reference: text("10")}, pick("t-f")},
-		{"a text Reference matches exactly", eventstore.ProjectionQuery{Reference: text("A")}, nil},
-		{"an empty text Reference matches the empty text", eventstore.ProjectionQuery{Reference: text("")}, pick("t-g")},
-		{"a number range is inclusive", eventstore.ProjectionQuery{From: num(1, ""), To: num(10, ""), Sort: byRef}, pick("n-a", "n-b", "n-f", "n-d")},
-		{"From alone is a lower bound", eventstore.ProjectionQuery{From: num(9, ""), Sort: byRef}, pick("n-f", "n-d", "n-e")},
-		{"To alone is an upper bound", eventstore.ProjectionQuery{To: num(1, ""), Sort: byRef}, pick("n-c", "n-a", "n-b")},
-		{"a text range is inclusive, by bytes", eventstore.ProjectionQuery{From: text("B"), To: text("ab"), Sort: byRef}, pick("t-c", "t-a", "t-b", "t-d")},
-		{"a text From alone", eventstore.ProjectionQuery{From: text("a"), Sort: byRef}, pick("t-a", "t-b", "t-d", "t-e")},
-		{"a text To alone", eventstore.ProjectionQuery{To: text("B"), Sort: byRef}, pick("t-g", "t-f", "t-c")},
-		{"an empty range", eventstore.ProjectionQuery{From: text("b"), To: text("a")}, nil},
-		{"a range sorted by id", eventstore.ProjectionQuery{From: text("a")}, pick("t-a", "t-b", "t-d", "t-e")},
+		{"IDs keeps only those instances", storage.ProjectionQuery{IDs: []string{"t-a", "n-d", "missing", "a-none"}}, pick("a-none", "n-d", "t-a")},
+		{"IDs, sorted by reference", storage.ProjectionQuery{IDs: []string{"t-a", "n-d", "missing", "a-none"}, Sort: byRef}, pick("n-d", "t-a", "a-none")},
+		{"IDs and Reference both apply", storage.ProjectionQuery{IDs: []string{"t-a", "t-d", "n-a"}, Reference: text("a")}, pick("t-a")},
+		{"a number Reference matches by Number", storage.ProjectionQuery{Reference: num(1, "")}, pick("n-a", "n-b")},
+		{"a number Reference matches numbers only", storage.ProjectionQuery{Reference: num(10, "10")}, pick("n-d")},
+		{"a text Reference matches texts only", storage.ProjectionQuery{Reference: text("10")}, pick("t-f")},
+		{"a text Reference matches exactly", storage.ProjectionQuery{Reference: text("A")}, nil},
+		{"an empty text Reference matches the empty text", storage.ProjectionQuery{Reference: text("")}, pick("t-g")},
+		{"a number range is inclusive", storage.ProjectionQuery{From: num(1, ""), To: num(10, ""), Sort: byRef}, pick("n-a", "n-b", "n-f", "n-d")},
+		{"From alone is a lower bound", storage.ProjectionQuery{From: num(9, ""), Sort: byRef}, pick("n-f", "n-d", "n-e")},
+		{"To alone is an upper bound", storage.ProjectionQuery{To: num(1, ""), Sort: byRef}, pick("n-c", "n-a", "n-b")},
+		{"a text range is inclusive, by bytes", storage.ProjectionQuery{From: text("B"), To: text("ab"), Sort: byRef}, pick("t-c", "t-a", "t-b", "t-d")},
+		{"a text From alone", storage.ProjectionQuery{From: text("a"), Sort: byRef}, pick("t-a", "t-b", "t-d", "t-e")},
+		{"a text To alone", storage.ProjectionQuery{To: text("B"), Sort: byRef}, pick("t-g", "t-f", "t-c")},
+		{"an empty range", storage.ProjectionQuery{From: text("b"), To: text("a")}, nil},
+		{"a range sorted by id", storage.ProjectionQuery{From: text("a")}, pick("t-a", "t-b", "t-d", "t-e")},
 	} {
 		c.q.Name, c.q.Limit = "p", 100
 		checkList(t, h, c.q, c.want, len(c.want), c.rule)
 	}
 	// Filters, sort and paging together.
-	q := eventstore.ProjectionQuery{Name: "p", From: num(1, ""), To: num(1000, ""), Sort: byRef, Descending: true, Skip: 1, Limit: 2}
+	q := storage.ProjectionQuery{Name: "p", From: num(1, ""), To: num(1000, ""), Sort: byRef, Descending: true, Skip: 1, Limit: 2}
 	checkList(t, h, q, pick("n-d", "n-f"), 5, "a range, sorted descending, paged")
-	q = eventstore.ProjectionQuery{Name: "p", Reference: num(1, ""), Limit: 0}
+	q = storage.ProjectionQuery{Name: "p", Reference: num(1, ""), Limit: 0}
 	checkList(t, h, q, nil, 2, "Limit 0 with a filter counts the matches")
 }
 
 func testListUnknown(t *testing.T, h *harness) {
-	checkList(t, h, eventstore.ProjectionQuery{Name: "nope", Limit: 10}, nil, 0, "an unknown projection has no instances")
+	checkList(t, h, storage.ProjectionQuery{Name: "nope", Limit: 10}, nil, 0, "an unknown projection has no instances")
 	mustCreate(t, h, newDef("empty"))
-	checkList(t, h, eventstore.ProjectionQuery{Name: "empty", Limit: 10}, nil, 0, "a projection without instances has none")
+	checkList(t, h, storage.ProjectionQuery{Name: "empty", Limit: 10}, nil, 0, "a projection without instances has none")
 	seedList(t, h)
-	checkList(t, h, eventstore.ProjectionQuery{Name: "empty", Limit: 10, Sort: eventstore.SortByReference}, nil, 0, "instances belong to one projection")
+	checkList(t, h, storage.ProjectionQuery{Name: "empty", Limit: 10, Sort: storage.SortByReference}, nil, 0, "instances belong to one projection")
 }

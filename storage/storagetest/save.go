@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/eventkit-go/eventstore"
+	"github.com/eventkit-go/eventstore/storage"
 )
 
 func saveCases() []testCase {
@@ -180,23 +181,23 @@ func testIdentity(t *testing.T, h *harness) {
 		t.Errorf("team/42 must hold only its own event with Sequence 1, got %s with Sequence %d", g.Events[0].Type, g.Events[0].Sequence)
 	}
 	// An id equal up to case is another aggregate too: ids are not folded.
-	if _, err := h.store.Load(t.Context(), "user", "4"); !errors.Is(err, eventstore.ErrNotFound) {
+	if _, err := h.store.Load(t.Context(), "user", "4"); !errors.Is(err, storage.ErrNotFound) {
 		t.Errorf("Load of user/4 must be ErrNotFound (ids match exactly), got %v", err)
 	}
 }
 
 func testLoadUnknown(t *testing.T, h *harness) {
-	if _, err := h.store.Load(t.Context(), "order", "nope"); !errors.Is(err, eventstore.ErrNotFound) {
+	if _, err := h.store.Load(t.Context(), "order", "nope"); !errors.Is(err, storage.ErrNotFound) {
 		t.Errorf("Load of an unknown aggregate in an empty store must wrap ErrNotFound, got %v", err)
 	}
 	mustSave(t, h, "order", "o-1", evs("Created", 1), nil)
 	for _, k := range [][2]string{{"order", "o-2"}, {"invoice", "o-1"}, {"Order", "o-1"}} {
 		agg, err := h.store.Load(t.Context(), k[0], k[1])
-		if !errors.Is(err, eventstore.ErrNotFound) {
+		if !errors.Is(err, storage.ErrNotFound) {
 			t.Errorf("Load of unknown aggregate %s/%s must wrap ErrNotFound, got %v (%d events)", k[0], k[1], err, len(agg.Events))
 		}
 	}
-	if _, err := h.s.Load(t.Context(), eventstore.LoadQuery{AggregateType: "order", AggregateID: "o-2"}); !errors.Is(err, eventstore.ErrNotFound) {
+	if _, err := h.s.Load(t.Context(), storage.LoadQuery{AggregateType: "order", AggregateID: "o-2"}); !errors.Is(err, storage.ErrNotFound) {
 		t.Errorf("Storage.Load of an unknown aggregate must wrap ErrNotFound, got %v", err)
 	}
 }
@@ -223,7 +224,7 @@ func testOwnership(t *testing.T, h *harness) {
 		t.Errorf("slices returned by Load belong to the caller: after mutating them, a reload returned %+v", again.Events)
 	}
 	// The caller owns what ReadFeed returns.
-	page, err := h.s.ReadFeed(t.Context(), eventstore.FeedQuery{Limit: 10})
+	page, err := h.s.ReadFeed(t.Context(), storage.FeedQuery{Limit: 10})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -242,13 +243,13 @@ func testOwnership(t *testing.T, h *harness) {
 func testExpectVersion(t *testing.T, h *harness) {
 	ctx := t.Context()
 	at := func(v int64) *eventstore.SaveOptions {
-		return &eventstore.SaveOptions{ExpectedVersion: eventstore.ExpectVersion(v)}
+		return &eventstore.SaveOptions{ExpectedVersion: storage.ExpectVersion(v)}
 	}
 	res := mustSave(t, h, "acct", "a", evs("Opened", 2), at(0))
 	if res.Version != 1 {
 		t.Errorf("ExpectVersion(0) on a new aggregate must succeed at version 1, got %d", res.Version)
 	}
-	if _, err := h.store.Save(ctx, "acct", "a", evs("Opened", 1), at(0)); !errors.Is(err, eventstore.ErrConflict) {
+	if _, err := h.store.Save(ctx, "acct", "a", evs("Opened", 1), at(0)); !errors.Is(err, storage.ErrConflict) {
 		t.Errorf("ExpectVersion(0) on an existing aggregate must fail with ErrConflict, got %v", err)
 	}
 	res = mustSave(t, h, "acct", "a", evs("Deposited", 1), at(1))
@@ -256,7 +257,7 @@ func testExpectVersion(t *testing.T, h *harness) {
 		t.Errorf("a save with a matching expected version must succeed at the next version: got %d, want 2", res.Version)
 	}
 	for _, v := range []int64{1, 3, 7} {
-		if _, err := h.store.Save(ctx, "acct", "a", evs("Withdrawn", 2), at(v)); !errors.Is(err, eventstore.ErrConflict) {
+		if _, err := h.store.Save(ctx, "acct", "a", evs("Withdrawn", 2), at(v)); !errors.Is(err, storage.ErrConflict) {
 			t.Errorf("expected version %d on an aggregate at version 2 must fail with ErrConflict, got %v", v, err)
 		}
 	}
@@ -273,9 +274,9 @@ func testExpectVersion(t *testing.T, h *harness) {
 	}
 }
 
-func feedEvents(t testing.TB, h *harness) []eventstore.Event {
+func feedEvents(t testing.TB, h *harness) []storage.Event {
 	t.Helper()
-	events, _ := mustReadAll(t, h, eventstore.FeedQuery{Limit: 1000})
+	events, _ := mustReadAll(t, h, storage.FeedQuery{Limit: 1000})
 	return events
 }
 
@@ -291,7 +292,7 @@ func testExpectVersionConcurrent(t *testing.T, h *harness) {
 			wg.Go(func() {
 				<-start
 				_, err := h.store.Save(t.Context(), "race", "r", evs("Step", 2),
-					&eventstore.SaveOptions{ExpectedVersion: eventstore.ExpectVersion(old)})
+					&eventstore.SaveOptions{ExpectedVersion: storage.ExpectVersion(old)})
 				errs <- err
 			})
 		}
@@ -303,7 +304,7 @@ func testExpectVersionConcurrent(t *testing.T, h *harness) {
 			switch {
 			case err == nil:
 				wins++
-			case !errors.Is(err, eventstore.ErrConflict):
+			case !errors.Is(err, storage.ErrConflict):
 				t.Errorf("round %d: a concurrent save that loses the version race must fail with ErrConflict, got %v", round, err)
 			}
 		}
@@ -339,7 +340,7 @@ func testValidation(t *testing.T, h *harness) {
 	for _, c := range bad {
 		for _, id := range []string{"new", "existing"} {
 			_, err := h.store.Save(t.Context(), "doc", id, c.events, nil)
-			if !errors.Is(err, eventstore.ErrInvalid) {
+			if !errors.Is(err, storage.ErrInvalid) {
 				t.Errorf("%s on %s: an invalid batch must fail with ErrInvalid, got %v", c.name, id, err)
 				continue
 			}
@@ -357,7 +358,7 @@ func testValidation(t *testing.T, h *harness) {
 			}
 		}
 	}
-	if _, err := h.store.Load(t.Context(), "doc", "new"); !errors.Is(err, eventstore.ErrNotFound) {
+	if _, err := h.store.Load(t.Context(), "doc", "new"); !errors.Is(err, storage.ErrNotFound) {
 		t.Errorf("a rejected batch must store nothing: Load doc/new returned %v", err)
 	}
 	if agg := mustLoad(t, h, "doc", "existing"); agg.Version != 1 || len(agg.Events) != 1 {

@@ -1,10 +1,10 @@
-// Package storagetest is the conformance suite for eventstore.Storage
+// Package storagetest is the conformance suite for storage.Storage
 // backends, in the spirit of testing/fstest and testing/slogtest.
 //
 // A backend proves it conforms by running the suite from its own tests:
 //
 //	func TestConformance(t *testing.T) {
-//		storagetest.Run(t, func(tb testing.TB) eventstore.Storage { return memory.New() })
+//		storagetest.Run(t, func(tb testing.TB) storage.Storage { return memory.New() })
 //	}
 //
 // Every subtest gets a fresh, empty Storage from newStorage, drives it
@@ -30,6 +30,7 @@ import (
 	"time"
 
 	"github.com/eventkit-go/eventstore"
+	"github.com/eventkit-go/eventstore/storage"
 )
 
 // testCase is one named subtest of Run, with the rule it checks.
@@ -68,7 +69,7 @@ func cases() []testCase {
 //
 // Each subtest is named after the rule it checks and states that rule when
 // it fails.
-func Run(t *testing.T, newStorage func(tb testing.TB) eventstore.Storage) {
+func Run(t *testing.T, newStorage func(tb testing.TB) storage.Storage) {
 	t.Helper()
 	for _, c := range cases() {
 		t.Run(c.name, func(t *testing.T) {
@@ -85,7 +86,7 @@ func Run(t *testing.T, newStorage func(tb testing.TB) eventstore.Storage) {
 
 // harness holds the Storage of one subtest and a Store on top of it.
 type harness struct {
-	s     eventstore.Storage
+	s     storage.Storage
 	store *eventstore.Store
 	// closed is set by subtests that close the storage themselves; the
 	// invariant check is skipped for them.
@@ -94,14 +95,14 @@ type harness struct {
 
 // open returns a harness on a fresh Storage, closes it when t ends, and
 // checks the invariants before that.
-func open(t *testing.T, newStorage func(tb testing.TB) eventstore.Storage) *harness {
+func open(t *testing.T, newStorage func(tb testing.TB) storage.Storage) *harness {
 	t.Helper()
 	s := newStorage(t)
 	if s == nil {
 		t.Fatal("newStorage returned a nil Storage")
 	}
 	t.Cleanup(func() {
-		if err := s.Close(); err != nil && !errors.Is(err, eventstore.ErrClosed) {
+		if err := s.Close(); err != nil && !errors.Is(err, storage.ErrClosed) {
 			t.Errorf("Close of the storage failed: %v", err)
 		}
 	})
@@ -116,7 +117,7 @@ func open(t *testing.T, newStorage func(tb testing.TB) eventstore.Storage) *harn
 			checkInvariants(t, s)
 		}
 	})
-	page, err := s.ReadFeed(t.Context(), eventstore.FeedQuery{Limit: 1})
+	page, err := s.ReadFeed(t.Context(), storage.FeedQuery{Limit: 1})
 	if err != nil {
 		t.Fatalf("ReadFeed of a fresh storage: %v", err)
 	}
@@ -142,17 +143,17 @@ func open(t *testing.T, newStorage func(tb testing.TB) eventstore.Storage) *harn
 // the feed holds; each aggregate's events in the feed are exactly what
 // Load returns, with contiguous sequences and versions; and every
 // projection checkpoint is at or below the feed head.
-func checkInvariants(t *testing.T, s eventstore.Storage) {
+func checkInvariants(t *testing.T, s storage.Storage) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	feed, head, err := readFeed(ctx, s, eventstore.FeedQuery{Limit: 500})
+	feed, head, err := readFeed(ctx, s, storage.FeedQuery{Limit: 500})
 	if err != nil {
 		t.Errorf("invariant check: reading the whole feed: %v", err)
 		return
 	}
 	type key struct{ typ, id string }
-	byAgg := make(map[key][]eventstore.Event)
+	byAgg := make(map[key][]storage.Event)
 	var order []key
 	var last int64
 	for i, e := range feed {
@@ -175,7 +176,7 @@ func checkInvariants(t *testing.T, s eventstore.Storage) {
 		if msg := contiguous(events); msg != "" {
 			t.Errorf("invariant: the feed's events of aggregate %s/%s must have contiguous sequences and versions: %s", k.typ, k.id, msg)
 		}
-		agg, err := s.Load(ctx, eventstore.LoadQuery{AggregateType: k.typ, AggregateID: k.id})
+		agg, err := s.Load(ctx, storage.LoadQuery{AggregateType: k.typ, AggregateID: k.id})
 		if err != nil {
 			t.Errorf("invariant: every aggregate in the feed can be loaded; Load %s/%s: %v", k.typ, k.id, err)
 			continue
@@ -200,7 +201,7 @@ func checkInvariants(t *testing.T, s eventstore.Storage) {
 }
 
 // checkHeads checks FeedHead and Feeds against the whole feed.
-func checkHeads(ctx context.Context, t *testing.T, s eventstore.Storage, feed []eventstore.Event) {
+func checkHeads(ctx context.Context, t *testing.T, s storage.Storage, feed []storage.Event) {
 	t.Helper()
 	var last int64
 	lastSeq := make(map[string]int64)

@@ -9,7 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/eventkit-go/eventstore"
+	"github.com/eventkit-go/eventstore/storage"
 	"github.com/eventkit-go/eventstore/storage/storagetest"
 )
 
@@ -28,7 +28,7 @@ func TestHelperBroken(t *testing.T) {
 	if !ok {
 		t.Fatalf("unknown variant %q", name)
 	}
-	storagetest.Run(t, func(testing.TB) eventstore.Storage { return v.open() })
+	storagetest.Run(t, func(testing.TB) storage.Storage { return v.open() })
 }
 
 var failLine = regexp.MustCompile(`--- FAIL: TestHelperBroken/(\S+)`)

@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/eventkit-go/eventstore"
+	"github.com/eventkit-go/eventstore/storage"
 )
 
 // Sizes of BenchmarkTypeFeed.
@@ -35,7 +35,7 @@ const (
 // events cost nothing).
 //
 // open must return a new, empty Storage on each call; it is called twice.
-func BenchmarkTypeFeed(b *testing.B, open func(tb testing.TB) eventstore.Storage) {
+func BenchmarkTypeFeed(b *testing.B, open func(tb testing.TB) storage.Storage) {
 	total := typeFeedStore
 	if testing.Short() {
 		total = typeFeedStoreShort
@@ -67,7 +67,7 @@ func BenchmarkTypeFeed(b *testing.B, open func(tb testing.TB) eventstore.Storage
 				b.Fatalf("the target feed has %d pages alone and %d mixed", len(qa), len(qm))
 			}
 			var aloneTime, mixedTime time.Duration
-			timed := func(s eventstore.Storage, q eventstore.FeedQuery, d *time.Duration) []eventstore.Event {
+			timed := func(s storage.Storage, q storage.FeedQuery, d *time.Duration) []storage.Event {
 				t0 := time.Now()
 				page, err := s.ReadFeed(ctx, q)
 				*d += time.Since(t0)
@@ -79,7 +79,7 @@ func BenchmarkTypeFeed(b *testing.B, open func(tb testing.TB) eventstore.Storage
 			i := 0
 			for b.Loop() {
 				k := i % len(qa)
-				var ea, em []eventstore.Event
+				var ea, em []storage.Event
 				if i%2 == 0 {
 					ea = timed(alone, qa[k], &aloneTime)
 					em = timed(mixed, qm[k], &mixedTime)
@@ -101,19 +101,19 @@ func BenchmarkTypeFeed(b *testing.B, open func(tb testing.TB) eventstore.Storage
 
 // fillTypeFeed saves total/typeFeedShare target events to alone and the
 // same ones, each followed by typeFeedShare-1 other events, to mixed.
-func fillTypeFeed(ctx context.Context, g *idGen, alone, mixed eventstore.Storage, total int) error {
+func fillTypeFeed(ctx context.Context, g *idGen, alone, mixed storage.Storage, total int) error {
 	now := time.Now().UTC().Truncate(time.Microsecond)
-	batch := func(typ, id string, n int) eventstore.AppendRequest {
-		req := eventstore.AppendRequest{AggregateType: typ, AggregateID: id, Events: make([]eventstore.Event, n)}
+	batch := func(typ, id string, n int) storage.AppendRequest {
+		req := storage.AppendRequest{AggregateType: typ, AggregateID: id, Events: make([]storage.Event, n)}
 		for i := range req.Events {
-			req.Events[i] = eventstore.Event{ID: g.next(), Type: "BenchmarkHappened", Data: g.data, RecordedAt: now}
+			req.Events[i] = storage.Event{ID: g.next(), Type: "BenchmarkHappened", Data: g.data, RecordedAt: now}
 		}
 		return req
 	}
-	var aloneReqs []eventstore.AppendRequest
+	var aloneReqs []storage.AppendRequest
 	targets := total / typeFeedShare
 	for t := 0; t < targets; t += typeFeedPerCall {
-		reqs := make([]eventstore.AppendRequest, 0, 2*typeFeedPerCall)
+		reqs := make([]storage.AppendRequest, 0, 2*typeFeedPerCall)
 		for k := t; k < t+typeFeedPerCall; k++ {
 			target := batch("target", fmt.Sprintf("t-%d", k%100), 1)
 			reqs = append(reqs, target, batch("other", fmt.Sprintf("o-%d", k%10_000), typeFeedShare-1))
@@ -139,9 +139,9 @@ func fillTypeFeed(ctx context.Context, g *idGen, alone, mixed eventstore.Storage
 
 // typeFeedPages reads the whole target feed of s in pages of
 // typeFeedRead and returns the query of each page.
-func typeFeedPages(ctx context.Context, s eventstore.Storage, byFS bool) ([]eventstore.FeedQuery, error) {
-	var pages []eventstore.FeedQuery
-	q := eventstore.FeedQuery{AggregateType: "target", Limit: typeFeedRead}
+func typeFeedPages(ctx context.Context, s storage.Storage, byFS bool) ([]storage.FeedQuery, error) {
+	var pages []storage.FeedQuery
+	q := storage.FeedQuery{AggregateType: "target", Limit: typeFeedRead}
 	for {
 		page, err := s.ReadFeed(ctx, q)
 		if err != nil {
@@ -162,7 +162,7 @@ func typeFeedPages(ctx context.Context, s eventstore.Storage, byFS bool) ([]even
 
 // sameTargetPage checks that two reads of the target feed returned the
 // same full page of events.
-func sameTargetPage(alone, mixed []eventstore.Event) error {
+func sameTargetPage(alone, mixed []storage.Event) error {
 	if len(alone) != typeFeedRead || len(mixed) != typeFeedRead {
 		return fmt.Errorf("read %d events alone and %d mixed, want %d each", len(alone), len(mixed), typeFeedRead)
 	}

@@ -1,10 +1,60 @@
-package eventstore
+// Package storage is the contract between the eventstore package and its
+// storage backends, as database/sql/driver is for database/sql: the Storage
+// interface a backend implements, the requests and results that cross it,
+// and the rules every backend shares (PlanAppend, EventBytes). Application
+// code does not use it: it opens a backend (storage/memory, storage/sqlite,
+// storage/postgres), hands it to eventstore.New and works with the Store and
+// a Projector. A backend proves it keeps the contract with
+// storage/storagetest.Run.
+//
+// The values that cross the contract and that users also see (Event,
+// Aggregate, AppendResult, Reference, ProjectionError, FeedInfo,
+// BatchError, VersionCheck and the sentinel errors) are defined here and
+// named in package eventstore by aliases, so nothing is converted or copied
+// between the two.
+package storage
 
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"time"
+)
+
+// Sentinel errors. Every error returned by this package and by conforming
+// Storage backends wraps at most one of these; check them with errors.Is.
+var (
+	// ErrNotFound reports that an aggregate, a projection definition or a
+	// projection instance does not exist.
+	ErrNotFound = errors.New("eventstore: not found")
+
+	// ErrConflict reports that a write was refused because it contradicts the
+	// stored state: an expected version that does not match, a batch that
+	// mixes already stored and new event ids, a projection definition whose
+	// name is taken, or (inside Storage) a projection checkpoint that moved.
+	// Nothing was written.
+	ErrConflict = errors.New("eventstore: conflict")
+
+	// ErrInvalid reports input that is well-formed but not acceptable: an
+	// event id that is not a UUID, an empty event type, data that is not a
+	// JSON object, a selector that is not of the documented form, and so on.
+	// The error is usually a *ValidationError that says which field.
+	ErrInvalid = errors.New("eventstore: invalid")
+
+	// ErrClosed reports a call on a Store, Projector or Storage after Close.
+	ErrClosed = errors.New("eventstore: closed")
+
+	// ErrUnavailable reports that the storage could not be reached or failed
+	// transiently (a dropped connection, a database restart). The operation
+	// may be retried; for a save, a retry with the same event ids is safe.
+	ErrUnavailable = errors.New("eventstore: storage unavailable")
+
+	// ErrFull reports that the storage is out of space (a full disk, a
+	// size limit or a quota): nothing was written. Unlike ErrUnavailable
+	// it does not pass by itself; a retry succeeds only once an operator
+	// has freed space. Store.OutOfSpace reports it until a write succeeds.
+	ErrFull = errors.New("eventstore: storage full")
 )
 
 // Storage is the interface a backend implements. It holds only what must be
@@ -451,4 +501,120 @@ type ProjectionError struct {
 	InstanceID string `json:"instanceId,omitempty"`
 	// Message says what went wrong.
 	Message string `json:"message"`
+}
+
+// MaxEncryptedData bounds Event.EncryptedData.
+const MaxEncryptedData = 65535
+
+// Event is a stored event.
+type Event struct {
+	// ID is the event id given when it was saved.
+	ID string
+	// Type is the event type given when it was saved.
+	Type string
+	// Data is the JSON object saved with the event, or nil when the event was
+	// saved without data.
+	Data json.RawMessage
+	// EncryptedData is the opaque string saved with the event, or "".
+	EncryptedData string
+
+	// AggregateType and AggregateID identify the aggregate the event belongs
+	// to. AggregateType is also the name of the feed that carries it.
+	AggregateType string
+	AggregateID   string
+
+	// Version is the aggregate version produced by the save that stored the
+	// event. Versions count saves, not events: every event of one batch has
+	// the same Version, and the first batch of an aggregate has Version 1.
+	Version int64
+	// Sequence numbers the events of one aggregate: 1 for its first event,
+	// then 2, 3, ... without gaps, in the order they were saved.
+	Sequence int64
+	// Position orders every event of the store. Positions are strictly
+	// increasing in the order events become visible in the feed; they need
+	// not be contiguous (a backend may leave holes, never reorder). The
+	// events of one batch have consecutive positions.
+	Position int64
+	// FeedSequence numbers the batches of one aggregate type: every event
+	// of a batch has the same FeedSequence, the type's first batch has 1,
+	// and each later batch of that type the next number.
+	FeedSequence int64
+	// RecordedAt is when the event was saved, in UTC, with microsecond
+	// precision.
+	RecordedAt time.Time
+}
+
+// Aggregate is an aggregate with all its events.
+type Aggregate struct {
+	// Type and ID identify the aggregate.
+	Type string
+	ID   string
+	// Version is the number of successful saves that added events to the
+	// aggregate: its current version, also when Events holds only part of
+	// its history.
+	Version int64
+	// Events holds the aggregate's events (all of them, or the range that
+	// was asked for) in Sequence order.
+	Events []Event
+}
+
+// VersionCheck is an optional expectation on an aggregate's version, used
+// for optimistic concurrency. The zero value expects nothing.
+type VersionCheck struct {
+	version int64
+	set     bool
+}
+
+// ExpectVersion returns a VersionCheck that passes only when the aggregate's
+// current version is v. ExpectVersion(0) means "the aggregate must not exist
+// yet". A negative v never matches.
+func ExpectVersion(v int64) VersionCheck { return VersionCheck{version: v, set: true} }
+
+// IsSet reports whether the check expects a version.
+func (c VersionCheck) IsSet() bool { return c.set }
+
+// Version returns the expected version and whether one is set.
+func (c VersionCheck) Version() (int64, bool) { return c.version, c.set }
+
+// Allows reports whether an aggregate at version current passes the check.
+func (c VersionCheck) Allows(current int64) bool { return !c.set || c.version == current }
+
+// String returns "any" or the expected version.
+func (c VersionCheck) String() string {
+	if !c.set {
+		return "any"
+	}
+	return fmt.Sprint(c.version)
+}
+
+// PlanAppend applies the rules of Storage.Append that every backend shares.
+// Given the request, the aggregate's current version and the already stored
+// events of that aggregate whose ids occur in req.Events, it returns:
+//
+//   - done == true and the stored batch's result (Duplicate set) when every
+//     event is stored already: the backend writes nothing and returns it;
+//   - an error wrapping ErrConflict when only some are stored, or when the
+//     version check fails: the backend writes nothing and returns it;
+//   - done == false and a nil error otherwise: the backend writes the batch
+//     at version current+1.
+//
+// Backends call it inside the atomic step that then writes the batch.
+func PlanAppend(req AppendRequest, current int64, stored []Event) (res AppendResult, done bool, err error) {
+	if len(stored) > 0 {
+		if len(stored) < len(req.Events) {
+			return AppendResult{}, false, fmt.Errorf("%d of %d event ids are already stored in %s/%s: %w",
+				len(stored), len(req.Events), req.AggregateType, req.AggregateID, ErrConflict)
+		}
+		res = AppendResult{Duplicate: true}
+		for _, e := range stored {
+			res.Version = max(res.Version, e.Version)
+			res.Position = max(res.Position, e.Position)
+		}
+		return res, true, nil
+	}
+	if !req.ExpectedVersion.Allows(current) {
+		return AppendResult{}, false, fmt.Errorf("expected version %s of %s/%s, it is at %d: %w",
+			req.ExpectedVersion, req.AggregateType, req.AggregateID, current, ErrConflict)
+	}
+	return AppendResult{}, false, nil
 }
