@@ -15,7 +15,7 @@ import (
 
 // countingStorage counts feed reads.
 type countingStorage struct {
-	*memory.Storage
+	storage.Storage
 	reads atomic.Int64
 }
 

@@ -51,7 +51,7 @@ func (m *countingMetrics) Projected(name string, events, failed int) {
 
 // failingLoad is a memory storage whose loads fail as an unreachable
 // database would.
-type failingLoad struct{ *memory.Storage }
+type failingLoad struct{ storage.Storage }
 
 func (f failingLoad) Load(context.Context, storage.LoadQuery) (eventstore.Aggregate, error) {
 	return eventstore.Aggregate{}, errors.New("connection refused")

@@ -19,7 +19,7 @@ import (
 // answer against them: the events before the last version (loads) or the
 // last event (feeds) must hold less than the budget.
 type sizingStorage struct {
-	*memory.Storage
+	storage.Storage
 	mu       sync.Mutex
 	budgets  map[int64]int // MaxBytes passed, with how often
 	overruns []string

@@ -215,7 +215,7 @@ func TestErrorsNameAggregate(t *testing.T) {
 
 // requestChecker is a Storage that records what each Append receives.
 type requestChecker struct {
-	*memory.Storage
+	storage.Storage
 	t *testing.T
 }
 

@@ -22,7 +22,7 @@ import (
 // fullStorage is an in-memory Storage whose writes fail with ErrFull, as
 // a backend's do on a full disk, while full is set.
 type fullStorage struct {
-	*memory.Storage
+	storage.Storage
 	full atomic.Bool
 }
 

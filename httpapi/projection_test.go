@@ -215,7 +215,7 @@ func TestQueryGzip(t *testing.T) {
 
 // faultyStorage is the memory backend with injected failures on Load.
 type faultyStorage struct {
-	*memory.Storage
+	storage.Storage
 	loadErr   error
 	loadPanic bool
 }

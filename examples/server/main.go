@@ -141,14 +141,14 @@ func openStorage(ctx context.Context, spec, schema string) (storage.Storage, err
 // warnSmallPool logs a warning when storage is PostgreSQL on a pool too
 // small for a server's work at once (postgres.MinPoolConns): saves and reads
 // then queue behind the projector's catch-up.
-func warnSmallPool(log *slog.Logger, storage storage.Storage) {
-	pg, ok := storage.(*postgres.Storage)
-	if !ok || pg.PoolConns() >= postgres.MinPoolConns {
+func warnSmallPool(log *slog.Logger, s storage.Storage) {
+	conns := postgres.PoolConns(s)
+	if conns == 0 || conns >= postgres.MinPoolConns {
 		return
 	}
 	log.Warn("the PostgreSQL pool is small for a server: saves and reads will wait for the projector's catch-up queries; "+
 		"raise pool_max_conns in the URL or drop it for the default",
-		"pool_max_conns", pg.PoolConns(), "advised_at_least", postgres.MinPoolConns, "default", postgres.DefaultPoolConns)
+		"pool_max_conns", conns, "advised_at_least", postgres.MinPoolConns, "default", postgres.DefaultPoolConns)
 }
 
 // run starts the server and blocks until ctx is done or the server fails.

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/eventkit-go/eventstore/storage"
 	"github.com/eventkit-go/eventstore/storage/memory"
 	"github.com/eventkit-go/eventstore/storage/postgres"
 	"github.com/jackc/pgx/v5"
@@ -26,7 +27,7 @@ func TestWarnSmallPool(t *testing.T) {
 		defer conn.Close(context.Background())
 		_, _ = conn.Exec(context.Background(), "DROP SCHEMA IF EXISTS es_server_pool_test CASCADE")
 	})
-	open := func(t *testing.T, u string) *postgres.Storage {
+	open := func(t *testing.T, u string) storage.Storage {
 		s, err := postgres.OpenURL(context.Background(), u, &postgres.Options{Schema: "es_server_pool_test"})
 		if err != nil {
 			if os.Getenv("EVENTSTORE_POSTGRES_REQUIRED") == "1" {

@@ -14,13 +14,13 @@ import (
 )
 
 // New returns an empty in-memory Storage.
-func New() *memory.Storage { return memory.New() }
+func New() storage.Storage { return memory.New() }
 
 // Watching is an in-memory Storage that reports every append through
 // AppendWatcher. Several Stores may share it through Shared, as processes
 // share a database.
 type Watching struct {
-	*memory.Storage
+	storage.Storage
 	mu       sync.Mutex
 	watchers map[int]func()
 	next     int

@@ -18,7 +18,7 @@ import (
 // The Storage's lock is held for the whole save when the aggregate is new
 // or when a stored id has the hash of one of the batch's (a retried save),
 // whose ids are then compared.
-func (s *Storage) Append(ctx context.Context, req storage.AppendRequest) (storage.AppendResult, error) {
+func (s *store) Append(ctx context.Context, req storage.AppendRequest) (storage.AppendResult, error) {
 	var small [8]eventID
 	ids, err := eventIDs(small[:0], s.seed, &req)
 	if err != nil {
@@ -44,7 +44,7 @@ func (s *Storage) Append(ctx context.Context, req storage.AppendRequest) (storag
 // appendNew stores req, whose aggregate was not in the directory, under
 // s.mu. It reports retry, having done nothing, when the aggregate was
 // created meanwhile.
-func (s *Storage) appendNew(ctx context.Context, req *storage.AppendRequest, ids []eventID) (res storage.AppendResult, retry bool, err error) {
+func (s *store) appendNew(ctx context.Context, req *storage.AppendRequest, ids []eventID) (res storage.AppendResult, retry bool, err error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if err := s.check(ctx); err != nil {
@@ -62,7 +62,7 @@ func (s *Storage) appendNew(ctx context.Context, req *storage.AppendRequest, ids
 // appendTo stores req in agg, which was found in the directory without a
 // lock. It reports retry, having done nothing, when agg was deleted before
 // the outcome was settled.
-func (s *Storage) appendTo(ctx context.Context, agg *aggregate, req *storage.AppendRequest, ids []eventID) (res storage.AppendResult, retry bool, err error) {
+func (s *store) appendTo(ctx context.Context, agg *aggregate, req *storage.AppendRequest, ids []eventID) (res storage.AppendResult, retry bool, err error) {
 	agg.mu.Lock()
 	defer agg.mu.Unlock()
 	// Under agg.mu, no other save changes agg: its version, events and
@@ -107,7 +107,7 @@ func (s *Storage) appendTo(ctx context.Context, agg *aggregate, req *storage.App
 // the first is written, under the lock of every aggregate that exists and
 // then the Storage's. Two requests for one aggregate are refused with a
 // *BatchError wrapping ErrInvalid.
-func (s *Storage) AppendAll(ctx context.Context, reqs []storage.AppendRequest) ([]storage.AppendResult, error) {
+func (s *store) AppendAll(ctx context.Context, reqs []storage.AppendRequest) ([]storage.AppendResult, error) {
 	total := 0
 	for i := range reqs {
 		total += len(reqs[i].Events)
@@ -143,7 +143,7 @@ func (s *Storage) AppendAll(ctx context.Context, reqs []storage.AppendRequest) (
 // appendAll is one attempt of AppendAll. It reports retry, having done
 // nothing, when an aggregate was created or deleted between its lookup and
 // the locks.
-func (s *Storage) appendAll(ctx context.Context, reqs []storage.AppendRequest, ids [][]eventID) ([]storage.AppendResult, bool, error) {
+func (s *store) appendAll(ctx context.Context, reqs []storage.AppendRequest, ids [][]eventID) ([]storage.AppendResult, bool, error) {
 	aggs := make([]*aggregate, len(reqs))
 	var held []*aggregate
 	for i := range reqs {
@@ -204,7 +204,7 @@ func batchError(i int, req *storage.AppendRequest, err error) error {
 // plan applies storage.PlanAppend to req, whose event ids are ids, for
 // agg (nil when it has no events). It reports whether the request is
 // settled (a duplicate) or refused. s.mu and agg.mu are held.
-func (s *Storage) plan(req *storage.AppendRequest, ids []eventID, agg *aggregate) (res storage.AppendResult, done bool, err error) {
+func (s *store) plan(req *storage.AppendRequest, ids []eventID, agg *aggregate) (res storage.AppendResult, done bool, err error) {
 	var current int64
 	var stored []storage.Event
 	if agg != nil {
@@ -224,7 +224,7 @@ func (s *Storage) plan(req *storage.AppendRequest, ids []eventID, agg *aggregate
 // aggregate that exists, whose id index the caller updates (index). A new
 // aggregate is built whole, id index included, before it enters the
 // directory.
-func (s *Storage) write(req *storage.AppendRequest, ids []eventID, agg *aggregate) storage.AppendResult {
+func (s *store) write(req *storage.AppendRequest, ids []eventID, agg *aggregate) storage.AppendResult {
 	created := agg == nil
 	if created {
 		f := s.byType[req.AggregateType]
@@ -273,14 +273,14 @@ func index(agg *aggregate, first int, ids []eventID) {
 }
 
 // hasID reports whether the event r has the id id. s.mu is held.
-func (s *Storage) hasID(r *record, id string) bool {
+func (s *store) hasID(r *record, id string) bool {
 	return string(s.arena.get(r.text)[:idLen]) == id // no copy: compared in place
 }
 
 // intern returns the index of typ in s.types, adding it when it is new.
 // Saves mostly repeat the type of the event before, which is checked
 // before the map. s.mu is held.
-func (s *Storage) intern(typ string) uint32 {
+func (s *store) intern(typ string) uint32 {
 	if s.lastType < uint32(len(s.types)) && s.types[s.lastType] == typ {
 		return s.lastType
 	}

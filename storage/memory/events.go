@@ -12,7 +12,7 @@ import (
 
 // Load implements storage.Storage. The range is found by binary search
 // on the aggregate's versions.
-func (s *Storage) Load(ctx context.Context, q storage.LoadQuery) (storage.Aggregate, error) {
+func (s *store) Load(ctx context.Context, q storage.LoadQuery) (storage.Aggregate, error) {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	if err := s.check(ctx); err != nil {
@@ -50,7 +50,7 @@ func (s *Storage) Load(ctx context.Context, q storage.LoadQuery) (storage.Aggreg
 
 // ReadFeed implements storage.Storage. Positions are assigned under the
 // write lock, so every position up to the last one is always visible.
-func (s *Storage) ReadFeed(ctx context.Context, q storage.FeedQuery) (storage.FeedPage, error) {
+func (s *store) ReadFeed(ctx context.Context, q storage.FeedQuery) (storage.FeedPage, error) {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	if err := s.check(ctx); err != nil {
@@ -114,7 +114,7 @@ func (s *Storage) ReadFeed(ctx context.Context, q storage.FeedQuery) (storage.Fe
 // max is not positive, else up to the first event, or with byVersion the
 // end of the first version, with which their data and encrypted data
 // reach max.
-func (s *Storage) budget(refs []ref, max int64, byVersion bool) int {
+func (s *store) budget(refs []ref, max int64, byVersion bool) int {
 	if max <= 0 {
 		return len(refs)
 	}
@@ -136,7 +136,7 @@ func (s *Storage) budget(refs []ref, max int64, byVersion bool) int {
 }
 
 // feedSeq returns the FeedSequence of the live event at position p.
-func (s *Storage) feedSeq(p int64) int64 {
+func (s *store) feedSeq(p int64) int64 {
 	r := s.log.at(int(p) - 1)
 	a := *s.aggList.at(int(r.agg))
 	return *a.seqs.at(int(a.events.at(int(r.idx)).version) - 1)
@@ -145,7 +145,7 @@ func (s *Storage) feedSeq(p int64) int64 {
 // build turns the records at refs into events that the caller owns, with
 // one allocation each for the events, their ids, their data and their
 // encrypted data.
-func (s *Storage) build(refs []ref) []storage.Event {
+func (s *store) build(refs []ref) []storage.Event {
 	dataLen, encLen := 0, 0
 	for _, r := range refs {
 		rec := (*s.aggList.at(int(r.agg))).events.at(int(r.idx))

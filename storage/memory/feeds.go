@@ -11,7 +11,7 @@ import (
 
 // FeedHead implements storage.Storage. A type whose events were all
 // deleted keeps the FeedSequence of its latest batch as its head.
-func (s *Storage) FeedHead(ctx context.Context, aggregateType string) (int64, error) {
+func (s *store) FeedHead(ctx context.Context, aggregateType string) (int64, error) {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	if err := s.check(ctx); err != nil {
@@ -28,7 +28,7 @@ func (s *Storage) FeedHead(ctx context.Context, aggregateType string) (int64, er
 }
 
 // Feeds implements storage.Storage.
-func (s *Storage) Feeds(ctx context.Context) ([]storage.FeedInfo, error) {
+func (s *store) Feeds(ctx context.Context) ([]storage.FeedInfo, error) {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	if err := s.check(ctx); err != nil {
@@ -46,7 +46,7 @@ func (s *Storage) Feeds(ctx context.Context) ([]storage.FeedInfo, error) {
 
 // DeleteAggregate implements storage.Storage. It costs time in the
 // number of events of the aggregate's type.
-func (s *Storage) DeleteAggregate(ctx context.Context, aggregateType, aggregateID string) error {
+func (s *store) DeleteAggregate(ctx context.Context, aggregateType, aggregateID string) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if err := s.check(ctx); err != nil {
@@ -70,7 +70,7 @@ func (s *Storage) DeleteAggregate(ctx context.Context, aggregateType, aggregateI
 }
 
 // DeleteAggregateType implements storage.Storage.
-func (s *Storage) DeleteAggregateType(ctx context.Context, aggregateType string) error {
+func (s *store) DeleteAggregateType(ctx context.Context, aggregateType string) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if err := s.check(ctx); err != nil {
@@ -92,7 +92,7 @@ func (s *Storage) DeleteAggregateType(ctx context.Context, aggregateType string)
 // drop deletes the aggregate at ai, except for its type's positions: its
 // events leave the log, and it leaves the directory, marked dead for the
 // writers that found it there before (see append.go). s.mu is held.
-func (s *Storage) drop(ai int32) {
+func (s *store) drop(ai int32) {
 	agg := *s.aggList.at(int(ai))
 	for i := range agg.events.len() {
 		*s.log.at(int(agg.events.at(i).position) - 1) = ref{agg: -1}

@@ -17,7 +17,7 @@ import (
 // it is refused, and nothing is stored.
 func TestAppendRefusesIDsOfAnotherLength(t *testing.T) {
 	ctx := context.Background()
-	s := New()
+	s := newStore()
 	defer s.Close()
 	for _, id := range []string{"", "123e4567e89b12d3a456426614174000", "{123e4567-e89b-12d3-a456-426614174000}"} {
 		req := storage.AppendRequest{AggregateType: "t", AggregateID: "a", Events: []storage.Event{

@@ -39,7 +39,7 @@ import (
 // while holding mu, so no cycle can form. A new aggregate is built under
 // mu, its id index included, before it is stored in dir: no other writer
 // can reach it sooner.
-type Storage struct {
+type store struct {
 	mu     sync.RWMutex
 	closed bool
 
@@ -57,7 +57,7 @@ type Storage struct {
 	defs map[string]*definition
 }
 
-var _ storage.Storage = (*Storage)(nil)
+var _ storage.Storage = (*store)(nil)
 
 type aggKey struct{ typ, id string }
 
@@ -107,9 +107,13 @@ type definition struct {
 	states map[string]storage.ProjectionState // by instance id
 }
 
-// New returns an empty in-memory Storage.
-func New() *Storage {
-	return &Storage{
+// New returns an empty in-memory storage, for eventstore.New, which
+// takes it over.
+func New() storage.Storage { return newStore() }
+
+// newStore returns an empty in-memory store.
+func newStore() *store {
+	return &store{
 		byType:  make(map[string]*feed),
 		typeIdx: make(map[string]uint32),
 		defs:    make(map[string]*definition),
@@ -118,7 +122,7 @@ func New() *Storage {
 	}
 }
 
-func (s *Storage) check(ctx context.Context) error {
+func (s *store) check(ctx context.Context) error {
 	if s.closed {
 		return storage.ErrClosed
 	}
@@ -126,7 +130,7 @@ func (s *Storage) check(ctx context.Context) error {
 }
 
 // Close implements storage.Storage. The data is dropped.
-func (s *Storage) Close() error {
+func (s *store) Close() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.closed = true
@@ -138,6 +142,6 @@ func (s *Storage) Close() error {
 
 // lookup returns the live aggregate (typ, id), or nil. It needs no lock:
 // see Storage.
-func (s *Storage) lookup(typ, id string) *aggregate {
+func (s *store) lookup(typ, id string) *aggregate {
 	return s.dir.load(aggKey{typ, id})
 }

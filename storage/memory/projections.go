@@ -13,7 +13,7 @@ import (
 )
 
 // CreateDefinition implements storage.Storage.
-func (s *Storage) CreateDefinition(ctx context.Context, def storage.DefinitionRecord) error {
+func (s *store) CreateDefinition(ctx context.Context, def storage.DefinitionRecord) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if err := s.check(ctx); err != nil {
@@ -30,7 +30,7 @@ func (s *Storage) CreateDefinition(ctx context.Context, def storage.DefinitionRe
 }
 
 // Definition implements storage.Storage.
-func (s *Storage) Definition(ctx context.Context, name string) (storage.DefinitionRecord, error) {
+func (s *store) Definition(ctx context.Context, name string) (storage.DefinitionRecord, error) {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	if err := s.check(ctx); err != nil {
@@ -51,7 +51,7 @@ func (d *definition) record() storage.DefinitionRecord {
 }
 
 // Definitions implements storage.Storage.
-func (s *Storage) Definitions(ctx context.Context) ([]storage.DefinitionRecord, error) {
+func (s *store) Definitions(ctx context.Context) ([]storage.DefinitionRecord, error) {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	if err := s.check(ctx); err != nil {
@@ -66,7 +66,7 @@ func (s *Storage) Definitions(ctx context.Context) ([]storage.DefinitionRecord, 
 }
 
 // DeleteDefinition implements storage.Storage.
-func (s *Storage) DeleteDefinition(ctx context.Context, name string) error {
+func (s *store) DeleteDefinition(ctx context.Context, name string) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if err := s.check(ctx); err != nil {
@@ -80,7 +80,7 @@ func (s *Storage) DeleteDefinition(ctx context.Context, name string) error {
 }
 
 // ResetProjection implements storage.Storage.
-func (s *Storage) ResetProjection(ctx context.Context, name string) error {
+func (s *store) ResetProjection(ctx context.Context, name string) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if err := s.check(ctx); err != nil {
@@ -98,7 +98,7 @@ func (s *Storage) ResetProjection(ctx context.Context, name string) error {
 
 // RenameProjection implements storage.Storage. Renaming a projection to
 // its own name changes nothing.
-func (s *Storage) RenameProjection(ctx context.Context, from, to string) error {
+func (s *store) RenameProjection(ctx context.Context, from, to string) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if err := s.check(ctx); err != nil {
@@ -123,7 +123,7 @@ func state(name string, st storage.ProjectionState) storage.ProjectionState {
 }
 
 // LoadProjection implements storage.Storage.
-func (s *Storage) LoadProjection(ctx context.Context, name, instanceID string) (storage.ProjectionState, error) {
+func (s *store) LoadProjection(ctx context.Context, name, instanceID string) (storage.ProjectionState, error) {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	if err := s.check(ctx); err != nil {
@@ -142,7 +142,7 @@ func (s *Storage) LoadProjection(ctx context.Context, name, instanceID string) (
 
 // LoadProjections implements storage.Storage. An unknown projection has
 // no instances.
-func (s *Storage) LoadProjections(ctx context.Context, name string, ids []string) ([]storage.ProjectionState, error) {
+func (s *store) LoadProjections(ctx context.Context, name string, ids []string) ([]storage.ProjectionState, error) {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	if err := s.check(ctx); err != nil {
@@ -164,7 +164,7 @@ func (s *Storage) LoadProjections(ctx context.Context, name string, ids []string
 // ListProjections implements storage.Storage. It filters and sorts the
 // projection's instances per call: O(n log n) in the number of instances,
 // or of q.IDs when given.
-func (s *Storage) ListProjections(ctx context.Context, q storage.ProjectionQuery) (storage.ProjectionList, error) {
+func (s *store) ListProjections(ctx context.Context, q storage.ProjectionQuery) (storage.ProjectionList, error) {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	if err := s.check(ctx); err != nil {
@@ -263,7 +263,7 @@ func refRank(k storage.ReferenceKind) int {
 
 // CommitProjection implements storage.Storage. Error texts are kept as
 // valid UTF-8: invalid bytes become U+FFFD.
-func (s *Storage) CommitProjection(ctx context.Context, c storage.ProjectionCommit) error {
+func (s *store) CommitProjection(ctx context.Context, c storage.ProjectionCommit) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if err := s.check(ctx); err != nil {

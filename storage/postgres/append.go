@@ -17,7 +17,7 @@ import (
 // together in one transaction (see runBatch); each still gets its own
 // result. A lone call runs in the caller's goroutine (the batcher lets the
 // first caller lead its batch).
-func (s *Storage) Append(ctx context.Context, req storage.AppendRequest) (storage.AppendResult, error) {
+func (s *store) Append(ctx context.Context, req storage.AppendRequest) (storage.AppendResult, error) {
 	if err := s.check(ctx, "append"); err != nil {
 		return storage.AppendResult{}, err
 	}
@@ -56,7 +56,7 @@ type appendResult = groupcommit.Result[storage.AppendResult]
 // lock, then for each request SAVEPOINT, the append statement and RELEASE,
 // and COMMIT are sent as one pipeline; a request the server rejects rolls
 // back to its savepoint alone.
-func (s *Storage) runBatch(ctx context.Context, reqs []storage.AppendRequest) []appendResult {
+func (s *store) runBatch(ctx context.Context, reqs []storage.AppendRequest) []appendResult {
 	results := make([]appendResult, len(reqs))
 	// ctx is shared by the whole batch and never cancelled by a caller;
 	// errors are translated against it, so that running out of
@@ -148,7 +148,7 @@ func (s *Storage) runBatch(ctx context.Context, reqs []storage.AppendRequest) []
 // version check failed, or the server refused it: an event id stored
 // already, bad input), nothing was written and the caller decides req with
 // the statements that tell why. An error means the outcome is unknown.
-func (s *Storage) runLean(ctx context.Context, conn *pgxpool.Conn, req *storage.AppendRequest, a *appendArgs,
+func (s *store) runLean(ctx context.Context, conn *pgxpool.Conn, req *storage.AppendRequest, a *appendArgs,
 	results []appendResult) (written bool, err error) {
 	var enc *string
 	if a.enc != nil {
@@ -193,7 +193,7 @@ func (s *Storage) runLean(ctx context.Context, conn *pgxpool.Conn, req *storage.
 // transaction is aborted and waits for ROLLBACK TO SAVEPOINT), or -1 when
 // the transaction committed. An error means the transaction as a whole
 // failed.
-func (s *Storage) sendBatch(ctx context.Context, conn *pgxpool.Conn, reqs []storage.AppendRequest,
+func (s *store) sendBatch(ctx context.Context, conn *pgxpool.Conn, reqs []storage.AppendRequest,
 	args []appendArgs, pending []int, results []appendResult, first bool) (failed int, err error) {
 	b := &pgx.Batch{}
 	if first {
@@ -251,7 +251,7 @@ func (s *Storage) sendBatch(ctx context.Context, conn *pgxpool.Conn, reqs []stor
 // readAppend reads the result of one append statement and applies
 // storage.PlanAppend to it. An error of the server is returned as it is;
 // a refused request (conflict) is a result, not an error.
-func (s *Storage) readAppend(br pgx.BatchResults, req storage.AppendRequest) (appendResult, error) {
+func (s *store) readAppend(br pgx.BatchResults, req storage.AppendRequest) (appendResult, error) {
 	rows, err := br.Query()
 	if err != nil {
 		return appendResult{}, err

@@ -18,7 +18,7 @@ import (
 // in a transaction that commits only when none is refused. AppendAll does
 // not go through the group commit of Append: its batches already share one
 // transaction.
-func (s *Storage) AppendAll(ctx context.Context, reqs []storage.AppendRequest) ([]storage.AppendResult, error) {
+func (s *store) AppendAll(ctx context.Context, reqs []storage.AppendRequest) ([]storage.AppendResult, error) {
 	if err := s.check(ctx, "append all"); err != nil {
 		return nil, err
 	}
@@ -75,7 +75,7 @@ func (s *Storage) AppendAll(ctx context.Context, reqs []storage.AppendRequest) (
 // append statement, and commits when none is refused. When one is, it
 // returns a *storage.BatchError naming it, leaving the transaction for
 // the caller to roll back.
-func (s *Storage) appendAllChecked(ctx context.Context, conn *pgxpool.Conn, reqs []storage.AppendRequest,
+func (s *store) appendAllChecked(ctx context.Context, conn *pgxpool.Conn, reqs []storage.AppendRequest,
 	args []appendArgs, results []appendResult) error {
 	b := &pgx.Batch{}
 	b.Queue("BEGIN")

@@ -19,7 +19,7 @@ import (
 // runBatch, which build batches by hand instead of hoping that concurrent
 // calls coalesce. The rules about an unreachable database are those of
 // postgres_test.go.
-func openBatchTest(t *testing.T) *Storage {
+func openBatchTest(t *testing.T) *store {
 	t.Helper()
 	s, _ := openBatchTestSchema(t)
 	return s
@@ -27,7 +27,7 @@ func openBatchTest(t *testing.T) *Storage {
 
 // openBatchTestSchema is openBatchTest, also returning the quoted schema
 // name, for tests that look at the tables.
-func openBatchTestSchema(t testing.TB) (*Storage, string) {
+func openBatchTestSchema(t testing.TB) (*store, string) {
 	t.Helper()
 	url := os.Getenv("EVENTSTORE_POSTGRES_URL")
 	if url == "" {
@@ -53,7 +53,7 @@ func openBatchTestSchema(t testing.TB) (*Storage, string) {
 		_, _ = pool.Exec(context.Background(), "DROP SCHEMA IF EXISTS "+pgx.Identifier{schema}.Sanitize()+" CASCADE")
 		pool.Close()
 	})
-	s, err := Open(ctx, pool, &Options{Schema: schema})
+	s, err := open(ctx, pool, &Options{Schema: schema})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -51,7 +51,7 @@ func benchPool(b *testing.B) *pgxpool.Pool {
 }
 
 // benchStore returns a Store on a fresh schema, and the Storage under it.
-func benchStore(b *testing.B, pool *pgxpool.Pool) (*eventstore.Store, *postgres.Storage, string) {
+func benchStore(b *testing.B, pool *pgxpool.Pool) (*eventstore.Store, storage.Storage, string) {
 	b.Helper()
 	schema := newSchema(b)
 	s, err := postgres.Open(context.Background(), pool, &postgres.Options{Schema: schema})

@@ -12,21 +12,21 @@ import (
 // DeleteAggregate implements storage.Storage. It deletes under the
 // append lock, so that no append interleaves with it, and raises the
 // deletion marks so that positions and FeedSequences are not reused.
-func (s *Storage) DeleteAggregate(ctx context.Context, aggregateType, aggregateID string) error {
+func (s *store) DeleteAggregate(ctx context.Context, aggregateType, aggregateID string) error {
 	return s.delete(ctx, "delete aggregate", fmt.Sprintf("aggregate %s/%s", aggregateType, aggregateID),
 		s.sql.deleteAgg, aggregateType, aggregateID)
 }
 
 // DeleteAggregateType implements storage.Storage, as DeleteAggregate
 // does.
-func (s *Storage) DeleteAggregateType(ctx context.Context, aggregateType string) error {
+func (s *store) DeleteAggregateType(ctx context.Context, aggregateType string) error {
 	return s.delete(ctx, "delete aggregate type", "aggregate type "+aggregateType,
 		s.sql.deleteType, aggregateType)
 }
 
 // delete runs a deletion statement, which returns how many events it
 // deleted, under the append lock.
-func (s *Storage) delete(ctx context.Context, op, what, sql string, args ...any) error {
+func (s *store) delete(ctx context.Context, op, what, sql string, args ...any) error {
 	if err := s.check(ctx, op); err != nil {
 		return err
 	}

@@ -18,7 +18,7 @@ import (
 var errOwnDeadline = errors.New("the database did not answer in time")
 
 // readCtx returns ctx bounded by the Storage's ReadTimeout.
-func (s *Storage) readCtx(ctx context.Context) (context.Context, context.CancelFunc) {
+func (s *store) readCtx(ctx context.Context) (context.Context, context.CancelFunc) {
 	return context.WithTimeoutCause(ctx, s.readTimeout, errOwnDeadline)
 }
 
@@ -27,7 +27,7 @@ func (s *Storage) readCtx(ctx context.Context) (context.Context, context.CancelF
 // ErrConflict, data exceptions ErrInvalid, connection trouble ErrUnavailable
 // and, after Close, ErrClosed. The driver's error is formatted with %v: only
 // the sentinels are part of the API.
-func (s *Storage) fail(ctx context.Context, op string, err error) error {
+func (s *store) fail(ctx context.Context, op string, err error) error {
 	if err == nil {
 		return nil
 	}

@@ -154,7 +154,7 @@ func contains(list []string, s string) bool {
 // passed its version check, bad input, or a refusal under strict): the
 // caller then decides the requests one by one. An error means the outcome
 // is unknown.
-func (s *Storage) runGroup(ctx context.Context, conn *pgxpool.Conn, reqs []storage.AppendRequest,
+func (s *store) runGroup(ctx context.Context, conn *pgxpool.Conn, reqs []storage.AppendRequest,
 	args []appendArgs, results []appendResult, strict bool) (done bool, err error) {
 	rs, doomed := rounds(reqs)
 	b := &pgx.Batch{}
@@ -210,7 +210,7 @@ func (s *Storage) runGroup(ctx context.Context, conn *pgxpool.Conn, reqs []stora
 // of the requests listed in round. The rows come in request order: for a
 // written request one row of kind 0, for a refused one a row of kind 1
 // followed by a row of kind 2 per event id of the request already stored.
-func (s *Storage) readGroup(br pgx.BatchResults, reqs []storage.AppendRequest, round []int, results []appendResult) error {
+func (s *store) readGroup(br pgx.BatchResults, reqs []storage.AppendRequest, round []int, results []appendResult) error {
 	rows, err := br.Query()
 	if err != nil {
 		return err

@@ -12,7 +12,7 @@ import (
 // xmins returns how many distinct transactions (or subtransactions) wrote
 // the events at positions from..to: 1 when appendGroup wrote them all, one
 // per request when they ran in savepoints.
-func xmins(t *testing.T, s *Storage, schema string, from, to int64) int {
+func xmins(t *testing.T, s *store, schema string, from, to int64) int {
 	t.Helper()
 	var n int
 	err := s.pool.QueryRow(context.Background(), qualify(schema,

@@ -14,7 +14,7 @@ import (
 // index entries, whatever the number of instances. The total of an
 // unfiltered list is the count the definition keeps; a filtered one is
 // counted over the index range that the filter selects.
-func (s *Storage) ListProjections(ctx context.Context, q storage.ProjectionQuery) (storage.ProjectionList, error) {
+func (s *store) ListProjections(ctx context.Context, q storage.ProjectionQuery) (storage.ProjectionList, error) {
 	if err := s.check(ctx, "list projections"); err != nil {
 		return storage.ProjectionList{}, err
 	}
@@ -60,7 +60,7 @@ func (s *Storage) ListProjections(ctx context.Context, q storage.ProjectionQuery
 // arguments. It returns one row per instance of the page, in order, each
 // with the total and found set, or a single row with the total and found
 // false when the page is empty.
-func (s *Storage) listSQL(q storage.ProjectionQuery) (string, []any) {
+func (s *store) listSQL(q storage.ProjectionQuery) (string, []any) {
 	args := []any{q.Name}
 	arg := func(v any) string {
 		args = append(args, v)

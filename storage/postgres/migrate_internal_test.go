@@ -51,7 +51,7 @@ VALUES ('p', 'x', '{"n":1}', 7, '2026-01-02 03:04:05+00'), ('p', 'z', '{"n":2}',
 		t.Fatal(err)
 	}
 
-	m, err := Open(ctx, s.pool, &Options{Schema: schema})
+	m, err := open(ctx, s.pool, &Options{Schema: schema})
 	if err != nil {
 		t.Fatalf("open a version 1 schema: %v", err)
 	}

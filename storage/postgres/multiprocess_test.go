@@ -22,7 +22,7 @@ import (
 // contiguous positions, and nothing unacknowledged may appear.
 func TestFeedCompleteAcrossProcesses(t *testing.T) {
 	schema := newSchema(t)
-	instances := []*postgres.Storage{openURLIn(t, schema), openURLIn(t, schema)}
+	instances := []storage.Storage{openURLIn(t, schema), openURLIn(t, schema)}
 	ctx, cancel := context.WithTimeout(context.Background(), 45*time.Second)
 	defer cancel()
 
@@ -157,7 +157,7 @@ func TestCommitProjectionRace(t *testing.T) {
 		to := from + 3
 		errs := make([]error, 2)
 		var wg sync.WaitGroup
-		for i, s := range []*postgres.Storage{a, b} {
+		for i, s := range []storage.Storage{a, b} {
 			wg.Go(func() {
 				errs[i] = s.CommitProjection(ctx, storage.ProjectionCommit{Name: "p", From: from, To: to,
 					States: []storage.ProjectionState{{InstanceID: "i", Data: json.RawMessage(fmt.Sprintf(`{"by":%d}`, i)),
@@ -259,7 +259,7 @@ func TestConcurrentMigrations(t *testing.T) {
 	var wg sync.WaitGroup
 	for i := range n {
 		wg.Go(func() {
-			var s *postgres.Storage
+			var s storage.Storage
 			s, errs[i] = postgres.Open(ctx, pool, &postgres.Options{Schema: schema})
 			if errs[i] == nil {
 				_ = s.Close()

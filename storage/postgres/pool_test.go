@@ -161,7 +161,7 @@ func TestOpenURLPoolSize(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got := s.PoolConns(); got != c.want {
+		if got := postgres.PoolConns(s); got != c.want {
 			t.Errorf("OpenURL(%s): pool of %d, want %d", c.url, got, c.want)
 		}
 		_ = s.Close()

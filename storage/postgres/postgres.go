@@ -202,7 +202,7 @@ func (o *Options) writeTimeout() time.Duration {
 
 // Storage is the PostgreSQL backend. It is safe for concurrent use. Create
 // it with Open or OpenURL.
-type Storage struct {
+type store struct {
 	pool    *pgxpool.Pool
 	ownPool bool
 	sql     statements
@@ -223,14 +223,23 @@ type Storage struct {
 	done chan struct{}
 }
 
-var _ storage.Storage = (*Storage)(nil)
+var _ storage.Storage = (*store)(nil)
 
 // Open returns a Storage using pool, after creating or migrating its tables
 // in opts.Schema. The caller keeps ownership of pool: Close does not close
 // it, and the pool must stay open until the Storage is closed. The pool may
 // use any query exec mode of pgx but the simple protocol, which Open refuses
-// with ErrInvalid.
-func Open(ctx context.Context, pool *pgxpool.Pool, opts *Options) (*Storage, error) {
+// with ErrInvalid. Hand the result to eventstore.New, whose Store closes it.
+func Open(ctx context.Context, pool *pgxpool.Pool, opts *Options) (storage.Storage, error) {
+	s, err := open(ctx, pool, opts)
+	if err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// open is Open returning the concrete store.
+func open(ctx context.Context, pool *pgxpool.Pool, opts *Options) (*store, error) {
 	if pool == nil {
 		return nil, fmt.Errorf("postgres: open: nil pool: %w", storage.ErrInvalid)
 	}
@@ -242,7 +251,7 @@ func Open(ctx context.Context, pool *pgxpool.Pool, opts *Options) (*Storage, err
 	}
 	schema := opts.schema()
 	channel := channelName(schema)
-	s := &Storage{
+	s := &store{
 		pool:         pool,
 		sql:          newStatements(pgx.Identifier{schema}.Sanitize(), quoteLiteral(channel)),
 		schema:       pgx.Identifier{schema}.Sanitize(),
@@ -262,8 +271,9 @@ func Open(ctx context.Context, pool *pgxpool.Pool, opts *Options) (*Storage, err
 // OpenURL connects to the database at url (a PostgreSQL connection string
 // or URL, as accepted by pgxpool.ParseConfig) and opens a Storage on a new
 // pool, which Close closes. The pool holds DefaultPoolConns connections
-// unless url sets pool_max_conns.
-func OpenURL(ctx context.Context, url string, opts *Options) (*Storage, error) {
+// unless url sets pool_max_conns. Hand the result to eventstore.New, whose
+// Store closes it.
+func OpenURL(ctx context.Context, url string, opts *Options) (storage.Storage, error) {
 	cfg, err := pgxpool.ParseConfig(url)
 	if err != nil {
 		return nil, fmt.Errorf("postgres: open: %v: %w", err, storage.ErrInvalid)
@@ -275,7 +285,7 @@ func OpenURL(ctx context.Context, url string, opts *Options) (*Storage, error) {
 	if err != nil {
 		return nil, fmt.Errorf("postgres: open: %v: %w", err, storage.ErrUnavailable)
 	}
-	s, err := Open(ctx, pool, opts)
+	s, err := open(ctx, pool, opts)
 	if err != nil {
 		pool.Close()
 		return nil, err
@@ -284,15 +294,20 @@ func OpenURL(ctx context.Context, url string, opts *Options) (*Storage, error) {
 	return s, nil
 }
 
-// PoolConns returns the most connections the Storage's pool opens
-// (pgxpool's MaxConns); compare it with MinPoolConns.
-func (s *Storage) PoolConns() int {
-	return int(s.pool.Config().MaxConns)
+// PoolConns returns the most connections the pool of s, a storage of this
+// package, opens (pgxpool's MaxConns), to compare with MinPoolConns; 0
+// when s is not one.
+func PoolConns(s storage.Storage) int {
+	pg, ok := s.(*store)
+	if !ok {
+		return 0
+	}
+	return int(pg.pool.Config().MaxConns)
 }
 
 // Close implements storage.Storage. It waits for Appends already queued,
 // then closes the pool if OpenURL created it. Close is idempotent.
-func (s *Storage) Close() error {
+func (s *store) Close() error {
 	s.closeOnce.Do(func() {
 		s.closed.Store(true)
 		close(s.done)
@@ -305,7 +320,7 @@ func (s *Storage) Close() error {
 }
 
 // check returns an error when the Storage is closed or ctx is done.
-func (s *Storage) check(ctx context.Context, op string) error {
+func (s *store) check(ctx context.Context, op string) error {
 	if s.closed.Load() {
 		return fmt.Errorf("postgres: %s: %w", op, storage.ErrClosed)
 	}

@@ -106,7 +106,7 @@ func newStorage(tb testing.TB) storage.Storage {
 
 // openIn opens a Storage on the shared pool in schema, closed when the test
 // ends.
-func openIn(tb testing.TB, schema string) *postgres.Storage {
+func openIn(tb testing.TB, schema string) storage.Storage {
 	tb.Helper()
 	s, err := postgres.Open(context.Background(), testPool(tb), &postgres.Options{Schema: schema})
 	if err != nil {
@@ -118,7 +118,7 @@ func openIn(tb testing.TB, schema string) *postgres.Storage {
 
 // openURLIn opens a Storage with its own pool in schema, like another
 // process would.
-func openURLIn(tb testing.TB, schema string) *postgres.Storage {
+func openURLIn(tb testing.TB, schema string) storage.Storage {
 	tb.Helper()
 	testPool(tb)
 	s, err := postgres.OpenURL(context.Background(), databaseURL(), &postgres.Options{Schema: schema})

@@ -14,7 +14,7 @@ import (
 )
 
 // CreateDefinition implements storage.Storage.
-func (s *Storage) CreateDefinition(ctx context.Context, def storage.DefinitionRecord) error {
+func (s *store) CreateDefinition(ctx context.Context, def storage.DefinitionRecord) error {
 	if err := s.check(ctx, "create definition"); err != nil {
 		return err
 	}
@@ -33,7 +33,7 @@ func (s *Storage) CreateDefinition(ctx context.Context, def storage.DefinitionRe
 }
 
 // Definition implements storage.Storage.
-func (s *Storage) Definition(ctx context.Context, name string) (storage.DefinitionRecord, error) {
+func (s *store) Definition(ctx context.Context, name string) (storage.DefinitionRecord, error) {
 	if err := s.check(ctx, "definition"); err != nil {
 		return storage.DefinitionRecord{}, err
 	}
@@ -55,7 +55,7 @@ func (s *Storage) Definition(ctx context.Context, name string) (storage.Definiti
 }
 
 // Definitions implements storage.Storage.
-func (s *Storage) Definitions(ctx context.Context) ([]storage.DefinitionRecord, error) {
+func (s *store) Definitions(ctx context.Context) ([]storage.DefinitionRecord, error) {
 	if err := s.check(ctx, "definitions"); err != nil {
 		return nil, err
 	}
@@ -123,7 +123,7 @@ func readDefinitions(ctx context.Context, tx pgx.Tx, defSQL, errSQL string, args
 }
 
 // LoadProjection implements storage.Storage.
-func (s *Storage) LoadProjection(ctx context.Context, name, instanceID string) (storage.ProjectionState, error) {
+func (s *store) LoadProjection(ctx context.Context, name, instanceID string) (storage.ProjectionState, error) {
 	if err := s.check(ctx, "load projection"); err != nil {
 		return storage.ProjectionState{}, err
 	}
@@ -145,7 +145,7 @@ func (s *Storage) LoadProjection(ctx context.Context, name, instanceID string) (
 
 // LoadProjections implements storage.Storage with one query for all
 // of ids.
-func (s *Storage) LoadProjections(ctx context.Context, name string, ids []string) ([]storage.ProjectionState, error) {
+func (s *store) LoadProjections(ctx context.Context, name string, ids []string) ([]storage.ProjectionState, error) {
 	if err := s.check(ctx, "load projections"); err != nil {
 		return nil, err
 	}
@@ -252,7 +252,7 @@ func (r ref) reference() storage.Reference {
 // errors, keeping the last MaxRecordedErrors per projection. Error texts
 // that PostgreSQL cannot store (invalid UTF-8, NUL) are stored with those
 // bytes replaced by U+FFFD.
-func (s *Storage) CommitProjection(ctx context.Context, c storage.ProjectionCommit) error {
+func (s *store) CommitProjection(ctx context.Context, c storage.ProjectionCommit) error {
 	if err := s.check(ctx, "commit projection"); err != nil {
 		return err
 	}
@@ -330,7 +330,7 @@ func (s *Storage) CommitProjection(ctx context.Context, c storage.ProjectionComm
 // refusedCommit returns the error of a commit whose checkpoint did not
 // match: ErrNotFound without the definition, else ErrConflict. It reads
 // the checkpoint on conn, the connection of the refused commit.
-func (s *Storage) refusedCommit(ctx context.Context, conn *pgxpool.Conn, c storage.ProjectionCommit) error {
+func (s *store) refusedCommit(ctx context.Context, conn *pgxpool.Conn, c storage.ProjectionCommit) error {
 	var checkpoint int64
 	err := conn.QueryRow(ctx, s.sql.checkpoint, c.Name).Scan(&checkpoint)
 	switch {
@@ -345,19 +345,19 @@ func (s *Storage) refusedCommit(ctx context.Context, conn *pgxpool.Conn, c stora
 }
 
 // DeleteDefinition implements storage.Storage.
-func (s *Storage) DeleteDefinition(ctx context.Context, name string) error {
+func (s *store) DeleteDefinition(ctx context.Context, name string) error {
 	return s.changeDefinition(ctx, "delete definition", name, s.sql.deleteDef, name)
 }
 
 // ResetProjection implements storage.Storage.
-func (s *Storage) ResetProjection(ctx context.Context, name string) error {
+func (s *store) ResetProjection(ctx context.Context, name string) error {
 	return s.changeDefinition(ctx, "reset projection", name, s.sql.resetDef, name)
 }
 
 // changeDefinition runs defSQL, which changes the definition named name,
 // and removes the projection's instances and errors, in one transaction.
 // It wraps ErrNotFound when defSQL changes no row.
-func (s *Storage) changeDefinition(ctx context.Context, op, name, defSQL string, args ...any) error {
+func (s *store) changeDefinition(ctx context.Context, op, name, defSQL string, args ...any) error {
 	if err := s.check(ctx, op); err != nil {
 		return err
 	}
@@ -383,7 +383,7 @@ func (s *Storage) changeDefinition(ctx context.Context, op, name, defSQL string,
 // RenameProjection implements storage.Storage in one transaction: it
 // removes the projection to, then renames from's definition, instances and
 // errors.
-func (s *Storage) RenameProjection(ctx context.Context, from, to string) error {
+func (s *store) RenameProjection(ctx context.Context, from, to string) error {
 	if err := s.check(ctx, "rename projection"); err != nil {
 		return err
 	}

@@ -11,7 +11,7 @@ import (
 // Load implements storage.Storage. The whole history is read by one
 // plain query; a range of versions by loadRange, which reads the current
 // version in the same snapshot.
-func (s *Storage) Load(ctx context.Context, q storage.LoadQuery) (storage.Aggregate, error) {
+func (s *store) Load(ctx context.Context, q storage.LoadQuery) (storage.Aggregate, error) {
 	if err := s.check(ctx, "load"); err != nil {
 		return storage.Aggregate{}, err
 	}
@@ -127,7 +127,7 @@ func scanHeadEvents(rows pgx.Rows, head func(int64), b *budget) ([]storage.Event
 // ReadFeed implements storage.Storage. Writers commit in position order
 // (see runBatch), so every position up to the highest visible one is
 // visible: a plain read in position order never skips an event.
-func (s *Storage) ReadFeed(ctx context.Context, q storage.FeedQuery) (storage.FeedPage, error) {
+func (s *store) ReadFeed(ctx context.Context, q storage.FeedQuery) (storage.FeedPage, error) {
 	if err := s.check(ctx, "read feed"); err != nil {
 		return storage.FeedPage{}, err
 	}
@@ -184,7 +184,7 @@ func (s *Storage) ReadFeed(ctx context.Context, q storage.FeedQuery) (storage.Fe
 // FeedHead implements storage.Storage. A type whose events were all
 // deleted still has a head (the FeedSequence of its last batch); only a
 // type that never had events wraps ErrNotFound.
-func (s *Storage) FeedHead(ctx context.Context, aggregateType string) (int64, error) {
+func (s *store) FeedHead(ctx context.Context, aggregateType string) (int64, error) {
 	if err := s.check(ctx, "feed head"); err != nil {
 		return 0, err
 	}
@@ -214,7 +214,7 @@ func (s *Storage) FeedHead(ctx context.Context, aggregateType string) (int64, er
 
 // Feeds implements storage.Storage. It counts the events of every type,
 // so its cost grows with the store.
-func (s *Storage) Feeds(ctx context.Context) ([]storage.FeedInfo, error) {
+func (s *store) Feeds(ctx context.Context) ([]storage.FeedInfo, error) {
 	if err := s.check(ctx, "feeds"); err != nil {
 		return nil, err
 	}

@@ -9,7 +9,7 @@ import (
 	"github.com/jackc/pgx/v5"
 )
 
-var _ storage.AppendWatcher = (*Storage)(nil)
+var _ storage.AppendWatcher = (*store)(nil)
 
 // WatchAppends implements storage.AppendWatcher with PostgreSQL's
 // LISTEN/NOTIFY: every transaction that appends notifies the schema's
@@ -20,7 +20,7 @@ var _ storage.AppendWatcher = (*Storage)(nil)
 // per notification, until ctx is done (it returns nil) or the Storage is
 // closed (an error wrapping ErrClosed). A connection that cannot be opened
 // or is lost returns an error wrapping ErrUnavailable.
-func (s *Storage) WatchAppends(ctx context.Context, notify func()) error {
+func (s *store) WatchAppends(ctx context.Context, notify func()) error {
 	if s.closed.Load() {
 		return fmt.Errorf("postgres: watch appends: %w", storage.ErrClosed)
 	}

@@ -52,7 +52,7 @@ func TestWatchAppends(t *testing.T) {
 	watcher, writer := openIn(t, schema), openURLIn(t, schema) // two "processes"
 	other := openIn(t, newSchema(t))
 	ctx, cancel := context.WithCancel(context.Background())
-	notes, done := watch(ctx, watcher)
+	notes, done := watch(ctx, watcher.(storage.AppendWatcher))
 	expect(t, notes, "when the watch starts")
 	quiet(t, notes, "without an append")
 
@@ -105,7 +105,7 @@ func TestWatchAppendsStops(t *testing.T) {
 	ctx := context.Background()
 
 	// A lost connection ends the watch with ErrUnavailable.
-	notes, done := watch(ctx, s)
+	notes, done := watch(ctx, s.(storage.AppendWatcher))
 	expect(t, notes, "when the watch starts")
 	var killed int
 	if err := pool.QueryRow(ctx, `SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity
@@ -122,7 +122,7 @@ WHERE query = 'LISTEN ' || quote_ident($1)`, schema+".appends").Scan(&killed); e
 	}
 
 	// Close ends the watch with ErrClosed, and a watch after Close fails.
-	notes, done = watch(ctx, s)
+	notes, done = watch(ctx, s.(storage.AppendWatcher))
 	expect(t, notes, "when the watch starts again")
 	if err := s.Close(); err != nil {
 		t.Fatal(err)
@@ -135,7 +135,7 @@ WHERE query = 'LISTEN ' || quote_ident($1)`, schema+".appends").Scan(&killed); e
 	case <-time.After(5 * time.Second):
 		t.Fatal("WatchAppends did not return on Close")
 	}
-	if err := s.WatchAppends(ctx, func() {}); !errors.Is(err, storage.ErrClosed) {
+	if err := s.(storage.AppendWatcher).WatchAppends(ctx, func() {}); !errors.Is(err, storage.ErrClosed) {
 		t.Errorf("WatchAppends on a closed Storage = %v, want ErrClosed", err)
 	}
 }

@@ -21,7 +21,7 @@ type job struct {
 // Append implements storage.Storage. Concurrent calls are committed
 // together, in one transaction, by the group-commit batcher; each keeps its
 // own outcome.
-func (s *Storage) Append(ctx context.Context, req storage.AppendRequest) (storage.AppendResult, error) {
+func (s *store) Append(ctx context.Context, req storage.AppendRequest) (storage.AppendResult, error) {
 	if err := s.check(ctx, "append"); err != nil {
 		return storage.AppendResult{}, err
 	}
@@ -36,7 +36,7 @@ func (s *Storage) Append(ctx context.Context, req storage.AppendRequest) (storag
 // commit as one unit inside their own savepoint: when one of them fails its
 // checks the savepoint is rolled back, so none is written, while the other
 // calls of the same transaction are unaffected.
-func (s *Storage) AppendAll(ctx context.Context, reqs []storage.AppendRequest) ([]storage.AppendResult, error) {
+func (s *store) AppendAll(ctx context.Context, reqs []storage.AppendRequest) ([]storage.AppendResult, error) {
 	if err := s.check(ctx, "append all"); err != nil {
 		return nil, err
 	}
@@ -65,7 +65,7 @@ func (e fatalError) Unwrap() error { return e.err }
 // its own savepoint and each AppendAll inside one more. The batcher runs one
 // batch at a time; the other writes (projections, deletions) wait for the
 // write connection.
-func (s *Storage) runBatch(ctx context.Context, jobs []*job) []groupcommit.Result[storage.AppendResult] {
+func (s *store) runBatch(ctx context.Context, jobs []*job) []groupcommit.Result[storage.AppendResult] {
 	var results []groupcommit.Result[storage.AppendResult]
 	err := s.onWriteConn(ctx, func(c *writeConn) error {
 		results = s.runBatchOn(ctx, c, jobs)
@@ -86,7 +86,7 @@ func failAll(results []groupcommit.Result[storage.AppendResult], err error) []gr
 }
 
 // runBatchOn is runBatch on the write connection c.
-func (s *Storage) runBatchOn(ctx context.Context, c *writeConn, jobs []*job) []groupcommit.Result[storage.AppendResult] {
+func (s *store) runBatchOn(ctx context.Context, c *writeConn, jobs []*job) []groupcommit.Result[storage.AppendResult] {
 	results := make([]groupcommit.Result[storage.AppendResult], len(jobs))
 	if err := c.exec(ctx, stmtBegin); err != nil {
 		return failAll(results, s.fail(ctx, "append", err))

@@ -18,7 +18,7 @@ const markPosition = `INSERT INTO counters (name, value)
 // write connection: the type's row in the feeds table is settled, the
 // events go, the type's counts go down, its feed sequence and the position
 // mark stay.
-func (s *Storage) DeleteAggregate(ctx context.Context, aggregateType, aggregateID string) error {
+func (s *store) DeleteAggregate(ctx context.Context, aggregateType, aggregateID string) error {
 	if err := s.check(ctx, "delete aggregate"); err != nil {
 		return err
 	}
@@ -44,7 +44,7 @@ func (s *Storage) DeleteAggregate(ctx context.Context, aggregateType, aggregateI
 
 // DeleteAggregateType implements storage.Storage, as DeleteAggregate
 // does for every aggregate of the type.
-func (s *Storage) DeleteAggregateType(ctx context.Context, aggregateType string) error {
+func (s *store) DeleteAggregateType(ctx context.Context, aggregateType string) error {
 	if err := s.check(ctx, "delete aggregate type"); err != nil {
 		return err
 	}

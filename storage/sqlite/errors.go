@@ -16,7 +16,7 @@ import (
 // they are; ErrClosed after Close; constraint violations ErrConflict; a
 // full disk ErrFull; busy, locked, I/O and similar failures ErrUnavailable. The driver's
 // error is formatted with %v: only the sentinels are part of the API.
-func (s *Storage) fail(ctx context.Context, op string, err error) error {
+func (s *store) fail(ctx context.Context, op string, err error) error {
 	if err == nil {
 		return nil
 	}

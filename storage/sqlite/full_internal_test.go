@@ -20,7 +20,7 @@ import (
 // once there is space again saves work and OutOfSpace clears.
 func TestFullDisk(t *testing.T) {
 	ctx := context.Background()
-	s, err := Open(filepath.Join(t.TempDir(), "es.db"), nil)
+	s, err := open(filepath.Join(t.TempDir(), "es.db"), nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -17,7 +17,7 @@ import (
 // and feed sequences stay gap-free and the counts add up.
 func TestTwoWritersOnOneFile(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "es.db")
-	var stores [2]*sqlite.Storage
+	var stores [2]storage.Storage
 	for i := range stores {
 		s, err := sqlite.Open(path, nil)
 		if err != nil {

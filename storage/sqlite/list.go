@@ -72,7 +72,7 @@ func placeholders(n int) string {
 
 // LoadProjections implements storage.Storage: one query per 10,000 ids,
 // from one snapshot.
-func (s *Storage) LoadProjections(ctx context.Context, name string, ids []string) ([]storage.ProjectionState, error) {
+func (s *store) LoadProjections(ctx context.Context, name string, ids []string) ([]storage.ProjectionState, error) {
 	if err := s.check(ctx, "get projection states"); err != nil {
 		return nil, err
 	}
@@ -117,7 +117,7 @@ func (s *Storage) LoadProjections(ctx context.Context, name string, ids []string
 }
 
 // readTx runs fn in a read transaction of the read pool: one snapshot.
-func (s *Storage) readTx(ctx context.Context, fn func(tx *sql.Tx) error) error {
+func (s *store) readTx(ctx context.Context, fn func(tx *sql.Tx) error) error {
 	tx, err := s.readDB.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
 	if err != nil {
 		return err
@@ -142,7 +142,7 @@ var sortColumns = map[storage.ProjectionSort][]string{
 // of instances. Without a filter the count is the one CommitProjection
 // keeps with the definition; with one, counting visits the matching
 // entries of an index.
-func (s *Storage) ListProjections(ctx context.Context, q storage.ProjectionQuery) (storage.ProjectionList, error) {
+func (s *store) ListProjections(ctx context.Context, q storage.ProjectionQuery) (storage.ProjectionList, error) {
 	if err := s.check(ctx, "list projection states"); err != nil {
 		return storage.ProjectionList{}, err
 	}

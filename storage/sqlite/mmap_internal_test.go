@@ -13,7 +13,7 @@ func TestReadConnectionsMapTheFile(t *testing.T) {
 	for _, c := range []struct {
 		opt, want int64
 	}{{0, 1 << 30}, {64 << 20, 64 << 20}, {-1, 0}} {
-		s, err := Open(filepath.Join(t.TempDir(), "es.db"), &Options{MmapSize: c.opt})
+		s, err := open(filepath.Join(t.TempDir(), "es.db"), &Options{MmapSize: c.opt})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -12,7 +12,7 @@ import (
 )
 
 // CreateDefinition implements storage.Storage.
-func (s *Storage) CreateDefinition(ctx context.Context, def storage.DefinitionRecord) error {
+func (s *store) CreateDefinition(ctx context.Context, def storage.DefinitionRecord) error {
 	if err := s.check(ctx, "create projection"); err != nil {
 		return err
 	}
@@ -34,7 +34,7 @@ func blob(b []byte) []byte {
 }
 
 // Definition implements storage.Storage.
-func (s *Storage) Definition(ctx context.Context, name string) (storage.DefinitionRecord, error) {
+func (s *store) Definition(ctx context.Context, name string) (storage.DefinitionRecord, error) {
 	if err := s.check(ctx, "get projection"); err != nil {
 		return storage.DefinitionRecord{}, err
 	}
@@ -49,7 +49,7 @@ func (s *Storage) Definition(ctx context.Context, name string) (storage.Definiti
 }
 
 // Definitions implements storage.Storage.
-func (s *Storage) Definitions(ctx context.Context) ([]storage.DefinitionRecord, error) {
+func (s *store) Definitions(ctx context.Context) ([]storage.DefinitionRecord, error) {
 	if err := s.check(ctx, "list projections"); err != nil {
 		return nil, err
 	}
@@ -65,7 +65,7 @@ func (s *Storage) Definitions(ctx context.Context) ([]storage.DefinitionRecord, 
 
 // definitions reads the definition named name, or all of them when name is
 // empty, ordered by name, with their errors, from one snapshot.
-func (s *Storage) definitions(ctx context.Context, name string) ([]storage.DefinitionRecord, error) {
+func (s *store) definitions(ctx context.Context, name string) ([]storage.DefinitionRecord, error) {
 	tx, err := s.readDB.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
 	if err != nil {
 		return nil, err
@@ -121,7 +121,7 @@ func (s *Storage) definitions(ctx context.Context, name string) ([]storage.Defin
 }
 
 // LoadProjection implements storage.Storage.
-func (s *Storage) LoadProjection(ctx context.Context, name, instanceID string) (storage.ProjectionState, error) {
+func (s *store) LoadProjection(ctx context.Context, name, instanceID string) (storage.ProjectionState, error) {
 	if err := s.check(ctx, "get projection state"); err != nil {
 		return storage.ProjectionState{}, err
 	}
@@ -141,14 +141,14 @@ func (s *Storage) LoadProjection(ctx context.Context, name, instanceID string) (
 // checkpoint moves only if it still is c.From (compare-and-set), together
 // with the states, deletions and errors; old errors beyond the last
 // storage.MaxRecordedErrors are trimmed.
-func (s *Storage) CommitProjection(ctx context.Context, c storage.ProjectionCommit) error {
+func (s *store) CommitProjection(ctx context.Context, c storage.ProjectionCommit) error {
 	if err := s.check(ctx, "commit projection"); err != nil {
 		return err
 	}
 	return s.fail(ctx, "commit projection", s.commitProjection(ctx, c))
 }
 
-func (s *Storage) commitProjection(ctx context.Context, c storage.ProjectionCommit) error {
+func (s *store) commitProjection(ctx context.Context, c storage.ProjectionCommit) error {
 	tx, err := s.writeDB.BeginTx(ctx, nil)
 	if err != nil {
 		return err
@@ -279,7 +279,7 @@ AND (?4 IS NULL OR spec = ?4)`,
 }
 
 // DeleteDefinition implements storage.Storage, in one transaction.
-func (s *Storage) DeleteDefinition(ctx context.Context, name string) error {
+func (s *store) DeleteDefinition(ctx context.Context, name string) error {
 	if err := s.check(ctx, "delete projection"); err != nil {
 		return err
 	}
@@ -295,7 +295,7 @@ func (s *Storage) DeleteDefinition(ctx context.Context, name string) error {
 }
 
 // ResetProjection implements storage.Storage, in one transaction.
-func (s *Storage) ResetProjection(ctx context.Context, name string) error {
+func (s *store) ResetProjection(ctx context.Context, name string) error {
 	if err := s.check(ctx, "reset projection"); err != nil {
 		return err
 	}
@@ -313,7 +313,7 @@ func (s *Storage) ResetProjection(ctx context.Context, name string) error {
 // RenameProjection implements storage.Storage, in one transaction. The
 // foreign keys of states and errors are checked at its commit, once the
 // definition and its rows all carry the new name.
-func (s *Storage) RenameProjection(ctx context.Context, from, to string) error {
+func (s *store) RenameProjection(ctx context.Context, from, to string) error {
 	if err := s.check(ctx, "rename projection"); err != nil {
 		return err
 	}

@@ -9,12 +9,11 @@ import (
 	"time"
 
 	"github.com/eventkit-go/eventstore/storage"
-	"github.com/eventkit-go/eventstore/storage/sqlite"
 )
 
 // commitStates creates projection name when needed and commits states
 // from checkpoint from to from+1.
-func commitStates(t *testing.T, s *sqlite.Storage, name string, from int64, states []storage.ProjectionState, deletes ...string) {
+func commitStates(t *testing.T, s storage.Storage, name string, from int64, states []storage.ProjectionState, deletes ...string) {
 	t.Helper()
 	if from == 0 {
 		if err := s.CreateDefinition(ctx, storage.DefinitionRecord{Name: name, Spec: json.RawMessage(`{}`)}); err != nil {

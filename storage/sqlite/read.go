@@ -52,7 +52,7 @@ var errStop = errors.New("stop")
 // has at least one event, so that sequence is not past the range) and stops
 // it after the range; the current version then comes from the same
 // snapshot.
-func (s *Storage) Load(ctx context.Context, q storage.LoadQuery) (storage.Aggregate, error) {
+func (s *store) Load(ctx context.Context, q storage.LoadQuery) (storage.Aggregate, error) {
 	if err := s.check(ctx, "load"); err != nil {
 		return storage.Aggregate{}, err
 	}
@@ -128,7 +128,7 @@ func (s *Storage) Load(ctx context.Context, q storage.LoadQuery) (storage.Aggreg
 // commit, so every position up to the highest visible one is visible: the
 // feed has no in-flight gaps. The page and its Head come from one read
 // transaction, that is one snapshot.
-func (s *Storage) ReadFeed(ctx context.Context, q storage.FeedQuery) (storage.FeedPage, error) {
+func (s *store) ReadFeed(ctx context.Context, q storage.FeedQuery) (storage.FeedPage, error) {
 	if err := s.check(ctx, "read feed"); err != nil {
 		return storage.FeedPage{}, err
 	}
@@ -199,7 +199,7 @@ func (s *Storage) ReadFeed(ctx context.Context, q storage.FeedQuery) (storage.Fe
 // deletions keep. A type whose events were all deleted keeps its
 // head, as the memory backend does; only a type never appended to is not
 // found.
-func (s *Storage) FeedHead(ctx context.Context, aggregateType string) (int64, error) {
+func (s *store) FeedHead(ctx context.Context, aggregateType string) (int64, error) {
 	if err := s.check(ctx, "feed head"); err != nil {
 		return 0, err
 	}
@@ -223,7 +223,7 @@ func (s *Storage) FeedHead(ctx context.Context, aggregateType string) (int64, er
 // Feeds implements storage.Storage, from the counts the feeds table
 // keeps and those of the batches not settled there yet (see
 // settleFeedQuery).
-func (s *Storage) Feeds(ctx context.Context) ([]storage.FeedInfo, error) {
+func (s *store) Feeds(ctx context.Context) ([]storage.FeedInfo, error) {
 	if err := s.check(ctx, "feeds"); err != nil {
 		return nil, err
 	}

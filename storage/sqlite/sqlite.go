@@ -75,7 +75,7 @@ type Options struct {
 
 // Storage is the SQLite backend. Create it with Open; it is safe for
 // concurrent use.
-type Storage struct {
+type store struct {
 	path    string
 	writeDB *sql.DB // exactly one connection: every write is serialised
 	readDB  *sql.DB // read-only pool
@@ -90,12 +90,22 @@ type Storage struct {
 	closeErr  error
 }
 
-var _ storage.Storage = (*Storage)(nil)
+var _ storage.Storage = (*store)(nil)
 
 // Open opens the SQLite database at path, creating the file when it does
-// not exist, and creates or migrates its schema. opts may be nil. The
-// caller must Close the Storage.
-func Open(path string, opts *Options) (*Storage, error) {
+// not exist, and creates or migrates its schema. opts may be nil. Hand the
+// result to eventstore.New, whose Store closes it; close it yourself only
+// when it is not handed over.
+func Open(path string, opts *Options) (storage.Storage, error) {
+	s, err := open(path, opts)
+	if err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// open is Open returning the concrete store.
+func open(path string, opts *Options) (*store, error) {
 	var o Options
 	if opts != nil {
 		o = *opts
@@ -125,7 +135,7 @@ func Open(path string, opts *Options) (*Storage, error) {
 	writeDB.SetConnMaxLifetime(0)
 	writeDB.SetConnMaxIdleTime(0)
 
-	s := &Storage{path: path, writeDB: writeDB}
+	s := &store{path: path, writeDB: writeDB}
 	ctx := context.Background()
 	if err := migrate(ctx, writeDB); err != nil {
 		writeDB.Close()
@@ -173,7 +183,7 @@ func DSN(path string, busyTimeout time.Duration) string {
 // Close waits for the Append calls already accepted, then closes the
 // database. It is idempotent; every method called afterwards returns an
 // error wrapping storage.ErrClosed.
-func (s *Storage) Close() error {
+func (s *store) Close() error {
 	s.closeOnce.Do(func() {
 		s.closed.Store(true)
 		s.batcher.Close()
@@ -187,7 +197,7 @@ func (s *Storage) Close() error {
 }
 
 // check returns an error when the Storage is closed or ctx is done.
-func (s *Storage) check(ctx context.Context, op string) error {
+func (s *store) check(ctx context.Context, op string) error {
 	if s.closed.Load() {
 		return fmt.Errorf("sqlite: %s: %w", op, storage.ErrClosed)
 	}
@@ -196,6 +206,6 @@ func (s *Storage) check(ctx context.Context, op string) error {
 
 // closeWriteConn finalises the append statements. Errors are ignored: the
 // connection is being closed too.
-func (s *Storage) closeWriteConn() {
+func (s *store) closeWriteConn() {
 	_ = s.onWriteConn(context.Background(), func(c *writeConn) error { return c.close() })
 }

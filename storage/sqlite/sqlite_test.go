@@ -19,7 +19,7 @@ import (
 
 // openTemp opens a Storage on a new file in tb's temporary directory and
 // closes it when tb ends.
-func openTemp(tb testing.TB) *sqlite.Storage {
+func openTemp(tb testing.TB) storage.Storage {
 	tb.Helper()
 	s, err := sqlite.Open(filepath.Join(tb.TempDir(), "es.db"), nil)
 	if err != nil {

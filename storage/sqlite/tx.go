@@ -38,7 +38,7 @@ func (t *txn) affected(ctx context.Context, query string, args ...any) (int64, e
 // inTx runs fn in a write transaction on the single write connection,
 // which waits for the group commit's transaction in progress, and commits
 // when fn returns nil.
-func (s *Storage) inTx(ctx context.Context, fn func(tx *txn) error) error {
+func (s *store) inTx(ctx context.Context, fn func(tx *txn) error) error {
 	tx, err := s.writeDB.BeginTx(ctx, nil)
 	if err != nil {
 		return err
@@ -57,6 +57,6 @@ func (s *Storage) inTx(ctx context.Context, fn func(tx *txn) error) error {
 // abandon rolls back a transaction that a failed COMMIT may have left open
 // on the write connection (database/sql forgets it either way), so that the
 // next transaction can begin. The write pool has exactly one connection.
-func (s *Storage) abandon(ctx context.Context) {
+func (s *store) abandon(ctx context.Context) {
 	_, _ = s.writeDB.ExecContext(ctx, "ROLLBACK") // fails harmlessly when none is open
 }

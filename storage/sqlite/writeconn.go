@@ -123,7 +123,7 @@ func (c *writeConn) keepHead(position int64, feeds []feedCounts, aggs []aggWrite
 // onWriteConn calls fn with the write connection, which database/sql hands
 // to no one else until fn returns. When database/sql has replaced the
 // connection, its statements are prepared anew.
-func (s *Storage) onWriteConn(ctx context.Context, fn func(c *writeConn) error) error {
+func (s *store) onWriteConn(ctx context.Context, fn func(c *writeConn) error) error {
 	conn, err := s.writeDB.Conn(ctx)
 	if err != nil {
 		return err

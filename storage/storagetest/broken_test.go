@@ -18,7 +18,7 @@ import (
 // and failPermFS).
 
 // noVersionCheck ignores the expected version of a save.
-type noVersionCheck struct{ *memory.Storage }
+type noVersionCheck struct{ storage.Storage }
 
 func (s noVersionCheck) Append(ctx context.Context, req storage.AppendRequest) (storage.AppendResult, error) {
 	req.ExpectedVersion = storage.VersionCheck{}
@@ -27,7 +27,7 @@ func (s noVersionCheck) Append(ctx context.Context, req storage.AppendRequest) (
 
 // racyVersionCheck checks the expected version outside the atomic step of
 // the append (check, then act), the classic lost-update bug.
-type racyVersionCheck struct{ *memory.Storage }
+type racyVersionCheck struct{ storage.Storage }
 
 func (s racyVersionCheck) Append(ctx context.Context, req storage.AppendRequest) (storage.AppendResult, error) {
 	if want, ok := req.ExpectedVersion.Version(); ok {
@@ -50,7 +50,7 @@ func (s racyVersionCheck) Append(ctx context.Context, req storage.AppendRequest)
 
 // feedGap drops every event whose position is a multiple of 5 from feed
 // pages, while Head still covers it.
-type feedGap struct{ *memory.Storage }
+type feedGap struct{ storage.Storage }
 
 func (s feedGap) ReadFeed(ctx context.Context, q storage.FeedQuery) (storage.FeedPage, error) {
 	page, err := s.Storage.ReadFeed(ctx, q)
@@ -60,7 +60,7 @@ func (s feedGap) ReadFeed(ctx context.Context, q storage.FeedQuery) (storage.Fee
 
 // headSkips reports a Head one past the last returned event when a page is
 // full, skipping the event that follows it.
-type headSkips struct{ *memory.Storage }
+type headSkips struct{ storage.Storage }
 
 func (s headSkips) ReadFeed(ctx context.Context, q storage.FeedQuery) (storage.FeedPage, error) {
 	page, err := s.Storage.ReadFeed(ctx, q)
@@ -76,7 +76,7 @@ func (s headSkips) ReadFeed(ctx context.Context, q storage.FeedQuery) (storage.F
 // the in-flight ones. Sequential tests cannot see it; a follower under
 // concurrent writers must.
 type inFlightSkip struct {
-	*memory.Storage
+	storage.Storage
 	mu       *sync.Mutex
 	inFlight map[int64]bool
 }
@@ -116,7 +116,7 @@ func (s inFlightSkip) ReadFeed(ctx context.Context, q storage.FeedQuery) (storag
 }
 
 // reversedLoad returns an aggregate's events newest first.
-type reversedLoad struct{ *memory.Storage }
+type reversedLoad struct{ storage.Storage }
 
 func (s reversedLoad) Load(ctx context.Context, q storage.LoadQuery) (storage.Aggregate, error) {
 	agg, err := s.Storage.Load(ctx, q)
@@ -125,7 +125,7 @@ func (s reversedLoad) Load(ctx context.Context, q storage.LoadQuery) (storage.Ag
 }
 
 // noCAS commits whatever checkpoint the projection is at, ignoring From.
-type noCAS struct{ *memory.Storage }
+type noCAS struct{ storage.Storage }
 
 func (s noCAS) CommitProjection(ctx context.Context, c storage.ProjectionCommit) error {
 	for {
@@ -146,7 +146,7 @@ func (s noCAS) CommitProjection(ctx context.Context, c storage.ProjectionCommit)
 
 // splitCommit writes the states and errors in one step and moves the
 // checkpoint in another, so a commit that loses the race leaves its states.
-type splitCommit struct{ *memory.Storage }
+type splitCommit struct{ storage.Storage }
 
 func (s splitCommit) CommitProjection(ctx context.Context, c storage.ProjectionCommit) error {
 	d, err := s.Storage.Definition(ctx, c.Name)
@@ -162,7 +162,7 @@ func (s splitCommit) CommitProjection(ctx context.Context, c storage.ProjectionC
 
 // appendAllPartial writes the batches of AppendAll one at a time, so a
 // refused batch leaves the batches before it written.
-type appendAllPartial struct{ *memory.Storage }
+type appendAllPartial struct{ storage.Storage }
 
 func (s appendAllPartial) AppendAll(ctx context.Context, reqs []storage.AppendRequest) ([]storage.AppendResult, error) {
 	results := make([]storage.AppendResult, len(reqs))
@@ -178,7 +178,7 @@ func (s appendAllPartial) AppendAll(ctx context.Context, reqs []storage.AppendRe
 
 // listIgnoresSkip returns every page of ListProjections from the first
 // match.
-type listIgnoresSkip struct{ *memory.Storage }
+type listIgnoresSkip struct{ storage.Storage }
 
 func (s listIgnoresSkip) ListProjections(ctx context.Context, q storage.ProjectionQuery) (storage.ProjectionList, error) {
 	q.Skip = 0
@@ -188,7 +188,7 @@ func (s listIgnoresSkip) ListProjections(ctx context.Context, q storage.Projecti
 // headFromLiveEvents computes FeedHead from the events still stored, as a
 // MAX() query over the events table would, so the head goes down when the
 // latest batch is deleted.
-type headFromLiveEvents struct{ *memory.Storage }
+type headFromLiveEvents struct{ storage.Storage }
 
 func (s headFromLiveEvents) FeedHead(ctx context.Context, typ string) (int64, error) {
 	var head int64
@@ -218,7 +218,7 @@ func (s headFromLiveEvents) FeedHead(ctx context.Context, typ string) (int64, er
 
 // seqPerAggregate numbers batches per aggregate instead of per type: it
 // reports each event's Version as its FeedSequence.
-type seqPerAggregate struct{ *memory.Storage }
+type seqPerAggregate struct{ storage.Storage }
 
 func (s seqPerAggregate) Load(ctx context.Context, q storage.LoadQuery) (storage.Aggregate, error) {
 	agg, err := s.Storage.Load(ctx, q)
