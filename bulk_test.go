@@ -172,9 +172,9 @@ func TestDeleteForgetsEverywhere(t *testing.T) {
 		ctx := t.Context()
 		p := eventstore.NewProjector(st, nil)
 		require.NoError(t, p.Create(ctx, eventstore.Definition{Name: "count", Feed: "acct", Aggregated: true,
-			Handlers: []eventstore.Handler{{EventType: "E0", Functions: []eventstore.Function{{Function: "inc", TargetSelector: "$.projection.n"}}}}}))
+			Handlers: []eventstore.Handler{{EventType: "E0", Functions: []eventstore.Function{{Name: "inc", TargetSelector: "$.projection.n"}}}}}))
 		require.NoError(t, p.Create(ctx, eventstore.Definition{Name: "other", Feed: "user", Aggregated: true,
-			Handlers: []eventstore.Handler{{EventType: "E0", Functions: []eventstore.Function{{Function: "inc", TargetSelector: "$.projection.n"}}}}}))
+			Handlers: []eventstore.Handler{{EventType: "E0", Functions: []eventstore.Function{{Name: "inc", TargetSelector: "$.projection.n"}}}}}))
 		runCtx, stop := context.WithCancel(ctx)
 		done := make(chan struct{})
 		go func() { _ = p.Run(runCtx); close(done) }()

@@ -1,6 +1,7 @@
 package eventstore
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"unicode/utf8"
@@ -14,16 +15,37 @@ import (
 // returns it wrapped with where the problem is; the HTTP API answers 400.
 var ErrMalformed = errors.New("eventstore: malformed JSON")
 
-// Function names kept for callers of earlier versions; FunctionNames lists
-// them all.
+// The projection functions, for Function.Name; FunctionNames lists them
+// and the README's table says what each takes.
 const (
-	// FuncSet assigns the input to the target.
-	FuncSet = "set"
-	// FuncAdd adds the input number to the target, which starts at 0.
-	FuncAdd = "add"
-	// FuncInc adds one to the target, which starts at 0.
-	FuncInc = "inc"
+	FuncSet      = "set"      // assign the input to the target
+	FuncUnset    = "unset"    // remove the target field
+	FuncMerge    = "merge"    // merge an object into the target
+	FuncClear    = "clear"    // reset the target to its type's empty value (the instance to {})
+	FuncDelete   = "delete"   // delete the instance
+	FuncAppend   = "append"   // append the input to the target array
+	FuncPush     = "push"     // the same as append
+	FuncPrepend  = "prepend"  // insert the input at the front of the target array
+	FuncRemove   = "remove"   // remove the elements TargetFilter selects, or the target key
+	FuncAdd      = "add"      // add the input number to the target, which starts at 0
+	FuncSubtract = "subtract" // subtract the input number from the target
+	FuncInc      = "inc"      // add one to the target
+	FuncDec      = "dec"      // subtract one from the target
+	FuncSetRef   = "setref"   // mark the target's value as the instance's Reference
+	FuncClearRef = "clearref" // clear the instance's Reference
 )
+
+// Literal returns v encoded as JSON, for Function.RawData:
+// Literal("placed") is the JSON string "placed" with its quotes,
+// Literal(12.5) the number 12.5. A value encoding/json cannot encode gives
+// text that is not JSON, which Put and Create refuse, naming the field.
+func Literal(v any) json.RawMessage {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return json.RawMessage("Literal: " + err.Error())
+	}
+	return b
+}
 
 // maxDefinitionBytes bounds the JSON text of one definition.
 const maxDefinitionBytes = 4 << 20
@@ -128,7 +150,7 @@ func decodeFunctions(v *validation, val gjson.Result, field string) []Function {
 	return objectsOf(v, val, field, MaxFunctions, func(f *Function, key string, val gjson.Result, field string) {
 		switch key {
 		case "function":
-			f.Function = str(v, val, field)
+			f.Name = str(v, val, field)
 		case "targetSelector":
 			f.TargetSelector = str(v, val, field)
 		case "targetFilter":

@@ -48,8 +48,9 @@ type Handler struct {
 // Function is one operation of a handler. The README lists the functions
 // and what each takes; the function table in functions.go is the source.
 type Function struct {
-	// Function is the name of the operation, such as "set" or "append".
-	Function string `json:"function"`
+	// Name is the function, one of the Func constants such as FuncSet
+	// or FuncAppend.
+	Name string `json:"function"`
 	// TargetSelector is the projection field changed, such as
 	// $.projection.items[?].status; the default is $.projection, the
 	// whole instance.

@@ -1,16 +1,20 @@
 // Package eventstore is an event store with projections.
 //
-// Clients append events to aggregates with a [Store], load aggregates with
-// all their events, and derive views of the events with a [Projector]. The
-// events and the projections live in a [Storage] backend: storage/memory for
-// tests and embedding, storage/sqlite for one process on one machine, and
-// storage/postgres for several processes sharing a database. Package
-// httpapi serves a Store and a Projector over HTTP.
+// Start at [New], which opens a [Store] on a storage backend, and
+// [NewProjector], which derives views of the events (projections) from it.
+// A Store saves events to aggregates, loads aggregates with their events
+// and reads feeds; a Projector keeps projections defined in a small
+// function language ([Definition]) and answers queries on them. The
+// backends are packages of their own: storage/memory for tests and
+// embedding, storage/sqlite for one process on one machine, and
+// storage/postgres for several processes sharing a database; each hands
+// New a value of package storage's contract, which application code never
+// calls. Package httpapi serves a Store and a Projector over HTTP.
 //
 //	st, err := eventstore.New(memory.New(), nil)
 //	...
 //	_, err = st.Save(ctx, "order", "o-1", []eventstore.NewEvent{
-//		{ID: uuid.NewString(), Type: "OrderPlaced", Data: []byte(`{"total": 12.50}`)},
+//		{ID: eventstore.NewEventID(), Type: "OrderPlaced", Data: []byte(`{"total": 12.50}`)},
 //	}, nil)
 //	agg, err := st.Load(ctx, "order", "o-1")
 //
@@ -33,7 +37,7 @@
 //
 // Saves are idempotent per event id: an id is stored at most once per
 // aggregate. A retried batch whose events are all stored already succeeds
-// without storing anything ([AppendResult.Duplicate] reports it); a batch
+// without storing anything ([SaveResult].Duplicate reports it); a batch
 // that mixes stored and new ids fails with [ErrConflict].
 //
 // # Consistency
@@ -53,7 +57,7 @@
 // still applied exactly once, because a projection commit succeeds only from
 // the checkpoint it started from. A save made through another process
 // reaches this process's projections at once while Run is running when the
-// storage reports appends ([AppendWatcher]: storage/postgres does, with
+// storage reports appends (storage.AppendWatcher: storage/postgres does, with
 // LISTEN/NOTIFY), and otherwise within [ProjectorOptions.PollInterval];
 // without Run, every query catches up with the whole visible feed first.
 //
@@ -96,7 +100,7 @@
 // # Errors
 //
 // Errors wrap one of the sentinel errors [ErrNotFound], [ErrConflict],
-// [ErrInvalid], [ErrClosed] and [ErrUnavailable]; test them with errors.Is.
+// [ErrInvalid], [ErrClosed], [ErrUnavailable] and [ErrFull]; test them with errors.Is.
 // Invalid input is reported as a [*ValidationError] that names every bad
 // field, such as "events[2].eventId" or
 // "handlers[0].functions[1].targetSelector", and nothing is written.

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 
 	"github.com/eventkit-go/eventstore/storage"
+	"github.com/google/uuid"
 )
 
 // NewEvent is an event to be saved.
@@ -24,6 +25,11 @@ type NewEvent struct {
 	// returns unchanged, at most MaxEncryptedData bytes; "" for none.
 	EncryptedData string
 }
+
+// NewEventID returns a new random event id (a version 4 UUID in its
+// canonical form), for NewEvent.ID. Retrying a save must reuse the ids of
+// the first attempt, so generate them once per batch, not per attempt.
+func NewEventID() string { return uuid.NewString() }
 
 // MaxEncryptedData bounds NewEvent.EncryptedData.
 const MaxEncryptedData = storage.MaxEncryptedData

@@ -30,8 +30,8 @@ func Example_readme() {
 	_, err = p.Put(ctx, eventstore.Definition{
 		Name: "order-totals", Feed: "order", Aggregated: true,
 		Handlers: []eventstore.Handler{{EventType: "OrderPlaced", Functions: []eventstore.Function{
-			{Function: "add", TargetSelector: "$.projection.revenue", EventSelector: "$.event.total"},
-			{Function: "inc", TargetSelector: "$.projection.orders"},
+			{Name: "add", TargetSelector: "$.projection.revenue", EventSelector: "$.event.total"},
+			{Name: "inc", TargetSelector: "$.projection.orders"},
 		}}},
 	})
 	if err != nil {

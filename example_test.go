@@ -67,9 +67,9 @@ func ExampleProjector() {
 		Handlers: []eventstore.Handler{{
 			EventType: "OrderPlaced",
 			Functions: []eventstore.Function{
-				{Function: "add", TargetSelector: "$.projection.revenue", EventSelector: "$.event.total"},
-				{Function: "inc", TargetSelector: "$.projection.orders"},
-				{Function: "set", TargetSelector: "$.projection.last.city", EventSelector: "$.event.address.city"},
+				{Name: "add", TargetSelector: "$.projection.revenue", EventSelector: "$.event.total"},
+				{Name: "inc", TargetSelector: "$.projection.orders"},
+				{Name: "set", TargetSelector: "$.projection.last.city", EventSelector: "$.event.address.city"},
 			},
 		}},
 	})

@@ -43,7 +43,7 @@ func TestManyDefinitionsShareFeedReads(t *testing.T) {
 	p := eventstore.NewProjector(st, nil)
 	const defs = 100
 	for i := range defs {
-		require.NoError(t, p.Create(ctx, countDef(fmt.Sprint("d", i), eventstore.Function{Function: "add", TargetSelector: "$.projection.t", EventSelector: "$.event.total"})))
+		require.NoError(t, p.Create(ctx, countDef(fmt.Sprint("d", i), eventstore.Function{Name: "add", TargetSelector: "$.projection.t", EventSelector: "$.event.total"})))
 	}
 	cs.reads.Store(0)
 	require.NoError(t, p.CatchUp(ctx))

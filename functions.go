@@ -109,12 +109,12 @@ func compileFunc(v *validation, field string, f Function) (op, bool) {
 	n := len(v.fields)
 	var o op
 	o.target.filterAt, o.event.filterAt = -1, -1
-	o.fn = lookupFunction(f.Function)
+	o.fn = lookupFunction(f.Name)
 	if o.fn == nil {
-		if f.Function == "" {
+		if f.Name == "" {
 			v.add(field+".function", "is required (one of %s)", strings.Join(FunctionNames(), ", "))
 		} else {
-			v.add(field+".function", "unknown function %q (use one of %s)", clip(f.Function), strings.Join(FunctionNames(), ", "))
+			v.add(field+".function", "unknown function %q (use one of %s)", clip(f.Name), strings.Join(FunctionNames(), ", "))
 		}
 		return o, false
 	}
@@ -204,6 +204,9 @@ func compileRaw(v *validation, field string, o *op, raw []byte) {
 		return
 	}
 	if err := checkJSON(raw); err != "" {
+		if bareWord(raw) {
+			err += fmt.Sprintf("; a string needs its quotes, as in %q (eventstore.Literal(%q) in Go)", `"`+string(raw)+`"`, string(raw))
+		}
 		v.add(field, "%s", err)
 		return
 	}
@@ -223,6 +226,25 @@ func compileRaw(v *validation, field string, o *op, raw []byte) {
 		o.rawNum = d
 	}
 	o.raw, o.hasRaw, o.rawSize = fromJSON(r), true, len(raw)
+}
+
+// bareWord reports whether raw is a short run of letters, digits, '-', '_'
+// and spaces that starts with a letter: a string someone meant but did not
+// quote.
+func bareWord(raw []byte) bool {
+	if len(raw) == 0 || len(raw) > 100 || !(raw[0] >= 'a' && raw[0] <= 'z' || raw[0] >= 'A' && raw[0] <= 'Z') {
+		return false
+	}
+	switch string(raw) {
+	case "true", "false", "null":
+		return false
+	}
+	for _, c := range raw {
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '-' || c == '_' || c == ' ') {
+			return false
+		}
+	}
+	return true
 }
 
 // checkJSON returns why raw is not one JSON value within the depth limit,

@@ -24,10 +24,10 @@ func BenchmarkFunctions(b *testing.B) {
 		fns   []Function
 	}{
 		{"set+add+inc", `{}`, `{"total":12.5,"status":"placed"}`, []Function{
-			f("set", "$.projection.status", "$.event.status"), f("add", "$.projection.revenue", "$.event.total"), {Function: "inc", TargetSelector: "$.projection.count"}}},
-		{"merge", `{"a":1}`, `{"b":2,"c":"x","d":{"e":true}}`, []Function{{Function: "merge"}}},
-		{"append-to-100", todos, `{"id":"t100","done":false}`, []Function{{Function: "append", TargetSelector: "$.projection.todos"}, {Function: "unset", TargetSelector: "$.projection.todos[0]"}}},
-		{"filtered-set-in-100", todos, `{"id":"t57"}`, []Function{{Function: "set", TargetSelector: "$.projection.todos[?].done", TargetFilter: "@.id == $.event.id", RawData: json.RawMessage(`true`)}}},
+			f("set", "$.projection.status", "$.event.status"), f("add", "$.projection.revenue", "$.event.total"), {Name: "inc", TargetSelector: "$.projection.count"}}},
+		{"merge", `{"a":1}`, `{"b":2,"c":"x","d":{"e":true}}`, []Function{{Name: "merge"}}},
+		{"append-to-100", todos, `{"id":"t100","done":false}`, []Function{{Name: "append", TargetSelector: "$.projection.todos"}, {Name: "unset", TargetSelector: "$.projection.todos[0]"}}},
+		{"filtered-set-in-100", todos, `{"id":"t57"}`, []Function{{Name: "set", TargetSelector: "$.projection.todos[?].done", TargetFilter: "@.id == $.event.id", RawData: json.RawMessage(`true`)}}},
 	}
 	for _, c := range cases {
 		b.Run(c.name, func(b *testing.B) {

@@ -149,7 +149,7 @@ func TestAddBeyondMaxDigitsIsOneError(t *testing.T) {
 func TestRawDataNumberTooLong(t *testing.T) {
 	_, p := newProjector(t)
 	d := eventstore.Definition{Name: "p", Feed: "order", Handlers: []eventstore.Handler{{EventType: "A", Functions: []eventstore.Function{
-		{Function: eventstore.FuncAdd, TargetSelector: "$.projection.n", RawData: []byte(strings.Repeat("1", 1001))},
+		{Name: eventstore.FuncAdd, TargetSelector: "$.projection.n", RawData: []byte(strings.Repeat("1", 1001))},
 	}}}}
 	f := validationFields(t, p.Create(t.Context(), d))
 	if len(f) != 1 || f[0].Field != "handlers[0].functions[0].rawData" || !strings.Contains(f[0].Message, "more than 1000 digits") {

@@ -40,14 +40,27 @@ type PutResult uint8
 // Outcomes of Put.
 const (
 	// Created: there was no definition of that name.
-	Created PutResult = iota + 1
+	PutCreated PutResult = iota + 1
 	// Unchanged: the stored definition is the same.
-	Unchanged
+	PutUnchanged
 	// Replacing: a different definition is being rebuilt from history; it
 	// replaces the current one once it has caught up (Run, CatchUp or Sync
 	// builds it), and queries answer from the current one until then.
-	Replacing
+	PutReplacing
 )
+
+// String returns "created", "unchanged" or "replacing".
+func (r PutResult) String() string {
+	switch r {
+	case PutCreated:
+		return "created"
+	case PutUnchanged:
+		return "unchanged"
+	case PutReplacing:
+		return "replacing"
+	}
+	return fmt.Sprintf("PutResult(%d)", uint8(r))
+}
 
 // Put creates the definition, or replaces the one of the same name. A
 // replacement is rebuilt from the whole history while queries keep
@@ -68,7 +81,7 @@ func (p *Projector) Put(ctx context.Context, d Definition) (PutResult, error) {
 		if err := p.Create(ctx, d); err != nil {
 			return 0, err
 		}
-		return Created, nil
+		return PutCreated, nil
 	case err != nil:
 		return 0, fmt.Errorf("put projection %q: %w", d.Name, err)
 	}
@@ -79,10 +92,10 @@ func (p *Projector) Put(ctx context.Context, d Definition) (PutResult, error) {
 			return 0, fmt.Errorf("put projection %q: %w", d.Name, err)
 		}
 		p.forget(shadow)
-		return Unchanged, nil
+		return PutUnchanged, nil
 	}
 	if pending, err := p.storage.Definition(ctx, shadow); err == nil && sameSpec(pending.Spec, c.spec) {
-		return Replacing, nil
+		return PutReplacing, nil
 	}
 	if err := p.storage.DeleteDefinition(ctx, shadow); err != nil && !errors.Is(err, ErrNotFound) {
 		return 0, fmt.Errorf("put projection %q: %w", d.Name, err)
@@ -92,7 +105,7 @@ func (p *Projector) Put(ctx context.Context, d Definition) (PutResult, error) {
 		return 0, fmt.Errorf("put projection %q: %w", d.Name, err)
 	}
 	p.wake()
-	return Replacing, nil
+	return PutReplacing, nil
 }
 
 // sameSpec reports whether a stored spec compiles to the canonical spec.

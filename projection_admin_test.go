@@ -26,13 +26,13 @@ func countDef(name string, fns ...eventstore.Function) eventstore.Definition {
 func TestPutCreatesReplacesAndIsIdempotent(t *testing.T) {
 	ctx := context.Background()
 	st, p := newProjector(t)
-	d := countDef("n", eventstore.Function{Function: "inc", TargetSelector: "$.projection.count"})
+	d := countDef("n", eventstore.Function{Name: "inc", TargetSelector: "$.projection.count"})
 	res, err := p.Put(ctx, d)
 	require.NoError(t, err)
-	assert.Equal(t, eventstore.Created, res)
+	assert.Equal(t, eventstore.PutCreated, res)
 	res, err = p.Put(ctx, d)
 	require.NoError(t, err)
-	assert.Equal(t, eventstore.Unchanged, res, "a program may Put at every start")
+	assert.Equal(t, eventstore.PutUnchanged, res, "a program may Put at every start")
 
 	save(t, st, "order", "o1", pev(1, "Placed", `{"total":5}`))
 	save(t, st, "order", "o1", pev(2, "Placed", `{"total":7}`))
@@ -40,10 +40,10 @@ func TestPutCreatesReplacesAndIsIdempotent(t *testing.T) {
 	require.NoError(t, err)
 	assert.JSONEq(t, `{"count":"2"}`, string(pj.Data))
 
-	d2 := countDef("n", eventstore.Function{Function: "add", TargetSelector: "$.projection.sum", EventSelector: "$.event.total"})
+	d2 := countDef("n", eventstore.Function{Name: "add", TargetSelector: "$.projection.sum", EventSelector: "$.event.total"})
 	res, err = p.Put(ctx, d2)
 	require.NoError(t, err)
-	assert.Equal(t, eventstore.Replacing, res)
+	assert.Equal(t, eventstore.PutReplacing, res)
 	// Until the replacement has caught up, queries answer from the old one.
 	pj, err = p.Single(ctx, "n", "o1")
 	require.NoError(t, err)
@@ -54,12 +54,12 @@ func TestPutCreatesReplacesAndIsIdempotent(t *testing.T) {
 	// The definition read back is the one put last, also while it rebuilds.
 	got, err := p.Definition(ctx, "n")
 	require.NoError(t, err)
-	assert.Equal(t, "add", got.Handlers[0].Functions[0].Function, "Definition answers with the replacement being rebuilt")
+	assert.Equal(t, "add", got.Handlers[0].Functions[0].Name, "Definition answers with the replacement being rebuilt")
 	defs, err := p.Definitions(ctx)
 	require.NoError(t, err)
 	require.Len(t, defs, 1, "a replacement is listed in the place of the definition it replaces")
 	assert.Equal(t, "n", defs[0].Name)
-	assert.Equal(t, "add", defs[0].Handlers[0].Functions[0].Function)
+	assert.Equal(t, "add", defs[0].Handlers[0].Functions[0].Name)
 
 	require.NoError(t, p.Sync(ctx, "n"))
 	pj, err = p.Single(ctx, "n", "o1")
@@ -67,7 +67,7 @@ func TestPutCreatesReplacesAndIsIdempotent(t *testing.T) {
 	assert.JSONEq(t, `{"sum":"12"}`, string(pj.Data), "the replacement is rebuilt from the whole history")
 	got, err = p.Definition(ctx, "n")
 	require.NoError(t, err)
-	assert.Equal(t, "add", got.Handlers[0].Functions[0].Function)
+	assert.Equal(t, "add", got.Handlers[0].Functions[0].Name)
 	defs, err = p.Definitions(ctx)
 	require.NoError(t, err)
 	assert.Len(t, defs, 1, "a replacement is not listed on its own")
@@ -81,32 +81,32 @@ func TestDefinitionAfterAnotherProjectorSwapped(t *testing.T) {
 	st, p1 := newProjector(t)
 	p2 := eventstore.NewProjector(st, nil)
 	save(t, st, "order", "o1", pev(1, "Placed", `{"total":5}`))
-	_, err := p1.Put(ctx, countDef("n", eventstore.Function{Function: "inc", TargetSelector: "$.projection.count"}))
+	_, err := p1.Put(ctx, countDef("n", eventstore.Function{Name: "inc", TargetSelector: "$.projection.count"}))
 	require.NoError(t, err)
 	_, err = p1.Single(ctx, "n", "o1") // p1 now has the first definition compiled and cached
 	require.NoError(t, err)
 
-	res, err := p2.Put(ctx, countDef("n", eventstore.Function{Function: "add", TargetSelector: "$.projection.sum", EventSelector: "$.event.total"}))
+	res, err := p2.Put(ctx, countDef("n", eventstore.Function{Name: "add", TargetSelector: "$.projection.sum", EventSelector: "$.event.total"}))
 	require.NoError(t, err)
-	require.Equal(t, eventstore.Replacing, res)
+	require.Equal(t, eventstore.PutReplacing, res)
 	got, err := p1.Definition(ctx, "n")
 	require.NoError(t, err)
-	assert.Equal(t, "add", got.Handlers[0].Functions[0].Function, "while the replacement rebuilds")
+	assert.Equal(t, "add", got.Handlers[0].Functions[0].Name, "while the replacement rebuilds")
 	require.NoError(t, p2.Sync(ctx, "n")) // builds the replacement and swaps it in
 	got, err = p1.Definition(ctx, "n")
 	require.NoError(t, err)
-	assert.Equal(t, "add", got.Handlers[0].Functions[0].Function, "after another Projector swapped it in")
+	assert.Equal(t, "add", got.Handlers[0].Functions[0].Name, "after another Projector swapped it in")
 	defs, err := p1.Definitions(ctx)
 	require.NoError(t, err)
 	require.Len(t, defs, 1)
-	assert.Equal(t, "add", defs[0].Handlers[0].Functions[0].Function)
+	assert.Equal(t, "add", defs[0].Handlers[0].Functions[0].Name)
 }
 
 func TestReplaceKeepsAnsweringUnderRun(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	st, p := newProjector(t)
-	_, err := p.Put(ctx, countDef("n", eventstore.Function{Function: "inc", TargetSelector: "$.projection.count"}))
+	_, err := p.Put(ctx, countDef("n", eventstore.Function{Name: "inc", TargetSelector: "$.projection.count"}))
 	require.NoError(t, err)
 	for i := range 2000 {
 		save(t, st, "order", "o1", pev(i+1, "Placed", `{"total":1}`))
@@ -116,7 +116,7 @@ func TestReplaceKeepsAnsweringUnderRun(t *testing.T) {
 	var wg sync.WaitGroup
 	wg.Add(1)
 	go func() { defer wg.Done(); _ = p.Run(ctx) }()
-	_, err = p.Put(ctx, countDef("n", eventstore.Function{Function: "add", TargetSelector: "$.projection.sum", EventSelector: "$.event.total"}))
+	_, err = p.Put(ctx, countDef("n", eventstore.Function{Name: "add", TargetSelector: "$.projection.sum", EventSelector: "$.event.total"}))
 	require.NoError(t, err)
 	var sawOld, sawNew atomic.Int32
 	deadline := time.Now().Add(10 * time.Second)
@@ -143,7 +143,7 @@ func TestReplaceKeepsAnsweringUnderRun(t *testing.T) {
 func TestDeleteAndResetDefinitions(t *testing.T) {
 	ctx := context.Background()
 	st, p := newProjector(t)
-	d := countDef("n", eventstore.Function{Function: "inc", TargetSelector: "$.projection.count"})
+	d := countDef("n", eventstore.Function{Name: "inc", TargetSelector: "$.projection.count"})
 	require.NoError(t, p.Create(ctx, d))
 	save(t, st, "order", "o1", pev(1, "Placed", `{}`))
 	_, err := p.Single(ctx, "n", "o1")
@@ -165,8 +165,8 @@ func TestListAndCount(t *testing.T) {
 	ctx := context.Background()
 	st, p := newProjector(t)
 	require.NoError(t, p.Create(ctx, countDef("l",
-		eventstore.Function{Function: "set", TargetSelector: "$.projection.total", EventSelector: "$.event.total"},
-		eventstore.Function{Function: "setref", TargetSelector: "$.projection.total"})))
+		eventstore.Function{Name: "set", TargetSelector: "$.projection.total", EventSelector: "$.event.total"},
+		eventstore.Function{Name: "setref", TargetSelector: "$.projection.total"})))
 	for i := range 25 {
 		save(t, st, "order", fmt.Sprintf("o%02d", i), pev(i+1, "Placed", fmt.Sprintf(`{"total":%d}`, (i*7)%25)))
 	}
@@ -198,8 +198,8 @@ func TestIDFieldAndHandlerFeeds(t *testing.T) {
 	require.NoError(t, p.Create(ctx, eventstore.Definition{
 		Name: "customers", IDField: "customerId",
 		Handlers: []eventstore.Handler{
-			{EventType: "Placed", Feed: "order", Functions: []eventstore.Function{{Function: "inc", TargetSelector: "$.projection.orders"}}},
-			{EventType: "Paid", Feed: "payment", Functions: []eventstore.Function{{Function: "add", TargetSelector: "$.projection.paid", EventSelector: "$.event.amount"}}},
+			{EventType: "Placed", Feed: "order", Functions: []eventstore.Function{{Name: "inc", TargetSelector: "$.projection.orders"}}},
+			{EventType: "Paid", Feed: "payment", Functions: []eventstore.Function{{Name: "add", TargetSelector: "$.projection.paid", EventSelector: "$.event.amount"}}},
 		},
 	}))
 	save(t, st, "order", "o1", pev(1, "Placed", `{"customerId":"c1"}`))
@@ -219,8 +219,8 @@ func TestDeleteFunctionRemovesInstance(t *testing.T) {
 	ctx := context.Background()
 	st, p := newProjector(t)
 	require.NoError(t, p.Create(ctx, eventstore.Definition{Name: "open", Feed: "order", Handlers: []eventstore.Handler{
-		{EventType: "Placed", Functions: []eventstore.Function{{Function: "set", TargetSelector: "$.projection.open", RawData: json.RawMessage(`true`)}}},
-		{EventType: "Closed", Functions: []eventstore.Function{{Function: "delete"}}},
+		{EventType: "Placed", Functions: []eventstore.Function{{Name: "set", TargetSelector: "$.projection.open", RawData: json.RawMessage(`true`)}}},
+		{EventType: "Closed", Functions: []eventstore.Function{{Name: "delete"}}},
 	}}))
 	save(t, st, "order", "o1", pev(1, "Placed", `{}`))
 	_, err := p.Single(ctx, "open", "o1")
@@ -238,7 +238,7 @@ func TestInstanceLimitIsARecordedError(t *testing.T) {
 	ctx := context.Background()
 	st := newStore(t)
 	p := eventstore.NewProjector(st, &eventstore.ProjectorOptions{MaxInstanceBytes: 4096})
-	require.NoError(t, p.Create(ctx, countDef("big", eventstore.Function{Function: "append", TargetSelector: "$.projection.l"})))
+	require.NoError(t, p.Create(ctx, countDef("big", eventstore.Function{Name: "append", TargetSelector: "$.projection.l"})))
 	pad := fmt.Sprintf(`{"pad":%q}`, string(make([]byte, 0))+fmt.Sprintf("%01000d", 0))
 	for i := range 6 {
 		save(t, st, "order", "o1", pev(i+1, "Placed", pad))
@@ -258,7 +258,7 @@ func TestInstanceLimitIsARecordedError(t *testing.T) {
 func TestBehindCountsOwnFeed(t *testing.T) {
 	ctx := context.Background()
 	st, p := newProjector(t)
-	_, err := p.Put(ctx, countDef("n", eventstore.Function{Function: "inc", TargetSelector: "$.projection.count"}))
+	_, err := p.Put(ctx, countDef("n", eventstore.Function{Name: "inc", TargetSelector: "$.projection.count"}))
 	require.NoError(t, err)
 	save(t, st, "order", "o1", pev(1, "Placed", `{}`))
 	require.NoError(t, p.CatchUp(ctx))

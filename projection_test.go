@@ -16,7 +16,7 @@ import (
 )
 
 func fn(f, target, event string) eventstore.Function {
-	return eventstore.Function{Function: f, TargetSelector: target, EventSelector: event}
+	return eventstore.Function{Name: f, TargetSelector: target, EventSelector: event}
 }
 
 func orderDef(name string, aggregated bool) eventstore.Definition {
@@ -24,13 +24,13 @@ func orderDef(name string, aggregated bool) eventstore.Definition {
 		Name: name, Feed: "order", Aggregated: aggregated,
 		Handlers: []eventstore.Handler{
 			{EventType: "Placed", Functions: []eventstore.Function{
-				{Function: "set", TargetSelector: "$.projection.status", RawData: []byte(`"placed"`)},
+				{Name: "set", TargetSelector: "$.projection.status", RawData: []byte(`"placed"`)},
 				fn("add", "$.projection.total", "$.event.total"),
 				fn("inc", "$.projection.count", ""),
 				fn("set", "$.projection.address.city", "$.event.address.city"),
 			}},
 			{EventType: "Shipped", Functions: []eventstore.Function{
-				{Function: "set", TargetSelector: "$.projection.status", RawData: []byte(`"shipped"`)},
+				{Name: "set", TargetSelector: "$.projection.status", RawData: []byte(`"shipped"`)},
 			}},
 		},
 	}
@@ -171,7 +171,7 @@ func TestAddOnNonNumberTargetIsRecordedError(t *testing.T) {
 	ctx := context.Background()
 	st, p := newProjector(t)
 	require.NoError(t, p.Create(ctx, eventstore.Definition{Name: "p", Feed: "f", Handlers: []eventstore.Handler{
-		{EventType: "S", Functions: []eventstore.Function{{Function: "set", TargetSelector: "$.projection.x", RawData: []byte(`"text"`)}}},
+		{EventType: "S", Functions: []eventstore.Function{{Name: "set", TargetSelector: "$.projection.x", RawData: []byte(`"text"`)}}},
 		{EventType: "I", Functions: []eventstore.Function{fn("inc", "$.projection.x", "")}},
 		{EventType: "N", Functions: []eventstore.Function{fn("inc", "$.projection.x.y", "")}},
 	}}))
@@ -231,7 +231,7 @@ func TestDefinitionValidation(t *testing.T) {
 		{"no event type", func(d *eventstore.Definition) { d.Handlers[1].EventType = "" }, "handlers[1].eventType"},
 		{"duplicate event type", func(d *eventstore.Definition) { d.Handlers[1].EventType = "Placed" }, "handlers[1].eventType"},
 		{"no functions", func(d *eventstore.Definition) { d.Handlers[1].Functions = nil }, "handlers[1].functions"},
-		{"unknown function", func(d *eventstore.Definition) { d.Handlers[0].Functions[1].Function = "mul" }, "handlers[0].functions[1].function"},
+		{"unknown function", func(d *eventstore.Definition) { d.Handlers[0].Functions[1].Name = "mul" }, "handlers[0].functions[1].function"},
 		{"target without root", func(d *eventstore.Definition) { d.Handlers[0].Functions[1].TargetSelector = "total" }, "handlers[0].functions[1].targetSelector"},
 		{"target with event root", func(d *eventstore.Definition) { d.Handlers[0].Functions[1].TargetSelector = "$.event.total" }, "handlers[0].functions[1].targetSelector"},
 		{"target is the whole projection", func(d *eventstore.Definition) { d.Handlers[0].Functions[1].TargetSelector = "$.projection" }, "handlers[0].functions[1].targetSelector"},
@@ -240,7 +240,7 @@ func TestDefinitionValidation(t *testing.T) {
 		{"wildcard", func(d *eventstore.Definition) { d.Handlers[0].Functions[1].EventSelector = "$.event.t*" }, "handlers[0].functions[1].eventSelector"},
 		{"add without input", func(d *eventstore.Definition) { d.Handlers[0].Functions[1].EventSelector = "" }, "handlers[0].functions[1]"},
 		{"add with non-number raw", func(d *eventstore.Definition) {
-			d.Handlers[0].Functions[1] = eventstore.Function{Function: "add", TargetSelector: "$.projection.t", RawData: []byte(`"x"`)}
+			d.Handlers[0].Functions[1] = eventstore.Function{Name: "add", TargetSelector: "$.projection.t", RawData: []byte(`"x"`)}
 		}, "handlers[0].functions[1].rawData"},
 		{"inc with input", func(d *eventstore.Definition) { d.Handlers[0].Functions[2].EventSelector = "$.event.n" }, "handlers[0].functions[2]"},
 		{"set with both inputs", func(d *eventstore.Definition) { d.Handlers[0].Functions[3].RawData = []byte(`"x"`) }, "handlers[0].functions[3]"},

@@ -127,7 +127,7 @@ func TestMaxReadBytes(t *testing.T) {
 
 	// Catch-up reads under the budget too, and counts every event.
 	p := eventstore.NewProjector(st, nil)
-	require.NoError(t, p.Create(ctx, countDef("n", eventstore.Function{Function: "inc", TargetSelector: "$.projection.count"})))
+	require.NoError(t, p.Create(ctx, countDef("n", eventstore.Function{Name: "inc", TargetSelector: "$.projection.count"})))
 	require.NoError(t, p.CatchUp(ctx))
 	for id, n := range perAgg {
 		pj, err := p.Single(ctx, "n", id)

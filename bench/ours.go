@@ -83,8 +83,8 @@ func (o *ours) rebuild(ctx context.Context) (int, error) {
 	def := eventstore.Definition{Name: name, Feed: aggType, Handlers: []eventstore.Handler{{
 		EventType: eventType,
 		Functions: []eventstore.Function{
-			{Function: eventstore.FuncAdd, TargetSelector: "$.projection.total", EventSelector: "$.event.amount"},
-			{Function: eventstore.FuncInc, TargetSelector: "$.projection.count"},
+			{Name: eventstore.FuncAdd, TargetSelector: "$.projection.total", EventSelector: "$.event.amount"},
+			{Name: eventstore.FuncInc, TargetSelector: "$.projection.count"},
 		},
 	}}}
 	if err := o.proj.Create(ctx, def); err != nil {

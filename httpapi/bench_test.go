@@ -27,9 +27,9 @@ func BenchmarkQueryHTTP(b *testing.B) {
 	p := eventstore.NewProjector(st, nil)
 	if err := p.Create(ctx, eventstore.Definition{Name: "totals", Feed: "order", Aggregated: true,
 		Handlers: []eventstore.Handler{{EventType: "OrderPlaced", Functions: []eventstore.Function{
-			{Function: "add", TargetSelector: "$.projection.revenue", EventSelector: "$.event.total"},
-			{Function: "inc", TargetSelector: "$.projection.orders"},
-			{Function: "set", TargetSelector: "$.projection.lastCity", EventSelector: "$.event.city"},
+			{Name: "add", TargetSelector: "$.projection.revenue", EventSelector: "$.event.total"},
+			{Name: "inc", TargetSelector: "$.projection.orders"},
+			{Name: "set", TargetSelector: "$.projection.lastCity", EventSelector: "$.event.city"},
 		}}}}); err != nil {
 		b.Fatal(err)
 	}

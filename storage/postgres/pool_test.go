@@ -92,7 +92,7 @@ func TestTwoStoresSmallPoolsKeepAnswering(t *testing.T) {
 		err := projA.Create(ctx, eventstore.Definition{
 			Name: fmt.Sprintf("count-%d", i), Feed: "order", Aggregated: true,
 			Handlers: []eventstore.Handler{{EventType: "OrderPlaced", Functions: []eventstore.Function{
-				{Function: eventstore.FuncInc, TargetSelector: "$.projection.orders"},
+				{Name: eventstore.FuncInc, TargetSelector: "$.projection.orders"},
 			}}},
 		})
 		if err != nil {

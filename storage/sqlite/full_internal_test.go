@@ -32,8 +32,8 @@ func TestFullDisk(t *testing.T) {
 	p := eventstore.NewProjector(st, nil)
 	if err := p.Create(ctx, eventstore.Definition{Name: "n", Feed: "order", Aggregated: true,
 		Handlers: []eventstore.Handler{{EventType: "Placed", Functions: []eventstore.Function{
-			{Function: eventstore.FuncInc, TargetSelector: "$.projection.count"},
-			{Function: eventstore.FuncSet, TargetSelector: "$.projection.last", EventSelector: "$.event.pad"}}}}}); err != nil {
+			{Name: eventstore.FuncInc, TargetSelector: "$.projection.count"},
+			{Name: eventstore.FuncSet, TargetSelector: "$.projection.last", EventSelector: "$.event.pad"}}}}}); err != nil {
 		t.Fatal(err)
 	}
 	save := func(id string, size int) error {

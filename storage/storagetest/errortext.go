@@ -71,7 +71,7 @@ func testProjectorMultiByteError(t *testing.T, h *harness) {
 	p := eventstore.NewProjector(h.store, nil)
 	err := p.Create(ctx, eventstore.Definition{Name: "sum", Feed: "order", Handlers: []eventstore.Handler{{
 		EventType: "Placed",
-		Functions: []eventstore.Function{{Function: eventstore.FuncAdd, TargetSelector: "$.projection.total", EventSelector: "$.event.total"}},
+		Functions: []eventstore.Function{{Name: eventstore.FuncAdd, TargetSelector: "$.projection.total", EventSelector: "$.event.total"}},
 	}}})
 	if err != nil {
 		t.Fatal(err)

@@ -24,16 +24,16 @@ func testLanguage(t *testing.T, h *harness) {
 	p := eventstore.NewProjector(h.store, nil)
 	def := eventstore.Definition{Name: "lists", Feed: "list", Handlers: []eventstore.Handler{
 		{EventType: "Added", Functions: []eventstore.Function{
-			{Function: "append", TargetSelector: "$.projection.todos", EventSelector: "$.event['id','text']"},
-			{Function: "inc", TargetSelector: "$.projection.open"},
-			{Function: "setref", TargetSelector: "$.projection.open"},
+			{Name: "append", TargetSelector: "$.projection.todos", EventSelector: "$.event['id','text']"},
+			{Name: "inc", TargetSelector: "$.projection.open"},
+			{Name: "setref", TargetSelector: "$.projection.open"},
 		}},
 		{EventType: "Done", Functions: []eventstore.Function{
-			{Function: "remove", TargetSelector: "$.projection.todos[?]", TargetFilter: "@.id == $.event.id"},
-			{Function: "dec", TargetSelector: "$.projection.open"},
-			{Function: "setref", TargetSelector: "$.projection.open"},
+			{Name: "remove", TargetSelector: "$.projection.todos[?]", TargetFilter: "@.id == $.event.id"},
+			{Name: "dec", TargetSelector: "$.projection.open"},
+			{Name: "setref", TargetSelector: "$.projection.open"},
 		}},
-		{EventType: "Archived", Functions: []eventstore.Function{{Function: "delete"}}},
+		{EventType: "Archived", Functions: []eventstore.Function{{Name: "delete"}}},
 	}}
 	if _, err := p.Put(ctx, def); err != nil {
 		t.Fatal(err)
@@ -92,9 +92,9 @@ func testReplace(t *testing.T, h *harness) {
 	ctx := t.Context()
 	p := eventstore.NewProjector(h.store, nil)
 	count := eventstore.Definition{Name: "r", Feed: "acct", Aggregated: true, Handlers: []eventstore.Handler{{EventType: "D",
-		Functions: []eventstore.Function{{Function: "inc", TargetSelector: "$.projection.n"}}}}}
+		Functions: []eventstore.Function{{Name: "inc", TargetSelector: "$.projection.n"}}}}}
 	sum := count
-	sum.Handlers = []eventstore.Handler{{EventType: "D", Functions: []eventstore.Function{{Function: "add", TargetSelector: "$.projection.sum", EventSelector: "$.event.v"}}}}
+	sum.Handlers = []eventstore.Handler{{EventType: "D", Functions: []eventstore.Function{{Name: "add", TargetSelector: "$.projection.sum", EventSelector: "$.event.v"}}}}
 	if _, err := p.Put(ctx, count); err != nil {
 		t.Fatal(err)
 	}
@@ -111,7 +111,7 @@ func testReplace(t *testing.T, h *harness) {
 		}
 	}
 	check(`{"n":"30"}`)
-	if res, err := p.Put(ctx, sum); err != nil || res != eventstore.Replacing {
+	if res, err := p.Put(ctx, sum); err != nil || res != eventstore.PutReplacing {
 		t.Fatalf("Put replacement: %v, %v", res, err)
 	}
 	check(`{"n":"30"}`)
@@ -129,7 +129,7 @@ func testReplace(t *testing.T, h *harness) {
 	if _, err := p.Aggregated(ctx, "r"); !errors.Is(err, storage.ErrNotFound) {
 		t.Fatalf("after Delete: %v, want ErrNotFound", err)
 	}
-	if res, err := p.Put(ctx, count); err != nil || res != eventstore.Created {
+	if res, err := p.Put(ctx, count); err != nil || res != eventstore.PutCreated {
 		t.Fatalf("Put after Delete: %v, %v", res, err)
 	}
 	check(`{"n":"30"}`)

@@ -43,13 +43,13 @@ func testProjector(t *testing.T, h *harness) {
 		{Name: "totals", Feed: "account", Aggregated: true, Handlers: []eventstore.Handler{{
 			EventType: "Deposited",
 			Functions: []eventstore.Function{
-				{Function: eventstore.FuncInc, TargetSelector: "$.projection.count"},
-				{Function: eventstore.FuncAdd, TargetSelector: "$.projection.total", EventSelector: "$.event.amount"},
+				{Name: eventstore.FuncInc, TargetSelector: "$.projection.count"},
+				{Name: eventstore.FuncAdd, TargetSelector: "$.projection.total", EventSelector: "$.event.amount"},
 			},
 		}}},
 		{Name: "perAccount", Feed: "account", Handlers: []eventstore.Handler{{
 			EventType: "Deposited",
-			Functions: []eventstore.Function{{Function: eventstore.FuncInc, TargetSelector: "$.projection.count"}},
+			Functions: []eventstore.Function{{Name: eventstore.FuncInc, TargetSelector: "$.projection.count"}},
 		}}},
 	}
 	// A second Store on the same storage stands for another process.

@@ -14,9 +14,9 @@ import (
 func RebuildDefinition(name, feed, eventType string, aggregated bool) eventstore.Definition {
 	return eventstore.Definition{Name: name, Feed: feed, Aggregated: aggregated, Handlers: []eventstore.Handler{{
 		EventType: eventType, Functions: []eventstore.Function{
-			{Function: "set", TargetSelector: "$.projection.sku", EventSelector: "$.event.sku"},
-			{Function: "add", TargetSelector: "$.projection.total", EventSelector: "$.event.total"},
-			{Function: "inc", TargetSelector: "$.projection.count"},
+			{Name: "set", TargetSelector: "$.projection.sku", EventSelector: "$.event.sku"},
+			{Name: "add", TargetSelector: "$.projection.total", EventSelector: "$.event.total"},
+			{Name: "inc", TargetSelector: "$.projection.count"},
 		},
 	}}}
 }
