@@ -42,6 +42,13 @@ func ExpectVersion(v int64) VersionCheck { return storage.ExpectVersion(v) }
 // a sentinel such as ErrConflict). Nothing was written.
 type BatchError = storage.BatchError
 
+// ConflictError is the error of a save refused by its checks: the
+// aggregate (AggregateType, AggregateID) is at version Current, not the
+// Expected one, or, when StoredIDs > 0, StoredIDs of the batch's Events ids
+// are stored already while the others are not (a retry must resend the
+// same batch). It wraps ErrConflict; nothing was stored.
+type ConflictError = storage.ConflictError
+
 // FeedInfo describes one aggregate type's feed: AggregateType, and the
 // AggregateCount, BatchCount and EventCount of the type.
 type FeedInfo = storage.FeedInfo

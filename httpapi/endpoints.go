@@ -227,10 +227,15 @@ func (h *handler) queryAggregated(w http.ResponseWriter, r *http.Request) {
 	h.sendProjection(w, r, p)
 }
 
-// saveConflict says why a save of typ/id was refused with ErrConflict:
+// saveConflict says why a save of typ/id was refused with ErrConflict: a
+// *eventstore.ConflictError says it itself (conflictMessage); otherwise,
 // without an expected version, only because its events mix stored and new
 // ids.
 func saveConflict(typ, id string, expected *int64, err error) error {
+	var ce *eventstore.ConflictError
+	if errors.As(err, &ce) {
+		return err
+	}
 	msg := fmt.Sprintf("the events mix ids stored in aggregate %s/%s already with new ones; nothing was stored", clip(typ), clip(id))
 	if expected != nil {
 		msg = fmt.Sprintf("aggregate %s/%s is not at version %d (expectedVersion), or the events mix stored and new event ids; nothing was stored",

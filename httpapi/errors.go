@@ -216,6 +216,18 @@ func conflictMessage(r *http.Request, err error) string {
 		return s
 	}
 	var be *eventstore.BatchError
+	var ce *eventstore.ConflictError
+	if errors.As(err, &ce) {
+		what := fmt.Sprintf("aggregate %s/%s is at version %d, not the expectedVersion %s", clip(ce.AggregateType), clip(ce.AggregateID), ce.Current, ce.Expected)
+		if ce.StoredIDs > 0 {
+			what = fmt.Sprintf("%d of the %d event ids are already stored in aggregate %s/%s and the others are not "+
+				"(a retry must resend the same events)", ce.StoredIDs, ce.Events, clip(ce.AggregateType), clip(ce.AggregateID))
+		}
+		if errors.As(err, &be) {
+			return fmt.Sprintf("batch %d was refused: %s; nothing was stored", be.Index, what)
+		}
+		return what + "; nothing was stored"
+	}
 	if errors.As(err, &be) {
 		return fmt.Sprintf("batch %d (aggregate %s/%s) was refused: the aggregate is not at its expectedVersion, "+
 			"or the batch mixes stored and new event ids; nothing was stored", be.Index, clip(be.AggregateType), clip(be.AggregateID))

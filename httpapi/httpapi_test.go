@@ -93,8 +93,8 @@ func TestSaveExpectedVersionConflict(t *testing.T) {
 	e := newEnv(t, nil)
 	e.must(200, "POST", "/aggregates/order/o-1/events", `{"events":[`+ev(id1, "A", "")+`],"expectedVersion":0}`)
 	b := mustErr(t, e.do("POST", "/aggregates/order/o-1/events", `{"events":[`+ev(id2, "A", "")+`],"expectedVersion":0}`), 409, "conflict")
-	if !strings.Contains(b.Message, "version") {
-		t.Errorf("conflict message %q does not mention the version", b.Message)
+	if want := "aggregate order/o-1 is at version 1, not the expectedVersion 0; nothing was stored"; b.Message != want {
+		t.Errorf("conflict message %q, want %q", b.Message, want)
 	}
 }
 

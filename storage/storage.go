@@ -587,6 +587,33 @@ func (c VersionCheck) String() string {
 	return fmt.Sprint(c.version)
 }
 
+// ConflictError is the error of a save refused by its checks, as
+// PlanAppend decides them: either the aggregate is not at the expected
+// version, or the batch mixes event ids already stored in the aggregate
+// with new ones (StoredIDs > 0). It wraps ErrConflict. Nothing was
+// stored.
+type ConflictError struct {
+	// AggregateType and AggregateID identify the aggregate.
+	AggregateType, AggregateID string
+	// Current is the aggregate's version when the save was refused.
+	Current int64
+	// Expected is the version check that failed, when StoredIDs is 0.
+	Expected VersionCheck
+	// StoredIDs counts the batch's event ids already stored, of Events.
+	StoredIDs, Events int
+}
+
+// Error implements the error interface.
+func (e *ConflictError) Error() string {
+	if e.StoredIDs > 0 {
+		return fmt.Sprintf("%d of %d event ids are already stored in %s/%s", e.StoredIDs, e.Events, e.AggregateType, e.AggregateID)
+	}
+	return fmt.Sprintf("expected version %s of %s/%s, it is at %d", e.Expected, e.AggregateType, e.AggregateID, e.Current)
+}
+
+// Unwrap returns ErrConflict.
+func (e *ConflictError) Unwrap() error { return ErrConflict }
+
 // PlanAppend applies the rules of Storage.Append that every backend shares.
 // Given the request, the aggregate's current version and the already stored
 // events of that aggregate whose ids occur in req.Events, it returns:
@@ -602,8 +629,8 @@ func (c VersionCheck) String() string {
 func PlanAppend(req AppendRequest, current int64, stored []Event) (res AppendResult, done bool, err error) {
 	if len(stored) > 0 {
 		if len(stored) < len(req.Events) {
-			return AppendResult{}, false, fmt.Errorf("%d of %d event ids are already stored in %s/%s: %w",
-				len(stored), len(req.Events), req.AggregateType, req.AggregateID, ErrConflict)
+			return AppendResult{}, false, &ConflictError{AggregateType: req.AggregateType, AggregateID: req.AggregateID,
+				Current: current, StoredIDs: len(stored), Events: len(req.Events)}
 		}
 		res = AppendResult{Duplicate: true}
 		for _, e := range stored {
@@ -613,8 +640,8 @@ func PlanAppend(req AppendRequest, current int64, stored []Event) (res AppendRes
 		return res, true, nil
 	}
 	if !req.ExpectedVersion.Allows(current) {
-		return AppendResult{}, false, fmt.Errorf("expected version %s of %s/%s, it is at %d: %w",
-			req.ExpectedVersion, req.AggregateType, req.AggregateID, current, ErrConflict)
+		return AppendResult{}, false, &ConflictError{AggregateType: req.AggregateType, AggregateID: req.AggregateID,
+			Current: current, Expected: req.ExpectedVersion}
 	}
 	return AppendResult{}, false, nil
 }
