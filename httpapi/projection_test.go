@@ -301,3 +301,22 @@ func TestStatusTable(t *testing.T) {
 		}
 	}
 }
+
+// TestNotFoundPointsAtRecordedError: an instance whose only event could not
+// be applied answers 404 with that event's recorded error, not "no event
+// it handles has been processed".
+func TestNotFoundPointsAtRecordedError(t *testing.T) {
+	e := newEnv(t, nil)
+	e.must(200, "POST", "/projections/definitions", `{"projectionName":"prices","feedName":"item","handlers":[{"eventType":"Priced","functions":[{"function":"add","targetSelector":"$.projection.total","eventSelector":"$.event.price"}]}]}`)
+	e.must(200, "POST", "/aggregates/item/i-1/events", events(ev(id1, "Priced", `{"price":"cheap"}`)))
+	b := mustErr(t, e.do("GET", "/projections/single/prices/i-1", ""), 404, "not_found")
+	for _, want := range []string{`projection "prices" has no instance "i-1"`, "event " + id1 + " (Priced) could not be applied", "cheap", "GET /projections"} {
+		if !strings.Contains(b.Message, want) {
+			t.Errorf("message %q does not contain %q", b.Message, want)
+		}
+	}
+	b = mustErr(t, e.do("GET", "/projections/single/prices/i-2", ""), 404, "not_found")
+	if !strings.Contains(b.Message, "no event it handles has been processed") {
+		t.Errorf("another instance's message %q", b.Message)
+	}
+}

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/eventkit-go/eventstore"
+	"github.com/eventkit-go/eventstore/internal/safetext"
 )
 
 // intParam reads an integer query parameter within [lo, hi], or def when
@@ -323,8 +324,32 @@ func (h *handler) projectionNotFound(ctx context.Context, name, id string, aggre
 		return apiErr(eventstore.ErrNotFound, "projection %q is aggregated: use /projections/aggregated/%s", clip(name), clip(name))
 	case !d.Aggregated && aggregated:
 		return apiErr(eventstore.ErrNotFound, "projection %q is a single projection: use /projections/single/%s", clip(name), clip(name))
-	case aggregated:
+	}
+	if e, ok := h.recordedError(ctx, name, id, aggregated); ok {
+		what := fmt.Sprintf("projection %q has no instance %q", clip(name), clip(id))
+		if aggregated {
+			what = fmt.Sprintf("aggregated projection %q has no result yet", clip(name))
+		}
+		return apiErr(eventstore.ErrNotFound, "%s: event %s (%s) could not be applied: %s; GET /projections lists the recorded errors",
+			what, clip(e.EventID), clip(e.EventType), safetext.Clip(e.Message, 256))
+	}
+	if aggregated {
 		return apiErr(eventstore.ErrNotFound, "aggregated projection %q has no result yet: no event it handles has been processed", clip(name))
 	}
 	return apiErr(eventstore.ErrNotFound, "projection %q has no instance %q: no event it handles has been processed for that id", clip(name), clip(id))
+}
+
+// recordedError returns the latest recorded error of projection name for
+// instance id (any instance of an aggregated projection), if any.
+func (h *handler) recordedError(ctx context.Context, name, id string, aggregated bool) (eventstore.ProjectionError, bool) {
+	st, err := h.p.Status(ctx, name)
+	if err != nil {
+		return eventstore.ProjectionError{}, false
+	}
+	for i := len(st.Errors) - 1; i >= 0; i-- {
+		if e := st.Errors[i]; aggregated || e.InstanceID == id {
+			return e, true
+		}
+	}
+	return eventstore.ProjectionError{}, false
 }
