@@ -1,10 +1,14 @@
 package httpapi_test
 
 import (
+	"net/http"
 	"net/http/httptest"
+	"strings"
 	"testing"
 
+	"github.com/eventkit-go/eventstore"
 	"github.com/eventkit-go/eventstore/httpapi"
+	"github.com/eventkit-go/eventstore/storage/memory"
 )
 
 // TestAuthHeaderSpellings: both spellings of the key headers are
@@ -58,5 +62,72 @@ func TestAuthHeaderSpellings(t *testing.T) {
 			e.h.ServeHTTP(w, r)
 			mustErr(t, w.Result(), 401, "unauthorized")
 		})
+	}
+}
+
+// TestAuthorizeAndNoKeys: Options.Authorize replaces the key check (an
+// application's own authentication, or none); without keys and without
+// Authorize, the 401 says that nothing is configured.
+func TestAuthorizeAndNoKeys(t *testing.T) {
+	st, err := eventstore.New(memory.New(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = st.Close() })
+	p := eventstore.NewProjector(st, nil)
+	get := func(h http.Handler, header ...string) (int, string) {
+		r := httptest.NewRequest("GET", "/feeds", nil)
+		for i := 0; i+1 < len(header); i += 2 {
+			r.Header.Set(header[i], header[i+1])
+		}
+		w := httptest.NewRecorder()
+		h.ServeHTTP(w, r)
+		return w.Code, w.Body.String()
+	}
+
+	code, body := get(httpapi.New(st, p, nil), httpapi.HeaderAccessKey, "a", httpapi.HeaderSecretAccessKey, "b")
+	if code != http.StatusUnauthorized || !strings.Contains(body, "no key pair configured") {
+		t.Errorf("no keys: %d %s, want 401 saying no key pair is configured", code, body)
+	}
+
+	app := httpapi.New(st, p, &httpapi.Options{Authorize: func(r *http.Request) bool {
+		return r.Header.Get("Authorization") == "Bearer app-session"
+	}})
+	if code, body := get(app, "Authorization", "Bearer app-session"); code != http.StatusOK {
+		t.Errorf("Authorize true: %d %s, want 200", code, body)
+	}
+	code, body = get(app, "Authorization", "Bearer other")
+	if code != http.StatusUnauthorized || strings.Contains(body, "no key pair configured") {
+		t.Errorf("Authorize false: %d %s, want the usual 401", code, body)
+	}
+	open := httpapi.New(st, p, &httpapi.Options{Authorize: func(*http.Request) bool { return true }})
+	if code, body := get(open); code != http.StatusOK {
+		t.Errorf("check turned off: %d %s, want 200", code, body)
+	}
+}
+
+// TestMountedWithTrailingSlashPrefix: http.StripPrefix("/es/", h) leaves
+// paths without their leading slash; the handler answers a JSON 404 that
+// names the mistake, not the mux's redirect out of the prefix.
+func TestMountedWithTrailingSlashPrefix(t *testing.T) {
+	e := newEnv(t, nil)
+	mux := http.NewServeMux()
+	mux.Handle("/es/", http.StripPrefix("/es/", e.h))
+	r := httptest.NewRequest("GET", "/es/feeds", nil)
+	r.Header.Set(httpapi.HeaderAccessKey, testAccess)
+	r.Header.Set(httpapi.HeaderSecretAccessKey, testSecret)
+	w := httptest.NewRecorder()
+	mux.ServeHTTP(w, r)
+	if w.Code != http.StatusNotFound || w.Header().Get("Content-Type") != "application/json" ||
+		!strings.Contains(w.Body.String(), `without a trailing slash`) {
+		t.Errorf("StripPrefix(\"/es/\"): %d %q %s, want a JSON 404 naming the prefix mistake", w.Code, w.Header().Get("Content-Type"), w.Body.String())
+	}
+
+	mux = http.NewServeMux()
+	mux.Handle("/es/", http.StripPrefix("/es", e.h))
+	w = httptest.NewRecorder()
+	mux.ServeHTTP(w, r)
+	if w.Code != http.StatusOK {
+		t.Errorf("StripPrefix(\"/es\"): %d %s, want 200", w.Code, w.Body.String())
 	}
 }

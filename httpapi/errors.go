@@ -81,7 +81,10 @@ func is(target error) func(error) bool {
 // text, which holds Go wrapping and backend details. 5xx messages are
 // generic; fail logs the full error with the request id.
 var errorTable = []errorRule{
-	{is(errUnauthorized), http.StatusUnauthorized, "unauthorized", func(*http.Request, error) string {
+	{is(errUnauthorized), http.StatusUnauthorized, "unauthorized", func(_ *http.Request, err error) string {
+		if s, ok := shown(err); ok {
+			return s
+		}
 		return "missing or wrong credentials: send the key pair in " + HeaderSerializedAccessKey + " and " +
 			HeaderSerializedSecretAccessKey + ", or in " + HeaderAccessKey + " and " + HeaderSecretAccessKey
 	}},

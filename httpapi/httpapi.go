@@ -226,13 +226,22 @@ const DefaultMaxBodyBytes = 4 << 20
 type Options struct {
 	// Keys are the accepted credential pairs. A request is served when its
 	// two headers equal one of them. With no keys (or only pairs with an
-	// empty field, which never match) every request is answered with 401.
+	// empty field, which never match) and no Authorize, every request is
+	// answered with 401, whose message says that no key is configured.
 	Keys []KeyPair
+	// Authorize, when set, decides instead of Keys whether a request is
+	// served (true) or answered 401: an application that mounts the
+	// handler plugs in its own authentication here (a session, a token,
+	// mTLS). func(*http.Request) bool { return true } turns the check off,
+	// for a handler that something in front of it already protects. The
+	// health endpoints never ask it.
+	Authorize func(r *http.Request) bool
 	// MaxBodyBytes limits request bodies; larger ones are answered with
 	// 413. Zero or negative means DefaultMaxBodyBytes.
 	MaxBodyBytes int64
 	// Logger receives request errors: 5xx with their details at Error
-	// level, panics with their stack. The default discards them.
+	// level, with the request id their answer names, and panics with
+	// their stack. The default is slog.Default().
 	Logger *slog.Logger
 	// DeleteTokenKey is the key that signs delete tokens. Handlers that
 	// share it (several server instances behind one address) accept each
@@ -284,6 +293,7 @@ type handler struct {
 
 	maxResponse int
 	observe     func(RequestInfo)
+	authorize   func(*http.Request) bool
 }
 
 // New returns an http.Handler serving st and p. Both must be non-nil; New
@@ -310,8 +320,9 @@ func New(st *eventstore.Store, p *eventstore.Projector, opts *Options) http.Hand
 		h.maxBody = DefaultMaxBodyBytes
 	}
 	if h.log == nil {
-		h.log = slog.New(slog.DiscardHandler)
+		h.log = slog.Default()
 	}
+	h.authorize = opts.Authorize
 	for _, k := range opts.Keys {
 		if k.AccessKey == "" || k.SecretAccessKey == "" {
 			continue
@@ -334,7 +345,16 @@ func New(st *eventstore.Store, p *eventstore.Projector, opts *Options) http.Hand
 // serve authenticates the request, rejects unclean paths and routes it.
 func (h *handler) serve(w http.ResponseWriter, r *http.Request) {
 	defer h.recoverPanic(w, r)
-	if !h.authorized(r) {
+	switch {
+	case h.authorize != nil:
+		if !h.authorize(r) {
+			h.fail(w, r, errUnauthorized)
+			return
+		}
+	case len(h.keys) == 0:
+		h.fail(w, r, apiErr(errUnauthorized, "this server has no key pair configured (httpapi.Options.Keys or Options.Authorize), so it refuses every request"))
+		return
+	case !h.authorized(r):
 		h.fail(w, r, errUnauthorized)
 		return
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/eventkit-go/eventstore"
@@ -57,6 +58,14 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			}
 			h.observe(info)
 		}()
+	}
+	if p := r.URL.Path; !strings.HasPrefix(p, "/") {
+		// http.StripPrefix("/es/", h) leaves "aggregates/...": the mux
+		// would redirect to "/aggregates/...", outside the prefix.
+		r.Pattern = "/"
+		h.fail(rec, r, apiErr(eventstore.ErrNotFound, "the path %q does not start with a slash: mount the handler with "+
+			"http.StripPrefix(\"/prefix\", h), without a trailing slash, so that it gets \"/%s\"", clip(p), clip(p)))
+		return
 	}
 	if p := r.URL.Path; p == "/healthz" || p == "/readyz" {
 		r.Pattern = p
