@@ -31,7 +31,11 @@ func (h *handler) methods(routes ...route) http.HandlerFunc {
 		}
 		if fn == nil {
 			w.Header().Set("Allow", allowed)
-			h.fail(w, r, apiErr(errMethod, "method %s is not allowed on %s; allowed: %s", clip(r.Method), clip(r.URL.Path), allowed))
+			hint := ""
+			if r.Pattern == patAggregate && r.Method == http.MethodPost {
+				hint = "; events are saved with POST " + clip(r.URL.Path) + "/events"
+			}
+			h.fail(w, r, apiErr(errMethod, "method %s is not allowed on %s; allowed: %s%s", clip(r.Method), clip(r.URL.Path), allowed, hint))
 			return
 		}
 		fn(w, r)

@@ -131,3 +131,21 @@ func TestMountedWithTrailingSlashPrefix(t *testing.T) {
 		t.Errorf("StripPrefix(\"/es\"): %d %s, want 200", w.Code, w.Body.String())
 	}
 }
+
+// TestPathHints: a trailing slash and a POST to an aggregate without
+// /events are answered with messages that say what to do.
+func TestPathHints(t *testing.T) {
+	e := newEnv(t, nil)
+	b := mustErr(t, e.do("GET", "/aggregates/order/o-1/", ""), 400, "malformed")
+	if !strings.Contains(b.Message, "ends with a slash") {
+		t.Errorf("trailing slash: %q", b.Message)
+	}
+	b = mustErr(t, e.do("GET", "/aggregates//o-1", ""), 400, "malformed")
+	if !strings.Contains(b.Message, "path segment 2 is empty") {
+		t.Errorf("empty segment: %q", b.Message)
+	}
+	b = mustErr(t, e.do("POST", "/aggregates/order/o-1", `{"events":[]}`), 405, "method_not_allowed")
+	if !strings.Contains(b.Message, "POST /aggregates/order/o-1/events") {
+		t.Errorf("POST without /events: %q", b.Message)
+	}
+}

@@ -454,6 +454,9 @@ func uncleanPath(p string) string {
 		seg, after, more := strings.Cut(rest, "/")
 		switch seg {
 		case "":
+			if !more {
+				return "the path ends with a slash: drop it"
+			}
 			return fmt.Sprintf("path segment %d is empty", i+1)
 		case ".", "..":
 			return fmt.Sprintf("path segment %d is %q", i+1, seg)
