@@ -128,6 +128,9 @@ func openStorage(ctx context.Context, spec, schema string) (storage.Storage, err
 		return memory.New(), nil
 	case strings.HasPrefix(spec, "sqlite:"):
 		path := strings.TrimPrefix(spec, "sqlite:")
+		if strings.HasPrefix(path, "//") {
+			return nil, fmt.Errorf(`-storage %q: write "sqlite:" and the file path, as in "sqlite:eventstore.db" or "sqlite:/var/lib/eventstore.db", without "//"`, spec)
+		}
 		if path == "" {
 			return nil, errors.New(`-storage sqlite: needs a path, as in "sqlite:events.db"`)
 		}

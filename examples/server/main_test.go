@@ -200,6 +200,7 @@ func TestRunRejectsBadConfig(t *testing.T) {
 	}{
 		{[]string{"-storage", "mongo"}, nil, "unknown -storage"},
 		{[]string{"-storage", "sqlite:"}, nil, "needs a path"},
+		{[]string{"-storage", "sqlite://eventstore.db"}, nil, `without "//"`},
 		{[]string{"extra"}, nil, "unexpected arguments"},
 		{[]string{"-max-instance-bytes", "0"}, nil, "at least 1"},
 		{[]string{"-max-definitions", "-5"}, nil, "at least 1"},

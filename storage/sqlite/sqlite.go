@@ -122,6 +122,10 @@ func open(path string, opts *Options) (*store, error) {
 	case o.MmapSize < 0:
 		o.MmapSize = 0
 	}
+	if strings.HasPrefix(path, "//") {
+		return nil, fmt.Errorf("sqlite: open %q: a path starting with // is read as a URI authority; "+
+			"give a file path such as events.db or /var/lib/events.db: %w", path, storage.ErrInvalid)
+	}
 	if path == "" {
 		return nil, fmt.Errorf("sqlite: open: empty path: %w", storage.ErrInvalid)
 	}

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -354,5 +355,14 @@ func TestReturnedDataIsTheCallers(t *testing.T) {
 	page, err = s.ReadFeed(ctx, storage.FeedQuery{Limit: 10, AggregateType: "b"})
 	if err != nil || len(page.Events) != 1 || page.Events[0].Position != 4 || page.Head != 4 {
 		t.Fatalf("feed of b: %+v, %v", page, err)
+	}
+}
+
+// TestOpenRefusesURIAuthority: a path starting with // would be read as a
+// URI authority; Open says so instead of echoing the driver's DSN.
+func TestOpenRefusesURIAuthority(t *testing.T) {
+	_, err := sqlite.Open("//eventstore.db", nil)
+	if !errors.Is(err, storage.ErrInvalid) || strings.Contains(err.Error(), "_pragma") || !strings.Contains(err.Error(), "URI authority") {
+		t.Errorf("Open(//eventstore.db) = %v, want ErrInvalid naming the mistake without the DSN", err)
 	}
 }
