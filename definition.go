@@ -45,8 +45,13 @@ type Handler struct {
 	Functions []Function `json:"functions"`
 }
 
-// Function is one operation of a handler. The README lists the functions
-// and what each takes; the function table in functions.go is the source.
+// Function is one operation of a handler, such as
+//
+//	Function{Name: FuncAdd, TargetSelector: "$.projection.total", EventSelector: "$.event.amount"}
+//	Function{Name: FuncSet, TargetSelector: "$.projection.status", RawData: Literal("placed")}
+//
+// The Func constants name every function; the README's Functions section
+// says what each takes and does.
 type Function struct {
 	// Name is the function, one of the Func constants such as FuncSet
 	// or FuncAppend.

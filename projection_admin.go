@@ -65,8 +65,9 @@ func (r PutResult) String() string {
 // Put creates the definition, or replaces the one of the same name. A
 // replacement is rebuilt from the whole history while queries keep
 // answering from the current definition; it takes over in one step once it
-// has caught up. Putting an identical definition changes nothing, so a
-// program may call Put at every start.
+// has caught up (PutReplacing); Sync(ctx, d.Name) builds it and waits for
+// the swap. Putting an identical definition changes nothing, so a program
+// may call Put at every start.
 func (p *Projector) Put(ctx context.Context, d Definition) (PutResult, error) {
 	c, err := compile(d)
 	if err != nil {

@@ -15,7 +15,10 @@ import (
 // given id (the aggregate id, or the idField value), up to date with every
 // save this process made before the call. It fails with ErrNotFound when
 // the projection does not exist, is an aggregated one, or no handled event
-// has created the instance (or it was deleted).
+// has created the instance (or it was deleted). While a definition that Put
+// replaced is being rebuilt, Single answers from the definition it
+// replaces; Sync builds the replacement, swaps it in and returns, so a
+// query after Sync answers from the new definition.
 func (p *Projector) Single(ctx context.Context, name, id string) (Projection, error) {
 	if msg := nameProblem(id); msg != "" {
 		return Projection{}, &ValidationError{Op: "projection", Fields: []FieldError{{Field: "projectionId", Message: msg}}}
@@ -50,7 +53,8 @@ func (p *Projector) AwaitSingle(ctx context.Context, name, id string) (Projectio
 // Aggregated returns the aggregated projection name, up to date with every
 // save this process made before the call. It fails with ErrNotFound when
 // the projection does not exist, is a single one, or no handled event has
-// arrived yet.
+// arrived yet. While a replacement put with Put is rebuilt it answers from
+// the current definition, as Single does (Sync waits for the swap).
 func (p *Projector) Aggregated(ctx context.Context, name string) (Projection, error) {
 	return p.query(ctx, name, "", true)
 }
@@ -135,7 +139,9 @@ type ProjectionPage struct {
 }
 
 // List returns instances of the single projection name, up to date with
-// this process's saves, filtered, sorted and paged as opts says.
+// this process's saves, filtered, sorted and paged as opts says. While a
+// replacement put with Put is rebuilt it lists the current definition's
+// instances, as Single does (Sync waits for the swap).
 func (p *Projector) List(ctx context.Context, name string, opts ListOptions) (ProjectionPage, error) {
 	q, err := listQuery(name, opts)
 	if err != nil {

@@ -11,8 +11,18 @@
 //	GET    /feeds/{type}, GET /feeds/_all      read a feed (long poll with waitTime)
 //	HEAD   /feeds/{type}, HEAD /feeds/_all     a feed's current sequence number
 //	POST   /projections/definitions            create a projection definition
-//	GET    /projections/single/{name}/{id}     query a single projection
+//	GET    /projections/definitions            list the definitions
+//	GET    /projections/definitions/{name}     read a definition
+//	PUT    /projections/definitions/{name}     create or replace a definition (rebuilt from history)
+//	DELETE /projections/definitions/{name}     delete a definition with its instances
+//	GET    /projections/single/{name}/{id}     query a single projection instance
+//	GET    /projections/single/{name}          list instances (?skip=&limit=&sort=&reference=&from=&to=&id=)
+//	GET    /projections/single/{name}/_count   count instances (?reference=)
+//	DELETE /projections/single/{name}          reset a single projection (rebuilt from the feed)
 //	GET    /projections/aggregated/{name}      query an aggregated projection
+//	DELETE /projections/aggregated/{name}      reset an aggregated projection
+//	GET    /projections                        every projection's progress and recent errors
+//	GET    /openapi.json                       the OpenAPI 3.1 document of every endpoint
 //	GET    /healthz, GET /readyz               health checks, without credentials
 //
 // New returns a plain http.Handler with no global state: mount it at the
@@ -29,16 +39,18 @@
 // and Serialized-Secret-Access-Key. They are checked in constant time before
 // anything else happens; a missing, empty, repeated or wrong header, or a
 // request mixing the two spellings, is answered with 401 and nothing is read
-// or written.
+// or written. An application that mounts the handler may decide itself
+// instead, with Options.Authorize (its own sessions or tokens, or no check
+// at all behind its own gate).
 //
 // # Requests
 //
 // Request bodies must be JSON with Content-Type application/json (a charset
 // parameter, if any, must be utf-8); any other content type is answered with
 // 415. Bodies larger than Options.MaxBodyBytes are answered with 413.
-// Unknown fields are ignored; known fields must have the documented JSON
-// type, or the request is answered with 422 and one errors[] entry per
-// problem. Bodies are checked in one pass without recursion and may nest 256
+// An unknown field, or a known field without the documented JSON type, is
+// answered with 422 and one errors[] entry per problem (an unknown field's
+// entry names the likely spelling). Bodies are checked in one pass without recursion and may nest 256
 // levels (event data eventstore.MaxDataDepth); arrays are counted before
 // they are decoded: more than eventstore.MaxEventsPerSave events, 1,000
 // handlers or 100 functions per handler are answered with 422. Event data

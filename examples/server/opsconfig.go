@@ -38,7 +38,7 @@ func (c *opsConfig) flags(fs *flag.FlagSet) {
 	fs.IntVar(&c.maxResponseBuffer, "max-response-buffer", httpapi.DefaultMaxResponseBuffer, "bytes of a load or feed answer held in memory; larger answers are streamed")
 	fs.StringVar(&c.metricsAddr, "metrics-addr", "", "serve GET /metrics without credentials on this address; when empty, /metrics is served on -addr and needs the key pair")
 	fs.BoolVar(&c.logRequests, "log-requests", true, "log one line per request (method, route, status, bytes, duration, request id)")
-	fs.StringVar(&c.postgresSchema, "postgres-schema", "", `PostgreSQL schema of the tables (default: the first entry of a search_path parameter in the URL, else "public")`)
+	fs.StringVar(&c.postgresSchema, "postgres-schema", "", `PostgreSQL schema of the tables (default: the first entry of a search_path parameter in the URL, else "eventstore")`)
 }
 
 // postgresSchema is the schema for a postgres:// storage: the flag, else
