@@ -1,0 +1,75 @@
+package eventstore
+
+import (
+	"encoding/json"
+	"fmt"
+	"strconv"
+
+	"github.com/eventkit-go/eventstore/internal/decimal"
+)
+
+// Decimal is a number of a projection instance, for decoding an instance
+// into a Go struct. Projections render numbers as JSON strings such as
+// "12.50", to keep them exact, which a float64 field cannot take; a
+// Decimal field takes a JSON string holding a number or a JSON number,
+// and keeps its text exactly:
+//
+//	var order struct {
+//		Total eventstore.Decimal `json:"total"`
+//		Items eventstore.Decimal `json:"items"`
+//	}
+//	err := json.Unmarshal(pj.Data, &order)
+//	total, err := order.Total.Float64()
+//
+// (A float64 field tagged `json:"total,string"` works too, as long as the
+// value is always a string.) The zero Decimal is "", no value.
+type Decimal string
+
+// UnmarshalJSON implements json.Unmarshaler. JSON null leaves d as it is.
+func (d *Decimal) UnmarshalJSON(b []byte) error {
+	s := string(b)
+	switch {
+	case s == "null":
+		return nil
+	case len(b) > 0 && b[0] == '"':
+		if err := json.Unmarshal(b, &s); err != nil {
+			return fmt.Errorf("eventstore: Decimal: %w", err)
+		}
+	}
+	if _, err := decimal.Parse(s); err != nil {
+		return fmt.Errorf("eventstore: Decimal: %q is not a decimal number", clip(s))
+	}
+	*d = Decimal(s)
+	return nil
+}
+
+// MarshalJSON implements json.Marshaler: a JSON string, as projections
+// render numbers; the zero Decimal is null.
+func (d Decimal) MarshalJSON() ([]byte, error) {
+	if d == "" {
+		return []byte("null"), nil
+	}
+	return json.Marshal(string(d))
+}
+
+// Float64 returns d as the nearest float64.
+func (d Decimal) Float64() (float64, error) {
+	f, err := strconv.ParseFloat(string(d), 64)
+	if err != nil {
+		return 0, fmt.Errorf("eventstore: Decimal %q: %w", clip(string(d)), err)
+	}
+	return f, nil
+}
+
+// Int64 returns d as an int64, or an error when it has a fraction or
+// does not fit.
+func (d Decimal) Int64() (int64, error) {
+	n, err := strconv.ParseInt(string(d), 10, 64)
+	if err != nil {
+		return 0, fmt.Errorf("eventstore: Decimal %q is not an int64: %w", clip(string(d)), err)
+	}
+	return n, nil
+}
+
+// String returns the decimal's text.
+func (d Decimal) String() string { return string(d) }
