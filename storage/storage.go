@@ -3,15 +3,15 @@
 // interface a backend implements, the requests and results that cross it,
 // and the rules every backend shares (PlanAppend, EventBytes). Application
 // code does not use it: it opens a backend (storage/memory, storage/sqlite,
-// storage/postgres), hands it to eventstore.New and works with the Store and
-// a Projector. A backend proves it keeps the contract with
-// storage/storagetest.Run.
+// storage/postgres), hands it to eventstore.New and works with the
+// eventstore.Store and an eventstore.Projector. A backend proves it keeps
+// the contract with storage/storagetest.Run.
 //
 // The values that cross the contract and that users also see (Event,
 // Aggregate, AppendResult, Reference, ProjectionError, FeedInfo,
-// BatchError, VersionCheck and the sentinel errors) are defined here and
-// named in package eventstore by aliases, so nothing is converted or copied
-// between the two.
+// BatchError, ConflictError, VersionCheck and the sentinel errors) are
+// defined here and named in package eventstore by aliases, so nothing is
+// converted or copied between the two.
 package storage
 
 import (
@@ -42,7 +42,7 @@ var (
 	// The error is usually a *ValidationError that says which field.
 	ErrInvalid = errors.New("eventstore: invalid")
 
-	// ErrClosed reports a call on a Store, Projector or Storage after Close.
+	// ErrClosed reports a call on an eventstore.Store, eventstore.Projector or Storage after Close.
 	ErrClosed = errors.New("eventstore: closed")
 
 	// ErrUnavailable reports that the storage could not be reached or failed
@@ -53,17 +53,18 @@ var (
 	// ErrFull reports that the storage is out of space (a full disk, a
 	// size limit or a quota): nothing was written. Unlike ErrUnavailable
 	// it does not pass by itself; a retry succeeds only once an operator
-	// has freed space. Store.OutOfSpace reports it until a write succeeds.
+	// has freed space. eventstore.Store.OutOfSpace reports it until a write succeeds.
 	ErrFull = errors.New("eventstore: storage full")
 )
 
 // Storage is the interface a backend implements. It holds only what must be
 // done atomically by the database; validation, versioning rules, projection
-// logic and read-your-writes waiting live in Store and Projector, so every
+// logic and read-your-writes waiting live in eventstore.Store and eventstore.Projector, so every
 // backend behaves the same.
 //
-// Users do not call Storage methods directly: they pass a Storage to New and
-// use the returned Store and a Projector. Backends prove they conform with
+// Users do not call Storage methods directly: they pass a Storage to
+// eventstore.New and use the returned eventstore.Store and an
+// eventstore.Projector. Backends prove they conform with
 // storage/storagetest.Run.
 //
 // All methods may be called concurrently. Slices passed in belong to the
@@ -94,7 +95,7 @@ type Storage interface {
 	//     deleted batches are never reused).
 	//
 	// Either all events of the batch become visible or none do. req has
-	// been validated by the Store: ids are distinct UUIDs, types non-empty,
+	// been validated by the eventstore.Store: ids are distinct UUIDs, types non-empty,
 	// Data nil or a JSON object, RecordedAt set.
 	Append(ctx context.Context, req AppendRequest) (AppendResult, error)
 
@@ -184,7 +185,7 @@ type Storage interface {
 	// one named from: the definition, instances and recorded errors of to
 	// (if any) are removed, and those of from are renamed to, keeping
 	// from's spec, CreatedAt, checkpoint, instances and errors. An unknown
-	// from wraps ErrNotFound. The Projector uses it to swap in a rebuilt
+	// from wraps ErrNotFound. The eventstore.Projector uses it to swap in a rebuilt
 	// replacement in one step.
 	RenameProjection(ctx context.Context, from, to string) error
 
@@ -194,7 +195,7 @@ type Storage interface {
 
 	// LoadProjections returns the states of the instances of projection
 	// name whose ids are in ids, in the order of ids, skipping those that
-	// do not exist (no error). ids holds no duplicates; the Projector asks
+	// do not exist (no error). ids holds no duplicates; the eventstore.Projector asks
 	// for at most a few thousand at a time.
 	LoadProjections(ctx context.Context, name string, ids []string) ([]ProjectionState, error)
 
@@ -223,7 +224,7 @@ type Storage interface {
 
 // AppendWatcher is implemented by a Storage shared by several processes
 // that can tell when any of them appends (PostgreSQL's LISTEN/NOTIFY, for
-// example). The Store uses it to wake subscribers, long polls and
+// example). The eventstore.Store uses it to wake subscribers, long polls and
 // projectors at once instead of polling.
 type AppendWatcher interface {
 	// WatchAppends calls notify soon after every append by any process
@@ -234,7 +235,7 @@ type AppendWatcher interface {
 	WatchAppends(ctx context.Context, notify func()) error
 }
 
-// BatchError is the error of Storage.AppendAll and Store.SaveAll when one
+// BatchError is the error of Storage.AppendAll and eventstore.Store.SaveAll when one
 // batch of several is refused: nothing was written.
 type BatchError struct {
 	// Index is the index of the refused batch.
@@ -297,7 +298,7 @@ type AppendRequest struct {
 	// Events are the events to store, with ID, Type, Data and RecordedAt
 	// set; Version, Sequence and Position are assigned by the backend.
 	// Every ID is a UUID in its canonical lower-case 36-character form (the
-	// Store checks and normalises ids before it appends), so a backend may
+	// eventstore.Store checks and normalises ids before it appends), so a backend may
 	// compare ids as bytes without parsing them again.
 	Events []Event
 }
@@ -357,7 +358,7 @@ type FeedPage struct {
 type DefinitionRecord struct {
 	// Name is the projection name.
 	Name string
-	// Spec is the definition, encoded by the Projector. Backends store it
+	// Spec is the definition, encoded by the eventstore.Projector. Backends store it
 	// as opaque bytes.
 	Spec json.RawMessage
 	// CreatedAt is when the definition was created.
