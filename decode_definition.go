@@ -81,6 +81,8 @@ func DecodeDefinition(body []byte) (Definition, error) {
 		switch key {
 		case "projectionName":
 			d.Name = str(&v, val, field)
+		case "description":
+			d.Description = str(&v, val, field)
 		case "feedName":
 			d.Feed = str(&v, val, field)
 		case "idField":

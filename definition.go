@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
+	"unicode"
+	"unicode/utf8"
 )
 
 // Definition describes a projection: which event types of which feeds it
@@ -15,6 +17,10 @@ type Definition struct {
 	// aggregate ids: non-empty, at most 256 bytes, no '/' or control
 	// characters.
 	Name string `json:"projectionName"`
+	// Description is free text for people, such as what the projection
+	// is for: at most MaxDescriptionBytes of UTF-8 without control
+	// characters other than tab and newline.
+	Description string `json:"description,omitempty"`
 	// Feed is the feed the projection reads: the events of the aggregate
 	// type of that name. It may be empty when every handler names its own
 	// feed.
@@ -83,6 +89,8 @@ const (
 	MaxHandlers = 1000
 	// MaxFunctions bounds the functions of one handler.
 	MaxFunctions = 100
+	// MaxDescriptionBytes bounds a definition's Description, in bytes.
+	MaxDescriptionBytes = 1000
 	// maxRawData bounds a function's rawData.
 	maxRawData = 64 << 10
 )
@@ -113,6 +121,9 @@ type chandler struct {
 func compile(d Definition) (*compiled, error) {
 	v := validation{op: "projection definition"}
 	checkName(&v, "projectionName", d.Name)
+	if msg := descriptionProblem(d.Description); msg != "" {
+		v.add("description", "%s", msg)
+	}
 	if d.Feed != "" {
 		checkName(&v, "feedName", d.Feed)
 	}
@@ -188,6 +199,23 @@ func compile(d Definition) (*compiled, error) {
 	}
 	c.spec = spec
 	return c, nil
+}
+
+// descriptionProblem returns what is wrong with a definition's
+// description, or "".
+func descriptionProblem(s string) string {
+	switch {
+	case len(s) > MaxDescriptionBytes:
+		return fmt.Sprintf("must be at most %d bytes long", MaxDescriptionBytes)
+	case !utf8.ValidString(s):
+		return "must be valid UTF-8"
+	}
+	for _, r := range s {
+		if unicode.IsControl(r) && r != '\t' && r != '\n' {
+			return fmt.Sprintf("must not contain %q (control characters other than tab and newline)", r)
+		}
+	}
+	return ""
 }
 
 // compileIDField compiles an idField: a field name or an $.event selector.
