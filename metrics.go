@@ -179,6 +179,10 @@ func (m *meteredStorage) RenameProjection(ctx context.Context, from, to string) 
 	return m.fail("RenameProjection", m.s.RenameProjection(ctx, from, to))
 }
 
+func (m *meteredStorage) UpdateSpec(ctx context.Context, name string, old, spec []byte) error {
+	return m.fail("UpdateSpec", m.s.UpdateSpec(ctx, name, old, spec))
+}
+
 func (m *meteredStorage) LoadProjection(ctx context.Context, name, instanceID string) (storage.ProjectionState, error) {
 	p, err := m.s.LoadProjection(ctx, name, instanceID)
 	return p, m.fail("LoadProjection", err)

@@ -189,6 +189,17 @@ type Storage interface {
 	// replacement in one step.
 	RenameProjection(ctx context.Context, from, to string) error
 
+	// UpdateSpec replaces the Spec of the definition named name with spec
+	// when its stored Spec is old, byte for byte, keeping its CreatedAt,
+	// checkpoint, instances and recorded errors. When the stored Spec is
+	// another it writes nothing and returns an error wrapping
+	// ErrConflict; an unknown name wraps ErrNotFound. The
+	// eventstore.Projector uses it for a change that does not change what
+	// the projection computes (a new description), which needs no rebuild;
+	// a commit with the old Spec is refused afterwards, as after
+	// RenameProjection.
+	UpdateSpec(ctx context.Context, name string, old, spec []byte) error
+
 	// LoadProjection returns the state of one projection instance, or an
 	// error wrapping ErrNotFound when no event has touched it yet.
 	LoadProjection(ctx context.Context, name, instanceID string) (ProjectionState, error)

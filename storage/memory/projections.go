@@ -114,6 +114,24 @@ func (s *store) RenameProjection(ctx context.Context, from, to string) error {
 	return nil
 }
 
+// UpdateSpec implements storage.Storage.
+func (s *store) UpdateSpec(ctx context.Context, name string, old, spec []byte) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err := s.check(ctx); err != nil {
+		return err
+	}
+	d, ok := s.defs[name]
+	if !ok {
+		return fmt.Errorf("projection %q: %w", name, storage.ErrNotFound)
+	}
+	if !bytes.Equal(d.rec.Spec, old) {
+		return fmt.Errorf("projection %q was replaced: %w", name, storage.ErrConflict)
+	}
+	d.rec.Spec = slices.Clone(spec)
+	return nil
+}
+
 // state returns a copy of st, owned by the caller, as an instance of
 // projection name.
 func state(name string, st storage.ProjectionState) storage.ProjectionState {

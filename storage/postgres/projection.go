@@ -344,6 +344,37 @@ func (s *store) refusedCommit(ctx context.Context, conn *pgxpool.Conn, c storage
 	return fmt.Errorf("projection %q checkpoint is %d, not %d: %w", c.Name, checkpoint, c.From, storage.ErrConflict)
 }
 
+// UpdateSpec implements storage.Storage.
+func (s *store) UpdateSpec(ctx context.Context, name string, old, spec []byte) error {
+	if err := s.check(ctx, "update definition"); err != nil {
+		return err
+	}
+	if old == nil {
+		old = []byte{}
+	}
+	if spec == nil {
+		spec = []byte{}
+	}
+	tag, err := s.pool.Exec(ctx, s.sql.updateSpec, name, old, spec)
+	if err != nil {
+		return s.fail(ctx, "update definition", err)
+	}
+	if tag.RowsAffected() > 0 {
+		return nil
+	}
+	// Nothing changed: find out why. The definition may have gone or
+	// changed since; either answer is one a caller retries from.
+	var checkpoint int64
+	err = s.pool.QueryRow(ctx, s.sql.checkpoint, name).Scan(&checkpoint)
+	switch {
+	case errors.Is(err, pgx.ErrNoRows):
+		return fmt.Errorf("projection %q: %w", name, storage.ErrNotFound)
+	case err != nil:
+		return s.fail(ctx, "update definition", err)
+	}
+	return fmt.Errorf("projection %q was replaced: %w", name, storage.ErrConflict)
+}
+
 // DeleteDefinition implements storage.Storage.
 func (s *store) DeleteDefinition(ctx context.Context, name string) error {
 	return s.changeDefinition(ctx, "delete definition", name, s.sql.deleteDef, name)

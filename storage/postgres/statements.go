@@ -9,7 +9,7 @@ type statements struct {
 	load, loadRange, feed, feedType, feedSeq       string
 	head, typeHead, feeds, deleteAgg, deleteType   string
 	createDef, def, defs, defErrors, allErrors     string
-	deleteDef, resetDef, renameDef                 string
+	deleteDef, resetDef, renameDef, updateSpec     string
 	loadState, loadStates                          string
 	commit, checkpoint, upsertStates, deleteStates string
 	insertErrors, trimErrors                       string
@@ -371,6 +371,7 @@ ORDER BY name, id`),
 		deleteDef:      q(`DELETE FROM {{schema}}.definitions WHERE name = $1`),
 		resetDef:       q(`UPDATE {{schema}}.definitions SET checkpoint = 0, instances = 0 WHERE name = $1`),
 		renameDef:      q(`UPDATE {{schema}}.definitions SET name = $2 WHERE name = $1`),
+		updateSpec:     q(`UPDATE {{schema}}.definitions SET spec = $3 WHERE name = $1 AND spec = $2`),
 		deleteStatesOf: q(`DELETE FROM {{schema}}.projection_states WHERE name = $1`),
 		deleteErrorsOf: q(`DELETE FROM {{schema}}.projection_errors WHERE name = $1`),
 		renameStatesOf: q(`UPDATE {{schema}}.projection_states SET name = $2 WHERE name = $1`),

@@ -340,6 +340,27 @@ func (s *store) RenameProjection(ctx context.Context, from, to string) error {
 	}))
 }
 
+// UpdateSpec implements storage.Storage.
+func (s *store) UpdateSpec(ctx context.Context, name string, old, spec []byte) error {
+	if err := s.check(ctx, "update projection"); err != nil {
+		return err
+	}
+	return s.fail(ctx, "update projection "+name, s.inTx(ctx, func(tx *txn) error {
+		n, err := tx.affected(ctx, `UPDATE definitions SET spec = ? WHERE name = ? AND spec = ?`, blob(spec), name, blob(old))
+		if err != nil || n > 0 {
+			return err
+		}
+		var found int
+		if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM definitions WHERE name = ?`, name).Scan(&found); err != nil {
+			return err
+		}
+		if found == 0 {
+			return fmt.Errorf("projection %q: %w", name, storage.ErrNotFound)
+		}
+		return fmt.Errorf("projection %q was replaced: %w", name, storage.ErrConflict)
+	}))
+}
+
 // closeRows closes rows and returns the error of the iteration, if any.
 func closeRows(rows *sql.Rows) error {
 	err := rows.Err()

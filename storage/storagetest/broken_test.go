@@ -1,6 +1,7 @@
 package storagetest_test
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -236,6 +237,36 @@ func (s seqPerAggregate) ReadFeed(ctx context.Context, q storage.FeedQuery) (sto
 	return page, err
 }
 
+// blindUpdateSpec replaces the spec whatever the stored one is.
+type blindUpdateSpec struct{ storage.Storage }
+
+func (s blindUpdateSpec) UpdateSpec(ctx context.Context, name string, _, spec []byte) error {
+	d, err := s.Storage.Definition(ctx, name)
+	if err != nil {
+		return err
+	}
+	return s.Storage.UpdateSpec(ctx, name, d.Spec, spec)
+}
+
+// updateSpecRecreates replaces the spec by recreating the definition,
+// which drops its checkpoint, instances and errors (a rebuild).
+type updateSpecRecreates struct{ storage.Storage }
+
+func (s updateSpecRecreates) UpdateSpec(ctx context.Context, name string, old, spec []byte) error {
+	d, err := s.Storage.Definition(ctx, name)
+	if err != nil {
+		return err
+	}
+	if !bytes.Equal(d.Spec, old) {
+		return fmt.Errorf("replaced: %w", storage.ErrConflict)
+	}
+	if err := s.Storage.DeleteDefinition(ctx, name); err != nil {
+		return err
+	}
+	d.Spec = spec
+	return s.Storage.CreateDefinition(ctx, d)
+}
+
 // variant is one storage the suite runs against in a subprocess, with the
 // subtests that must fail on it (none for a healthy storage).
 type variant struct {
@@ -268,6 +299,10 @@ func variants() map[string]variant {
 			[]string{"ListProjectionsPaging", "ListProjectionsFilters"}},
 		"headFromLiveEvents": {func() storage.Storage { return headFromLiveEvents{memory.New()} },
 			[]string{"DeleteNeverReusesNumbers"}},
+		"blindUpdateSpec": {func() storage.Storage { return blindUpdateSpec{memory.New()} },
+			[]string{"UpdateSpec"}},
+		"updateSpecRecreates": {func() storage.Storage { return updateSpecRecreates{memory.New()} },
+			[]string{"UpdateSpec"}},
 		"seqPerAggregate": {func() storage.Storage { return seqPerAggregate{memory.New()} },
 			[]string{"FeedSequenceNumbersBatches", "FeedCompleteUnderConcurrentAppendAll", "DeleteAggregate"}},
 	}

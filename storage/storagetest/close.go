@@ -60,6 +60,7 @@ func testClosed(t *testing.T, h *harness) {
 		"DeleteDefinition":    h.s.DeleteDefinition(ctx, "p"),
 		"ResetProjection":     h.s.ResetProjection(ctx, "p"),
 		"RenameProjection":    h.s.RenameProjection(ctx, "p", "q"),
+		"UpdateSpec":          h.s.UpdateSpec(ctx, "p", newDef("p").Spec, newDef("q").Spec),
 		"LoadProjections":     statesErr,
 		"ListProjections":     listErr,
 		"CommitProjection": h.s.CommitProjection(ctx, storage.ProjectionCommit{Name: "p", To: 1,

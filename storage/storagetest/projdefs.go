@@ -19,6 +19,7 @@ func projectionDefinitionCases() []testCase {
 		{"DeleteDefinition", "DeleteDefinition removes the definition with its instances and errors, leaves other projections alone, and frees the name; an unknown name is ErrNotFound", testDeleteDefinition},
 		{"ResetProjection", "ResetProjection removes every instance and error of the projection and sets its checkpoint to 0, keeping its spec; an unknown name is ErrNotFound", testResetProjection},
 		{"RenameProjection", "RenameProjection replaces the projection named to (definition, instances, errors) with the one named from, which is gone afterwards; an unknown from is ErrNotFound and changes nothing", testRenameProjection},
+		{"UpdateSpec", "UpdateSpec replaces the spec when the stored one is old, keeping CreatedAt, checkpoint, instances and errors, after which a commit with the old spec is refused; another old is ErrConflict and an unknown name ErrNotFound, both changing nothing", testUpdateSpec},
 		{"CommitProjectionChecksSpec", "a commit with a Spec is refused with ErrConflict, writing nothing, when the stored definition's spec is another (it was replaced), even when the checkpoints agree; a matching or nil Spec commits", testCommitChecksSpec},
 		{"LoadProjections", "LoadProjections returns the existing instances among ids, in the order of ids, skipping the others without error", testLoadProjections},
 		{"CommitProjectionDeletes", "a commit removes the instances in Deletes together with storing its States; a refused commit deletes nothing", testCommitDeletes},
@@ -214,6 +215,77 @@ func testRenameProjection(t *testing.T, h *harness) {
 	checkState(t, ctx, h, state("fresh", "c", `{"new":3}`, events[3]), "a rename to a free name keeps the instances")
 	if got := mustDefinition(t, h, "fresh").Checkpoint; got != events[4].Position {
 		t.Errorf("a rename keeps the checkpoint %d, got %d", events[4].Position, got)
+	}
+}
+
+func testUpdateSpec(t *testing.T, h *harness) {
+	ctx := t.Context()
+	events := savedPositions(t, h, 3)
+	def := newDef("p")
+	mustCreate(t, h, def)
+	mustCreate(t, h, newDef("other"))
+	errs := []storage.ProjectionError{projError(events[1], "a", "an error")}
+	mustCommit(t, h, storage.ProjectionCommit{Name: "p", To: events[1].Position, Spec: def.Spec,
+		States: []storage.ProjectionState{state("p", "a", `{"n":1}`, events[0]), state("p", "b", `{"n":2}`, events[1])},
+		Errors: errs})
+	described := json.RawMessage(`{"projectionName":"p","description":"Orders.","feedName":"order","handlers":[{"eventType":"Placed","functions":[{"function":"inc","targetSelector":"$.projection.count"}]}]}`)
+
+	unchanged := func(rule string) {
+		t.Helper()
+		d := mustDefinition(t, h, "p")
+		if !bytes.Equal(d.Spec, def.Spec) || d.Checkpoint != events[1].Position {
+			t.Errorf("%s: p must keep its spec and checkpoint %d, got %s and %d", rule, events[1].Position, d.Spec, d.Checkpoint)
+		}
+	}
+	if err := h.s.UpdateSpec(ctx, "p", []byte(`{"another":true}`), described); !errors.Is(err, storage.ErrConflict) {
+		t.Errorf("UpdateSpec with an old spec that is not the stored one must wrap ErrConflict, got %v", err)
+	}
+	unchanged("a refused UpdateSpec")
+	if err := h.s.UpdateSpec(ctx, "nope", def.Spec, described); !errors.Is(err, storage.ErrNotFound) {
+		t.Errorf("UpdateSpec of an unknown projection must wrap ErrNotFound, got %v", err)
+	}
+	if _, err := h.s.Definition(ctx, "nope"); !errors.Is(err, storage.ErrNotFound) {
+		t.Errorf("UpdateSpec of an unknown projection must create nothing: Definition = %v", err)
+	}
+
+	spec := bytes.Clone(described)
+	if err := h.s.UpdateSpec(ctx, "p", def.Spec, spec); err != nil {
+		t.Fatalf("UpdateSpec p: %v", err)
+	}
+	copy(spec, `XXXXXXXX`) // the storage must not retain the caller's slice
+	d := mustDefinition(t, h, "p")
+	if !bytes.Equal(d.Spec, described) {
+		t.Errorf("after UpdateSpec the spec must be the new one byte for byte: got %s", d.Spec)
+	}
+	if !d.CreatedAt.Equal(def.CreatedAt) || d.Checkpoint != events[1].Position || !slices.Equal(d.Errors, errs) {
+		t.Errorf("UpdateSpec must keep CreatedAt %v, checkpoint %d and errors %+v: got %v, %d, %+v",
+			def.CreatedAt, events[1].Position, errs, d.CreatedAt, d.Checkpoint, d.Errors)
+	}
+	checkState(t, ctx, h, state("p", "a", `{"n":1}`, events[0]), "UpdateSpec keeps the instances")
+	checkState(t, ctx, h, state("p", "b", `{"n":2}`, events[1]), "UpdateSpec keeps the instances")
+	if list, err := h.s.ListProjections(ctx, storage.ProjectionQuery{Name: "p", Limit: 10}); err != nil || list.Total != 2 {
+		t.Errorf("after UpdateSpec ListProjections p must count 2 instances, got %+v, %v", list, err)
+	}
+	if o := mustDefinition(t, h, "other"); !bytes.Equal(o.Spec, newDef("other").Spec) {
+		t.Errorf("UpdateSpec of p must leave other alone: its spec is %s", o.Spec)
+	}
+
+	// A projector still holding the old spec is refused; one with the new
+	// spec commits from the kept checkpoint.
+	err := h.s.CommitProjection(ctx, storage.ProjectionCommit{Name: "p", From: events[1].Position, To: events[2].Position, Spec: def.Spec})
+	if !errors.Is(err, storage.ErrConflict) {
+		t.Errorf("after UpdateSpec a commit with the old spec must wrap ErrConflict, got %v", err)
+	}
+	mustCommit(t, h, storage.ProjectionCommit{Name: "p", From: events[1].Position, To: events[2].Position, Spec: described,
+		States: []storage.ProjectionState{state("p", "a", `{"n":3}`, events[2])}})
+	checkState(t, ctx, h, state("p", "a", `{"n":3}`, events[2]), "a commit with the updated spec writes its states")
+
+	// The old spec no longer matches: updating from it again is refused.
+	if err := h.s.UpdateSpec(ctx, "p", def.Spec, def.Spec); !errors.Is(err, storage.ErrConflict) {
+		t.Errorf("UpdateSpec from a spec already replaced must wrap ErrConflict, got %v", err)
+	}
+	if d := mustDefinition(t, h, "p"); !bytes.Equal(d.Spec, described) {
+		t.Errorf("a refused UpdateSpec must keep the spec, got %s", d.Spec)
 	}
 }
 
