@@ -19,7 +19,9 @@ type Definition struct {
 	Name string `json:"projectionName"`
 	// Description is free text for people, such as what the projection
 	// is for: at most MaxDescriptionBytes of UTF-8 without control
-	// characters other than tab and newline.
+	// characters other than tab and newline. It does not change what the
+	// projection computes: Put stores a new description in place, without
+	// a rebuild.
 	Description string `json:"description,omitempty"`
 	// Feed is the feed the projection reads: the events of the aggregate
 	// type of that name. It may be empty when every handler names its own

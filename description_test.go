@@ -1,10 +1,14 @@
 package eventstore_test
 
 import (
+	"context"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/eventkit-go/eventstore"
+	"github.com/eventkit-go/eventstore/storage"
+	"github.com/eventkit-go/eventstore/storage/memory"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -99,4 +103,171 @@ func TestDescriptionIsBounded(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, defs, 1, "no refused definition is stored")
 	assert.Equal(t, d.Description, defs[0].Description)
+}
+
+// creationStorage records the definitions created and the projections
+// reset, the two ways a projection starts again from the start of the
+// feed.
+type creationStorage struct {
+	storage.Storage
+	mu      sync.Mutex
+	created []string
+}
+
+func (s *creationStorage) CreateDefinition(ctx context.Context, def storage.DefinitionRecord) error {
+	s.mu.Lock()
+	s.created = append(s.created, def.Name)
+	s.mu.Unlock()
+	return s.Storage.CreateDefinition(ctx, def)
+}
+
+func (s *creationStorage) ResetProjection(ctx context.Context, name string) error {
+	s.mu.Lock()
+	s.created = append(s.created, "reset "+name)
+	s.mu.Unlock()
+	return s.Storage.ResetProjection(ctx, name)
+}
+
+func (s *creationStorage) creations() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]string(nil), s.created...)
+}
+
+// TestPutDescriptionOnlyDoesNotRebuild: a Put that changes only the
+// description stores it in place (PutUpdated): no replacement is created,
+// the checkpoint and instances stay, and the projection goes on from there,
+// also in a Projector (another process) that had the old definition
+// cached.
+func TestPutDescriptionOnlyDoesNotRebuild(t *testing.T) {
+	ctx := t.Context()
+	cs := &creationStorage{Storage: memory.New()}
+	st, err := eventstore.New(cs, nil)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = st.Close() })
+	p1, p2 := eventstore.NewProjector(st, nil), eventstore.NewProjector(st, nil)
+
+	d := countDef("n", eventstore.Function{Name: eventstore.FuncInc, TargetSelector: "$.projection.count"})
+	d.Description = "first"
+	res, err := p1.Put(ctx, d)
+	require.NoError(t, err)
+	require.Equal(t, eventstore.PutCreated, res)
+	save(t, st, "order", "o1", pev(1, "Placed", `{}`), pev(2, "Placed", `{}`))
+	require.NoError(t, p1.Sync(ctx, "n"))
+	require.NoError(t, p2.Sync(ctx, "n")) // p2 has the first spec cached
+	before, err := p1.Status(ctx, "n")
+	require.NoError(t, err)
+
+	d.Description = "second\nline"
+	res, err = p1.Put(ctx, d)
+	require.NoError(t, err)
+	assert.Equal(t, eventstore.PutUpdated, res)
+	assert.Equal(t, "updated", res.String())
+	res, err = p1.Put(ctx, d)
+	require.NoError(t, err)
+	assert.Equal(t, eventstore.PutUnchanged, res, "the updated description is the stored one")
+	assert.Equal(t, []string{"n"}, cs.creations(), "a description-only Put creates no replacement and resets nothing")
+
+	status, err := p1.Status(ctx, "n")
+	require.NoError(t, err)
+	assert.False(t, status.Rebuilding)
+	assert.Equal(t, before.Checkpoint, status.Checkpoint, "the checkpoint stays")
+	for _, p := range []*eventstore.Projector{p1, p2} {
+		got, err := p.Definition(ctx, "n")
+		require.NoError(t, err)
+		assert.Equal(t, "second\nline", got.Description)
+		defs, err := p.Definitions(ctx)
+		require.NoError(t, err)
+		require.Len(t, defs, 1)
+		assert.Equal(t, "second\nline", defs[0].Description)
+	}
+
+	// Both Projectors go on from the kept checkpoint: p2 meets the new spec
+	// at its next commit and applies each event once.
+	save(t, st, "order", "o1", pev(3, "Placed", `{}`))
+	require.NoError(t, p2.Sync(ctx, "n"))
+	save(t, st, "order", "o1", pev(4, "Placed", `{}`))
+	require.NoError(t, p1.Sync(ctx, "n"))
+	require.NoError(t, p2.Sync(ctx, "n"))
+	for _, p := range []*eventstore.Projector{p1, p2} {
+		pj, err := p.Single(ctx, "n", "o1")
+		require.NoError(t, err)
+		assert.JSONEq(t, `{"count":"4"}`, string(pj.Data))
+	}
+	assert.Equal(t, []string{"n"}, cs.creations())
+
+	// Removing the description is a description-only change too.
+	d.Description = ""
+	res, err = p2.Put(ctx, d)
+	require.NoError(t, err)
+	assert.Equal(t, eventstore.PutUpdated, res)
+	got, err := p1.Definition(ctx, "n")
+	require.NoError(t, err)
+	assert.Empty(t, got.Description)
+}
+
+// TestPutDescriptionWithPendingReplacement: while a replacement rebuilds,
+// a Put of the replacement with another description updates the
+// replacement in place, and a Put of the current definition with another
+// description drops the replacement and updates the current one.
+func TestPutDescriptionWithPendingReplacement(t *testing.T) {
+	ctx := t.Context()
+	cs := &creationStorage{Storage: memory.New()}
+	st, err := eventstore.New(cs, nil)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = st.Close() })
+	p := eventstore.NewProjector(st, nil)
+	save(t, st, "order", "o1", pev(1, "Placed", `{"total":5}`), pev(2, "Placed", `{"total":7}`))
+
+	count := countDef("n", eventstore.Function{Name: eventstore.FuncInc, TargetSelector: "$.projection.count"})
+	count.Description = "counts"
+	_, err = p.Put(ctx, count)
+	require.NoError(t, err)
+	require.NoError(t, p.Sync(ctx, "n"))
+
+	sum := countDef("n", eventstore.Function{Name: eventstore.FuncAdd, TargetSelector: "$.projection.sum", EventSelector: "$.event.total"})
+	sum.Description = "sums"
+	res, err := p.Put(ctx, sum)
+	require.NoError(t, err)
+	require.Equal(t, eventstore.PutReplacing, res)
+	created := cs.creations()
+	require.Len(t, created, 2, "the replacement is created")
+
+	sum.Description = "sums, described again"
+	res, err = p.Put(ctx, sum)
+	require.NoError(t, err)
+	assert.Equal(t, eventstore.PutReplacing, res, "the replacement is still pending")
+	assert.Equal(t, created, cs.creations(), "the pending replacement is updated in place, not created again")
+	got, err := p.Definition(ctx, "n")
+	require.NoError(t, err)
+	assert.Equal(t, "sums, described again", got.Description)
+	assert.Equal(t, eventstore.FuncAdd, got.Handlers[0].Functions[0].Name)
+
+	// Back to the current rules with a new description: the replacement
+	// is dropped and the current definition keeps its instances.
+	count.Description = "counts again"
+	res, err = p.Put(ctx, count)
+	require.NoError(t, err)
+	assert.Equal(t, eventstore.PutUpdated, res)
+	status, err := p.Status(ctx, "n")
+	require.NoError(t, err)
+	assert.False(t, status.Rebuilding, "the replacement is dropped")
+	got, err = p.Definition(ctx, "n")
+	require.NoError(t, err)
+	assert.Equal(t, count, got)
+	pj, err := p.Single(ctx, "n", "o1")
+	require.NoError(t, err)
+	assert.JSONEq(t, `{"count":"2"}`, string(pj.Data))
+
+	// And a replacement with a description, once built, takes over with it.
+	res, err = p.Put(ctx, sum)
+	require.NoError(t, err)
+	require.Equal(t, eventstore.PutReplacing, res)
+	require.NoError(t, p.Sync(ctx, "n"))
+	got, err = p.Definition(ctx, "n")
+	require.NoError(t, err)
+	assert.Equal(t, sum, got)
+	pj, err = p.Single(ctx, "n", "o1")
+	require.NoError(t, err)
+	assert.JSONEq(t, `{"sum":"12"}`, string(pj.Data))
 }

@@ -16,6 +16,7 @@ func TestPutResultString(t *testing.T) {
 	assert.Equal(t, "created", eventstore.PutCreated.String())
 	assert.Equal(t, "unchanged", eventstore.PutUnchanged.String())
 	assert.Equal(t, "replacing", eventstore.PutReplacing.String())
+	assert.Equal(t, "updated", eventstore.PutUpdated.String())
 	assert.Equal(t, "PutResult(9)", eventstore.PutResult(9).String())
 }
 

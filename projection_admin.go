@@ -47,9 +47,12 @@ const (
 	// replaces the current one once it has caught up (Run, CatchUp or Sync
 	// builds it), and queries answer from the current one until then.
 	PutReplacing
+	// Updated: only the description differs from the stored definition;
+	// it is stored in place, without a rebuild, and the instances stay.
+	PutUpdated
 )
 
-// String returns "created", "unchanged" or "replacing".
+// String returns "created", "unchanged", "replacing" or "updated".
 func (r PutResult) String() string {
 	switch r {
 	case PutCreated:
@@ -58,6 +61,8 @@ func (r PutResult) String() string {
 		return "unchanged"
 	case PutReplacing:
 		return "replacing"
+	case PutUpdated:
+		return "updated"
 	}
 	return fmt.Sprintf("PutResult(%d)", uint8(r))
 }
@@ -67,7 +72,11 @@ func (r PutResult) String() string {
 // answering from the current definition; it takes over in one step once it
 // has caught up (PutReplacing); Sync(ctx, d.Name) builds it and waits for
 // the swap. Putting an identical definition changes nothing, so a program
-// may call Put at every start.
+// may call Put at every start. A definition that differs only in its
+// Description does not change what the projection computes: the new
+// description is stored in place, without a rebuild (PutUpdated; while a
+// replacement is pending, the replacement's description is updated and
+// Put answers PutReplacing).
 func (p *Projector) Put(ctx context.Context, d Definition) (PutResult, error) {
 	c, err := compile(d)
 	if err != nil {
@@ -76,6 +85,27 @@ func (p *Projector) Put(ctx context.Context, d Definition) (PutResult, error) {
 	if err := p.checkOpen("put projection", d.Name); err != nil {
 		return 0, err
 	}
+	// A description is updated only from the spec just read: when another
+	// Put or a swap changes it in between, start again from what is
+	// stored then.
+	for attempt := 1; ; attempt++ {
+		res, err := p.put(ctx, d, c)
+		if errors.Is(err, errSpecMoved) && attempt < maxPutAttempts {
+			continue
+		}
+		return res, err
+	}
+}
+
+// maxPutAttempts bounds how often Put starts again when the stored
+// definition changes under it.
+const maxPutAttempts = 5
+
+// errSpecMoved reports that a definition changed between reading its
+// spec and updating its description.
+var errSpecMoved = fmt.Errorf("%w: the definition changed meanwhile", ErrConflict)
+
+func (p *Projector) put(ctx context.Context, d Definition, c *compiled) (PutResult, error) {
 	rec, err := p.storage.Definition(ctx, d.Name)
 	switch {
 	case errors.Is(err, ErrNotFound):
@@ -87,16 +117,30 @@ func (p *Projector) Put(ctx context.Context, d Definition) (PutResult, error) {
 		return 0, fmt.Errorf("put projection %q: %w", d.Name, err)
 	}
 	shadow := d.Name + replacementSuffix
-	if sameSpec(rec.Spec, c.spec) {
+	if diff := compareSpec(rec.Spec, c); diff != specOther {
 		// Back to the current definition: drop a pending replacement.
 		if err := p.storage.DeleteDefinition(ctx, shadow); err != nil && !errors.Is(err, ErrNotFound) {
 			return 0, fmt.Errorf("put projection %q: %w", d.Name, err)
 		}
 		p.forget(shadow)
-		return PutUnchanged, nil
+		if diff == specSame {
+			return PutUnchanged, nil
+		}
+		if err := p.updateSpec(ctx, d.Name, rec.Spec, c.spec); err != nil {
+			return 0, err
+		}
+		return PutUpdated, nil
 	}
-	if pending, err := p.storage.Definition(ctx, shadow); err == nil && sameSpec(pending.Spec, c.spec) {
-		return PutReplacing, nil
+	if pending, err := p.storage.Definition(ctx, shadow); err == nil {
+		switch compareSpec(pending.Spec, c) {
+		case specSame:
+			return PutReplacing, nil
+		case specDescription:
+			if err := p.updateSpec(ctx, shadow, pending.Spec, c.spec); err != nil {
+				return 0, err
+			}
+			return PutReplacing, nil
+		}
 	}
 	if err := p.storage.DeleteDefinition(ctx, shadow); err != nil && !errors.Is(err, ErrNotFound) {
 		return 0, fmt.Errorf("put projection %q: %w", d.Name, err)
@@ -109,17 +153,49 @@ func (p *Projector) Put(ctx context.Context, d Definition) (PutResult, error) {
 	return PutReplacing, nil
 }
 
-// sameSpec reports whether a stored spec compiles to the canonical spec.
-func sameSpec(stored, canonical []byte) bool {
-	if string(stored) == string(canonical) {
-		return true
+// updateSpec stores spec as the spec of the stored definition name, whose
+// spec was old. It returns errSpecMoved when that is no longer so. The
+// projector applying it meets the new spec at its next commit, which is
+// refused, and goes on from the same checkpoint with it.
+func (p *Projector) updateSpec(ctx context.Context, name string, old, spec []byte) error {
+	err := p.storage.UpdateSpec(ctx, name, old, spec)
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, ErrConflict), errors.Is(err, ErrNotFound):
+		return fmt.Errorf("put projection %q: %w", strings.TrimSuffix(name, replacementSuffix), errSpecMoved)
+	}
+	return fmt.Errorf("put projection %q: %w", strings.TrimSuffix(name, replacementSuffix), err)
+}
+
+// specDiff is how a stored spec differs from a definition being put.
+type specDiff uint8
+
+const (
+	specSame        specDiff = iota // the same definition
+	specDescription                 // the same but for the description
+	specOther                       // a definition that computes otherwise
+)
+
+// compareSpec compares a stored spec with the compiled definition c.
+func compareSpec(stored []byte, c *compiled) specDiff {
+	if string(stored) == string(c.spec) {
+		return specSame
 	}
 	var d Definition
 	if json.Unmarshal(stored, &d) != nil {
-		return false
+		return specOther
 	}
-	c, err := compile(d)
-	return err == nil && string(c.spec) == string(canonical)
+	desc := d.Description
+	d.Description = c.def.Description
+	sc, err := compile(d)
+	switch {
+	case err != nil || string(sc.spec) != string(c.spec):
+		return specOther
+	case desc == c.def.Description:
+		return specSame
+	}
+	return specDescription
 }
 
 func (p *Projector) record(name string, c *compiled) storage.DefinitionRecord {

@@ -302,7 +302,7 @@ func variants() map[string]variant {
 		"blindUpdateSpec": {func() storage.Storage { return blindUpdateSpec{memory.New()} },
 			[]string{"UpdateSpec"}},
 		"updateSpecRecreates": {func() storage.Storage { return updateSpecRecreates{memory.New()} },
-			[]string{"UpdateSpec"}},
+			[]string{"UpdateSpec", "ProjectionDescriptionInPlace"}},
 		"seqPerAggregate": {func() storage.Storage { return seqPerAggregate{memory.New()} },
 			[]string{"FeedSequenceNumbersBatches", "FeedCompleteUnderConcurrentAppendAll", "DeleteAggregate"}},
 	}

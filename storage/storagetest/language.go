@@ -14,6 +14,7 @@ func languageCases() []testCase {
 	return []testCase{
 		{"ProjectionLanguageEndToEnd", "arrays, filters, references, delete and lists work through the Projector on this storage: state, references, list order and totals match what was saved", testLanguage},
 		{"ProjectionReplaceAndDelete", "Put of a different definition rebuilds it from history and swaps it in; Delete removes it with its instances; Reset rebuilds", testReplace},
+		{"ProjectionDescriptionInPlace", "Put of a definition that differs only in its description stores it in place (UpdateSpec): no replacement, the checkpoint stays, and a Projector holding the old spec goes on from it applying each event once", testDescriptionInPlace},
 	}
 }
 
@@ -133,4 +134,56 @@ func testReplace(t *testing.T, h *harness) {
 		t.Fatalf("Put after Delete: %v, %v", res, err)
 	}
 	check(`{"n":"30"}`)
+}
+
+func testDescriptionInPlace(t *testing.T, h *harness) {
+	ctx := t.Context()
+	p1, p2 := eventstore.NewProjector(h.store, nil), eventstore.NewProjector(h.store, nil)
+	def := eventstore.Definition{Name: "described", Description: "first", Feed: "acct", Aggregated: true, Handlers: []eventstore.Handler{{EventType: "D",
+		Functions: []eventstore.Function{{Name: "inc", TargetSelector: "$.projection.n"}}}}}
+	if _, err := p1.Put(ctx, def); err != nil {
+		t.Fatal(err)
+	}
+	save := func(from, n int) {
+		t.Helper()
+		for i := from; i < from+n; i++ {
+			if _, err := h.store.Save(ctx, "acct", fmt.Sprint("a", i%3), []eventstore.NewEvent{{ID: testID(i + 1), Type: "D"}}, nil); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	check := func(p *eventstore.Projector, want string) {
+		t.Helper()
+		pj, err := p.Aggregated(ctx, "described")
+		if err != nil || string(pj.Data) != want {
+			t.Fatalf("described = %s, %v; want %s", pj.Data, err, want)
+		}
+	}
+	save(0, 10)
+	check(p1, `{"n":"10"}`)
+	check(p2, `{"n":"10"}`) // p2 now holds the first spec
+	before := mustDefinition(t, h, "described")
+
+	def.Description = "second"
+	if res, err := p1.Put(ctx, def); err != nil || res != eventstore.PutUpdated {
+		t.Fatalf("Put with only a new description: %v, %v; want updated", res, err)
+	}
+	after := mustDefinition(t, h, "described")
+	if after.Checkpoint != before.Checkpoint || !after.CreatedAt.Equal(before.CreatedAt) {
+		t.Errorf("a description-only Put must keep checkpoint %d and CreatedAt %v, got %d and %v",
+			before.Checkpoint, before.CreatedAt, after.Checkpoint, after.CreatedAt)
+	}
+	if names := definitionNames(t, h); len(names) != 1 || names[0] != "described" {
+		t.Errorf("a description-only Put must create no replacement: Definitions lists %q", names)
+	}
+	for _, p := range []*eventstore.Projector{p1, p2} {
+		if d, err := p.Definition(ctx, "described"); err != nil || d.Description != "second" {
+			t.Errorf("Definition must return the new description: %q, %v", d.Description, err)
+		}
+	}
+	save(10, 5)
+	check(p2, `{"n":"15"}`)
+	save(15, 5)
+	check(p1, `{"n":"20"}`)
+	check(p2, `{"n":"20"}`)
 }
