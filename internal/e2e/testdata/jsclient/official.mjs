@@ -113,7 +113,7 @@ const state = async (c, id) => (await c.loadInternal(id)).aggregate.state;
 // ---- projections: definitions
 await step('projections.createOrUpdateDefinition', async () => {
   await projections.createOrUpdateDefinition({
-    projectionName: 'jsc-orders', feedName: 'jsorder',
+    projectionName: 'jsc-orders', feedName: 'jsorder', description: 'Each order: customer, status, total.',
     handlers: [
       { eventType: 'OrderPlaced', functions: [
         { function: 'set', targetSelector: '$.projection.customer', eventSelector: '$.event.customer' },
@@ -151,6 +151,17 @@ await step('projections.getProjectionDefinition', async () => {
   assert.equal(d.handlers.length, 1);
   assert.equal(d.handlers[0].eventType, 'OrderPlaced', 'the PUT replaced the definition');
   assert.deepEqual(d.handlers[0].functions, [{ function: 'inc', targetSelector: '$.projection.orders' }]);
+  assert.equal(d.description, undefined, 'no description was given');
+  const o = await projections.getProjectionDefinition({ projectionName: 'jsc-orders' });
+  assert.equal(o.description, 'Each order: customer, status, total.');
+  // A new description alone updates the definition (without a rebuild).
+  await projections.createOrUpdateDefinition({ ...o, description: 'Each order:\n\tcustomer, status and total ✓' });
+  const o2 = await projections.getProjectionDefinition({ projectionName: 'jsc-orders' });
+  assert.equal(o2.description, 'Each order:\n\tcustomer, status and total ✓');
+  assert.deepEqual(o2.handlers, o.handlers);
+  // Longer than 1,000 bytes: 422.
+  await rejects(() => projections.createOrUpdateDefinition({ ...o, description: 'x'.repeat(1001) }),
+    status(422), 'description over 1,000 bytes');
   const e = await rejects(() => projections.getProjectionDefinition({ projectionName: 'jsc-none' }),
     errors.isProjectionDefinitionNotFound, 'missing definition');
   assert.equal(e.projectionName, 'jsc-none');
