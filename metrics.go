@@ -198,6 +198,11 @@ func (m *meteredStorage) ListProjections(ctx context.Context, q storage.Projecti
 	return l, m.fail("ListProjections", err)
 }
 
+func (m *meteredStorage) ListAggregates(ctx context.Context, q storage.AggregateQuery) (storage.AggregateList, error) {
+	l, err := m.s.ListAggregates(ctx, q)
+	return l, m.fail("ListAggregates", err)
+}
+
 func (m *meteredStorage) CommitProjection(ctx context.Context, c storage.ProjectionCommit) error {
 	return m.fail("CommitProjection", m.s.CommitProjection(ctx, c))
 }

@@ -159,6 +159,17 @@ type Storage interface {
 	// ErrNotFound when the type has no events.
 	DeleteAggregateType(ctx context.Context, aggregateType string) error
 
+	// ListAggregates returns the aggregates of q.AggregateType that have
+	// events, ordered by id (byte order): the first q.Skip are left out,
+	// then at most q.Limit are returned (Limit 0 returns none, only
+	// Total), each with its current version and the RecordedAt times of
+	// its first and last events. Total is the number of the type's
+	// aggregates. Deleted aggregates are not listed. A type without
+	// aggregates returns none and Total 0, without error. Backends serve
+	// it from an index with an entry per aggregate, without reading the
+	// events of the aggregates outside the page.
+	ListAggregates(ctx context.Context, q AggregateQuery) (AggregateList, error)
+
 	// CreateDefinition stores a new projection definition with checkpoint
 	// 0. It returns an error wrapping ErrConflict when a definition of that
 	// name exists.
@@ -297,6 +308,35 @@ type FeedInfo struct {
 	// AggregateCount, BatchCount and EventCount count the aggregates,
 	// saved batches and events of the type.
 	AggregateCount, BatchCount, EventCount int64
+}
+
+// AggregateQuery selects a page of one aggregate type's aggregates for
+// Storage.ListAggregates.
+type AggregateQuery struct {
+	// AggregateType is the type listed.
+	AggregateType string
+	// Skip aggregates of the type, in id order, are left out, then at
+	// most Limit are returned. Limit 0 returns none (only Total).
+	Skip, Limit int
+}
+
+// AggregateSummary describes one aggregate without its events.
+type AggregateSummary struct {
+	// ID identifies the aggregate within its type.
+	ID string
+	// Version is the aggregate's current version.
+	Version int64
+	// CreatedAt is the RecordedAt of the aggregate's first event,
+	// UpdatedAt that of its last one.
+	CreatedAt, UpdatedAt time.Time
+}
+
+// AggregateList is the result of Storage.ListAggregates.
+type AggregateList struct {
+	// Aggregates are the aggregates of the page, in id order.
+	Aggregates []AggregateSummary
+	// Total is the number of all the type's aggregates.
+	Total int64
 }
 
 // AppendRequest is the input of Storage.Append.

@@ -112,6 +112,15 @@ CREATE INDEX projection_states_ref ON {{schema}}.projection_states (name, ref_ra
 CREATE INDEX projection_states_created ON {{schema}}.projection_states (name, created_at, instance_id);
 CREATE INDEX projection_states_updated ON {{schema}}.projection_states (name, updated_at, instance_id);
 `,
+	// 3: one index entry per aggregate, for ListAggregates: the first
+	// event (sequence 1) of each aggregate, by type and id in byte order
+	// (COLLATE "C", whatever the database's collation), with its
+	// recorded_at, the aggregate's creation time. Only an aggregate's
+	// first append writes an entry.
+	`
+CREATE INDEX events_aggregates ON {{schema}}.events (aggregate_type, aggregate_id COLLATE "C") INCLUDE (recorded_at)
+WHERE sequence = 1;
+`,
 }
 
 // migrate creates schema and brings its tables to the latest version, in

@@ -130,6 +130,14 @@ DROP INDEX events_by_type;
 	`
 SELECT 1;
 `,
+
+	// 5: one index entry per aggregate, for ListAggregates: the first
+	// event (sequence 1) of each aggregate, by type and id (byte order),
+	// with its recorded_at, the aggregate's creation time. Only an
+	// aggregate's first append writes an entry.
+	`
+CREATE INDEX events_aggregates ON events (aggregate_type, aggregate_id, recorded_at) WHERE sequence = 1;
+`,
 }
 
 // migrate brings the schema up to date in one IMMEDIATE transaction (db's
