@@ -186,6 +186,27 @@ func (s listIgnoresSkip) ListProjections(ctx context.Context, q storage.Projecti
 	return s.Storage.ListProjections(ctx, q)
 }
 
+// aggregatesFirstVersion lists each aggregate with the version and time
+// of its first save, as an index of first events alone would.
+type aggregatesFirstVersion struct{ storage.Storage }
+
+func (s aggregatesFirstVersion) ListAggregates(ctx context.Context, q storage.AggregateQuery) (storage.AggregateList, error) {
+	list, err := s.Storage.ListAggregates(ctx, q)
+	for i := range list.Aggregates {
+		list.Aggregates[i].Version, list.Aggregates[i].UpdatedAt = 1, list.Aggregates[i].CreatedAt
+	}
+	return list, err
+}
+
+// aggregatesIgnoreSkip returns every page of ListAggregates from the first
+// aggregate.
+type aggregatesIgnoreSkip struct{ storage.Storage }
+
+func (s aggregatesIgnoreSkip) ListAggregates(ctx context.Context, q storage.AggregateQuery) (storage.AggregateList, error) {
+	q.Skip = 0
+	return s.Storage.ListAggregates(ctx, q)
+}
+
 // headFromLiveEvents computes FeedHead from the events still stored, as a
 // MAX() query over the events table would, so the head goes down when the
 // latest batch is deleted.
@@ -297,6 +318,10 @@ func variants() map[string]variant {
 			[]string{"AppendAllIsAtomic"}},
 		"listIgnoresSkip": {func() storage.Storage { return listIgnoresSkip{memory.New()} },
 			[]string{"ListProjectionsPaging", "ListProjectionsFilters"}},
+		"aggregatesFirstVersion": {func() storage.Storage { return aggregatesFirstVersion{memory.New()} },
+			[]string{"ListAggregatesOrder", "ListAggregatesFollowsSaves"}},
+		"aggregatesIgnoreSkip": {func() storage.Storage { return aggregatesIgnoreSkip{memory.New()} },
+			[]string{"ListAggregatesPaging", "ListAggregatesAfterDelete"}},
 		"headFromLiveEvents": {func() storage.Storage { return headFromLiveEvents{memory.New()} },
 			[]string{"DeleteNeverReusesNumbers"}},
 		"blindUpdateSpec": {func() storage.Storage { return blindUpdateSpec{memory.New()} },

@@ -13,7 +13,8 @@
 // and checks the store-wide invariants afterwards: feed positions strictly
 // increasing, aggregate versions and sequences contiguous, the events of a
 // batch adjacent with one FeedSequence, each type's FeedSequences rising
-// from batch to batch, FeedHead and Feeds agreeing with the feed, every
+// from batch to batch, FeedHead, Feeds and ListAggregates agreeing with
+// the feed, every
 // projection checkpoint at or below the feed head. The required properties
 // (atomic append, gap-free global order, checkpoint atomic with state) have
 // no capability flags: every backend must pass every subtest.
@@ -54,6 +55,7 @@ func cases() []testCase {
 	all = append(all, definitionCases()...)
 	all = append(all, projectionDefinitionCases()...)
 	all = append(all, projectionListCases()...)
+	all = append(all, aggregateListCases()...)
 	all = append(all, projectorCases()...)
 	all = append(all, languageCases()...)
 	all = append(all, errorTextCases()...)
@@ -140,9 +142,10 @@ func open(t *testing.T, newStorage func(tb testing.TB) storage.Storage) *harness
 // consecutive positions and one FeedSequence, and each type's
 // FeedSequences rise strictly from batch to batch; FeedHead is at least
 // the last position and each type's last FeedSequence; Feeds counts what
-// the feed holds; each aggregate's events in the feed are exactly what
-// Load returns, with contiguous sequences and versions; and every
-// projection checkpoint is at or below the feed head.
+// the feed holds; ListAggregates lists each type's aggregates of the
+// feed; each aggregate's events in the feed are exactly what Load
+// returns, with contiguous sequences and versions; and every projection
+// checkpoint is at or below the feed head.
 func checkInvariants(t *testing.T, s storage.Storage) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
@@ -171,6 +174,11 @@ func checkInvariants(t *testing.T, s storage.Storage) {
 		t.Errorf("invariant: %s", msg)
 	}
 	checkHeads(ctx, t, s, feed)
+	lists := make(map[[2]string][]storage.Event, len(byAgg))
+	for k, events := range byAgg {
+		lists[[2]string{k.typ, k.id}] = events
+	}
+	checkAggregateLists(ctx, t, s, lists)
 	for _, k := range order {
 		events := byAgg[k]
 		if msg := contiguous(events); msg != "" {
