@@ -152,3 +152,57 @@ func (h *handler) twoStepDelete(w http.ResponseWriter, r *http.Request, scope st
 	}
 	w.WriteHeader(http.StatusNoContent)
 }
+
+// aggregateSummaryJSON is one aggregate of GET /aggregates/{type}.
+type aggregateSummaryJSON struct {
+	AggregateID      string `json:"aggregateId"`
+	AggregateVersion int64  `json:"aggregateVersion"`
+	// CreatedAt and UpdatedAt are the times of the aggregate's first and
+	// last saves, in milliseconds since the Unix epoch.
+	CreatedAt int64 `json:"createdAt"`
+	UpdatedAt int64 `json:"updatedAt"`
+}
+
+// listAggregates serves GET /aggregates/{type}?skip=&limit=: a page of the
+// type's aggregates by id, 404 when the type has none.
+func (h *handler) listAggregates(w http.ResponseWriter, r *http.Request) {
+	seg, err := segments(r, "type")
+	if err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	q, err := parseQuery(r, "skip", "limit")
+	if err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	if err := q.only("skip", "limit"); err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	skip, err := q.int("skip", 0, 0, maxAggregateSkip)
+	if err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	limit, err := q.int("limit", eventstore.DefaultListLimit, 1, eventstore.MaxListLimit)
+	if err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	page, err := h.st.Aggregates(r.Context(), seg[0], &eventstore.AggregateListOptions{Skip: int(skip), Limit: int(limit)})
+	if err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	out := make([]aggregateSummaryJSON, len(page.Aggregates))
+	for i, a := range page.Aggregates {
+		out[i] = aggregateSummaryJSON{AggregateID: a.ID, AggregateVersion: a.Version,
+			CreatedAt: a.CreatedAt.UnixMilli(), UpdatedAt: a.UpdatedAt.UnixMilli()}
+	}
+	h.sendValue(w, r, struct {
+		Aggregates []aggregateSummaryJSON `json:"aggregates"`
+		HasMore    bool                   `json:"hasMore"`
+		TotalCount int64                  `json:"totalCount"`
+	}{out, page.HasMore, page.Total})
+}

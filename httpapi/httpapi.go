@@ -6,6 +6,7 @@
 //	GET    /aggregates/{type}/{id}             load an aggregate (?since=&limit=)
 //	HEAD   /aggregates/{type}/{id}             does it exist (200 or 404)
 //	DELETE /aggregates/{type}/{id}             delete an aggregate (two steps)
+//	GET    /aggregates/{type}                  list a type's aggregates (?skip=&limit=)
 //	DELETE /aggregates/{type}                  delete every aggregate of a type (two steps)
 //	GET    /feeds                              the feeds, with counts
 //	GET    /feeds/{type}, GET /feeds/_all      read a feed (long poll with waitTime)
@@ -85,6 +86,18 @@
 // GET /aggregates/{type}/{id} returns the versions after since (default 0)
 // up to limit versions (default and maximum 1,000), with "hasMore" when
 // later versions exist; aggregateVersion is always the current version.
+//
+// GET /aggregates/{type} lists the type's aggregates by id (byte order),
+// without their events:
+//
+//	{"aggregates": [{"aggregateId", "aggregateVersion", "createdAt", "updatedAt"}],
+//	 "hasMore": false, "totalCount": 3}
+//
+// where createdAt and updatedAt are the times of the aggregate's first and
+// last saves, in milliseconds since the Unix epoch, and totalCount counts
+// every aggregate of the type. skip (default 0, at most 2^30) and limit
+// (default 100, at most 1,000) page the list. A type without aggregates
+// (none saved, or all deleted) is 404, as its feed is.
 //
 // # Feeds
 //

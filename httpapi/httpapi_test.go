@@ -253,7 +253,7 @@ func TestRouting(t *testing.T) {
 		{"PUT", "/aggregates/order/o-1", "GET, HEAD, DELETE"},
 		{"POST", "/aggregates/order/o-1", "GET, HEAD, DELETE"},
 		{"PUT", "/aggregates/order/events", "POST, GET, HEAD, DELETE"},
-		{"GET", "/aggregates/order", "DELETE"},
+		{"POST", "/aggregates/order", "GET, HEAD, DELETE"},
 		{"POST", "/feeds", "GET, HEAD"},
 		{"DELETE", "/feeds/_all", "GET, HEAD"},
 		{"PATCH", "/projections/definitions", "GET, HEAD, POST"},

@@ -16,8 +16,9 @@ const (
 	maxLoadLimit     = 1000
 	defaultFeedLimit = 100 // entries per feed read
 	maxFeedLimit     = 1000
-	maxWaitMillis    = 60_000 // longest long poll
-	maxTokenLen      = 256    // longest deleteToken looked at
+	maxWaitMillis    = 60_000  // longest long poll
+	maxTokenLen      = 256     // longest deleteToken looked at
+	maxAggregateSkip = 1 << 30 // skip of GET /aggregates/{type}, as of the projection lists
 )
 
 // queryError is a query parameter that does not parse or is out of range:

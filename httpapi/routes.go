@@ -44,7 +44,7 @@ func (h *handler) routes() []pathRoutes {
 		// is "events".
 		{patTypeEvents, []route{{http.MethodPost, h.saveBulk}, {http.MethodGet, asAggregate(h.load)},
 			{http.MethodHead, asAggregate(h.exists)}, {http.MethodDelete, asAggregate(h.deleteAggregate)}}},
-		{patType, []route{{http.MethodDelete, h.deleteType}}},
+		{patType, []route{{http.MethodGet, h.listAggregates}, {http.MethodHead, h.listAggregates}, {http.MethodDelete, h.deleteType}}},
 		{patFeeds, []route{{http.MethodGet, h.feeds}, {http.MethodHead, h.feeds}}},
 		{patFeed, []route{{http.MethodGet, h.feed}, {http.MethodHead, h.feedHead}}},
 		{patProjections, []route{{http.MethodGet, h.overview}, {http.MethodHead, h.overview}}},
