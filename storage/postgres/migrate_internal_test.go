@@ -74,6 +74,11 @@ VALUES ('p', 'x', '{"n":1}', 7, '2026-01-02 03:04:05+00'), ('p', 'z', '{"n":2}',
 			t.Errorf("FeedHead(%q) after migration = %d, %v; want %d", typ, head, err, want)
 		}
 	}
+	aggs, err := m.ListAggregates(ctx, storage.AggregateQuery{AggregateType: "a", Limit: 10})
+	if err != nil || aggs.Total != 2 || len(aggs.Aggregates) != 2 || aggs.Aggregates[0].ID != "x" || aggs.Aggregates[0].Version != 2 ||
+		aggs.Aggregates[1].ID != "z" || aggs.Aggregates[1].Version != 1 || !aggs.Aggregates[0].CreatedAt.Equal(at) {
+		t.Errorf("ListAggregates after migration = %+v, %v; want a/x at version 2 (created %v) and a/z at 1", aggs, err, at)
+	}
 	res, err := m.Append(ctx, request("w", 0, batchEvent("A")))
 	if err != nil || res.Position != 9 {
 		t.Fatalf("append after migration = %+v, %v; want position 9", res, err)

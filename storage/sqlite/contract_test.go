@@ -66,6 +66,11 @@ func TestMigratesVersion1(t *testing.T) {
 	if len(feeds) != 2 || feeds[0] != want[0] || feeds[1] != want[1] {
 		t.Fatalf("feeds: %+v, want %+v", feeds, want)
 	}
+	aggs, err := s.ListAggregates(ctx, storage.AggregateQuery{AggregateType: "order", Limit: 10})
+	if err != nil || aggs.Total != 2 || len(aggs.Aggregates) != 2 || aggs.Aggregates[0].ID != "1" || aggs.Aggregates[0].Version != 3 ||
+		aggs.Aggregates[1].ID != "2" || aggs.Aggregates[1].Version != 1 {
+		t.Fatalf("migrated aggregate list: %+v, %v; want order/1 at version 3 and order/2 at 1", aggs, err)
+	}
 	res, err := s.Append(ctx, request("order", "2", storage.ExpectVersion(1), 2))
 	if err != nil || res.Version != 2 || res.Position != 11 {
 		t.Fatalf("append after migration: %+v, %v", res, err)
