@@ -154,10 +154,10 @@ func TestTwoServerProcessesOnePostgres(t *testing.T) {
 
 	deadline := time.Now().Add(time.Duration(seconds) * time.Second)
 	var (
-		mu    sync.Mutex
+		mu     sync.Mutex
 		acked  = map[string]bool{}
 		orders int // acknowledged events of the order feed
-		kills atomic.Int32
+		kills  atomic.Int32
 	)
 	var wg sync.WaitGroup
 	wg.Go(func() { // the killer
