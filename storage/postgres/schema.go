@@ -112,6 +112,13 @@ CREATE INDEX projection_states_ref ON {{schema}}.projection_states (name, ref_ra
 CREATE INDEX projection_states_created ON {{schema}}.projection_states (name, created_at, instance_id);
 CREATE INDEX projection_states_updated ON {{schema}}.projection_states (name, updated_at, instance_id);
 `,
+	// 3: reads of the feed, and of a type's feed, by the time the events
+	// were recorded (storage.FeedQuery.From and To). The position ends
+	// each entry, so a read after a position filters in the index.
+	`
+CREATE INDEX events_recorded ON {{schema}}.events (recorded_at, position);
+CREATE INDEX events_type_recorded ON {{schema}}.events (aggregate_type, recorded_at, position);
+`,
 }
 
 // migrate creates schema and brings its tables to the latest version, in
