@@ -41,17 +41,6 @@ const (
 		WHERE position > ? ORDER BY position LIMIT ?`
 	feedTypeQuery = `SELECT ` + feedColumns + ` FROM events
 		WHERE aggregate_type = ? AND feed_sequence >= ? AND position > ? ORDER BY feed_sequence, position LIMIT ?`
-	// feedDatedQuery and feedTypeDatedQuery read the events recorded in a
-	// range (FeedQuery.From and To): one range scan of the events_by_time
-	// or events_by_type_time index, whose entries end with the position,
-	// then a sort of the range's entries after the position by position
-	// (RecordedAt need not rise with the position). Their cost grows with
-	// the events recorded in the range after the position, not with the
-	// feed.
-	feedDatedQuery = `SELECT ` + feedColumns + ` FROM events INDEXED BY events_by_time
-		WHERE recorded_at BETWEEN ? AND ? AND position > ? ORDER BY position LIMIT ?`
-	feedTypeDatedQuery = `SELECT ` + feedColumns + ` FROM events INDEXED BY events_by_type_time
-		WHERE aggregate_type = ? AND recorded_at BETWEEN ? AND ? AND feed_sequence > ? AND position > ? ORDER BY position LIMIT ?`
 )
 
 // errStop ends a rawQuery early without an error.
@@ -147,19 +136,16 @@ func (s *store) ReadFeed(ctx context.Context, q storage.FeedQuery) (storage.Feed
 	after := max(q.After, 0)
 	query := feedQuery
 	args := []driver.NamedValue{{Ordinal: 1, Value: after}, {Ordinal: 2, Value: int64(limit)}}
-	from, to, dated := q.RecordedRange()
 	switch {
-	case dated && from > to:
-		args = nil // selects nothing
-	case dated && q.AggregateType != "":
-		query = feedTypeDatedQuery
-		args = []driver.NamedValue{{Ordinal: 1, Value: q.AggregateType}, {Ordinal: 2, Value: from}, {Ordinal: 3, Value: to},
-			{Ordinal: 4, Value: max(q.AfterFeedSequence, 0)}, {Ordinal: 5, Value: after}, {Ordinal: 6, Value: int64(limit)}}
-	case dated && q.AfterFeedSequence > 0:
-		return storage.FeedPage{}, fmt.Errorf("sqlite: read feed: a feed sequence needs an aggregate type: %w", storage.ErrInvalid)
-	case dated:
-		query = feedDatedQuery
-		args = []driver.NamedValue{{Ordinal: 1, Value: from}, {Ordinal: 2, Value: to}, {Ordinal: 3, Value: after}, {Ordinal: 4, Value: int64(limit)}}
+	case !q.From.IsZero() || !q.To.IsZero():
+		if q.AfterFeedSequence > 0 && q.AggregateType == "" {
+			return storage.FeedPage{}, fmt.Errorf("sqlite: read feed: a feed sequence needs an aggregate type: %w", storage.ErrInvalid)
+		}
+		page, err := s.readDated(ctx, q, after, limit)
+		if err != nil {
+			return storage.FeedPage{}, s.fail(ctx, "read feed", err)
+		}
+		return page, nil
 	case q.AggregateType != "":
 		// With both bounds, both hold: a reader that continues with
 		// After = Head and the same AfterFeedSequence gets the rest of the
@@ -188,9 +174,6 @@ func (s *store) ReadFeed(ctx context.Context, q storage.FeedQuery) (storage.Feed
 		}
 		var sc scanner
 		var size int64 // of the events read, with MaxBytes
-		if args == nil {
-			query = "" // an empty range: no events, Head at the snapshot's end
-		}
 		err = rawQuery(ctx, dc, query, args, func(r *rawRow) error {
 			if q.MaxBytes > 0 && size >= q.MaxBytes {
 				page.Truncated = true // and this row is visible
