@@ -359,9 +359,9 @@ type FeedQuery struct {
 	//
 	// The bound applies to each event; the eventstore.Store stamps every
 	// event of a batch with the same RecordedAt, so a batch is selected
-	// whole or not at all. A backend serves a bounded read with an index
-	// on RecordedAt (per aggregate type for a type's feed), not by
-	// scanning the feed.
+	// whole or not at all. A database backend serves a bounded read with
+	// an index on RecordedAt (per aggregate type for a type's feed), not
+	// by scanning the feed; the in-memory backend scans from After.
 	From, To time.Time
 }
 
