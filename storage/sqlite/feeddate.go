@@ -12,7 +12,7 @@ import (
 const (
 	// datedPositionsQuery and datedTypePositionsQuery pick the first
 	// positions after a position ($3, $4 with a type) recorded within the
-	// range (readDated asks only for their count, first and last): a range scan of the events_by_time or events_by_type_time
+	// range: a range scan of the events_by_time or events_by_type_time
 	// index, whose entries end with the position, and a sort of the
 	// integers found, without reading a row. RecordedAt need not rise with
 	// the position, so every entry of the range after the position is
@@ -35,6 +35,18 @@ const (
 	// per position.
 	datedRowsQuery     = `SELECT ` + feedColumns + ` FROM events WHERE position IN (` + datedPositionsQuery + `) ORDER BY position`
 	datedTypeRowsQuery = `SELECT ` + feedColumns + ` FROM events WHERE position IN (` + datedTypePositionsQuery + `) ORDER BY position`
+	// datedCountQuery and datedTypeCountQuery count the positions of the
+	// range after a position, with the first and the last, from the index
+	// alone; datedPickQuery and datedTypePickQuery do the same for the
+	// first Limit of them.
+	// The count queries also return the highest position (as
+	// lastPositionQuery), the Head of a page that is not full.
+	datedCountQuery = `SELECT count(*), coalesce(min(position), 0), coalesce(max(position), 0), (` + lastPositionQuery + `)
+		FROM events INDEXED BY events_by_time WHERE recorded_at BETWEEN ? AND ? AND position > ?`
+	datedTypeCountQuery = `SELECT count(*), coalesce(min(position), 0), coalesce(max(position), 0), (` + lastPositionQuery + `)
+		FROM events INDEXED BY events_by_type_time WHERE aggregate_type = ? AND recorded_at BETWEEN ? AND ? AND position > ?`
+	datedPickQuery     = `SELECT count(*), coalesce(min(position), 0), coalesce(max(position), 0) FROM (` + datedPositionsQuery + `)`
+	datedTypePickQuery = `SELECT count(*), coalesce(min(position), 0), coalesce(max(position), 0) FROM (` + datedTypePositionsQuery + `)`
 	// typeFirstAfterQuery is the first position of a type's batches after
 	// a feed sequence, through events_by_feed.
 	typeFirstAfterQuery = `SELECT position FROM events INDEXED BY events_by_feed
@@ -71,23 +83,38 @@ func (s *store) readDated(ctx context.Context, q storage.FeedQuery, after int64,
 			start = max(start, first-1)
 		}
 		var n, lo, hi int64 // how many positions picked, the first and the last
+		last := int64(-1)   // the highest position, when read
 		if !none {
-			query := datedPositionsQuery
+			// Count the range's positions after start, without sorting
+			// them; only a range that holds more than limit sorts them to
+			// find the first limit.
 			args := []driver.NamedValue{{Ordinal: 1, Value: from}, {Ordinal: 2, Value: to}, {Ordinal: 3, Value: start}, {Ordinal: 4, Value: int64(limit)}}
 			if q.AggregateType != "" {
-				query = datedTypePositionsQuery
 				args = append([]driver.NamedValue{{Ordinal: 1, Value: q.AggregateType}}, args...)
 				for i := range args {
 					args[i].Ordinal = i + 1
 				}
 			}
-			err := rawQuery(ctx, dc, `SELECT count(*), coalesce(min(position), 0), coalesce(max(position), 0) FROM (`+query+`)`, args,
-				func(r *rawRow) error {
+			count := func(query string, args []driver.NamedValue) error {
+				return rawQuery(ctx, dc, query, args, func(r *rawRow) error {
 					n, lo, hi = r.int64(0), r.int64(1), r.int64(2)
+					if len(r.dest) > 3 {
+						last = r.int64(3)
+					}
 					return nil
 				})
-			if err != nil {
+			}
+			countQuery, pickQuery := datedCountQuery, datedPickQuery
+			if q.AggregateType != "" {
+				countQuery, pickQuery = datedTypeCountQuery, datedTypePickQuery
+			}
+			if err := count(countQuery, args[:len(args)-1]); err != nil {
 				return err
+			}
+			if n > int64(limit) {
+				if err := count(pickQuery, args); err != nil {
+					return err
+				}
 			}
 		}
 		if n > 0 {
@@ -131,6 +158,10 @@ func (s *store) readDated(ctx context.Context, q storage.FeedQuery, after int64,
 			return nil
 		}
 		// The snapshot holds nothing more that matches: move Head to its end.
+		if last >= 0 {
+			page.Head = max(after, last)
+			return nil
+		}
 		return rawQuery(ctx, dc, lastPositionQuery, nil, func(r *rawRow) error {
 			page.Head = max(after, r.int64(0))
 			return nil
