@@ -53,6 +53,25 @@ const (
 		WHERE aggregate_type = ? AND feed_sequence > ? ORDER BY feed_sequence, position LIMIT 1`
 )
 
+// Reads of a range that covers every event recorded (of the type): the
+// feed read in position order with the range as a filter, whose cost
+// grows with the page, not with the range.
+const (
+	// recordedSpanQuery and recordedTypeSpanQuery are the earliest and
+	// latest RecordedAt stored (of a type): one index probe each.
+	recordedSpanQuery = `SELECT coalesce((SELECT min(recorded_at) FROM events INDEXED BY events_by_time), 0),
+		coalesce((SELECT max(recorded_at) FROM events INDEXED BY events_by_time), -1)`
+	recordedTypeSpanQuery = `SELECT coalesce((SELECT min(recorded_at) FROM events INDEXED BY events_by_type_time WHERE aggregate_type = ?1), 0),
+		coalesce((SELECT max(recorded_at) FROM events INDEXED BY events_by_type_time WHERE aggregate_type = ?1), -1)`
+	// coveredQuery is feedQuery with the range; coveredTypeQuery is
+	// feedTypeQuery with it.
+	coveredQuery = `SELECT ` + feedColumns + ` FROM events NOT INDEXED
+		WHERE position > ? AND recorded_at BETWEEN ? AND ? ORDER BY position LIMIT ?`
+	coveredTypeQuery = `SELECT ` + feedColumns + ` FROM events INDEXED BY events_by_feed
+		WHERE aggregate_type = ? AND feed_sequence >= ? AND position > ? AND recorded_at BETWEEN ? AND ?
+		ORDER BY feed_sequence, position LIMIT ?`
+)
+
 // readDated reads the events of q recorded within q.From and q.To, in one
 // read transaction. A type's batches after q.AfterFeedSequence are those
 // from the first one's position on (a type's feed sequences rise with its
@@ -81,6 +100,59 @@ func (s *store) readDated(ctx context.Context, q storage.FeedQuery, after int64,
 			}
 			none = first < 0
 			start = max(start, first-1)
+		}
+		var sc scanner
+		var size int64 // of the events read, with MaxBytes
+		read := func(query string, args []driver.NamedValue) error {
+			err := rawQuery(ctx, dc, query, args, func(r *rawRow) error {
+				if q.MaxBytes > 0 && size >= q.MaxBytes {
+					page.Truncated = true // and this row is visible
+					return errStop
+				}
+				page.Events = append(page.Events, sc.event(r))
+				size += storage.EventBytes(&page.Events[len(page.Events)-1])
+				return nil
+			})
+			if errors.Is(err, errStop) {
+				return nil
+			}
+			return err
+		}
+		covered := false
+		if !none {
+			// A range that covers everything stored is read in position
+			// order (a range such as year 1 to 9999 would make the count
+			// below visit every entry of the index).
+			query, args := recordedSpanQuery, []driver.NamedValue(nil)
+			if q.AggregateType != "" {
+				query, args = recordedTypeSpanQuery, []driver.NamedValue{{Ordinal: 1, Value: q.AggregateType}}
+			}
+			err := rawQuery(ctx, dc, query, args, func(r *rawRow) error {
+				covered = from <= r.int64(0) && r.int64(1) <= to
+				return nil
+			})
+			if err != nil {
+				return err
+			}
+		}
+		switch {
+		case covered && q.AggregateType == "":
+			none = true // read here
+			err := read(coveredQuery, []driver.NamedValue{{Ordinal: 1, Value: start}, {Ordinal: 2, Value: from}, {Ordinal: 3, Value: to}, {Ordinal: 4, Value: int64(limit)}})
+			if err != nil {
+				return err
+			}
+		case covered:
+			none = true
+			fs, err := typeFeedStart(ctx, dc, q.AggregateType, start, max(q.AfterFeedSequence, 0)+1)
+			if err != nil {
+				return err
+			}
+			err = read(coveredTypeQuery, []driver.NamedValue{{Ordinal: 1, Value: q.AggregateType}, {Ordinal: 2, Value: fs},
+				{Ordinal: 3, Value: start}, {Ordinal: 4, Value: from}, {Ordinal: 5, Value: to}, {Ordinal: 6, Value: int64(limit)}})
+			if err != nil {
+				return err
+			}
 		}
 		var n, lo, hi int64 // how many positions picked, the first and the last
 		last := int64(-1)   // the highest position, when read
@@ -138,18 +210,7 @@ func (s *store) readDated(ctx context.Context, q storage.FeedQuery, after int64,
 					}
 				}
 			}
-			var sc scanner
-			var size int64 // of the events read, with MaxBytes
-			err := rawQuery(ctx, dc, query, args, func(r *rawRow) error {
-				if q.MaxBytes > 0 && size >= q.MaxBytes {
-					page.Truncated = true // and this row is visible
-					return errStop
-				}
-				page.Events = append(page.Events, sc.event(r))
-				size += storage.EventBytes(&page.Events[len(page.Events)-1])
-				return nil
-			})
-			if err != nil && !errors.Is(err, errStop) {
+			if err := read(query, args); err != nil {
 				return err
 			}
 		}

@@ -28,6 +28,10 @@ func TestDatedReadPlans(t *testing.T) {
 		{datedSpanQuery, []any{1, 2, 3, 4, nil}, []string{"USING INTEGER PRIMARY KEY (rowid>? AND rowid<?)"}},
 		{datedRowsQuery, []any{1, 2, 3, 4}, []string{"USING INTEGER PRIMARY KEY (rowid=?)", "USING COVERING INDEX events_by_time"}},
 		{datedTypeRowsQuery, []any{"t", 1, 2, 3, 4}, []string{"USING INTEGER PRIMARY KEY (rowid=?)", "USING COVERING INDEX events_by_type_time"}},
+		{recordedSpanQuery, nil, []string{"SEARCH events USING COVERING INDEX events_by_time"}},
+		{recordedTypeSpanQuery, []any{"t"}, []string{"SEARCH events USING COVERING INDEX events_by_type_time (aggregate_type=?)"}},
+		{coveredQuery, []any{1, 2, 3, 4}, []string{"USING INTEGER PRIMARY KEY (rowid>?)"}},
+		{coveredTypeQuery, []any{"t", 1, 2, 3, 4, 5}, []string{"USING INDEX events_by_feed (aggregate_type=? AND feed_sequence>?)"}},
 		{typeFirstAfterQuery, []any{"t", 1}, []string{"USING COVERING INDEX events_by_feed"}},
 	} {
 		rows, err := s.readDB.QueryContext(ctx, "EXPLAIN QUERY PLAN "+c.query, c.args...)
@@ -51,6 +55,9 @@ func TestDatedReadPlans(t *testing.T) {
 			if !strings.Contains(all, w) {
 				t.Errorf("plan of %s\n%s\ndoes not use %s", c.query, all, w)
 			}
+		}
+		if (c.query == coveredQuery || c.query == coveredTypeQuery || c.query == datedSpanQuery) && strings.Contains(all, "TEMP B-TREE") {
+			t.Errorf("plan of %s sorts the rows: %s", c.query, all)
 		}
 		for _, d := range plan {
 			if strings.HasPrefix(d, "SCAN events") {
