@@ -151,8 +151,14 @@ func (s *store) ReadFeed(ctx context.Context, q storage.FeedQuery) (storage.Feed
 		}
 		return storage.FeedPage{Head: max(after, head)}, nil
 	}
-	if q.AggregateType == "" && !dated {
-		rows, err := s.pool.Query(ctx, s.sql.feed, after, limit)
+	if q.AggregateType == "" {
+		var rows pgx.Rows
+		var err error
+		if dated {
+			rows, err = s.pool.Query(ctx, s.sql.feedDated, after, limit, pgTime(from), pgTime(to))
+		} else {
+			rows, err = s.pool.Query(ctx, s.sql.feed, after, limit)
+		}
 		if err != nil {
 			return storage.FeedPage{}, s.fail(ctx, "read feed", err)
 		}
@@ -173,8 +179,6 @@ func (s *store) ReadFeed(ctx context.Context, q storage.FeedQuery) (storage.Feed
 	var rows pgx.Rows
 	var err error
 	switch {
-	case dated && q.AggregateType == "":
-		rows, err = s.pool.Query(ctx, s.sql.feedDated, after, limit, pgTime(from), pgTime(to))
 	case dated:
 		rows, err = s.pool.Query(ctx, s.sql.feedTypeDated, after, limit, pgTime(from), pgTime(to),
 			q.AggregateType, max(q.AfterFeedSequence, 0))
