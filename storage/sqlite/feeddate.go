@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql/driver"
 	"errors"
+	"slices"
 
 	"github.com/eventkit-go/eventstore/storage"
 )
@@ -36,15 +37,16 @@ const (
 	datedRowsQuery     = `SELECT ` + feedColumns + ` FROM events WHERE position IN (` + datedPositionsQuery + `) ORDER BY position`
 	datedTypeRowsQuery = `SELECT ` + feedColumns + ` FROM events WHERE position IN (` + datedTypePositionsQuery + `) ORDER BY position`
 	// datedCountQuery and datedTypeCountQuery count the positions of the
-	// range after a position, with the first and the last, from the index
-	// alone; datedPickQuery and datedTypePickQuery do the same for the
+	// range after a position, up to a cap (datedCap), with the first and
+	// the last, from the index alone and without sorting; datedPickQuery and datedTypePickQuery do the same for the
 	// first Limit of them.
 	// The count queries also return the highest position (as
 	// lastPositionQuery), the Head of a page that is not full.
 	datedCountQuery = `SELECT count(*), coalesce(min(position), 0), coalesce(max(position), 0), (` + lastPositionQuery + `)
-		FROM events INDEXED BY events_by_time WHERE recorded_at BETWEEN ? AND ? AND position > ?`
+		FROM (SELECT position FROM events INDEXED BY events_by_time WHERE recorded_at BETWEEN ? AND ? AND position > ? LIMIT ?)`
 	datedTypeCountQuery = `SELECT count(*), coalesce(min(position), 0), coalesce(max(position), 0), (` + lastPositionQuery + `)
-		FROM events INDEXED BY events_by_type_time WHERE aggregate_type = ? AND recorded_at BETWEEN ? AND ? AND position > ?`
+		FROM (SELECT position FROM events INDEXED BY events_by_type_time
+			WHERE aggregate_type = ? AND recorded_at BETWEEN ? AND ? AND position > ? LIMIT ?)`
 	datedPickQuery     = `SELECT count(*), coalesce(min(position), 0), coalesce(max(position), 0) FROM (` + datedPositionsQuery + `)`
 	datedTypePickQuery = `SELECT count(*), coalesce(min(position), 0), coalesce(max(position), 0) FROM (` + datedTypePositionsQuery + `)`
 	// typeFirstAfterQuery is the first position of a type's batches after
@@ -71,6 +73,10 @@ const (
 		WHERE aggregate_type = ? AND feed_sequence >= ? AND position > ? AND recorded_at BETWEEN ? AND ?
 		ORDER BY feed_sequence, position LIMIT ?`
 )
+
+// datedCap is how many positions of a range readDated counts at most
+// before it sorts them: past it, the range is large.
+func datedCap(limit int) int { return 4*limit + 64 }
 
 // readDated reads the events of q recorded within q.From and q.To, in one
 // read transaction. A type's batches after q.AfterFeedSequence are those
@@ -118,48 +124,9 @@ func (s *store) readDated(ctx context.Context, q storage.FeedQuery, after int64,
 			}
 			return err
 		}
-		covered := false
-		if !none {
-			// A range that covers everything stored is read in position
-			// order (a range such as year 1 to 9999 would make the count
-			// below visit every entry of the index).
-			query, args := recordedSpanQuery, []driver.NamedValue(nil)
-			if q.AggregateType != "" {
-				query, args = recordedTypeSpanQuery, []driver.NamedValue{{Ordinal: 1, Value: q.AggregateType}}
-			}
-			err := rawQuery(ctx, dc, query, args, func(r *rawRow) error {
-				covered = from <= r.int64(0) && r.int64(1) <= to
-				return nil
-			})
-			if err != nil {
-				return err
-			}
-		}
-		switch {
-		case covered && q.AggregateType == "":
-			none = true // read here
-			err := read(coveredQuery, []driver.NamedValue{{Ordinal: 1, Value: start}, {Ordinal: 2, Value: from}, {Ordinal: 3, Value: to}, {Ordinal: 4, Value: int64(limit)}})
-			if err != nil {
-				return err
-			}
-		case covered:
-			none = true
-			fs, err := typeFeedStart(ctx, dc, q.AggregateType, start, max(q.AfterFeedSequence, 0)+1)
-			if err != nil {
-				return err
-			}
-			err = read(coveredTypeQuery, []driver.NamedValue{{Ordinal: 1, Value: q.AggregateType}, {Ordinal: 2, Value: fs},
-				{Ordinal: 3, Value: start}, {Ordinal: 4, Value: from}, {Ordinal: 5, Value: to}, {Ordinal: 6, Value: int64(limit)}})
-			if err != nil {
-				return err
-			}
-		}
 		var n, lo, hi int64 // how many positions picked, the first and the last
 		last := int64(-1)   // the highest position, when read
 		if !none {
-			// Count the range's positions after start, without sorting
-			// them; only a range that holds more than limit sorts them to
-			// find the first limit.
 			args := []driver.NamedValue{{Ordinal: 1, Value: from}, {Ordinal: 2, Value: to}, {Ordinal: 3, Value: start}, {Ordinal: 4, Value: int64(limit)}}
 			if q.AggregateType != "" {
 				args = append([]driver.NamedValue{{Ordinal: 1, Value: q.AggregateType}}, args...)
@@ -180,10 +147,51 @@ func (s *store) readDated(ctx context.Context, q storage.FeedQuery, after int64,
 			if q.AggregateType != "" {
 				countQuery, pickQuery = datedTypeCountQuery, datedTypePickQuery
 			}
-			if err := count(countQuery, args[:len(args)-1]); err != nil {
+			// Count the range's positions after start, up to a cap,
+			// without sorting them.
+			capped := slices.Clone(args)
+			capped[len(capped)-1].Value = int64(datedCap(limit))
+			if err := count(countQuery, capped); err != nil {
 				return err
 			}
-			if n > int64(limit) {
+			covered := false
+			if n == int64(datedCap(limit)) {
+				// A large range: when it covers everything stored, read in
+				// position order with the range as a filter (a range such
+				// as year 1 to 9999 would make the sort below visit every
+				// entry of the index).
+				query, args := recordedSpanQuery, []driver.NamedValue(nil)
+				if q.AggregateType != "" {
+					query, args = recordedTypeSpanQuery, []driver.NamedValue{{Ordinal: 1, Value: q.AggregateType}}
+				}
+				err := rawQuery(ctx, dc, query, args, func(r *rawRow) error {
+					covered = from <= r.int64(0) && r.int64(1) <= to
+					return nil
+				})
+				if err != nil {
+					return err
+				}
+			}
+			switch {
+			case covered && q.AggregateType == "":
+				n = 0 // read here
+				err := read(coveredQuery, []driver.NamedValue{{Ordinal: 1, Value: start}, {Ordinal: 2, Value: from}, {Ordinal: 3, Value: to}, {Ordinal: 4, Value: int64(limit)}})
+				if err != nil {
+					return err
+				}
+			case covered:
+				n = 0
+				fs, err := typeFeedStart(ctx, dc, q.AggregateType, start, max(q.AfterFeedSequence, 0)+1)
+				if err != nil {
+					return err
+				}
+				err = read(coveredTypeQuery, []driver.NamedValue{{Ordinal: 1, Value: q.AggregateType}, {Ordinal: 2, Value: fs},
+					{Ordinal: 3, Value: start}, {Ordinal: 4, Value: from}, {Ordinal: 5, Value: to}, {Ordinal: 6, Value: int64(limit)}})
+				if err != nil {
+					return err
+				}
+			case n > int64(limit):
+				// Sort to find the first limit.
 				if err := count(pickQuery, args); err != nil {
 					return err
 				}

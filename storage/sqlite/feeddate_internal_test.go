@@ -21,8 +21,8 @@ func TestDatedReadPlans(t *testing.T) {
 		args  []any
 		want  []string
 	}{
-		{datedCountQuery, []any{1, 2, 3}, []string{"USING COVERING INDEX events_by_time (recorded_at>? AND recorded_at<?)"}},
-		{datedTypeCountQuery, []any{"t", 1, 2, 3}, []string{"USING COVERING INDEX events_by_type_time (aggregate_type=? AND recorded_at>? AND recorded_at<?)"}},
+		{datedCountQuery, []any{1, 2, 3, 4}, []string{"USING COVERING INDEX events_by_time (recorded_at>? AND recorded_at<?)"}},
+		{datedTypeCountQuery, []any{"t", 1, 2, 3, 4}, []string{"USING COVERING INDEX events_by_type_time (aggregate_type=? AND recorded_at>? AND recorded_at<?)"}},
 		{datedPickQuery, []any{1, 2, 3, 4}, []string{"USING COVERING INDEX events_by_time (recorded_at>? AND recorded_at<?)"}},
 		{datedTypePickQuery, []any{"t", 1, 2, 3, 4}, []string{"USING COVERING INDEX events_by_type_time (aggregate_type=? AND recorded_at>? AND recorded_at<?)"}},
 		{datedSpanQuery, []any{1, 2, 3, 4, nil}, []string{"USING INTEGER PRIMARY KEY (rowid>? AND rowid<?)"}},

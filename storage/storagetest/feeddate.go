@@ -11,6 +11,7 @@ import (
 func feedDateCases() []testCase {
 	return []testCase{
 		{"ReadFeedByDate", "ReadFeed with From and To returns exactly the events whose RecordedAt is within [From, To] (both inclusive, at microsecond precision; a zero bound is open; From after To selects nothing), in position order, on the feed of all types and a type's feed, also when RecordedAt does not rise with the position; paging with Limit and After = Head neither skips nor repeats an event", testReadFeedByDate},
+		{"ReadFeedByDateLargeRange", "ReadFeed with a range that holds many events (all of them, or all but a few) returns exactly those within it, paged with small and large Limits", testReadFeedByDateLarge},
 		{"ReadFeedByDateAfterFeedSequence", "ReadFeed with From, To, an AggregateType and AfterFeedSequence returns the type's events within the range whose FeedSequence is greater, and reading on with After = Head continues them", testReadFeedByDateFeedSequence},
 	}
 }
@@ -144,6 +145,65 @@ func testReadFeedByDateFeedSequence(t *testing.T, h *harness) {
 					if msg := sameEvents(got, want); msg != "" {
 						t.Errorf("%s, paged with After = Head, must return exactly the later batches recorded within it: %s", what, msg)
 					}
+				}
+			}
+		}
+	}
+}
+
+func testReadFeedByDateLarge(t *testing.T, h *harness) {
+	// 200 batches of 2 events, of two types, recorded a minute apart but
+	// out of order in threes.
+	var reqs []storage.AppendRequest
+	for k := range 200 {
+		typ := []string{"alpha", "beta"}[k%2]
+		req := request(typ, fmt.Sprint("a", k%7), evs(typ+"Happened", 2), storage.VersionCheck{})
+		at := dateBase.Add(time.Duration(k-(k%3)*2) * time.Minute)
+		for j := range req.Events {
+			req.Events[j].RecordedAt = at
+		}
+		reqs = append(reqs, req)
+		if len(reqs) == 7 || k == 199 {
+			for _, r := range reqs {
+				if _, err := h.s.Append(t.Context(), r); err != nil {
+					t.Fatalf("Append: %v", err)
+				}
+			}
+			reqs = nil
+		}
+	}
+	feed, _ := mustReadAll(t, h, storage.FeedQuery{Limit: 1000})
+	m := func(minute int) time.Time { return dateBase.Add(time.Duration(minute) * time.Minute) }
+	for _, r := range []dateRange{
+		{"everything", time.Date(1, 1, 1, 0, 0, 0, 0, time.UTC), time.Date(9999, 12, 31, 0, 0, 0, 0, time.UTC)},
+		{"only From, before everything", m(-10), time.Time{}},
+		{"only To, after everything", time.Time{}, m(300)},
+		{"exactly the first to the last", m(-4), m(199)},
+		{"all but the ends", m(3), m(190)},
+		{"only From, most", m(10), time.Time{}},
+		{"only To, most", time.Time{}, m(180)},
+	} {
+		for _, typ := range []string{"", "beta"} {
+			want := inRange(feed, r, typ, 0)
+			for _, limit := range []int{1, 7, 100, 1000} {
+				what := fmt.Sprintf("range %s [%v, %v] of feed %q with Limit %d", r.name, r.from, r.to, typ, limit)
+				got, _, err := readFeed(t.Context(), h.s, storage.FeedQuery{Limit: limit, AggregateType: typ, From: r.from, To: r.to})
+				if err != nil {
+					t.Fatalf("%s: %v", what, err)
+				}
+				if msg := sameEvents(got, want); msg != "" {
+					t.Errorf("%s, paged with After = Head, must return exactly the events recorded within it: %s", what, msg)
+				}
+			}
+			// A type's feed after a feed sequence.
+			if typ != "" {
+				q := storage.FeedQuery{Limit: 7, AggregateType: typ, AfterFeedSequence: 30, From: r.from, To: r.to}
+				got, _, err := readFeed(t.Context(), h.s, q)
+				if err != nil {
+					t.Fatalf("%+v: %v", q, err)
+				}
+				if msg := sameEvents(got, inRange(feed, r, typ, 30)); msg != "" {
+					t.Errorf("range %s of feed %s after FeedSequence 30 must return exactly its later events: %s", r.name, typ, msg)
 				}
 			}
 		}
