@@ -28,6 +28,14 @@ const (
 	maxPageEvents = 5000
 )
 
+// The bounds of FeedOptions.From and FeedOptions.To.
+var (
+	// MinFeedTime is the earliest From or To a feed read accepts.
+	MinFeedTime = time.Date(1, 1, 1, 0, 0, 0, 0, time.UTC)
+	// MaxFeedTime is the latest From or To a feed read accepts.
+	MaxFeedTime = time.Date(9999, 12, 31, 23, 59, 59, 999_999_999, time.UTC)
+)
+
 // FeedOptions are optional arguments of Store.ReadFeed and Store.Subscribe.
 // A nil *FeedOptions means all defaults.
 type FeedOptions struct {
@@ -46,6 +54,19 @@ type FeedOptions struct {
 	// New32a), so all entries of one aggregate land in one partition and
 	// every process computes the same split.
 	PartitionCount, PartitionNumber int
+	// From and To, when not zero, keep only the entries recorded within
+	// [From, To] (FeedEntry.RecordedAt, compared at its precision of a
+	// microsecond), both bounds inclusive: only From reads from it on,
+	// only To up to it. They combine with the cursor, Limit, Types and
+	// partitions: a read returns the entries after the cursor that are
+	// within the range, and reading on from Next continues them; HasMore
+	// counts only entries within it. An entry's RecordedAt is that of all
+	// its events, so a range never splits a batch. Each bound must lie in
+	// the years 1 to 9999 (MinFeedTime, MaxFeedTime), and From must not
+	// be after To. Entries are in feed order, not in time order: saves
+	// that run at once may be recorded in one order and take their place
+	// in the feed in the other.
+	From, To time.Time
 	// Wait, for ReadFeed, is how long to wait for an entry when there is
 	// none after the cursor yet (a long poll): the read returns as soon as
 	// one is saved, or empty when Wait has passed. 0 means do not wait.
@@ -182,6 +203,7 @@ type feedQuery struct {
 	types      []string
 	partitions uint32
 	partition  uint32
+	from, to   time.Time // zero: unbounded
 }
 
 func (q *feedQuery) name() string { return "read " + feedName(q.typ) }
@@ -227,9 +249,21 @@ func (s *Store) feedQuery(aggregateType string, after int64, opts *FeedOptions) 
 	default:
 		q.partitions, q.partition = uint32(opts.PartitionCount), uint32(opts.PartitionNumber)
 	}
+	for _, b := range []struct {
+		field string
+		t     time.Time
+	}{{"from", opts.From}, {"to", opts.To}} {
+		if !b.t.IsZero() && (b.t.Before(MinFeedTime) || b.t.After(MaxFeedTime)) {
+			v.add(b.field, "must be between %s and %s, got %s", MinFeedTime.Format(time.RFC3339), MaxFeedTime.Format(time.RFC3339Nano), b.t.UTC().Format(time.RFC3339Nano))
+		}
+	}
+	if !opts.From.IsZero() && !opts.To.IsZero() && opts.From.After(opts.To) {
+		v.add("from", "must not be after to (%s), got %s", opts.To.UTC().Format(time.RFC3339Nano), opts.From.UTC().Format(time.RFC3339Nano))
+	}
 	if err := v.err(); err != nil {
 		return feedQuery{}, err
 	}
+	q.from, q.to = opts.From, opts.To
 	return q, nil
 }
 
@@ -255,10 +289,10 @@ func (s *Store) readFeed(ctx context.Context, q feedQuery) (FeedResult, error) {
 	pageSize := min(max(q.limit+2, 64)*max(int(q.partitions), 1), maxPageEvents)
 	var srcs []*batchReader
 	if len(q.types) == 0 {
-		srcs = []*batchReader{newBatchReader(s, q.typ, q.typ != "", q.after, pageSize)}
+		srcs = []*batchReader{newBatchReader(s, &q, q.typ, q.typ != "", pageSize)}
 	} else {
 		for _, t := range q.types {
-			srcs = append(srcs, newBatchReader(s, t, false, q.after, pageSize))
+			srcs = append(srcs, newBatchReader(s, &q, t, false, pageSize))
 		}
 	}
 	res := FeedResult{Next: q.after}
@@ -340,9 +374,10 @@ type batchReader struct {
 	start    int64   // the cursor read from
 }
 
-func newBatchReader(s *Store, typ string, byFS bool, after int64, pageSize int) *batchReader {
+func newBatchReader(s *Store, fq *feedQuery, typ string, byFS bool, pageSize int) *batchReader {
+	after := fq.after
 	r := &batchReader{s: s, byFS: byFS, pageSize: pageSize, start: after}
-	r.q = storage.FeedQuery{AggregateType: typ}
+	r.q = storage.FeedQuery{AggregateType: typ, From: fq.from, To: fq.to}
 	switch {
 	case byFS:
 		r.q.AfterFeedSequence = after

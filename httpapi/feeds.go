@@ -97,12 +97,12 @@ func (h *handler) feed(w http.ResponseWriter, r *http.Request) {
 		h.fail(w, r, err)
 		return
 	}
-	q, err := parseQuery(r, "since", "limit", "waitTime", "partitionCount", "partitionNumber")
+	q, err := parseQuery(r, "since", "limit", "waitTime", "partitionCount", "partitionNumber", "from", "to")
 	if err != nil {
 		h.fail(w, r, err)
 		return
 	}
-	if err := q.only("since", "limit", "waitTime", "partitionCount", "partitionNumber", "filterType"); err != nil {
+	if err := q.only("since", "limit", "waitTime", "partitionCount", "partitionNumber", "filterType", "from", "to"); err != nil {
 		h.fail(w, r, err)
 		return
 	}
@@ -122,6 +122,18 @@ func (h *handler) feed(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	opts := &eventstore.FeedOptions{Limit: int(limit), Wait: time.Duration(wait) * time.Millisecond}
+	if opts.From, err = q.time("from", false); err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	if opts.To, err = q.time("to", true); err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	if !opts.From.IsZero() && !opts.To.IsZero() && opts.From.After(opts.To) {
+		h.fail(w, r, &queryError{"from", fmt.Sprintf("must not be after to, got from %s and to %s", q.v["from"][0], q.v["to"][0])})
+		return
+	}
 	if q.has("partitionCount") || q.has("partitionNumber") {
 		if !q.has("partitionCount") || !q.has("partitionNumber") {
 			h.fail(w, r, &queryError{"partitionCount", "and partitionNumber must be given together"})

@@ -121,7 +121,15 @@
 // comes as soon as one is saved, or empty), filterType (repeatable, only
 // on _all: keep those types), partitionCount and partitionNumber (given
 // together; keep the entries whose FNV-1a-32 hash of the aggregate id
-// modulo partitionCount, at most 1,000, is partitionNumber, from 0).
+// modulo partitionCount, at most 1,000, is partitionNumber, from 0), from
+// and to (keep the entries recorded within [from, to], both inclusive:
+// each an RFC 3339 date-time with an offset, such as
+// 2026-11-01T10:00:00Z, or a date, which as from means the start of that
+// day in UTC and as to its end, so from=2026-11-01&to=2026-11-01 is that
+// whole day; either alone leaves the other side open; years 1 to 9999;
+// from after to is 400). Every filter combines with since and limit:
+// hasMore says whether entries after the last returned one pass the
+// filters, and since = the last sequenceNumber reads on.
 // currentSequenceNumber is the head of the unfiltered feed. A feed with no
 // events is 404 (_all never is). HEAD answers 200 with the head in the
 // Serialized-SequenceNumber-Current header. At most Options.MaxLongPolls

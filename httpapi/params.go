@@ -8,6 +8,9 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
+
+	"github.com/eventkit-go/eventstore"
 )
 
 // Limits of query parameters.
@@ -93,11 +96,51 @@ func (q query) int(name string, def, lo, hi int64) (int64, error) {
 	return n, nil
 }
 
+// dateLayout is an RFC 3339 full-date.
+const dateLayout = "2006-01-02"
+
+// time returns the RFC 3339 date-time or date parameter name, the zero
+// time when absent, or a queryError. A date stands for the start of that
+// day in UTC, or with endOfDay its last instant (23:59:59.999999999 UTC),
+// so that a date as the upper bound of a range includes its whole day.
+// The year must be from 1 to 9999 (RFC 3339 has four-digit years; year 0
+// is before eventstore.MinFeedTime).
+func (q query) time(name string, endOfDay bool) (time.Time, error) {
+	vals, ok := q.v[name]
+	if !ok {
+		return time.Time{}, nil
+	}
+	v := vals[0]
+	bad := &queryError{name, fmt.Sprintf("must be an RFC 3339 date (2026-11-01) or date-time (2026-11-01T10:00:00Z), got %q", clip(v))}
+	if strings.Contains(v, " ") {
+		bad.msg += " (a + in the query string means a space: write an offset's + as %2B)"
+	}
+	var t time.Time
+	var err error
+	switch {
+	case len(v) == len(dateLayout):
+		t, err = time.Parse(dateLayout, v)
+		if err == nil && endOfDay {
+			t = t.AddDate(0, 0, 1).Add(-time.Nanosecond)
+		}
+	case len(v) > len(dateLayout) && v[len(dateLayout)] == 'T':
+		// time.Parse with RFC3339 also accepts fractional seconds.
+		t, err = time.Parse(time.RFC3339, v)
+	default:
+		return time.Time{}, bad
+	}
+	if err != nil {
+		return time.Time{}, bad
+	}
+	if t.Before(eventstore.MinFeedTime) || t.After(eventstore.MaxFeedTime) {
+		return time.Time{}, &queryError{name, fmt.Sprintf("must be in the years 1 to 9999 (UTC), got %q", clip(v))}
+	}
+	return t.UTC(), nil
+}
+
 // unsupportedParams are parameters of the hosted service that this server
 // does not implement, with why.
 var unsupportedParams = map[string]string{
-	"from":     "is not supported: read by sequence number (since)",
-	"to":       "is not supported: read by sequence number (since, limit)",
 	"tenantId": "is not supported: this server has one tenant",
 }
 

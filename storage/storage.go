@@ -19,6 +19,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"time"
 )
 
@@ -125,7 +126,8 @@ type Storage interface {
 	// q.AggregateType when it is not empty. With q.AfterFeedSequence > 0
 	// (only together with an AggregateType) it returns the events of that
 	// type whose FeedSequence is greater (and, when q.After > 0, whose
-	// Position is greater than q.After).
+	// Position is greater than q.After). With q.From or q.To it returns
+	// only the events recorded within them (see FeedQuery.From).
 	//
 	// The feed never skips or repeats an event: ReadFeed must not return an
 	// event at position p while an event at a lower position may still
@@ -385,6 +387,22 @@ type FeedQuery struct {
 	// stopped there while more events were visible. At least one event is
 	// returned when any is visible, however large.
 	MaxBytes int64
+	// From and To, when not zero, restrict the feed to the events whose
+	// RecordedAt is within [From, To], both bounds inclusive (at the
+	// microsecond precision RecordedAt is stored with); a zero bound is
+	// unbounded on its side, and From after To selects nothing. The other
+	// fields apply as without them: the events come in Position order, and
+	// reading on with After = FeedPage.Head continues the same selection
+	// without skipping or repeating an event. RecordedAt need not rise
+	// with Position (writers stamp it before they take a position), so a
+	// backend must not stop at the first event recorded after To.
+	//
+	// The bound applies to each event; the eventstore.Store stamps every
+	// event of a batch with the same RecordedAt, so a batch is selected
+	// whole or not at all. A database backend serves a bounded read with
+	// an index on RecordedAt (per aggregate type for a type's feed), not
+	// by scanning the feed; the in-memory backend scans from After.
+	From, To time.Time
 }
 
 // FeedPage is the result of Storage.ReadFeed.
@@ -696,4 +714,26 @@ func PlanAppend(req AppendRequest, current int64, stored []Event) (res AppendRes
 			Current: current, Expected: req.ExpectedVersion}
 	}
 	return AppendResult{}, false, nil
+}
+
+// RecordedRange returns q.From and q.To as inclusive bounds in Unix
+// microseconds, the precision of RecordedAt: an event is within them when
+// from <= RecordedAt.UnixMicro() <= to. A zero bound gives math.MinInt64
+// or math.MaxInt64; a bound between two microseconds rounds inwards. ok
+// is false when the query has neither bound.
+func (q *FeedQuery) RecordedRange() (from, to int64, ok bool) {
+	from, to = math.MinInt64, math.MaxInt64
+	if !q.From.IsZero() {
+		from = q.From.UnixMicro()
+		if time.UnixMicro(from).Before(q.From) {
+			from++
+		}
+	}
+	if !q.To.IsZero() {
+		to = q.To.UnixMicro()
+		if time.UnixMicro(to).After(q.To) {
+			to--
+		}
+	}
+	return from, to, !q.From.IsZero() || !q.To.IsZero()
 }

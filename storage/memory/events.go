@@ -61,7 +61,10 @@ func (s *store) ReadFeed(ctx context.Context, q storage.FeedQuery) (storage.Feed
 	after := max(q.After, 0)
 	page := storage.FeedPage{Head: max(after, head)}
 	var refs []ref
+	from, to, dated := q.RecordedRange()
 	switch {
+	case dated:
+		refs, page.Head = s.readDated(&q, after, head, limit, from, to)
 	case q.AggregateType == "" && s.deleted == 0:
 		end := min(head, after+int64(limit))
 		if end <= after {
@@ -107,6 +110,52 @@ func (s *store) ReadFeed(ctx context.Context, q storage.FeedQuery) (storage.Feed
 		page.Events = s.build(refs)
 	}
 	return page, nil
+}
+
+// readDated reads the events after position after recorded within
+// [from, to] (Unix microseconds), at most limit, and returns them with the
+// page's Head. It scans the feed, or the type's, from after on.
+func (s *store) readDated(q *storage.FeedQuery, after, head int64, limit int, from, to int64) ([]ref, int64) {
+	if from > to {
+		return nil, max(after, head)
+	}
+	var refs []ref
+	keep := func(r ref) bool {
+		if r.agg < 0 {
+			return false
+		}
+		rec := (*s.aggList.at(int(r.agg))).events.at(int(r.idx))
+		return from <= rec.recorded && rec.recorded <= to
+	}
+	if q.AggregateType == "" {
+		for p := after; p < head; p++ {
+			if r := *s.log.at(int(p)); keep(r) {
+				if len(refs) == limit {
+					return refs, p // the last position returned, or a later one left out
+				}
+				refs = append(refs, r)
+			}
+		}
+		return refs, max(after, head)
+	}
+	f := s.byType[q.AggregateType]
+	if f == nil {
+		return nil, max(after, head)
+	}
+	all := &f.positions
+	i := all.search(0, func(p *int64) bool { return *p > after })
+	if q.AfterFeedSequence > 0 {
+		i = max(i, all.search(0, func(p *int64) bool { return s.feedSeq(*p) > q.AfterFeedSequence }))
+	}
+	for ; i < all.len(); i++ {
+		if r := *s.log.at(int(*all.at(i)) - 1); keep(r) {
+			if len(refs) == limit {
+				return refs, *all.at(i - 1)
+			}
+			refs = append(refs, r)
+		}
+	}
+	return refs, max(after, head)
 }
 
 // budget returns how many of refs a read with a byte budget of max keeps

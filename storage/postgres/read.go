@@ -3,9 +3,12 @@ package postgres
 import (
 	"context"
 	"fmt"
+	"math"
+	"time"
 
 	"github.com/eventkit-go/eventstore/storage"
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgtype"
 )
 
 // Load implements storage.Storage. The whole history is read by one
@@ -139,8 +142,23 @@ func (s *store) ReadFeed(ctx context.Context, q storage.FeedQuery) (storage.Feed
 		return storage.FeedPage{}, fmt.Errorf("postgres: read feed: AfterFeedSequence without an AggregateType: %w",
 			storage.ErrInvalid)
 	}
+	from, to, dated := q.RecordedRange()
+	if dated && from > to {
+		// An empty range: nothing, and Head at the end of the feed.
+		var head int64
+		if err := s.pool.QueryRow(ctx, s.sql.head).Scan(&head); err != nil {
+			return storage.FeedPage{}, s.fail(ctx, "read feed", err)
+		}
+		return storage.FeedPage{Head: max(after, head)}, nil
+	}
 	if q.AggregateType == "" {
-		rows, err := s.pool.Query(ctx, s.sql.feed, after, limit)
+		var rows pgx.Rows
+		var err error
+		if dated {
+			rows, err = s.pool.Query(ctx, s.sql.feedDated, after, limit, pgTime(from), pgTime(to))
+		} else {
+			rows, err = s.pool.Query(ctx, s.sql.feed, after, limit)
+		}
 		if err != nil {
 			return storage.FeedPage{}, s.fail(ctx, "read feed", err)
 		}
@@ -160,9 +178,13 @@ func (s *store) ReadFeed(ctx context.Context, q storage.FeedQuery) (storage.Feed
 	// statement, so that a quiet feed's Head keeps up with the store.
 	var rows pgx.Rows
 	var err error
-	if q.AfterFeedSequence > 0 {
+	switch {
+	case dated:
+		rows, err = s.pool.Query(ctx, s.sql.feedTypeDated, after, limit, pgTime(from), pgTime(to),
+			q.AggregateType, max(q.AfterFeedSequence, 0))
+	case q.AfterFeedSequence > 0:
 		rows, err = s.pool.Query(ctx, s.sql.feedSeq, q.AfterFeedSequence, limit, q.AggregateType, after)
-	} else {
+	default:
 		rows, err = s.pool.Query(ctx, s.sql.feedType, after, limit, q.AggregateType)
 	}
 	if err != nil {
@@ -179,6 +201,23 @@ func (s *store) ReadFeed(ctx context.Context, q storage.FeedQuery) (storage.Feed
 		page.Head = events[len(events)-1].Position
 	}
 	return page, nil
+}
+
+// pgMinMicros is the start of 4712 BC in Unix microseconds, within the
+// range of timestamptz (which starts in 4713 BC); its end is past that of
+// int64 microseconds.
+var pgMinMicros = time.Date(-4711, 1, 1, 0, 0, 0, 0, time.UTC).UnixMicro()
+
+// pgTime returns a bound of storage.FeedQuery.RecordedRange as a
+// timestamptz parameter: infinite beyond the range PostgreSQL stores.
+func pgTime(micros int64) pgtype.Timestamptz {
+	switch {
+	case micros < pgMinMicros:
+		return pgtype.Timestamptz{InfinityModifier: pgtype.NegativeInfinity, Valid: true}
+	case micros == math.MaxInt64:
+		return pgtype.Timestamptz{InfinityModifier: pgtype.Infinity, Valid: true}
+	}
+	return pgtype.Timestamptz{Time: time.UnixMicro(micros).UTC(), Valid: true}
 }
 
 // FeedHead implements storage.Storage. A type whose events were all

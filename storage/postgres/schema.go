@@ -121,6 +121,13 @@ CREATE INDEX projection_states_updated ON {{schema}}.projection_states (name, up
 CREATE INDEX events_aggregates ON {{schema}}.events (aggregate_type, aggregate_id COLLATE "C") INCLUDE (recorded_at)
 WHERE sequence = 1;
 `,
+	// 4: reads of the feed, and of a type's feed, by the time the events
+	// were recorded (storage.FeedQuery.From and To). The position ends
+	// each entry, so a read after a position filters in the index.
+	`
+CREATE INDEX events_recorded ON {{schema}}.events (recorded_at, position);
+CREATE INDEX events_type_recorded ON {{schema}}.events (aggregate_type, recorded_at, position);
+`,
 }
 
 // migrate creates schema and brings its tables to the latest version, in

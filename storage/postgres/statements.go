@@ -7,6 +7,7 @@ type statements struct {
 	append, appendGroup, appendOne, appendSingle   string
 	appendLean                                     string
 	load, loadRange, feed, feedType, feedSeq       string
+	feedDated, feedTypeDated                       string
 	head, typeHead, feeds, deleteAgg, deleteType   string
 	createDef, def, defs, defErrors, allErrors     string
 	deleteDef, resetDef, renameDef, updateSpec     string
@@ -347,6 +348,27 @@ LEFT JOIN LATERAL (
 			SELECT min(feed_sequence) FROM {{schema}}.events WHERE aggregate_type = $3 AND feed_sequence > $1
 		)
 	)
+	ORDER BY position LIMIT $2
+) e ON true
+ORDER BY e.position`),
+		// feedDated and feedTypeDated read the events recorded within
+		// [$3, $4] (FeedQuery.From and To) after position $1, the latter
+		// with the highest visible position as feedType does (the former,
+		// like feed, leaves Head at the last event): a range scan of
+		// events_recorded or events_type_recorded (whose entries end with
+		// the position, so position > $1 is checked in the index), then a
+		// sort by position of what it found, since recorded_at need not
+		// rise with the position. For a range that holds much of the feed
+		// the planner may instead read in position order and filter.
+		// feedTypeDated restricts to type $5 and FeedSequences after $6.
+		feedDated: q(`SELECT ` + selectCols + ` FROM {{schema}}.events
+WHERE recorded_at BETWEEN $3 AND $4 AND position > $1 ORDER BY position LIMIT $2`),
+		feedTypeDated: q(`
+SELECT h.head, ` + joinedCols + `
+FROM (SELECT ` + headSQL + ` AS head) h
+LEFT JOIN LATERAL (
+	SELECT * FROM {{schema}}.events
+	WHERE aggregate_type = $5 AND recorded_at BETWEEN $3 AND $4 AND position > $1 AND feed_sequence > $6
 	ORDER BY position LIMIT $2
 ) e ON true
 ORDER BY e.position`),

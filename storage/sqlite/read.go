@@ -137,6 +137,15 @@ func (s *store) ReadFeed(ctx context.Context, q storage.FeedQuery) (storage.Feed
 	query := feedQuery
 	args := []driver.NamedValue{{Ordinal: 1, Value: after}, {Ordinal: 2, Value: int64(limit)}}
 	switch {
+	case !q.From.IsZero() || !q.To.IsZero():
+		if q.AfterFeedSequence > 0 && q.AggregateType == "" {
+			return storage.FeedPage{}, fmt.Errorf("sqlite: read feed: a feed sequence needs an aggregate type: %w", storage.ErrInvalid)
+		}
+		page, err := s.readDated(ctx, q, after, limit)
+		if err != nil {
+			return storage.FeedPage{}, s.fail(ctx, "read feed", err)
+		}
+		return page, nil
 	case q.AggregateType != "":
 		// With both bounds, both hold: a reader that continues with
 		// After = Head and the same AfterFeedSequence gets the rest of the

@@ -138,6 +138,13 @@ SELECT 1;
 	`
 CREATE INDEX events_aggregates ON events (aggregate_type, aggregate_id, recorded_at) WHERE sequence = 1;
 `,
+	// 6: reads of the feed, and of a type's feed, by the time the events
+	// were recorded (FeedQuery.From and To). The entries end with the
+	// rowid, the position.
+	`
+CREATE INDEX events_by_time ON events (recorded_at);
+CREATE INDEX events_by_type_time ON events (aggregate_type, recorded_at);
+`,
 }
 
 // migrate brings the schema up to date in one IMMEDIATE transaction (db's

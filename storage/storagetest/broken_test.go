@@ -71,6 +71,39 @@ func (s headSkips) ReadFeed(ctx context.Context, q storage.FeedQuery) (storage.F
 	return page, err
 }
 
+// dateStopsEarly assumes RecordedAt rises with the position: a read by
+// date ends at the first event recorded after To, as a backend that
+// translated the range into positions would.
+type dateStopsEarly struct{ storage.Storage }
+
+func (s dateStopsEarly) ReadFeed(ctx context.Context, q storage.FeedQuery) (storage.FeedPage, error) {
+	if q.To.IsZero() {
+		return s.Storage.ReadFeed(ctx, q)
+	}
+	to := q.To
+	q.To = time.Time{}
+	page, err := s.Storage.ReadFeed(ctx, q)
+	for i, e := range page.Events {
+		if e.RecordedAt.After(to) {
+			// Nothing after it is taken to be in the range: on to the end.
+			head, herr := s.Storage.FeedHead(ctx, "")
+			page.Events, page.Head, page.Truncated = page.Events[:i], max(q.After, head), false
+			return page, errors.Join(err, herr)
+		}
+	}
+	return page, err
+}
+
+// dateExclusiveTo treats To as exclusive.
+type dateExclusiveTo struct{ storage.Storage }
+
+func (s dateExclusiveTo) ReadFeed(ctx context.Context, q storage.FeedQuery) (storage.FeedPage, error) {
+	if !q.To.IsZero() {
+		q.To = q.To.Add(-time.Microsecond)
+	}
+	return s.Storage.ReadFeed(ctx, q)
+}
+
 // inFlightSkip simulates the classic failure of SQL event stores: a save
 // takes its positions, then stays in flight (uncommitted, invisible) for a
 // while, and ReadFeed meanwhile returns later positions and moves Head past
@@ -328,6 +361,10 @@ func variants() map[string]variant {
 			[]string{"UpdateSpec"}},
 		"updateSpecRecreates": {func() storage.Storage { return updateSpecRecreates{memory.New()} },
 			[]string{"UpdateSpec", "ProjectionDescriptionInPlace"}},
+		"dateStopsEarly": {func() storage.Storage { return dateStopsEarly{memory.New()} },
+			[]string{"ReadFeedByDate", "ReadFeedByDateAfterFeedSequence"}},
+		"dateExclusiveTo": {func() storage.Storage { return dateExclusiveTo{memory.New()} },
+			[]string{"ReadFeedByDate"}},
 		"seqPerAggregate": {func() storage.Storage { return seqPerAggregate{memory.New()} },
 			[]string{"FeedSequenceNumbersBatches", "FeedCompleteUnderConcurrentAppendAll", "DeleteAggregate"}},
 	}

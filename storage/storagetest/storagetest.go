@@ -48,6 +48,7 @@ func cases() []testCase {
 	all = append(all, idempotencyCases()...)
 	all = append(all, feedCases()...)
 	all = append(all, feedSequenceCases()...)
+	all = append(all, feedDateCases()...)
 	all = append(all, loadRangeCases()...)
 	all = append(all, maxBytesCases()...)
 	all = append(all, deleteCases()...)

@@ -1,0 +1,68 @@
+package sqlite
+
+import (
+	"context"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// TestDatedReadPlans checks that the reads by date use the indexes on
+// recorded_at and the position, never a scan of the whole table.
+func TestDatedReadPlans(t *testing.T) {
+	ctx := context.Background()
+	s, err := open(filepath.Join(t.TempDir(), "es.db"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	for _, c := range []struct {
+		query string
+		args  []any
+		want  []string
+	}{
+		{datedCountQuery, []any{1, 2, 3, 4}, []string{"USING COVERING INDEX events_by_time (recorded_at>? AND recorded_at<?)"}},
+		{datedTypeCountQuery, []any{"t", 1, 2, 3, 4}, []string{"USING COVERING INDEX events_by_type_time (aggregate_type=? AND recorded_at>? AND recorded_at<?)"}},
+		{datedPickQuery, []any{1, 2, 3, 4}, []string{"USING COVERING INDEX events_by_time (recorded_at>? AND recorded_at<?)"}},
+		{datedTypePickQuery, []any{"t", 1, 2, 3, 4}, []string{"USING COVERING INDEX events_by_type_time (aggregate_type=? AND recorded_at>? AND recorded_at<?)"}},
+		{datedSpanQuery, []any{1, 2, 3, 4, nil}, []string{"USING INTEGER PRIMARY KEY (rowid>? AND rowid<?)"}},
+		{datedRowsQuery, []any{1, 2, 3, 4}, []string{"USING INTEGER PRIMARY KEY (rowid=?)", "USING COVERING INDEX events_by_time"}},
+		{datedTypeRowsQuery, []any{"t", 1, 2, 3, 4}, []string{"USING INTEGER PRIMARY KEY (rowid=?)", "USING COVERING INDEX events_by_type_time"}},
+		{recordedSpanQuery, nil, []string{"SEARCH events USING COVERING INDEX events_by_time"}},
+		{recordedTypeSpanQuery, []any{"t"}, []string{"SEARCH events USING COVERING INDEX events_by_type_time (aggregate_type=?)"}},
+		{coveredQuery, []any{1, 2, 3, 4}, []string{"USING INTEGER PRIMARY KEY (rowid>?)"}},
+		{coveredTypeQuery, []any{"t", 1, 2, 3, 4, 5}, []string{"USING INDEX events_by_feed (aggregate_type=? AND feed_sequence>?)"}},
+		{typeFirstAfterQuery, []any{"t", 1}, []string{"USING COVERING INDEX events_by_feed"}},
+	} {
+		rows, err := s.readDB.QueryContext(ctx, "EXPLAIN QUERY PLAN "+c.query, c.args...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var plan []string
+		for rows.Next() {
+			var id, parent, unused int
+			var detail string
+			if err := rows.Scan(&id, &parent, &unused, &detail); err != nil {
+				t.Fatal(err)
+			}
+			plan = append(plan, detail)
+		}
+		if err := rows.Close(); err != nil {
+			t.Fatal(err)
+		}
+		all := strings.Join(plan, "; ")
+		for _, w := range c.want {
+			if !strings.Contains(all, w) {
+				t.Errorf("plan of %s\n%s\ndoes not use %s", c.query, all, w)
+			}
+		}
+		if (c.query == coveredQuery || c.query == coveredTypeQuery || c.query == datedSpanQuery) && strings.Contains(all, "TEMP B-TREE") {
+			t.Errorf("plan of %s sorts the rows: %s", c.query, all)
+		}
+		for _, d := range plan {
+			if strings.HasPrefix(d, "SCAN events") {
+				t.Errorf("plan of %s scans the table: %s", c.query, all)
+			}
+		}
+	}
+}
