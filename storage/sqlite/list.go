@@ -239,5 +239,16 @@ func listFilter(q storage.ProjectionQuery) (string, []any, error) {
 	ref(q.Reference, "=")
 	ref(q.From, ">=")
 	ref(q.To, "<=")
+	if len(q.Search) > 0 {
+		// The instances whose indexed text the full-text index matches:
+		// every word as a prefix ("word"*), all of them (AND).
+		terms := make([]string, len(q.Search))
+		for i, w := range q.Search {
+			terms[i] = `"` + strings.ReplaceAll(w, `"`, `""`) + `"*`
+		}
+		where.WriteString(` AND instance_id IN (SELECT instance_id FROM projection_search WHERE name = ? AND id IN
+			(SELECT rowid FROM projection_search_fts WHERE projection_search_fts MATCH ?))`)
+		args = append(args, q.Name, strings.Join(terms, " AND "))
+	}
 	return where.String(), args, nil
 }

@@ -130,6 +130,37 @@ DROP INDEX events_by_type;
 	`
 SELECT 1;
 `,
+
+	// 5: projection search. projection_search holds the indexed text of
+	// each instance that has any (the words of its indexed fields, as
+	// storage.ProjectionState.SearchText has them: lower case, separated
+	// by single spaces); projection_search_fts indexes it by rowid = id.
+	// The ascii tokenizer splits on ASCII non-alphanumerics only, so the
+	// words are indexed exactly as given (the text holds no other
+	// separator than the space, and is lower case already). Triggers keep
+	// the full-text index in step with the table.
+	`
+CREATE TABLE projection_search (
+	id          INTEGER PRIMARY KEY,
+	name        TEXT    NOT NULL,
+	instance_id TEXT    NOT NULL,
+	text        TEXT    NOT NULL,
+	UNIQUE (name, instance_id)
+);
+CREATE VIRTUAL TABLE projection_search_fts USING fts5 (
+	text, content = '', contentless_delete = 1, tokenize = 'ascii', detail = none
+);
+CREATE TRIGGER projection_search_insert AFTER INSERT ON projection_search BEGIN
+	INSERT INTO projection_search_fts (rowid, text) VALUES (new.id, new.text);
+END;
+CREATE TRIGGER projection_search_delete AFTER DELETE ON projection_search BEGIN
+	DELETE FROM projection_search_fts WHERE rowid = old.id;
+END;
+CREATE TRIGGER projection_search_update AFTER UPDATE OF text ON projection_search BEGIN
+	DELETE FROM projection_search_fts WHERE rowid = old.id;
+	INSERT INTO projection_search_fts (rowid, text) VALUES (new.id, new.text);
+END;
+`,
 }
 
 // migrate brings the schema up to date in one IMMEDIATE transaction (db's
