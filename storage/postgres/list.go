@@ -90,6 +90,15 @@ func (s *store) listSQL(q storage.ProjectionQuery) (string, []any) {
 	refCond(q.Reference, "=")
 	refCond(q.From, ">=")
 	refCond(q.To, "<=")
+	if len(q.Search) > 0 {
+		// Every word as a prefix of a lexeme: 'word':* & …, lexemes quoted
+		// so that they are taken as they are.
+		terms := make([]string, len(q.Search))
+		for i, w := range q.Search {
+			terms[i] = "'" + strings.NewReplacer(`\`, `\\`, "'", "''").Replace(w) + "':*"
+		}
+		and("search @@ " + arg(strings.Join(terms, " & ")) + "::tsquery")
+	}
 
 	var keys []string
 	switch q.Sort {

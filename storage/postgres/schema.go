@@ -112,6 +112,14 @@ CREATE INDEX projection_states_ref ON {{schema}}.projection_states (name, ref_ra
 CREATE INDEX projection_states_created ON {{schema}}.projection_states (name, created_at, instance_id);
 CREATE INDEX projection_states_updated ON {{schema}}.projection_states (name, updated_at, instance_id);
 `,
+	// 3: projection search. search holds the words of an instance's
+	// indexed fields as a tsvector of exactly those words (no parser, no
+	// dictionary), NULL when it has none; a GIN index answers prefix
+	// queries ('word':*) on it. Built in: no extension is needed.
+	`
+ALTER TABLE {{schema}}.projection_states ADD COLUMN search tsvector;
+CREATE INDEX projection_states_search ON {{schema}}.projection_states USING gin (search) WHERE search IS NOT NULL;
+`,
 }
 
 // migrate creates schema and brings its tables to the latest version, in
