@@ -140,9 +140,9 @@ func TestSearchLimits(t *testing.T) {
 	require.NoError(t, err, "repeated words count once")
 	for search, msg := range map[string]string{
 		strings.Repeat("a", eventstore.MaxSearchBytes+1): "must be at most 200 bytes long",
-		"a b c d e f g h i j k": "at most 10 words are allowed",
-		" -- ,": "must contain a word (a letter or a digit)",
-		"a\xffb": "must be valid UTF-8",
+		"a b c d e f g h i j k":                          "at most 10 words are allowed",
+		" -- ,":                                          "must contain a word (a letter or a digit)",
+		"a\xffb":                                         "must be valid UTF-8",
 	} {
 		_, err := p.List(t.Context(), "people", eventstore.ListOptions{Search: search})
 		f := validationFields(t, err)
