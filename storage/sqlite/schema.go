@@ -138,7 +138,11 @@ SELECT 1;
 	// The ascii tokenizer splits on ASCII non-alphanumerics only, so the
 	// words are indexed exactly as given (the text holds no other
 	// separator than the space, and is lower case already). Triggers keep
-	// the full-text index in step with the table.
+	// the full-text index in step with the table. detail = none: only
+	// which rows hold a word (no positions); prefix indexes of 1 to 3
+	// characters make a short prefix one term rather than a merge of
+	// every word it starts (a search for "zanz ka" in 100,000 instances:
+	// 26 ms without, 0.7 ms with).
 	`
 CREATE TABLE projection_search (
 	id          INTEGER PRIMARY KEY,
@@ -148,7 +152,7 @@ CREATE TABLE projection_search (
 	UNIQUE (name, instance_id)
 );
 CREATE VIRTUAL TABLE projection_search_fts USING fts5 (
-	text, content = '', contentless_delete = 1, tokenize = 'ascii', detail = none
+	text, content = '', contentless_delete = 1, tokenize = 'ascii', detail = none, prefix = '1 2 3'
 );
 CREATE TRIGGER projection_search_insert AFTER INSERT ON projection_search BEGIN
 	INSERT INTO projection_search_fts (rowid, text) VALUES (new.id, new.text);
