@@ -67,7 +67,15 @@ func (s *store) listSQL(q storage.ProjectionQuery) (string, []any) {
 		return "$" + strconv.Itoa(len(args))
 	}
 	var where strings.Builder
-	where.WriteString("name = $1")
+	if len(q.Search) > 0 {
+		// name || '' keeps the planner from reading every instance of
+		// the projection through an index on the name and filtering
+		// them, which it prefers while a newly built table has no
+		// statistics yet: the search index finds the matches.
+		where.WriteString("name || '' = $1")
+	} else {
+		where.WriteString("name = $1")
+	}
 	filtered := false
 	and := func(cond string) {
 		where.WriteString(" AND ")
