@@ -186,6 +186,25 @@ func (s listIgnoresSkip) ListProjections(ctx context.Context, q storage.Projecti
 	return s.Storage.ListProjections(ctx, q)
 }
 
+// searchIgnored lists as if no search were asked for.
+type searchIgnored struct{ storage.Storage }
+
+func (s searchIgnored) ListProjections(ctx context.Context, q storage.ProjectionQuery) (storage.ProjectionList, error) {
+	q.Search = nil
+	return s.Storage.ListProjections(ctx, q)
+}
+
+// searchTextDropped never indexes: it drops every state's SearchText.
+type searchTextDropped struct{ storage.Storage }
+
+func (s searchTextDropped) CommitProjection(ctx context.Context, c storage.ProjectionCommit) error {
+	c.States = slices.Clone(c.States)
+	for i := range c.States {
+		c.States[i].SearchText = ""
+	}
+	return s.Storage.CommitProjection(ctx, c)
+}
+
 // headFromLiveEvents computes FeedHead from the events still stored, as a
 // MAX() query over the events table would, so the head goes down when the
 // latest batch is deleted.
@@ -297,6 +316,10 @@ func variants() map[string]variant {
 			[]string{"AppendAllIsAtomic"}},
 		"listIgnoresSkip": {func() storage.Storage { return listIgnoresSkip{memory.New()} },
 			[]string{"ListProjectionsPaging", "ListProjectionsFilters"}},
+		"searchIgnored": {func() storage.Storage { return searchIgnored{memory.New()} },
+			[]string{"SearchPrefixWords", "SearchCombined", "SearchChanges", "SearchResetRename", "SearchProjector"}},
+		"searchTextDropped": {func() storage.Storage { return searchTextDropped{memory.New()} },
+			[]string{"SearchPrefixWords", "SearchCombined", "SearchChanges", "SearchResetRename", "SearchProjector"}},
 		"headFromLiveEvents": {func() storage.Storage { return headFromLiveEvents{memory.New()} },
 			[]string{"DeleteNeverReusesNumbers"}},
 		"blindUpdateSpec": {func() storage.Storage { return blindUpdateSpec{memory.New()} },
