@@ -178,7 +178,8 @@ func (p *Projector) List(ctx context.Context, name string, opts ListOptions) (Pr
 }
 
 // Count returns how many instances the single projection name has,
-// restricted to those with reference ref when ref.Kind is set.
+// restricted to those with reference ref when ref.Kind is set. For a
+// count of a search, use the Total of List with ListOptions.Search.
 func (p *Projector) Count(ctx context.Context, name string, ref Reference) (int64, error) {
 	pr, err := p.kind(ctx, name, false)
 	if err != nil {
