@@ -115,7 +115,7 @@ func (pr *proj) advance(to int64) {
 // over page. The instances the page touches are loaded in one call,
 // changed as trees, and encoded once.
 func (p *Projector) apply(ctx context.Context, name string, c *compiled, from int64, page storage.FeedPage) (storage.ProjectionCommit, error) {
-	commit := storage.ProjectionCommit{Name: name, From: from, To: page.Head}
+	commit := storage.ProjectionCommit{Name: name, From: from, To: page.Head, Indexed: len(c.indexed) > 0}
 	type item struct {
 		e  *Event
 		h  *chandler
@@ -182,6 +182,10 @@ func (p *Projector) apply(ctx context.Context, name string, c *compiled, from in
 			}
 		default:
 			in.state.Data = appendJSON(make([]byte, 0, in.size), in.root)
+			in.state.SearchText = ""
+			if len(c.indexed) > 0 {
+				in.state.SearchText = searchText(in.root, c.indexed)
+			}
 			commit.States = append(commit.States, in.state)
 		}
 	}

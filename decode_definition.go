@@ -97,6 +97,14 @@ func DecodeDefinition(body []byte) (Definition, error) {
 			}
 		case "handlers":
 			d.Handlers = decodeHandlers(&v, val, field)
+		case "indexedFields":
+			for i, item := range arrayOf(&v, val, field, MaxIndexedFields) {
+				if item.Type != gjson.String {
+					v.add(fmt.Sprintf("%s[%d]", field, i), "must be a string")
+					continue
+				}
+				d.IndexedFields = append(d.IndexedFields, item.Str)
+			}
 		default:
 			v.add(field, "is not a field of a projection definition")
 		}

@@ -36,6 +36,13 @@ type Definition struct {
 	IDField string `json:"idField,omitempty"`
 	// Handlers hold one handler per processed event type and feed.
 	Handlers []Handler `json:"handlers"`
+	// IndexedFields, for a single projection, name the fields of the
+	// instance that ListOptions.Search searches: selectors such as
+	// $.projection.customer.name, or the same without the root
+	// (customer.name), by key and array index; at most MaxIndexedFields.
+	// The README's "Projection search" says which words they yield.
+	// Changing them changes the definition: Put rebuilds it.
+	IndexedFields []string `json:"indexedFields,omitempty"`
 }
 
 // Handler applies Functions, in order, to the projection instance of every
@@ -107,6 +114,8 @@ type compiled struct {
 	// feeds lists the feeds read, sorted; feed is set when there is one.
 	feeds []string
 	feed  string
+	// indexed are the compiled IndexedFields.
+	indexed []selector
 }
 
 type handlerKey struct{ feed, eventType string }
@@ -141,6 +150,7 @@ func compile(d Definition) (*compiled, error) {
 	}
 	defID := compileIDField(&v, "idField", d.IDField, d.Aggregated)
 	c := &compiled{def: d, handlers: make(map[handlerKey]*chandler, len(d.Handlers))}
+	c.indexed = compileIndexedFields(&v, d.IndexedFields, d.Aggregated)
 	seen := make(map[handlerKey]int)
 	for i, h := range d.Handlers {
 		hf := fmt.Sprintf("handlers[%d]", i)

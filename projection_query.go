@@ -118,6 +118,13 @@ type ListOptions struct {
 	Reference, From, To Reference
 	// IDs, when not empty, keeps only those instances.
 	IDs []string
+	// Search, when not empty, keeps only instances whose indexed fields
+	// (Definition.IndexedFields) match it: every word of Search must be
+	// the start of a word of an indexed field, ignoring case. It is at
+	// most MaxSearchBytes long with at most MaxSearchWords distinct
+	// words; the README's "Projection search" says what a word is. A
+	// projection without indexed fields refuses a search.
+	Search string
 }
 
 // Limits of ListOptions.
@@ -151,6 +158,10 @@ func (p *Projector) List(ctx context.Context, name string, opts ListOptions) (Pr
 	if err != nil {
 		return ProjectionPage{}, err
 	}
+	if len(q.Search) > 0 && len(pr.c.Load().indexed) == 0 {
+		return ProjectionPage{}, &ValidationError{Op: "list projections", Fields: []FieldError{{Field: "search",
+			Message: fmt.Sprintf("projection %q has no indexedFields to search", name)}}}
+	}
 	if err := p.sync(ctx, pr); err != nil {
 		return ProjectionPage{}, err
 	}
@@ -167,7 +178,8 @@ func (p *Projector) List(ctx context.Context, name string, opts ListOptions) (Pr
 }
 
 // Count returns how many instances the single projection name has,
-// restricted to those with reference ref when ref.Kind is set.
+// restricted to those with reference ref when ref.Kind is set. For a
+// count of a search, use the Total of List with ListOptions.Search.
 func (p *Projector) Count(ctx context.Context, name string, ref Reference) (int64, error) {
 	pr, err := p.kind(ctx, name, false)
 	if err != nil {
@@ -208,11 +220,12 @@ func listQuery(name string, o ListOptions) (storage.ProjectionQuery, error) {
 			v.add(fmt.Sprintf("id[%d]", i), "%s", msg)
 		}
 	}
+	search := searchWords(&v, o.Search)
 	if err := v.err(); err != nil {
 		return storage.ProjectionQuery{}, err
 	}
 	return storage.ProjectionQuery{
-		Name: name, IDs: o.IDs, Reference: o.Reference, From: o.From, To: o.To,
+		Name: name, IDs: o.IDs, Reference: o.Reference, From: o.From, To: o.To, Search: search,
 		Sort: o.Sort, Descending: o.Descending, Skip: o.Skip, Limit: o.Limit,
 	}, nil
 }

@@ -17,8 +17,8 @@
 //	PUT    /projections/definitions/{name}     create or replace a definition (rebuilt from history)
 //	DELETE /projections/definitions/{name}     delete a definition with its instances
 //	GET    /projections/single/{name}/{id}     query a single projection instance
-//	GET    /projections/single/{name}          list instances (?skip=&limit=&sort=&reference=&from=&to=&id=)
-//	GET    /projections/single/{name}/_count   count instances (?reference=)
+//	GET    /projections/single/{name}          list instances (?skip=&limit=&sort=&reference=&from=&to=&id=&search=)
+//	GET    /projections/single/{name}/_count   count instances (?reference=&search=)
 //	DELETE /projections/single/{name}          reset a single projection (rebuilt from the feed)
 //	GET    /projections/aggregated/{name}      query an aggregated projection
 //	DELETE /projections/aggregated/{name}      reset an aggregated projection
@@ -179,6 +179,16 @@
 // A request whose If-None-Match matches the ETag (weak comparison, lists
 // and * allowed) is answered with 304 and no body. If-Modified-Since is not
 // used: Last-Modified has one-second resolution, the ETag does not.
+//
+// A definition's indexedFields (paths into the instance, such as
+// $.projection.customer.name or customer.name) make its instances
+// searchable: search=TEXT on the list and its _count keeps the instances
+// of which every word of TEXT starts a word of an indexed field, ignoring
+// case, and combines with the other parameters (eventstore.ListOptions.Search
+// says what a word is). A search longer than eventstore.MaxSearchBytes, of
+// more than eventstore.MaxSearchWords words, without a word, given twice,
+// or of a projection without indexedFields is answered with 400 naming
+// search.
 //
 // # Errors
 //

@@ -235,9 +235,13 @@ func (h *handler) listSingle(w http.ResponseWriter, r *http.Request) {
 		h.fail(w, r, &queryError{"id", fmt.Sprintf("may be given at most %d times", eventstore.MaxListLimit)})
 		return
 	}
+	if opts.Search, err = searchParam(r); err != nil {
+		h.fail(w, r, err)
+		return
+	}
 	page, err := h.p.List(r.Context(), seg[0], opts)
 	if err != nil {
-		h.fail(w, r, err)
+		h.fail(w, r, searchError(err))
 		return
 	}
 	out := make([]instanceJSON, len(page.Projections))
@@ -251,6 +255,33 @@ func (h *handler) listSingle(w http.ResponseWriter, r *http.Request) {
 	}{out, page.HasMore, page.Total})
 }
 
+// searchParam returns the search parameter: "" when absent, a 400 when
+// given twice.
+func searchParam(r *http.Request) (string, error) {
+	v := r.URL.Query()["search"]
+	switch len(v) {
+	case 0:
+		return "", nil
+	case 1:
+		if v[0] == "" {
+			return "", &queryError{"search", "must not be empty"}
+		}
+		return v[0], nil
+	}
+	return "", &queryError{"search", "is given more than once"}
+}
+
+// searchError makes the library's refusal of a search (too long, too
+// many words, no word, a projection without indexedFields) a 400 naming
+// the parameter, as for the other query parameters; other errors pass.
+func searchError(err error) error {
+	var ve *eventstore.ValidationError
+	if errors.As(err, &ve) && len(ve.Fields) == 1 && ve.Fields[0].Field == "search" {
+		return &queryError{"search", ve.Fields[0].Message}
+	}
+	return err
+}
+
 // countSingle serves GET /projections/single/{name}/_count.
 func (h *handler) countSingle(w http.ResponseWriter, r *http.Request) {
 	seg, err := segments(r, "name")
@@ -262,9 +293,22 @@ func (h *handler) countSingle(w http.ResponseWriter, r *http.Request) {
 	if q := r.URL.Query(); q.Has("reference") {
 		ref = eventstore.ParseReference(q.Get("reference"))
 	}
-	n, err := h.p.Count(r.Context(), seg[0], ref)
+	search, err := searchParam(r)
 	if err != nil {
 		h.fail(w, r, err)
+		return
+	}
+	var n int64
+	if search == "" {
+		n, err = h.p.Count(r.Context(), seg[0], ref)
+	} else {
+		// The total of a one-instance page counts every match.
+		var page eventstore.ProjectionPage
+		page, err = h.p.List(r.Context(), seg[0], eventstore.ListOptions{Reference: ref, Search: search, Limit: 1})
+		n = page.Total
+	}
+	if err != nil {
+		h.fail(w, r, searchError(err))
 		return
 	}
 	h.sendValue(w, r, struct {

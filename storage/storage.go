@@ -20,6 +20,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"strings"
 	"time"
 )
 
@@ -462,6 +463,32 @@ type ProjectionState struct {
 	// Reference is the value the projection marked with setref; lists
 	// filter and sort on it. The zero Reference is none.
 	Reference Reference
+	// SearchText is the text of the instance's indexed fields as the
+	// eventstore.Projector normalizes it: words of lower-case letters,
+	// marks and digits, each separated from the next by one space, with
+	// no leading or trailing space; "" when the projection has no
+	// indexed fields or they hold no word. CommitProjection indexes it
+	// for ProjectionQuery.Search. It is input only: LoadProjection,
+	// LoadProjections and ListProjections may leave it empty.
+	SearchText string
+}
+
+// SearchMatches reports whether every word of words is a prefix of a
+// word of text, a ProjectionState.SearchText: the rule of
+// ProjectionQuery.Search, for backends that check it by scanning.
+func SearchMatches(text string, words []string) bool {
+	for _, w := range words {
+		found := false
+		for rest := text; rest != "" && !found; {
+			word, after, _ := strings.Cut(rest, " ")
+			found = strings.HasPrefix(word, w)
+			rest = after
+		}
+		if !found {
+			return false
+		}
+	}
+	return true
 }
 
 // ReferenceKind says what a Reference holds.
@@ -517,6 +544,13 @@ type ProjectionQuery struct {
 	// From and To, when their Kind is not RefNone, keep only instances
 	// whose reference is of that kind and at least From / at most To.
 	From, To Reference
+	// Search, when not empty, keeps only instances every word of which
+	// is a prefix of a word of their indexed text (the SearchText last
+	// committed for them), as SearchMatches decides. The words are
+	// normalized like SearchText (lower case, only letters, marks and
+	// digits, not empty) and distinct. Backends serve it from an index
+	// of the committed texts rather than by reading every instance.
+	Search []string
 	// Sort and Descending order the result.
 	Sort       ProjectionSort
 	Descending bool
@@ -552,6 +586,14 @@ type ProjectionCommit struct {
 	// replaced meanwhile (RenameProjection, perhaps by another process) is
 	// refused even when the checkpoints agree.
 	Spec []byte
+	// Indexed reports that the projection has indexed fields: each state
+	// of States replaces the indexed text of its instance with its
+	// SearchText ("" removes the instance from the index). When it is
+	// false every SearchText is empty and no instance of the projection
+	// has indexed text (changing a definition's indexed fields makes a new
+	// definition, built from the start), so a backend may leave its search
+	// index alone. Deleted instances always leave the index.
+	Indexed bool
 }
 
 // ProjectionError records an event that a projection could not apply, for

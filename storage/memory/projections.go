@@ -137,6 +137,7 @@ func (s *store) UpdateSpec(ctx context.Context, name string, old, spec []byte) e
 func state(name string, st storage.ProjectionState) storage.ProjectionState {
 	st.Name = name
 	st.Data = slices.Clone(st.Data)
+	st.SearchText = ""
 	return st
 }
 
@@ -181,7 +182,7 @@ func (s *store) LoadProjections(ctx context.Context, name string, ids []string) 
 
 // ListProjections implements storage.Storage. It filters and sorts the
 // projection's instances per call: O(n log n) in the number of instances,
-// or of q.IDs when given.
+// or of q.IDs when given; a search scans the indexed text of each.
 func (s *store) ListProjections(ctx context.Context, q storage.ProjectionQuery) (storage.ProjectionList, error) {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
@@ -196,14 +197,14 @@ func (s *store) ListProjections(ctx context.Context, q storage.ProjectionQuery) 
 	if len(q.IDs) > 0 {
 		seen := make(map[string]bool, len(q.IDs))
 		for _, id := range q.IDs {
-			if st, ok := d.states[id]; ok && !seen[id] && selected(q, st.Reference) {
+			if st, ok := d.states[id]; ok && !seen[id] && selected(q, st) {
 				seen[id] = true
 				matches = append(matches, st)
 			}
 		}
 	} else {
 		for _, st := range d.states {
-			if selected(q, st.Reference) {
+			if selected(q, st) {
 				matches = append(matches, st)
 			}
 		}
@@ -238,8 +239,14 @@ func (s *store) ListProjections(ctx context.Context, q storage.ProjectionQuery) 
 	return list, nil
 }
 
-// selected reports whether a reference passes the filters of q.
-func selected(q storage.ProjectionQuery, r storage.Reference) bool {
+// selected reports whether an instance passes the filters of q: its
+// reference, and its indexed text (scanned: the search words are checked
+// against every instance).
+func selected(q storage.ProjectionQuery, st storage.ProjectionState) bool {
+	if len(q.Search) > 0 && !storage.SearchMatches(st.SearchText, q.Search) {
+		return false
+	}
+	r := st.Reference
 	if k := q.Reference.Kind; k != storage.RefNone {
 		if r.Kind != k || compareRefs(r, q.Reference) != 0 {
 			return false

@@ -67,7 +67,15 @@ func (s *store) listSQL(q storage.ProjectionQuery) (string, []any) {
 		return "$" + strconv.Itoa(len(args))
 	}
 	var where strings.Builder
-	where.WriteString("name = $1")
+	if len(q.Search) > 0 {
+		// name || '' keeps the planner from reading every instance of
+		// the projection through an index on the name and filtering
+		// them, which it prefers while a newly built table has no
+		// statistics yet: the search index finds the matches.
+		where.WriteString("name || '' = $1")
+	} else {
+		where.WriteString("name = $1")
+	}
 	filtered := false
 	and := func(cond string) {
 		where.WriteString(" AND ")
@@ -90,6 +98,15 @@ func (s *store) listSQL(q storage.ProjectionQuery) (string, []any) {
 	refCond(q.Reference, "=")
 	refCond(q.From, ">=")
 	refCond(q.To, "<=")
+	if len(q.Search) > 0 {
+		// Every word as a prefix of a lexeme: 'word':* & …, lexemes quoted
+		// so that they are taken as they are.
+		terms := make([]string, len(q.Search))
+		for i, w := range q.Search {
+			terms[i] = "'" + strings.NewReplacer(`\`, `\\`, "'", "''").Replace(w) + "':*"
+		}
+		and("search @@ " + arg(strings.Join(terms, " & ")) + "::tsquery")
+	}
 
 	var keys []string
 	switch q.Sort {

@@ -273,7 +273,11 @@ func (s *store) CommitProjection(ctx context.Context, c storage.ProjectionCommit
 		nums := make([]float64, n)
 		texts := make([]string, n)
 		numbers := make([]*string, n)
+		searches := make([]string, n) // "": no indexed text (NULL)
 		for i, st := range c.States {
+			if c.Indexed {
+				searches[i] = st.SearchText
+			}
 			ids[i], data[i], positions[i] = st.InstanceID, st.Data, st.Position
 			created[i], updated[i] = st.CreatedAt, st.UpdatedAt
 			if data[i] == nil {
@@ -285,7 +289,7 @@ func (s *store) CommitProjection(ctx context.Context, c storage.ProjectionCommit
 				numbers[i] = &c.States[i].Reference.Text
 			}
 		}
-		b.Queue(s.sql.upsertStates, c.Name, ids, data, positions, created, updated, ranks, nums, texts, numbers)
+		b.Queue(s.sql.upsertStates, c.Name, ids, data, positions, created, updated, ranks, nums, texts, numbers, searches)
 	}
 	if len(c.Deletes) > 0 {
 		b.Queue(s.sql.deleteStates, c.Name, c.Deletes)

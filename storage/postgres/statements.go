@@ -416,19 +416,23 @@ WITH c AS (
 SELECT 1 / (SELECT count(*)::int FROM c)`),
 		checkpoint: q(`SELECT checkpoint FROM {{schema}}.definitions WHERE name = $1`),
 		// upsertStates writes states and adds the number of new instances
-		// to the definition's count.
+		// to the definition's count. The indexed text ($11, words
+		// separated by spaces) becomes a tsvector of exactly those words
+		// (array_to_tsvector neither parses nor normalizes them); "" is
+		// NULL, no indexed text.
 		upsertStates: q(`
 WITH up AS (
 	INSERT INTO {{schema}}.projection_states
-		(name, instance_id, data, position, created_at, updated_at, ref_rank, ref_num, ref_text, ref_number)
-	SELECT $1, t.instance_id, t.data, t.position, t.created_at, t.updated_at, t.ref_rank, t.ref_num, t.ref_text, t.ref_number
+		(name, instance_id, data, position, created_at, updated_at, ref_rank, ref_num, ref_text, ref_number, search)
+	SELECT $1, t.instance_id, t.data, t.position, t.created_at, t.updated_at, t.ref_rank, t.ref_num, t.ref_text, t.ref_number,
+		array_to_tsvector(string_to_array(nullif(t.search, ''), ' '))
 	FROM unnest($2::text[], $3::bytea[], $4::bigint[], $5::timestamptz[], $6::timestamptz[], $7::smallint[],
-		$8::float8[], $9::text[], $10::text[])
-		AS t(instance_id, data, position, created_at, updated_at, ref_rank, ref_num, ref_text, ref_number)
+		$8::float8[], $9::text[], $10::text[], $11::text[])
+		AS t(instance_id, data, position, created_at, updated_at, ref_rank, ref_num, ref_text, ref_number, search)
 	ON CONFLICT (name, instance_id) DO UPDATE
 	SET data = excluded.data, position = excluded.position, created_at = excluded.created_at,
 	    updated_at = excluded.updated_at, ref_rank = excluded.ref_rank, ref_num = excluded.ref_num,
-	    ref_text = excluded.ref_text, ref_number = excluded.ref_number
+	    ref_text = excluded.ref_text, ref_number = excluded.ref_number, search = excluded.search
 	RETURNING xmax = 0 AS inserted
 )
 UPDATE {{schema}}.definitions SET instances = instances + (SELECT count(*) FROM up WHERE inserted)

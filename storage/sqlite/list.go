@@ -164,6 +164,8 @@ func (s *store) ListProjections(ctx context.Context, q storage.ProjectionQuery) 
 			order.WriteString(" DESC")
 		}
 	}
+	from, fromArgs := listFrom(q)
+	args = append(fromArgs, args...)
 	list := storage.ProjectionList{States: []storage.ProjectionState{}}
 	err = s.readTx(ctx, func(tx *sql.Tx) error {
 		if len(args) == 1 {
@@ -172,14 +174,14 @@ func (s *store) ListProjections(ctx context.Context, q storage.ProjectionQuery) 
 			if err != nil && !errors.Is(err, sql.ErrNoRows) {
 				return err
 			}
-		} else if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM projection_states WHERE `+where, args...).Scan(&list.Total); err != nil {
+		} else if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM `+from+` WHERE `+where, args...).Scan(&list.Total); err != nil {
 			return err
 		}
 		skip := int64(max(q.Skip, 0))
 		if q.Limit <= 0 || skip >= list.Total {
 			return nil
 		}
-		rows, err := tx.QueryContext(ctx, `SELECT `+stateColumns+` FROM projection_states WHERE `+where+
+		rows, err := tx.QueryContext(ctx, `SELECT `+stateColumns+` FROM `+from+` WHERE `+where+
 			` ORDER BY `+order.String()+` LIMIT ? OFFSET ?`, append(args, q.Limit, skip)...)
 		if err != nil {
 			return err
@@ -240,4 +242,25 @@ func listFilter(q storage.ProjectionQuery) (string, []any, error) {
 	ref(q.From, ">=")
 	ref(q.To, "<=")
 	return where.String(), args, nil
+}
+
+// listFrom returns the FROM clause of q and its arguments, which come
+// before those of the WHERE clause. A search starts from the full-text
+// index: the instances whose indexed text matches every word as a prefix
+// ("word"* AND …), then each instance's row by its primary key, so that
+// it costs about the number of matches whatever the sort (CROSS JOIN
+// keeps SQLite from walking a sort index of every instance instead).
+func listFrom(q storage.ProjectionQuery) (string, []any) {
+	if len(q.Search) == 0 {
+		return "projection_states", nil
+	}
+	terms := make([]string, len(q.Search))
+	for i, w := range q.Search {
+		terms[i] = `"` + strings.ReplaceAll(w, `"`, `""`) + `"*`
+	}
+	return `(SELECT d.instance_id AS match_id FROM projection_search_fts
+		CROSS JOIN projection_search d ON d.id = projection_search_fts.rowid
+		WHERE projection_search_fts MATCH ? AND +d.name = ?) AS m
+		CROSS JOIN projection_states ON projection_states.instance_id = m.match_id`,
+		[]any{strings.Join(terms, " AND "), q.Name}
 }

@@ -3,6 +3,7 @@ package sqlite
 import (
 	"context"
 	"database/sql"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
@@ -227,12 +228,22 @@ AND (?4 IS NULL OR spec = ?4)`,
 			}
 		}
 	}
+	if c.Indexed && len(c.States) > 0 {
+		if err := indexStates(ctx, tx, c); err != nil {
+			return err
+		}
+	}
 	if len(c.Deletes) > 0 {
 		stmt, err := tx.PrepareContext(ctx, `DELETE FROM projection_states WHERE name = ? AND instance_id = ?`)
 		if err != nil {
 			return err
 		}
 		defer stmt.Close()
+		unindex, err := tx.PrepareContext(ctx, `DELETE FROM projection_search WHERE name = ? AND instance_id = ?`)
+		if err != nil {
+			return err
+		}
+		defer unindex.Close()
 		for _, id := range c.Deletes {
 			r, err := stmt.ExecContext(ctx, c.Name, id)
 			if err != nil {
@@ -243,6 +254,9 @@ AND (?4 IS NULL OR spec = ?4)`,
 				return err
 			}
 			added -= n
+			if _, err := unindex.ExecContext(ctx, c.Name, id); err != nil {
+				return err
+			}
 		}
 	}
 	if added != 0 {
@@ -278,6 +292,46 @@ AND (?4 IS NULL OR spec = ?4)`,
 	return nil
 }
 
+// indexStates writes the indexed text of c's states to projection_search
+// (whose triggers update the full-text index) in two statements over a
+// JSON array of the states, cheaper than a statement per state: a text
+// that did not change writes nothing, an empty one removes the instance's
+// row.
+func indexStates(ctx context.Context, tx *sql.Tx, c storage.ProjectionCommit) error {
+	var empty []string
+	var texts [][2]string // id, text
+	for _, st := range c.States {
+		if st.SearchText == "" {
+			empty = append(empty, st.InstanceID)
+		} else {
+			texts = append(texts, [2]string{st.InstanceID, st.SearchText})
+		}
+	}
+	if len(empty) > 0 {
+		ids, err := json.Marshal(empty)
+		if err != nil {
+			return err
+		}
+		if _, err := tx.ExecContext(ctx, `DELETE FROM projection_search
+			WHERE name = ? AND instance_id IN (SELECT value FROM json_each(?))`, c.Name, string(ids)); err != nil {
+			return err
+		}
+	}
+	if len(texts) > 0 {
+		pairs, err := json.Marshal(texts)
+		if err != nil {
+			return err
+		}
+		if _, err := tx.ExecContext(ctx, `INSERT INTO projection_search (name, instance_id, text)
+			SELECT ?1, value ->> 0, value ->> 1 FROM json_each(?2) WHERE true
+			ON CONFLICT (name, instance_id) DO UPDATE SET text = excluded.text WHERE text <> excluded.text`,
+			c.Name, string(pairs)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // DeleteDefinition implements storage.Storage, in one transaction.
 func (s *store) DeleteDefinition(ctx context.Context, name string) error {
 	if err := s.check(ctx, "delete projection"); err != nil {
@@ -286,6 +340,7 @@ func (s *store) DeleteDefinition(ctx context.Context, name string) error {
 	return s.fail(ctx, "delete projection "+name, s.inTx(ctx, func(tx *txn) error {
 		tx.exec(ctx, `DELETE FROM projection_errors WHERE name = ?`, name)
 		tx.exec(ctx, `DELETE FROM projection_states WHERE name = ?`, name)
+		tx.exec(ctx, `DELETE FROM projection_search WHERE name = ?`, name)
 		n, err := tx.affected(ctx, `DELETE FROM definitions WHERE name = ?`, name)
 		if err == nil && n == 0 {
 			return fmt.Errorf("projection %q: %w", name, storage.ErrNotFound)
@@ -306,6 +361,7 @@ func (s *store) ResetProjection(ctx context.Context, name string) error {
 		}
 		tx.exec(ctx, `DELETE FROM projection_errors WHERE name = ?`, name)
 		tx.exec(ctx, `DELETE FROM projection_states WHERE name = ?`, name)
+		tx.exec(ctx, `DELETE FROM projection_search WHERE name = ?`, name)
 		return tx.err
 	}))
 }
@@ -330,10 +386,10 @@ func (s *store) RenameProjection(ctx context.Context, from, to string) error {
 			return nil
 		}
 		tx.exec(ctx, `PRAGMA defer_foreign_keys = ON`) // until the commit
-		for _, table := range []string{"projection_errors", "projection_states", "definitions"} {
+		for _, table := range []string{"projection_errors", "projection_states", "projection_search", "definitions"} {
 			tx.exec(ctx, `DELETE FROM `+table+` WHERE name = ?`, to)
 		}
-		for _, table := range []string{"definitions", "projection_states", "projection_errors"} {
+		for _, table := range []string{"definitions", "projection_states", "projection_errors", "projection_search"} {
 			tx.exec(ctx, `UPDATE `+table+` SET name = ? WHERE name = ?`, to, from)
 		}
 		return tx.err

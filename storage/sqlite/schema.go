@@ -145,6 +145,40 @@ CREATE INDEX events_aggregates ON events (aggregate_type, aggregate_id, recorded
 CREATE INDEX events_by_time ON events (recorded_at);
 CREATE INDEX events_by_type_time ON events (aggregate_type, recorded_at);
 `,
+	// 7: projection search. projection_search holds the indexed text of
+	// each instance that has any (the words of its indexed fields, as
+	// storage.ProjectionState.SearchText has them: lower case, separated
+	// by single spaces); projection_search_fts indexes it by rowid = id.
+	// The ascii tokenizer splits on ASCII non-alphanumerics only, so the
+	// words are indexed exactly as given (the text holds no other
+	// separator than the space, and is lower case already). Triggers keep
+	// the full-text index in step with the table. detail = none: only
+	// which rows hold a word (no positions); prefix indexes of 1 to 3
+	// characters make a short prefix one term rather than a merge of
+	// every word it starts (a search for "zanz ka" in 100,000 instances:
+	// 26 ms without, 0.7 ms with).
+	`
+CREATE TABLE projection_search (
+	id          INTEGER PRIMARY KEY,
+	name        TEXT    NOT NULL,
+	instance_id TEXT    NOT NULL,
+	text        TEXT    NOT NULL,
+	UNIQUE (name, instance_id)
+);
+CREATE VIRTUAL TABLE projection_search_fts USING fts5 (
+	text, content = '', contentless_delete = 1, tokenize = 'ascii', detail = none, prefix = '1 2 3'
+);
+CREATE TRIGGER projection_search_insert AFTER INSERT ON projection_search BEGIN
+	INSERT INTO projection_search_fts (rowid, text) VALUES (new.id, new.text);
+END;
+CREATE TRIGGER projection_search_delete AFTER DELETE ON projection_search BEGIN
+	DELETE FROM projection_search_fts WHERE rowid = old.id;
+END;
+CREATE TRIGGER projection_search_update AFTER UPDATE OF text ON projection_search BEGIN
+	DELETE FROM projection_search_fts WHERE rowid = old.id;
+	INSERT INTO projection_search_fts (rowid, text) VALUES (new.id, new.text);
+END;
+`,
 }
 
 // migrate brings the schema up to date in one IMMEDIATE transaction (db's

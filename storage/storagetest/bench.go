@@ -32,6 +32,12 @@ const benchData = `{"amount":"12.50","currency":"EUR","note":"benchmark event"}`
 //     events; reports ns/load.
 //   - FeedScan: reads a 10,000-event feed from the start in pages of 500;
 //     reports events/s.
+//   - Search: ListProjections with Search finding 100 of 100,000
+//     instances (one word, a rare and a common word, sorted by reference,
+//     the count); reports ms/search.
+//   - RebuildIndexed: rebuilds a projection of 5,000 instances over 20,000
+//     events with and without indexedFields, alternately; reports the
+//     time of each and their ratio.
 //
 // Every sub-benchmark gets a fresh Storage from newStorage and sets up its
 // data once, outside the timed loop.
@@ -43,6 +49,8 @@ func RunBenchmarks(b *testing.B, newStorage func(tb testing.TB) storage.Storage)
 	})
 	b.Run("Load1000", func(b *testing.B) { benchLoad(b, newStorage) })
 	b.Run("FeedScan", func(b *testing.B) { benchFeedScan(b, newStorage) })
+	b.Run("Search", func(b *testing.B) { benchSearch(b, newStorage) })
+	b.Run("RebuildIndexed", func(b *testing.B) { benchRebuildIndexed(b, newStorage) })
 }
 
 // benchStore returns a Store on a fresh Storage, closed when b ends.

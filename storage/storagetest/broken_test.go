@@ -240,6 +240,25 @@ func (s aggregatesIgnoreSkip) ListAggregates(ctx context.Context, q storage.Aggr
 	return s.Storage.ListAggregates(ctx, q)
 }
 
+// searchIgnored lists as if no search were asked for.
+type searchIgnored struct{ storage.Storage }
+
+func (s searchIgnored) ListProjections(ctx context.Context, q storage.ProjectionQuery) (storage.ProjectionList, error) {
+	q.Search = nil
+	return s.Storage.ListProjections(ctx, q)
+}
+
+// searchTextDropped never indexes: it drops every state's SearchText.
+type searchTextDropped struct{ storage.Storage }
+
+func (s searchTextDropped) CommitProjection(ctx context.Context, c storage.ProjectionCommit) error {
+	c.States = slices.Clone(c.States)
+	for i := range c.States {
+		c.States[i].SearchText = ""
+	}
+	return s.Storage.CommitProjection(ctx, c)
+}
+
 // headFromLiveEvents computes FeedHead from the events still stored, as a
 // MAX() query over the events table would, so the head goes down when the
 // latest batch is deleted.
@@ -355,6 +374,10 @@ func variants() map[string]variant {
 			[]string{"ListAggregatesOrder", "ListAggregatesFollowsSaves"}},
 		"aggregatesIgnoreSkip": {func() storage.Storage { return aggregatesIgnoreSkip{memory.New()} },
 			[]string{"ListAggregatesPaging", "ListAggregatesAfterDelete"}},
+		"searchIgnored": {func() storage.Storage { return searchIgnored{memory.New()} },
+			[]string{"SearchPrefixWords", "SearchCombined", "SearchChanges", "SearchResetRename", "SearchProjector"}},
+		"searchTextDropped": {func() storage.Storage { return searchTextDropped{memory.New()} },
+			[]string{"SearchPrefixWords", "SearchCombined", "SearchChanges", "SearchResetRename", "SearchProjector"}},
 		"headFromLiveEvents": {func() storage.Storage { return headFromLiveEvents{memory.New()} },
 			[]string{"DeleteNeverReusesNumbers"}},
 		"blindUpdateSpec": {func() storage.Storage { return blindUpdateSpec{memory.New()} },

@@ -57,6 +57,7 @@ func cases() []testCase {
 	all = append(all, projectionDefinitionCases()...)
 	all = append(all, projectionListCases()...)
 	all = append(all, aggregateListCases()...)
+	all = append(all, searchCases()...)
 	all = append(all, projectorCases()...)
 	all = append(all, languageCases()...)
 	all = append(all, errorTextCases()...)

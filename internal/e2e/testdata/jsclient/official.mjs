@@ -25,6 +25,10 @@
 //     with 400; use loadFeed({feedName: '_all'}, {types}) instead.
 //  7. Errors carry only the status (SerializedApiError.statusCode); the
 //     client drops the JSON error body with its message.
+//  8. listSingleProjections copies only the options it knows into the
+//     query string, and search is not one of them: it is dropped silently
+//     and every instance is listed. Send GET /projections/single/{name}
+//     ?search= with axiosClient.
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import client from '@serialized/serialized-client';
@@ -114,6 +118,9 @@ const state = async (c, id) => (await c.loadInternal(id)).aggregate.state;
 await step('projections.createOrUpdateDefinition', async () => {
   await projections.createOrUpdateDefinition({
     projectionName: 'jsc-orders', feedName: 'jsorder', description: 'Each order: customer, status, total.',
+    // Searchable by customer (the client's types lack indexedFields, but
+    // createOrUpdateDefinition sends the request as it is).
+    indexedFields: ['$.projection.customer'],
     handlers: [
       { eventType: 'OrderPlaced', functions: [
         { function: 'set', targetSelector: '$.projection.customer', eventSelector: '$.event.customer' },
@@ -154,6 +161,7 @@ await step('projections.getProjectionDefinition', async () => {
   assert.equal(d.description, undefined, 'no description was given');
   const o = await projections.getProjectionDefinition({ projectionName: 'jsc-orders' });
   assert.equal(o.description, 'Each order: customer, status, total.');
+  assert.deepEqual(o.indexedFields, ['$.projection.customer']);
   // A new description alone updates the definition (without a rebuild).
   await projections.createOrUpdateDefinition({ ...o, description: 'Each order:\n\tcustomer, status and total ✓' });
   const o2 = await projections.getProjectionDefinition({ projectionName: 'jsc-orders' });
@@ -300,6 +308,23 @@ await step('projections.listSingleProjections', async () => {
   const some = await projections.listSingleProjections({ projectionName: 'jsc-orders' }, { id: ['o-2', 'o-6'] });
   assert.deepEqual(some.projections.map((p) => p.projectionId).sort(), ['o-2', 'o-6']);
   assert.equal(some.projections.find((p) => p.projectionId === 'o-2').data.customer, 'cy');
+  // Bug 8: listSingleProjections copies only the options it knows into the
+  // query, and 4.12.0 knows no search: it is dropped, every instance comes
+  // back. Workaround: send the GET with axiosClient.
+  const dropped = await projections.listSingleProjections({ projectionName: 'jsc-orders' }, { search: 'DA' });
+  assert.equal(dropped.totalCount, 5, 'bug 8 is still there: search dropped');
+  const url = client.ProjectionsClient.singleProjectionsUrl('jsc-orders');
+  const found = (await projections.axiosClient.get(url, { ...projections.axiosConfig(), params: { search: 'DA', sort: '-projectionId' } })).data;
+  assert.deepEqual(found.projections.map((p) => p.projectionId), ['o-3']);
+  assert.equal(found.totalCount, 1);
+  const ada = (await projections.axiosClient.get(url, { ...projections.axiosConfig(), params: { search: 'a', limit: 1 } })).data;
+  assert.deepEqual(ada.projections.map((p) => p.projectionId), ['o-1'], 'only ada starts with a (not dan)');
+  assert.equal(ada.hasMore, false);
+  assert.equal(ada.totalCount, 1);
+  const count = (await projections.axiosClient.get(url + '/_count', { ...projections.axiosConfig(), params: { search: 'gu' } })).data;
+  assert.equal(count.count, 1);
+  await rejects(() => projections.axiosClient.get(url, { ...projections.axiosConfig(), params: { search: 'x'.repeat(201) } }),
+    (e) => e.statusCode === 400, 'a search over 200 bytes');
 });
 
 await step('projections.countSingleProjections', async () => {
