@@ -90,6 +90,7 @@ func TestProjectStorage(t *testing.T) {
 		{"sqlite:/var/lib/es/events.sqlite3", "", "acme", "sqlite:/var/lib/es/events.acme.sqlite3", ""},
 		{"sqlite:/var/lib/es.d/events", "", "acme", "sqlite:/var/lib/es.d/events.acme", ""},
 		{"sqlite:data", "", "b", "sqlite:data.b", ""},
+		{"sqlite:/d/.events", "", "b", "sqlite:/d/.events.b", ""},
 		{"sqlite:eventstore.db", "", "", "sqlite:eventstore.db", ""},
 		{"postgres://h/db", "", "acme", "postgres://h/db", "eventstore_acme"},
 		{"postgres://h/db", "es", "acme", "postgres://h/db", "es_acme"},

@@ -69,8 +69,9 @@ type projectRouter struct {
 	reloadMu sync.Mutex // one reload (or close) at a time
 	closed   bool       // close was called; guarded by reloadMu
 	table    atomic.Pointer[projectTable]
-	deny     http.Handler
-	closing  sync.WaitGroup // removed projects being closed
+	deny     http.Handler      // answers 401 to keys of no project
+	denySt   *eventstore.Store // deny's empty store
+	closing  sync.WaitGroup    // removed projects being closed
 }
 
 // newProjectRouter opens the projects of keys. With named false there is
@@ -82,6 +83,7 @@ func newProjectRouter(ctx context.Context, cfg *config, log *slog.Logger, metric
 	if err != nil {
 		return nil, err
 	}
+	rt.denySt = denySt
 	rt.deny = httpapi.New(denySt, eventstore.NewProjector(denySt, nil), &httpapi.Options{
 		Authorize: func(*http.Request) bool { return false },
 		Logger:    log,
@@ -89,6 +91,7 @@ func newProjectRouter(ctx context.Context, cfg *config, log *slog.Logger, metric
 	})
 	t, _, err := rt.build(ctx, &projectTable{byName: map[string]*projectEntry{}}, keys)
 	if err != nil {
+		_ = denySt.Close()
 		return nil, err
 	}
 	rt.table.Store(t)
@@ -161,7 +164,7 @@ func projectStorage(spec, schema, name string) (string, string, error) {
 			return spec, schema, nil // openStorage refuses it
 		}
 		ext := filepath.Ext(path)
-		if strings.ContainsRune(ext, filepath.Separator) || ext == path {
+		if filepath.Base(path) == ext { // ".events": no extension
 			ext = ""
 		}
 		return "sqlite:" + strings.TrimSuffix(path, ext) + "." + name + ext, "", nil
@@ -286,6 +289,7 @@ func (rt *projectRouter) close() {
 		e.p.close()
 	}
 	rt.closing.Wait()
+	_ = rt.denySt.Close()
 }
 
 // projects returns the projects reachable now.
