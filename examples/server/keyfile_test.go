@@ -1,6 +1,7 @@
 package main
 
 import (
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -113,6 +114,13 @@ func TestKeyFileRefusedAtStart(t *testing.T) {
 	out, code := runMainProcess(t, "-addr", "127.0.0.1:0", "-storage", "memory", "-keys", path)
 	if code == 0 || !strings.Contains(out, path+":2: the access key of project b is already used on line 1") {
 		t.Errorf("exit %d, output:\n%s", code, out)
+	}
+	if err := os.WriteFile(path, []byte("a ak sk\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	env := map[string]string{"EVENTSTORE_ACCESS_KEY": "x"}
+	if _, err := parseConfig([]string{"-keys", path}, func(k string) string { return env[k] }, io.Discard); err == nil || !strings.Contains(err.Error(), "not both") {
+		t.Errorf("-keys with the environment keys: %v", err)
 	}
 	out, code = runMainProcess(t, "-addr", "127.0.0.1:0", "-storage", "memory", "-keys", filepath.Join(t.TempDir(), "missing"))
 	if code == 0 || !strings.Contains(out, "-keys") {

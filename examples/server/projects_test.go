@@ -238,6 +238,12 @@ func TestProjectsReload(t *testing.T) {
 				polled <- code
 			}()
 			time.Sleep(200 * time.Millisecond)
+			var b *project
+			for _, p := range rt.projects() {
+				if p.name == "b" {
+					b = p
+				}
+			}
 
 			// Rotate a's keys, remove b, add c.
 			writeKeys(t, path, "a ak_a2 sk_a2\n\nc ak_c sk_c\n")
@@ -267,6 +273,11 @@ func TestProjectsReload(t *testing.T) {
 					t.Error("b is still a project")
 				}
 			}
+			b.inflight.RLock()
+			if !b.closed {
+				t.Error("b's store is not closed after its requests in flight")
+			}
+			b.inflight.RUnlock()
 			if strings.HasPrefix(spec, "sqlite:") {
 				if _, err := os.Stat(filepath.Join(dir, "es.c.db")); err != nil {
 					t.Errorf("c's file: %v", err)
