@@ -157,8 +157,11 @@ type lagCollector struct {
 	last []lagSample
 }
 
+// Describe implements prometheus.Collector.
 func (c *lagCollector) Describe(ch chan<- *prometheus.Desc) { ch <- c.desc }
 
+// Collect implements prometheus.Collector: every project's lags, read
+// again when the last read is older than lagCacheFor.
 func (c *lagCollector) Collect(ch chan<- prometheus.Metric) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
