@@ -9,7 +9,21 @@
 // EVENTSTORE_SECRET_ACCESS_KEY, trimmed of surrounding whitespace; a key
 // holding whitespace or control characters inside is refused at start.
 // When both are unset, a random pair is generated and printed once at
-// start-up. The server logs with log/slog to
+// start-up.
+//
+// With -keys FILE the server serves several projects instead, each a
+// separate data space with its own key pair and storage: the file holds
+// one project a line, "NAME ACCESS_KEY SECRET_KEY" separated by spaces or
+// tabs, '#' starts a comment and blank lines are ignored. SIGHUP reloads
+// it: new projects are opened, changed keys replace the old ones at once,
+// and removed projects are closed once their requests in flight are done;
+// a file that does not parse is logged and leaves everything as it was.
+// Each project has its own storage: with -storage memory a memory store,
+// with sqlite:PATH the file PATH with ".NAME" before its extension
+// (eventstore.db → eventstore.NAME.db), with postgres:// the schema
+// SCHEMA_NAME, where SCHEMA is -postgres-schema (default "eventstore").
+//
+// The server logs with log/slog to
 // stderr and shuts down gracefully on SIGINT or SIGTERM: it stops accepting
 // connections, finishes the requests in flight, stops the projector and
 // closes the storage.
@@ -29,7 +43,6 @@ import (
 	"os"
 	"os/signal"
 	"strings"
-	"sync"
 	"syscall"
 	"time"
 	"unicode"
@@ -62,6 +75,8 @@ type config struct {
 	maxBody         int64
 	key             httpapi.KeyPair
 	generatedKey    bool
+	keysFile        string       // -keys: the key file, else "" (one project from the environment)
+	projects        []projectKey // the key file's projects, when keysFile is set
 	ops             opsConfig
 	projector       eventstore.ProjectorOptions
 }
@@ -76,6 +91,9 @@ func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (c
 	fs.Int64Var(&c.maxBody, "max-body", httpapi.DefaultMaxBodyBytes, "request body limit in bytes")
 	fs.IntVar(&c.projector.MaxInstanceBytes, "max-instance-bytes", eventstore.DefaultMaxInstanceBytes, "largest JSON size of one projection instance; an event that would grow one past it is a recorded error")
 	fs.IntVar(&c.projector.MaxDefinitions, "max-definitions", eventstore.DefaultMaxDefinitions, "most projection definitions the store accepts")
+	fs.StringVar(&c.keysFile, "keys", "", "key file of several projects, each a separate data space: one \"NAME ACCESS_KEY SECRET_KEY\" a line, '#' starts a comment; "+
+		"SIGHUP reloads it; each project gets its own memory store, SQLite file PATH.NAME.EXT or PostgreSQL schema SCHEMA_NAME "+
+		"(default: one project with the key pair of EVENTSTORE_ACCESS_KEY and EVENTSTORE_SECRET_ACCESS_KEY)")
 	c.ops.flags(fs)
 	if err := fs.Parse(args); err != nil {
 		return config{}, err
@@ -88,6 +106,23 @@ func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (c
 	}
 	if err := c.ops.check(); err != nil {
 		return config{}, err
+	}
+	if c.keysFile != "" {
+		if getenv("EVENTSTORE_ACCESS_KEY") != "" || getenv("EVENTSTORE_SECRET_ACCESS_KEY") != "" {
+			return config{}, errors.New("-keys and EVENTSTORE_ACCESS_KEY/EVENTSTORE_SECRET_ACCESS_KEY: use one of them, not both")
+		}
+		schema, err := postgresSchema(c.storage, c.ops.postgresSchema)
+		if err != nil {
+			return config{}, err
+		}
+		c.projects, err = readKeyFile(c.keysFile, func(name string) error {
+			_, _, err := projectStorage(c.storage, schema, name)
+			return err
+		})
+		if err != nil {
+			return config{}, err
+		}
+		return c, nil
 	}
 	c.key = httpapi.KeyPair{
 		AccessKey:       strings.TrimSpace(getenv("EVENTSTORE_ACCESS_KEY")),
@@ -164,42 +199,22 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	}
 	log := slog.New(slog.NewTextHandler(stderr, nil))
 
-	schema, err := postgresSchema(cfg.storage, cfg.ops.postgresSchema)
-	if err != nil {
+	if _, err := postgresSchema(cfg.storage, cfg.ops.postgresSchema); err != nil {
 		return err
 	}
-	log.Info("opening storage", "storage", storageKind(cfg.storage))
-	opened := time.Now()
-	storage, err := openStorage(ctx, cfg.storage, schema)
-	if err != nil {
-		return fmt.Errorf("open storage: %w", err)
-	}
-	log.Info("storage open", "took", time.Since(opened).Round(time.Millisecond).String())
-	warnSmallPool(log, storage)
 	metrics := newPromMetrics()
-	st, err := eventstore.New(storage, &eventstore.Options{Logger: log, Metrics: metrics})
+	keys := cfg.projects
+	named := cfg.keysFile != ""
+	if !named {
+		keys = []projectKey{{key: cfg.key}}
+	}
+	router, err := newProjectRouter(ctx, &cfg, log, metrics, keys, named)
 	if err != nil {
-		_ = storage.Close()
 		return err
 	}
-	defer func() {
-		if err := st.Close(); err != nil {
-			log.Error("close storage", "err", err)
-		}
-	}()
-	proj := eventstore.NewProjector(st, &cfg.projector)
-	var logRequests func(httpapi.RequestInfo)
-	if cfg.ops.logRequests {
-		logRequests = requestLogger(log)
-	}
-	handler := httpapi.New(st, proj, &httpapi.Options{
-		Keys:              []httpapi.KeyPair{cfg.key},
-		MaxBodyBytes:      cfg.maxBody,
-		Logger:            log,
-		MaxResponseBuffer: cfg.ops.maxResponseBuffer,
-		Observer:          observers(metrics.observe, logRequests),
-	})
-	metrics.watchProjections(proj, log)
+	defer router.close()
+	var handler http.Handler = router
+	metrics.watchProjections(router.projects, named, log)
 
 	rawLn, err := net.Listen("tcp", cfg.addr)
 	if err != nil {
@@ -214,7 +229,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	}
 	defer stopMetrics()
 	if cfg.ops.metricsAddr == "" {
-		handler = withMetricsPath(handler, metrics.metricsHandler(&cfg.key))
+		handler = withMetricsPath(handler, metrics.metricsHandler(router.authorized))
 	}
 	// net/http's own error responses (a request that does not parse) in
 	// the JSON error shape too.
@@ -239,15 +254,26 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	fmt.Fprintf(stdout, "listening on %s\n", base)
 	log.Info("eventstore server started", "addr", ln.Addr().String(), "storage", storageKind(cfg.storage))
 
-	var wg sync.WaitGroup
-	projCtx, stopProjector := context.WithCancel(context.WithoutCancel(ctx))
-	defer stopProjector()
-	wg.Go(func() {
-		if err := proj.Run(projCtx); err != nil {
-			log.Error("projector stopped", "err", err)
-		}
-	})
-	wg.Go(func() { reportStartup(projCtx, st, proj, log, progressEvery) })
+	if named {
+		log.Info("projects open", "projects", len(cfg.projects), "keys", cfg.keysFile)
+		hup := make(chan os.Signal, 1)
+		signal.Notify(hup, syscall.SIGHUP)
+		defer signal.Stop(hup)
+		hupCtx, stopHUP := context.WithCancel(ctx)
+		defer stopHUP()
+		go func() {
+			for {
+				select {
+				case <-hupCtx.Done():
+					return
+				case <-hup:
+					if err := router.reload(hupCtx, cfg.keysFile); err != nil {
+						log.Error("key file not reloaded: the keys stay as they were", "err", err)
+					}
+				}
+			}
+		}()
+	}
 
 	serveErr := make(chan error, 1)
 	go func() { serveErr <- srv.Serve(srvLn) }()
@@ -267,8 +293,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 			err = serr
 		}
 	}
-	stopProjector()
-	wg.Wait()
+	router.close()
 	if err == nil {
 		log.Info("stopped")
 	}

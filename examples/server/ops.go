@@ -2,8 +2,6 @@ package main
 
 import (
 	"context"
-	"crypto/sha256"
-	"crypto/subtle"
 	"log/slog"
 	"net/http"
 	"strconv"
@@ -124,58 +122,90 @@ func (m *promMetrics) watchConnections(l *limitListener) {
 }
 
 // watchProjections exports each projection's lag, read at scrape time
-// (at most every lagCacheFor).
-func (m *promMetrics) watchProjections(p *eventstore.Projector, log *slog.Logger) {
-	m.reg.MustRegister(&lagCollector{p: p, log: log})
+// (at most every lagCacheFor), of every project that projects returns.
+// With named set, the series carry a project label.
+func (m *promMetrics) watchProjections(projects func() []*project, named bool, log *slog.Logger) {
+	desc := lagDesc
+	if named {
+		desc = projectLagDesc
+	}
+	m.reg.MustRegister(&lagCollector{projects: projects, desc: desc, named: named, log: log})
 }
 
-var lagDesc = prometheus.NewDesc("eventstore_projection_lag",
-	"Feed positions between a projection's checkpoint and the head of the store's feed while events of the projection's own feed are stored after its checkpoint, else 0: an upper bound of the events it has still to apply.",
-	[]string{"projection"}, nil)
+const lagHelp = "Feed positions between a projection's checkpoint and the head of the store's feed while events of the projection's own feed are stored after its checkpoint, else 0: an upper bound of the events it has still to apply."
 
-// lagCollector reads the projections overview when scraped.
+var (
+	lagDesc        = prometheus.NewDesc("eventstore_projection_lag", lagHelp, []string{"projection"}, nil)
+	projectLagDesc = prometheus.NewDesc("eventstore_projection_lag", lagHelp, []string{"project", "projection"}, nil)
+)
+
+// lagSample is one projection's lag.
+type lagSample struct {
+	project, projection string
+	behind              int64
+}
+
+// lagCollector reads the projections overviews when scraped.
 type lagCollector struct {
-	p   *eventstore.Projector
-	log *slog.Logger
+	projects func() []*project
+	desc     *prometheus.Desc
+	named    bool
+	log      *slog.Logger
 
 	mu   sync.Mutex
 	at   time.Time
-	last []eventstore.Status
+	last []lagSample
 }
 
-func (c *lagCollector) Describe(ch chan<- *prometheus.Desc) { ch <- lagDesc }
+// Describe implements prometheus.Collector.
+func (c *lagCollector) Describe(ch chan<- *prometheus.Desc) { ch <- c.desc }
 
+// Collect implements prometheus.Collector: every project's lags, read
+// again when the last read is older than lagCacheFor.
 func (c *lagCollector) Collect(ch chan<- prometheus.Metric) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if time.Since(c.at) > lagCacheFor {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		st, err := c.p.Overview(ctx)
+		var samples []lagSample
+		var failed error
+		for _, p := range c.projects() {
+			st, err := p.proj.Overview(ctx)
+			if err != nil {
+				failed = err
+				break
+			}
+			for _, s := range st {
+				samples = append(samples, lagSample{project: p.name, projection: s.Definition.Name, behind: s.Behind})
+			}
+		}
 		cancel()
-		if err != nil {
-			c.log.Warn("metrics: projections overview", "err", err)
+		if failed != nil {
+			c.log.Warn("metrics: projections overview", "err", failed)
 		} else {
-			c.last, c.at = st, time.Now()
+			c.last, c.at = samples, time.Now()
 		}
 	}
 	for _, s := range c.last {
-		ch <- prometheus.MustNewConstMetric(lagDesc, prometheus.GaugeValue, float64(s.Behind), s.Definition.Name)
+		labels := []string{s.projection}
+		if c.named {
+			labels = []string{s.project, s.projection}
+		}
+		ch <- prometheus.MustNewConstMetric(c.desc, prometheus.GaugeValue, float64(s.behind), labels...)
 	}
 }
 
-// metricsHandler serves the registry. With key set, requests must carry
-// that key pair (the /metrics of the API address); otherwise it is served
-// on its own address, where whoever reaches it may read it.
-func (m *promMetrics) metricsHandler(key *httpapi.KeyPair) http.Handler {
+// metricsHandler serves the registry. With authorized set, requests must
+// pass it (the /metrics of the API address: a project's key pair);
+// otherwise it is served on its own address, where whoever reaches it may
+// read it.
+func (m *promMetrics) metricsHandler(authorized func(*http.Request) bool) http.Handler {
 	h := promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{})
-	if key == nil {
+	if authorized == nil {
 		return h
 	}
-	access, secret := sha256.Sum256([]byte(key.AccessKey)), sha256.Sum256([]byte(key.SecretAccessKey))
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		a := sha256.Sum256([]byte(r.Header.Get(httpapi.HeaderAccessKey)))
-		s := sha256.Sum256([]byte(r.Header.Get(httpapi.HeaderSecretAccessKey)))
-		if subtle.ConstantTimeCompare(a[:], access[:])&subtle.ConstantTimeCompare(s[:], secret[:]) != 1 {
+		if !authorized(r) {
 			w.Header().Set("Content-Type", "application/json")
 			w.Header().Set("Connection", "close")
 			w.WriteHeader(http.StatusUnauthorized)
