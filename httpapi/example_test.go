@@ -75,3 +75,34 @@ func ExampleNew() {
 	// POST /es/aggregates/order/o-2/events 400 {"code":"malformed","message":"the body is not valid JSON: unexpected end at line 1, column 12 (byte 11)","errors":[],"requestId":"req-1"}
 	// 200 "data":{"count":"2","revenue":"20.00"}}
 }
+
+// ExampleOptions_authorize mounts the handler behind the application's own
+// authentication: Authorize decides instead of the key pairs.
+func ExampleOptions_authorize() {
+	st, _ := eventstore.New(memory.New(), nil)
+	defer st.Close()
+	p := eventstore.NewProjector(st, nil)
+	h := httpapi.New(st, p, &httpapi.Options{
+		Authorize: func(r *http.Request) bool {
+			// The application's session check; here a fixed bearer token.
+			return r.Header.Get("Authorization") == "Bearer session-42"
+		},
+	})
+	srv := httptest.NewServer(h)
+	defer srv.Close()
+
+	for _, token := range []string{"Bearer session-42", "Bearer stolen"} {
+		req, _ := http.NewRequest("GET", srv.URL+"/feeds", nil)
+		req.Header.Set("Authorization", token)
+		res, err := http.DefaultClient.Do(req)
+		if err != nil {
+			fmt.Println(err)
+			return
+		}
+		res.Body.Close()
+		fmt.Println(token, res.StatusCode)
+	}
+	// Output:
+	// Bearer session-42 200
+	// Bearer stolen 401
+}
