@@ -88,7 +88,7 @@ func checkTenants(t *testing.T, base string, exists func(id string) bool) {
 	expect("POST", "/tenants", "", `{"reference":"x"}`, 400, "tenantId", "")
 	expect("POST", "/tenants", "", `{"tenantId":"`+tenantX+`","reference":"`+strings.Repeat("r", 257)+`"}`, 400, "reference", "")
 	expect("POST", "/tenants", "", `{"tenantId":"`+tenantX+`","reference":"a\u0007b"}`, 400, "reference", "")
-	expect("POST", "/tenants", "", `{"tenantId":"`+tenantX+`","ref":"x"}`, 422, "reference", "")
+	expect("POST", "/tenants", "", `{"tenantId":"`+tenantX+`","ref":"x"}`, 422, "not a field", "")
 	expect("POST", "/tenants", tenantA, `{"tenantId":"`+tenantX+`"}`, 400, "shared", "")
 	expect("GET", "/tenants", tenantA, "", 400, "shared", "")
 	expect("GET", "/tenants", "", "", 200, `"tenantId":"`+tenantA+`","tenantNumber":"1"`, tenantX)
@@ -250,7 +250,7 @@ func TestTenantsPostgres(t *testing.T) {
 		}
 		t.Skipf("PostgreSQL unreachable: %v", err)
 	}
-	defer admin.Close(ctx)
+	t.Cleanup(func() { admin.Close(ctx) }) // after the schemas are dropped
 	var b [6]byte
 	_, _ = rand.Read(b[:])
 	schema := "es_tenants_" + hex.EncodeToString(b[:])
