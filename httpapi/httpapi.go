@@ -23,6 +23,10 @@
 //	GET    /projections/aggregated/{name}      query an aggregated projection
 //	DELETE /projections/aggregated/{name}      reset an aggregated projection
 //	GET    /projections                        every projection's progress and recent errors
+//	GET    /tenants                            the project's tenants (with Options.Tenants)
+//	POST   /tenants                            add a tenant
+//	PUT    /tenants/{tenantId}                 change a tenant's reference
+//	DELETE /tenants/{tenantId}                 delete a tenant with all its data
 //	GET    /openapi.json                       the OpenAPI 3.1 document of every endpoint
 //	GET    /healthz, GET /readyz               health checks, without credentials
 //
@@ -211,7 +215,9 @@
 //
 //	400 malformed               JSON that does not parse (line, column, byte),
 //	                            a bad path segment or query parameter
-//	400 unsupported             a Serialized-Tenant-Id header (one tenant)
+//	400 unsupported             a tenant header without Options.Tenants, or on
+//	                            definitions or the tenants API
+//	400 unknown_tenant          a tenant header naming no live tenant
 //	401 unauthorized            missing, empty, mixed or wrong key headers
 //	403 forbidden               wrong, expired or foreign deleteToken
 //	404 not_found               unknown path, aggregate, projection or instance

@@ -223,9 +223,10 @@ func (h *handler) listTenants(w http.ResponseWriter, r *http.Request) {
 	h.sendValue(w, r, out)
 }
 
-// decodeTenant decodes the body of POST /tenants (withID) or PUT
-// /tenants/{tenantId}.
-func (h *handler) decodeTenant(w http.ResponseWriter, r *http.Request, withID bool) (id, reference string, err error) {
+// decodeTenant decodes the body of POST /tenants (pathID "": tenantId is
+// required) or PUT /tenants/{tenantId} (tenantId, which the official
+// client sends, may repeat pathID).
+func (h *handler) decodeTenant(w http.ResponseWriter, r *http.Request, pathID string) (id, reference string, err error) {
 	body, err := h.readJSON(w, r)
 	if err != nil {
 		return "", "", err
@@ -235,13 +236,9 @@ func (h *handler) decodeTenant(w http.ResponseWriter, r *http.Request, withID bo
 	if err != nil {
 		return "", "", err
 	}
-	names := []string{"reference"}
-	if withID {
-		names = append(names, "tenantId")
-	}
-	f := fields(root, "", "a tenant", fe, names...)
+	f := fields(root, "", "a tenant", fe, "reference", "tenantId")
 	reference = str(f[0], "", "reference", fe)
-	if withID && present(f[1]) && f[1].Type != gjson.String {
+	if present(f[1]) && f[1].Type != gjson.String {
 		fe.add("tenantId", "must be a string")
 	}
 	if err := fe.err(); err != nil {
@@ -253,15 +250,17 @@ func (h *handler) decodeTenant(w http.ResponseWriter, r *http.Request, withID bo
 	case !utf8.ValidString(reference) || strings.IndexFunc(reference, isControl) >= 0:
 		fe.add("reference", "must be text without control characters")
 	}
-	if withID {
-		switch v := f[1]; {
-		case !present(v):
-			fe.add("tenantId", "is required")
-		default:
-			var ok bool
-			if id, ok = canonicalUUID(v.String()); !ok {
-				fe.add("tenantId", "must be a UUID (8-4-4-4-12 hexadecimal digits)")
-			}
+	switch v := f[1]; {
+	case !present(v) && pathID == "":
+		fe.add("tenantId", "is required")
+	case !present(v):
+		id = pathID
+	default:
+		var ok bool
+		if id, ok = canonicalUUID(v.String()); !ok {
+			fe.add("tenantId", "must be a UUID (8-4-4-4-12 hexadecimal digits)")
+		} else if pathID != "" && id != pathID {
+			fe.add("tenantId", "%s differs from %s in the path", id, pathID)
 		}
 	}
 	if len(fe.fields) > 0 {
@@ -273,7 +272,7 @@ func (h *handler) decodeTenant(w http.ResponseWriter, r *http.Request, withID bo
 
 // addTenant serves POST /tenants: 200 when added, 204 when it exists.
 func (h *handler) addTenant(w http.ResponseWriter, r *http.Request) {
-	id, ref, err := h.decodeTenant(w, r, true)
+	id, ref, err := h.decodeTenant(w, r, "")
 	if err != nil {
 		h.fail(w, r, err)
 		return
@@ -319,7 +318,7 @@ func (h *handler) updateTenant(w http.ResponseWriter, r *http.Request) {
 		h.fail(w, r, err)
 		return
 	}
-	_, ref, err := h.decodeTenant(w, r, false)
+	_, ref, err := h.decodeTenant(w, r, id)
 	if err != nil {
 		h.fail(w, r, err)
 		return

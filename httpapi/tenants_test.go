@@ -60,6 +60,8 @@ func TestTenantsAPI(t *testing.T) {
 	e.must(422, "POST", "/tenants", `{"tenantId":1}`)
 	e.must(200, "PUT", "/tenants/"+a, `{"reference":"Acme Inc"}`)
 	e.must(404, "PUT", "/tenants/"+c, `{"reference":"x"}`)
+	e.must(200, "PUT", "/tenants/"+a, `{"tenantId":"`+a+`","reference":"Acme Inc"}`) // as the official client sends it
+	e.must(400, "PUT", "/tenants/"+a, `{"tenantId":"`+b+`","reference":"Acme Inc"}`)
 	if s := body(e.must(200, "GET", "/tenants", "")); !strings.Contains(s, `"tenantId":"`+a+`","tenantNumber":"1"`) || !strings.Contains(s, `"reference":"Acme Inc"`) {
 		t.Errorf("list: %s", s)
 	}
