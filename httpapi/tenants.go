@@ -174,6 +174,9 @@ func (h *handler) serveTenant(w http.ResponseWriter, r *http.Request, id string)
 		return
 	}
 	defer release()
+	if rc, ok := w.(*recorder); ok {
+		rc.tenant = id
+	}
 	r = r.WithContext(context.WithValue(r.Context(), dataKey{}, &tenantData{id: id, st: st, p: p}))
 	h.mux.ServeHTTP(w, r)
 }

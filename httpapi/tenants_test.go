@@ -18,7 +18,7 @@ import (
 var _ httpapi.Tenants = (*tenancy.Set)(nil)
 
 // newTenantEnv is newEnv with the tenants of a tenancy.Set on memory.
-func newTenantEnv(t *testing.T) *env {
+func newTenantEnv(t *testing.T, observed chan<- httpapi.RequestInfo) *env {
 	t.Helper()
 	st, err := eventstore.New(memory.New(), nil)
 	if err != nil {
@@ -38,12 +38,18 @@ func newTenantEnv(t *testing.T) *env {
 		_ = set.Close()
 		_ = st.Close()
 	})
-	h := httpapi.New(st, p, &httpapi.Options{Keys: []httpapi.KeyPair{{AccessKey: testAccess, SecretAccessKey: testSecret}}, Tenants: set})
+	h := httpapi.New(st, p, &httpapi.Options{Keys: []httpapi.KeyPair{{AccessKey: testAccess, SecretAccessKey: testSecret}}, Tenants: set,
+		Observer: func(ri httpapi.RequestInfo) {
+			if observed != nil {
+				observed <- ri
+			}
+		}})
 	return &env{t: t, st: st, p: p, h: h}
 }
 
 func TestTenantsAPI(t *testing.T) {
-	e := newTenantEnv(t)
+	observed := make(chan httpapi.RequestInfo, 1000)
+	e := newTenantEnv(t, observed)
 	const a, b, c = "1b4e28ba-2fa1-41d2-883f-0016d3cca427", "2c5f39cb-3ab2-42e3-994a-1127e4ddb538", "3d6a4adc-4bc3-43f4-a05b-2238f5eec649"
 	body := func(res *http.Response) string {
 		b, _ := io.ReadAll(res.Body)
@@ -70,7 +76,13 @@ func TestTenantsAPI(t *testing.T) {
 	e.must(200, "POST", "/aggregates/order/o-1/events", save, httpapi.HeaderTenantID, a)
 	e.must(404, "GET", "/aggregates/order/o-1", "", httpapi.HeaderTenantID, b)
 	e.must(404, "GET", "/aggregates/order/o-1", "")
+	for len(observed) > 0 {
+		<-observed
+	}
 	e.must(200, "GET", "/aggregates/order/o-1", "", httpapi.HeaderServiceTenantID, a)
+	if ri := <-observed; ri.Tenant != a || ri.Route != "/aggregates/{type}/{id}" {
+		t.Errorf("observed %+v", ri)
+	}
 	e.must(400, "GET", "/aggregates/order/o-1", "", httpapi.HeaderTenantID, c)
 	e.must(400, "GET", "/projections/definitions", "", httpapi.HeaderTenantID, a)
 	e.must(400, "GET", "/tenants", "", httpapi.HeaderTenantID, a)
