@@ -5,7 +5,10 @@
 //
 // A Set keeps a registry of its tenants (id, number, reference, when added,
 // whether deleted) as events in a storage of its own, Options.Registry, so
-// it survives a restart. Each tenant's data lives in a separate storage
+// it survives a restart; Sets in several processes may share one registry
+// (servers on one database): a Set reads it again for an id it does not
+// know, and at most every second otherwise, and closes the tenants another
+// process deleted. Each tenant's data lives in a separate storage
 // that Options.Open opens (creating it when missing): a memory store, a
 // SQLite file or a PostgreSQL schema per tenant. A tenant's storage is
 // opened on first use and kept open until the tenant is deleted or the Set
@@ -65,7 +68,10 @@ var ErrTenantDeleted = errors.New("tenant deleted")
 type Tenant struct {
 	// ID is the tenant's UUID, in lower case.
 	ID string
-	// Number is the tenant's number in the Set: 1 for the first added.
+	// Number is the tenant's number in the Set: the registry position of
+	// its addition, so increasing in the order tenants were added and
+	// unique even when several processes share the registry, but not
+	// contiguous.
 	Number int64
 	// AddedAt is when the tenant was added.
 	AddedAt time.Time
@@ -110,13 +116,20 @@ type Set struct {
 	ctx  context.Context // parent of the tenants' projectors
 	stop context.CancelFunc
 
-	mu      sync.Mutex // guards the fields below; held while a tenant opens
-	byID    map[string]*entry
-	order   []*entry
-	live    int
-	closed  bool
-	running sync.WaitGroup // the tenants' projectors
+	mu        sync.Mutex // guards the fields below; held while a tenant opens
+	byID      map[string]*entry
+	order     []*entry
+	live      int
+	closed    bool
+	cursor    int64          // of the registry's feed, read up to here
+	refreshed time.Time      // when the registry was last read
+	running   sync.WaitGroup // the tenants' projectors, and closes of tenants deleted elsewhere
 }
+
+// refreshEvery is how often a Set reads the registry for the changes of
+// other processes (servers sharing one database) when serving a tenant it
+// knows; an unknown id is looked up at once.
+const refreshEvery = time.Second
 
 // entry is one tenant of the registry and, while open, its data.
 type entry struct {
@@ -156,7 +169,7 @@ func New(ctx context.Context, opts Options) (*Set, error) {
 	}
 	s := &Set{opts: opts, reg: reg, log: log, byID: map[string]*entry{}}
 	s.ctx, s.stop = context.WithCancel(context.WithoutCancel(ctx))
-	if err := s.load(ctx); err != nil {
+	if err := s.refresh(ctx); err != nil {
 		_ = reg.Close()
 		return nil, fmt.Errorf("tenancy: read the registry: %w", err)
 	}
@@ -173,24 +186,25 @@ func New(ctx context.Context, opts Options) (*Set, error) {
 
 // registryEvent is the data of a registry event.
 type registryEvent struct {
-	Number    int64  `json:"number,omitempty"`
 	AddedAt   int64  `json:"addedAt,omitempty"` // Unix milliseconds
 	Reference string `json:"reference"`
 }
 
-// load folds the registry's feed into s.
-func (s *Set) load(ctx context.Context) error {
-	var after int64
+// refresh folds the registry's feed, from where it was last read, into s;
+// s.mu is held (or s is not shared yet). A tenant that another process
+// deleted is closed here.
+func (s *Set) refresh(ctx context.Context) error {
+	added := false
 	for {
-		res, err := s.reg.ReadFeed(ctx, registryType, after, &eventstore.FeedOptions{Limit: eventstore.MaxFeedLimit})
+		res, err := s.reg.ReadFeed(ctx, registryType, s.cursor, &eventstore.FeedOptions{Limit: eventstore.MaxFeedLimit})
 		if errors.Is(err, eventstore.ErrNotFound) {
-			return nil
+			break
 		}
 		if err != nil {
 			return err
 		}
 		for _, fe := range res.Entries {
-			for i, ev := range fe.Events {
+			for _, ev := range fe.Events {
 				var d registryEvent
 				if len(ev.Data) > 0 {
 					if err := json.Unmarshal(ev.Data, &d); err != nil {
@@ -200,10 +214,11 @@ func (s *Set) load(ctx context.Context) error {
 				e := s.byID[fe.AggregateID]
 				switch {
 				case ev.Type == evAdded && e == nil:
-					e = &entry{t: Tenant{ID: fe.AggregateID, Number: d.Number, AddedAt: time.UnixMilli(d.AddedAt).UTC(), Reference: d.Reference}}
+					e = &entry{t: Tenant{ID: fe.AggregateID, Number: ev.Position, AddedAt: time.UnixMilli(d.AddedAt).UTC(), Reference: d.Reference}}
 					s.byID[e.t.ID] = e
 					s.order = append(s.order, e)
 					s.live++
+					added = true
 				case e == nil:
 					return fmt.Errorf("event %s (%s) of tenant %s before it was added", ev.ID, ev.Type, fe.AggregateID)
 				case ev.Type == evUpdated:
@@ -211,32 +226,44 @@ func (s *Set) load(ctx context.Context) error {
 				case ev.Type == evDeleted && !e.t.Deleted:
 					e.t.Deleted = true
 					s.live--
+					if in := e.open; in != nil {
+						e.open = nil
+						s.running.Add(1)
+						go func() {
+							defer s.running.Done()
+							s.closeInstance(in)
+						}()
+					}
 				}
-				e.version = fe.Version - int64(len(fe.Events)-1-i)
+				e.version = max(e.version, fe.Version)
 			}
 		}
-		after = res.Next
+		s.cursor = max(s.cursor, res.Next)
 		if !res.HasMore {
 			break
 		}
 	}
-	sort.Slice(s.order, func(i, j int) bool { return s.order[i].t.Number < s.order[j].t.Number })
+	s.refreshed = time.Now()
+	if added {
+		sort.Slice(s.order, func(i, j int) bool { return s.order[i].t.Number < s.order[j].t.Number })
+	}
 	return nil
 }
 
-// record saves one registry event of tenant e at its next version.
-func (s *Set) record(ctx context.Context, e *entry, typ string, d registryEvent) error {
+// record saves one registry event of tenant e at its next version and
+// returns its position.
+func (s *Set) record(ctx context.Context, e *entry, typ string, d registryEvent) (int64, error) {
 	data, err := json.Marshal(d)
 	if err != nil {
-		return err
+		return 0, err
 	}
 	res, err := s.reg.Save(ctx, registryType, e.t.ID, []eventstore.NewEvent{{ID: eventstore.NewEventID(), Type: typ, Data: data}},
 		&eventstore.SaveOptions{ExpectedVersion: eventstore.ExpectVersion(e.version)})
 	if err != nil {
-		return fmt.Errorf("tenancy: record %s of tenant %s: %w", typ, e.t.ID, err)
+		return 0, fmt.Errorf("tenancy: record %s of tenant %s: %w", typ, e.t.ID, err)
 	}
 	e.version = res.Version
-	return nil
+	return res.Position, nil
 }
 
 // errClosed is returned after Close.
@@ -251,6 +278,9 @@ func (s *Set) Add(ctx context.Context, id, reference string) (created bool, err 
 	if s.closed {
 		return false, errClosed
 	}
+	if err := s.refresh(ctx); err != nil {
+		return false, err
+	}
 	if e, ok := s.byID[id]; ok {
 		if e.t.Deleted {
 			return false, fmt.Errorf("tenant %s: %w", id, ErrTenantDeleted)
@@ -260,10 +290,19 @@ func (s *Set) Add(ctx context.Context, id, reference string) (created bool, err 
 	if s.live >= s.opts.MaxTenants || len(s.order) >= 10*s.opts.MaxTenants {
 		return false, fmt.Errorf("the project holds the maximum of %d tenants: %w", s.opts.MaxTenants, ErrTooManyTenants)
 	}
-	e := &entry{t: Tenant{ID: id, Number: int64(len(s.order)) + 1, AddedAt: time.Now().UTC().Truncate(time.Millisecond), Reference: reference}}
-	if err := s.record(ctx, e, evAdded, registryEvent{Number: e.t.Number, AddedAt: e.t.AddedAt.UnixMilli(), Reference: reference}); err != nil {
+	e := &entry{t: Tenant{ID: id, AddedAt: time.Now().UTC().Truncate(time.Millisecond), Reference: reference}}
+	pos, err := s.record(ctx, e, evAdded, registryEvent{AddedAt: e.t.AddedAt.UnixMilli(), Reference: reference})
+	if errors.Is(err, eventstore.ErrConflict) {
+		// Another process added it just now.
+		if err := s.refresh(ctx); err != nil {
+			return false, err
+		}
+		return false, nil
+	}
+	if err != nil {
 		return false, err
 	}
+	e.t.Number = pos
 	s.byID[id] = e
 	s.order = append(s.order, e)
 	s.live++
@@ -271,9 +310,15 @@ func (s *Set) Add(ctx context.Context, id, reference string) (created bool, err 
 }
 
 // List returns every tenant, the deleted ones included, by number.
-func (s *Set) List(context.Context) ([]Tenant, error) {
+func (s *Set) List(ctx context.Context) ([]Tenant, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if s.closed {
+		return nil, errClosed
+	}
+	if err := s.refresh(ctx); err != nil {
+		return nil, err
+	}
 	out := make([]Tenant, len(s.order))
 	for i, e := range s.order {
 		out[i] = e.t
@@ -281,12 +326,20 @@ func (s *Set) List(context.Context) ([]Tenant, error) {
 	return out, nil
 }
 
-// liveEntry returns the entry of a live tenant id; s.mu is held.
-func (s *Set) liveEntry(id string) (*entry, error) {
+// liveEntry returns the entry of a live tenant id; s.mu is held. It reads
+// the registry first when fresh is set, when it last did more than
+// refreshEvery ago, or when it does not know id.
+func (s *Set) liveEntry(ctx context.Context, id string, fresh bool) (*entry, error) {
 	if s.closed {
 		return nil, errClosed
 	}
 	e, ok := s.byID[id]
+	if fresh || !ok || time.Since(s.refreshed) > refreshEvery {
+		if err := s.refresh(ctx); err != nil {
+			return nil, err
+		}
+		e, ok = s.byID[id]
+	}
 	if !ok || e.t.Deleted {
 		return nil, fmt.Errorf("tenant %s: %w", id, ErrUnknownTenant)
 	}
@@ -297,14 +350,14 @@ func (s *Set) liveEntry(id string) (*entry, error) {
 func (s *Set) Update(ctx context.Context, id, reference string) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	e, err := s.liveEntry(id)
+	e, err := s.liveEntry(ctx, id, true)
 	if err != nil {
 		return err
 	}
 	if e.t.Reference == reference {
 		return nil
 	}
-	if err := s.record(ctx, e, evUpdated, registryEvent{Reference: reference}); err != nil {
+	if _, err := s.record(ctx, e, evUpdated, registryEvent{Reference: reference}); err != nil {
 		return err
 	}
 	e.t.Reference = reference
@@ -317,7 +370,7 @@ func (s *Set) Update(ctx context.Context, id, reference string) error {
 func (s *Set) Open(ctx context.Context, id string) (st *eventstore.Store, p *eventstore.Projector, release func(), err error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	e, err := s.liveEntry(id)
+	e, err := s.liveEntry(ctx, id, false)
 	if err != nil {
 		return nil, nil, nil, err
 	}
@@ -427,9 +480,9 @@ func (s *Set) DefinitionChanged(ctx context.Context, name string, reset bool) er
 // once its users have released it, and removed.
 func (s *Set) Delete(ctx context.Context, id string) error {
 	s.mu.Lock()
-	e, err := s.liveEntry(id)
+	e, err := s.liveEntry(ctx, id, true)
 	if err == nil {
-		err = s.record(ctx, e, evDeleted, registryEvent{})
+		_, err = s.record(ctx, e, evDeleted, registryEvent{})
 	}
 	if err != nil {
 		s.mu.Unlock()

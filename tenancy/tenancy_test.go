@@ -130,3 +130,59 @@ func TestDefinitionsShared(t *testing.T) {
 		t.Errorf("deleted definition: %v", err)
 	}
 }
+
+// Two Sets on one registry, as two servers on one database: each sees the
+// other's additions at once and its deletions within a second.
+func TestSharedRegistry(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	project, _ := eventstore.New(memory.New(), nil)
+	defer project.Close()
+	defs := eventstore.NewProjector(project, nil)
+	open := func() *tenancy.Set {
+		reg, err := sqlite.Open(filepath.Join(dir, "registry.db"), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		s, err := tenancy.New(ctx, tenancy.Options{
+			Registry: reg,
+			Open: func(_ context.Context, id string) (storage.Storage, error) {
+				return sqlite.Open(filepath.Join(dir, id+".db"), nil)
+			},
+			Definitions: defs,
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = s.Close() })
+		return s
+	}
+	s1, s2 := open(), open()
+	if created, err := s1.Add(ctx, a, ""); !created || err != nil {
+		t.Fatal(created, err)
+	}
+	if created, err := s2.Add(ctx, a, ""); created || err != nil {
+		t.Errorf("the second set adds the same tenant again: %v %v", created, err)
+	}
+	if created, err := s2.Add(ctx, b, ""); !created || err != nil {
+		t.Fatal(created, err)
+	}
+	st, _, release, err := s2.Open(ctx, a)
+	if err != nil {
+		t.Fatalf("the second set opens the first's tenant: %v", err)
+	}
+	release()
+	_ = st
+	ts1, _ := s1.List(ctx)
+	ts2, _ := s2.List(ctx)
+	if len(ts1) != 2 || len(ts2) != 2 || ts1[0].Number != ts2[0].Number || ts1[1].Number != ts2[1].Number || ts1[0].Number >= ts1[1].Number {
+		t.Errorf("lists differ: %+v %+v", ts1, ts2)
+	}
+	if err := s1.Delete(ctx, a); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(1100 * time.Millisecond)
+	if _, _, _, err := s2.Open(ctx, a); !errors.Is(err, tenancy.ErrUnknownTenant) {
+		t.Errorf("the second set still opens the deleted tenant: %v", err)
+	}
+}
