@@ -287,8 +287,11 @@ func (s *Set) Add(ctx context.Context, id, reference string) (created bool, err 
 		}
 		return false, nil
 	}
-	if s.live >= s.opts.MaxTenants || len(s.order) >= 10*s.opts.MaxTenants {
+	switch {
+	case s.live >= s.opts.MaxTenants:
 		return false, fmt.Errorf("the project holds the maximum of %d tenants: %w", s.opts.MaxTenants, ErrTooManyTenants)
+	case len(s.order) >= 10*s.opts.MaxTenants:
+		return false, fmt.Errorf("the project has had the maximum of %d tenants, deleted ones included: %w", 10*s.opts.MaxTenants, ErrTooManyTenants)
 	}
 	e := &entry{t: Tenant{ID: id, AddedAt: time.Now().UTC().Truncate(time.Millisecond), Reference: reference}}
 	pos, err := s.record(ctx, e, evAdded, registryEvent{AddedAt: e.t.AddedAt.UnixMilli(), Reference: reference})
