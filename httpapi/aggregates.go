@@ -49,7 +49,7 @@ func (h *handler) exists(w http.ResponseWriter, r *http.Request) {
 		h.fail(w, r, err)
 		return
 	}
-	ok, err := h.st.Exists(r.Context(), seg[0], seg[1])
+	ok, err := h.store(r).Exists(r.Context(), seg[0], seg[1])
 	switch {
 	case err != nil:
 		h.fail(w, r, err)
@@ -78,7 +78,7 @@ func (h *handler) saveBulk(w http.ResponseWriter, r *http.Request) {
 		h.fail(w, r, err)
 		return
 	}
-	if _, err := h.st.SaveAll(r.Context(), seg[0], batches); err != nil {
+	if _, err := h.store(r).SaveAll(r.Context(), seg[0], batches); err != nil {
 		h.fail(w, r, err)
 		return
 	}
@@ -96,13 +96,13 @@ func (h *handler) deleteAggregate(w http.ResponseWriter, r *http.Request) {
 	}
 	h.twoStepDelete(w, r, aggregateScope(seg[0], seg[1]),
 		func() error {
-			ok, err := h.st.Exists(r.Context(), seg[0], seg[1])
+			ok, err := h.store(r).Exists(r.Context(), seg[0], seg[1])
 			if err == nil && !ok {
 				err = fmt.Errorf("aggregate %s/%s: %w", seg[0], seg[1], eventstore.ErrNotFound)
 			}
 			return err
 		},
-		func() error { return h.st.DeleteAggregate(r.Context(), seg[0], seg[1]) })
+		func() error { return h.store(r).DeleteAggregate(r.Context(), seg[0], seg[1]) })
 }
 
 // deleteType serves DELETE /aggregates/{type}, as deleteAggregate does
@@ -115,10 +115,10 @@ func (h *handler) deleteType(w http.ResponseWriter, r *http.Request) {
 	}
 	h.twoStepDelete(w, r, typeScope(seg[0]),
 		func() error {
-			_, err := h.st.FeedHead(r.Context(), seg[0])
+			_, err := h.store(r).FeedHead(r.Context(), seg[0])
 			return err
 		},
-		func() error { return h.st.DeleteAggregateType(r.Context(), seg[0]) })
+		func() error { return h.store(r).DeleteAggregateType(r.Context(), seg[0]) })
 }
 
 type tokenJSON struct {
@@ -134,6 +134,8 @@ func (h *handler) twoStepDelete(w http.ResponseWriter, r *http.Request, scope st
 		h.fail(w, r, err)
 		return
 	}
+	// A token is for one tenant's data: it deletes nothing of another.
+	scope = "tenant\x00" + tenantOf(r) + "\x00" + scope
 	if !q.has("deleteToken") {
 		if err := exists(); err != nil {
 			h.fail(w, r, err)
@@ -190,7 +192,7 @@ func (h *handler) listAggregates(w http.ResponseWriter, r *http.Request) {
 		h.fail(w, r, err)
 		return
 	}
-	page, err := h.st.Aggregates(r.Context(), seg[0], &eventstore.AggregateListOptions{Skip: int(skip), Limit: int(limit)})
+	page, err := h.store(r).Aggregates(r.Context(), seg[0], &eventstore.AggregateListOptions{Skip: int(skip), Limit: int(limit)})
 	if err != nil {
 		h.fail(w, r, err)
 		return

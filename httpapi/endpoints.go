@@ -131,7 +131,7 @@ func (h *handler) save(w http.ResponseWriter, r *http.Request) {
 	if req.ExpectedVersion != nil {
 		opts = &eventstore.SaveOptions{ExpectedVersion: eventstore.ExpectVersion(*req.ExpectedVersion)}
 	}
-	if _, err := h.st.Save(r.Context(), seg[0], seg[1], req.Events, opts); err != nil {
+	if _, err := h.store(r).Save(r.Context(), seg[0], seg[1], req.Events, opts); err != nil {
 		if errors.Is(err, eventstore.ErrConflict) {
 			err = saveConflict(seg[0], seg[1], req.ExpectedVersion, err)
 		}
@@ -204,7 +204,11 @@ func (h *handler) createDefinition(w http.ResponseWriter, r *http.Request) {
 		h.fail(w, r, err)
 		return
 	}
-	if err := h.p.Create(r.Context(), d); err != nil {
+	if err := h.proj(r).Create(r.Context(), d); err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	if err := h.definitionChanged(r, d.Name, false); err != nil {
 		h.fail(w, r, err)
 		return
 	}
@@ -218,7 +222,7 @@ func (h *handler) queryAggregated(w http.ResponseWriter, r *http.Request) {
 		h.fail(w, r, err)
 		return
 	}
-	p, err := h.p.Aggregated(r.Context(), seg[0])
+	p, err := h.proj(r).Aggregated(r.Context(), seg[0])
 	if err != nil {
 		err = h.projectionNotFound(r.Context(), seg[0], "", true, err)
 		h.fail(w, r, err)

@@ -17,12 +17,13 @@ import (
 // eventstore. Their texts are never shown: an *apiError carries the
 // message.
 var (
-	errMalformed    = errors.New("malformed request")
-	errUnauthorized = errors.New("unauthorized")
-	errMethod       = errors.New("method not allowed")
-	errMediaType    = errors.New("unsupported media type")
-	errForbidden    = errors.New("forbidden")
-	errUnsupported  = errors.New("unsupported")
+	errMalformed     = errors.New("malformed request")
+	errUnauthorized  = errors.New("unauthorized")
+	errMethod        = errors.New("method not allowed")
+	errMediaType     = errors.New("unsupported media type")
+	errForbidden     = errors.New("forbidden")
+	errUnsupported   = errors.New("unsupported")
+	errUnknownTenant = errors.New("unknown tenant")
 )
 
 // apiError is an error of the HTTP layer: its text is written to the
@@ -91,6 +92,7 @@ var errorTable = []errorRule{
 	{is(errForbidden), http.StatusForbidden, "forbidden", ownText},
 	{is(errMethod), http.StatusMethodNotAllowed, "method_not_allowed", ownText},
 	{is(errUnsupported), http.StatusBadRequest, "unsupported", ownText},
+	{is(errUnknownTenant), http.StatusBadRequest, "unknown_tenant", ownText},
 	{is(errMediaType), http.StatusUnsupportedMediaType, "unsupported_media_type", ownText},
 	{func(err error) bool { var e *http.MaxBytesError; return errors.As(err, &e) }, http.StatusRequestEntityTooLarge, "too_large",
 		func(_ *http.Request, err error) string {

@@ -30,7 +30,7 @@ type feedInfoJSON struct {
 
 // feeds serves GET /feeds.
 func (h *handler) feeds(w http.ResponseWriter, r *http.Request) {
-	fs, err := h.st.Feeds(r.Context())
+	fs, err := h.store(r).Feeds(r.Context())
 	if err != nil {
 		h.fail(w, r, err)
 		return
@@ -80,7 +80,7 @@ func (h *handler) feedHead(w http.ResponseWriter, r *http.Request) {
 		h.fail(w, r, err)
 		return
 	}
-	head, err := h.st.FeedHead(r.Context(), typ)
+	head, err := h.store(r).FeedHead(r.Context(), typ)
 	if err != nil {
 		h.fail(w, r, err)
 		return

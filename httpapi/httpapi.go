@@ -23,6 +23,10 @@
 //	GET    /projections/aggregated/{name}      query an aggregated projection
 //	DELETE /projections/aggregated/{name}      reset an aggregated projection
 //	GET    /projections                        every projection's progress and recent errors
+//	GET    /tenants                            the project's tenants (with Options.Tenants)
+//	POST   /tenants                            add a tenant
+//	PUT    /tenants/{tenantId}                 change a tenant's reference
+//	DELETE /tenants/{tenantId}                 delete a tenant with all its data
 //	GET    /openapi.json                       the OpenAPI 3.1 document of every endpoint
 //	GET    /healthz, GET /readyz               health checks, without credentials
 //
@@ -211,7 +215,9 @@
 //
 //	400 malformed               JSON that does not parse (line, column, byte),
 //	                            a bad path segment or query parameter
-//	400 unsupported             a Serialized-Tenant-Id header (one tenant)
+//	400 unsupported             a tenant header without Options.Tenants, or on
+//	                            definitions or the tenants API
+//	400 unknown_tenant          a tenant header naming no live tenant
 //	401 unauthorized            missing, empty, mixed or wrong key headers
 //	403 forbidden               wrong, expired or foreign deleteToken
 //	404 not_found               unknown path, aggregate, projection or instance
@@ -256,9 +262,11 @@ const (
 	HeaderSerializedSecretAccessKey = "Serialized-Secret-Access-Key"
 )
 
-// HeaderTenantID is the header of the hosted service's multi-tenancy. This
-// server has one tenant: a request carrying it is answered with 400
-// (not 404, which a client's exists would read as "no such aggregate").
+// HeaderTenantID is the header of the hosted service's multi-tenancy (see
+// Options.Tenants); HeaderServiceTenantID is its other spelling. Without
+// Options.Tenants the handler has one tenant and a request carrying either
+// is answered with 400 (not 404, which a client's exists would read as "no
+// such aggregate").
 const HeaderTenantID = "Serialized-Tenant-Id"
 
 // DefaultMaxBodyBytes is the request body limit used when
@@ -303,6 +311,16 @@ type Options struct {
 	// (see RequestInfo), for request logs and metrics. It must be safe for
 	// concurrent use.
 	Observer func(RequestInfo)
+	// Tenants, when set, serves the tenants of the project: the tenants
+	// API (/tenants), and requests to aggregates, feeds and projection
+	// queries that carry HeaderTenantID (or HeaderServiceTenantID), which
+	// are served with the tenant's Store and Projector. Definitions and the
+	// tenants API refuse the header. An unknown or deleted tenant is
+	// answered with 400 (code unknown_tenant), a malformed id with 400
+	// (malformed). Definition changes are passed on with
+	// Tenants.DefinitionChanged. Without Tenants the tenants API and the
+	// header are answered with 400 (unsupported).
+	Tenants Tenants
 }
 
 // KeyPair is one accepted pair of credentials.
@@ -337,6 +355,7 @@ type handler struct {
 	maxResponse int
 	observe     func(RequestInfo)
 	authorize   func(*http.Request) bool
+	tenants     Tenants
 }
 
 // New returns an http.Handler serving st and p. Both must be non-nil; New
@@ -366,6 +385,7 @@ func New(st *eventstore.Store, p *eventstore.Projector, opts *Options) http.Hand
 		h.log = slog.Default()
 	}
 	h.authorize = opts.Authorize
+	h.tenants = opts.Tenants
 	for _, k := range opts.Keys {
 		if k.AccessKey == "" || k.SecretAccessKey == "" {
 			continue
@@ -407,13 +427,16 @@ func (h *handler) serve(w http.ResponseWriter, r *http.Request) {
 		h.fail(w, r, &pathError{msg: msg})
 		return
 	}
-	// One tenant: a request for another must not be answered with the
-	// default tenant's data.
-	if _, ok := r.Header[HeaderTenantID]; ok {
-		h.fail(w, r, apiErr(errUnsupported, "tenants are not supported: this server has one tenant; send no %s header (no tenantId option)", HeaderTenantID))
-		return
+	// A request for a tenant must never be answered with another's data,
+	// nor with the project's default data space.
+	switch id, ok, err := tenantHeader(r); {
+	case err != nil:
+		h.fail(w, r, err)
+	case ok:
+		h.serveTenant(w, r, id)
+	default:
+		h.mux.ServeHTTP(w, r)
 	}
-	h.mux.ServeHTTP(w, r)
 }
 
 // credentials returns the key pair a request carries, in one spelling of

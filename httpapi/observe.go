@@ -35,6 +35,10 @@ type RequestInfo struct {
 	// Aborted reports a response cut off (the client went away or a
 	// streamed answer failed half way).
 	Aborted bool
+	// Tenant is the id of the tenant whose data served the request
+	// (Options.Tenants), "" for the default data space or a request
+	// refused before its tenant was opened.
+	Tenant string
 }
 
 // ServeHTTP serves the health endpoints, then authenticates the request
@@ -49,7 +53,7 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		defer func() {
 			info := RequestInfo{
 				Method: r.Method, Route: h.route(r), Status: rec.status, Bytes: rec.bytes,
-				Duration: time.Since(start), RequestID: w.Header().Get(HeaderRequestID),
+				Duration: time.Since(start), RequestID: w.Header().Get(HeaderRequestID), Tenant: rec.tenant,
 			}
 			if v := recover(); v != nil {
 				info.Aborted = true
@@ -134,6 +138,7 @@ type recorder struct {
 	w      http.ResponseWriter
 	status int
 	bytes  int64
+	tenant string // the tenant that served the request
 }
 
 func (rc *recorder) Header() http.Header { return rc.w.Header() }

@@ -33,7 +33,7 @@ func (h *handler) listDefinitions(w http.ResponseWriter, r *http.Request) {
 		h.fail(w, r, err)
 		return
 	}
-	defs, err := h.p.Definitions(r.Context())
+	defs, err := h.proj(r).Definitions(r.Context())
 	if err != nil {
 		h.fail(w, r, err)
 		return
@@ -54,7 +54,7 @@ func (h *handler) getDefinition(w http.ResponseWriter, r *http.Request) {
 		h.fail(w, r, err)
 		return
 	}
-	d, err := h.p.Definition(r.Context(), seg[0])
+	d, err := h.proj(r).Definition(r.Context(), seg[0])
 	if err != nil {
 		h.fail(w, r, err)
 		return
@@ -87,7 +87,11 @@ func (h *handler) putDefinition(w http.ResponseWriter, r *http.Request) {
 		h.fail(w, r, &queryError{"projectionName", fmt.Sprintf("%q in the body differs from %q in the path", clip(d.Name), clip(seg[0]))})
 		return
 	}
-	if _, err := h.p.Put(r.Context(), d); err != nil {
+	if _, err := h.proj(r).Put(r.Context(), d); err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	if err := h.definitionChanged(r, d.Name, false); err != nil {
 		h.fail(w, r, err)
 		return
 	}
@@ -101,7 +105,11 @@ func (h *handler) deleteDefinition(w http.ResponseWriter, r *http.Request) {
 		h.fail(w, r, err)
 		return
 	}
-	if err := h.p.Delete(r.Context(), seg[0]); err != nil {
+	if err := h.proj(r).Delete(r.Context(), seg[0]); err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	if err := h.definitionChanged(r, seg[0], false); err != nil {
 		h.fail(w, r, err)
 		return
 	}
@@ -117,12 +125,15 @@ func (h *handler) resetProjection(aggregated bool) http.HandlerFunc {
 			h.fail(w, r, err)
 			return
 		}
-		d, err := h.p.Definition(r.Context(), seg[0])
+		d, err := h.proj(r).Definition(r.Context(), seg[0])
 		if err == nil && d.Aggregated != aggregated {
 			err = h.projectionNotFound(r.Context(), seg[0], "", aggregated, eventstore.ErrNotFound)
 		}
 		if err == nil {
-			err = h.p.Reset(r.Context(), seg[0])
+			err = h.proj(r).Reset(r.Context(), seg[0])
+		}
+		if err == nil && tenantOf(r) == "" {
+			err = h.definitionChanged(r, seg[0], true)
 		}
 		if err != nil {
 			h.fail(w, r, err)
@@ -148,7 +159,7 @@ type overviewEntry struct {
 
 // overview serves GET /projections.
 func (h *handler) overview(w http.ResponseWriter, r *http.Request) {
-	all, err := h.p.Overview(r.Context())
+	all, err := h.proj(r).Overview(r.Context())
 	if err != nil {
 		h.fail(w, r, err)
 		return
@@ -239,7 +250,7 @@ func (h *handler) listSingle(w http.ResponseWriter, r *http.Request) {
 		h.fail(w, r, err)
 		return
 	}
-	page, err := h.p.List(r.Context(), seg[0], opts)
+	page, err := h.proj(r).List(r.Context(), seg[0], opts)
 	if err != nil {
 		h.fail(w, r, searchError(err))
 		return
@@ -300,11 +311,11 @@ func (h *handler) countSingle(w http.ResponseWriter, r *http.Request) {
 	}
 	var n int64
 	if search == "" {
-		n, err = h.p.Count(r.Context(), seg[0], ref)
+		n, err = h.proj(r).Count(r.Context(), seg[0], ref)
 	} else {
 		// The total of a one-instance page counts every match.
 		var page eventstore.ProjectionPage
-		page, err = h.p.List(r.Context(), seg[0], eventstore.ListOptions{Reference: ref, Search: search, Limit: 1})
+		page, err = h.proj(r).List(r.Context(), seg[0], eventstore.ListOptions{Reference: ref, Search: search, Limit: 1})
 		n = page.Total
 	}
 	if err != nil {
@@ -335,13 +346,13 @@ func (h *handler) querySingle(w http.ResponseWriter, r *http.Request) {
 	var p eventstore.Projection
 	if wait > 0 {
 		ctx, cancel := context.WithTimeout(r.Context(), time.Duration(wait)*time.Millisecond)
-		p, err = h.p.AwaitSingle(ctx, seg[0], seg[1])
+		p, err = h.proj(r).AwaitSingle(ctx, seg[0], seg[1])
 		cancel()
 		if errors.Is(err, context.DeadlineExceeded) && r.Context().Err() == nil {
 			err = apiErr(eventstore.ErrNotFound, "projection %q has no instance %q after %d ms", clip(seg[0]), clip(seg[1]), wait)
 		}
 	} else {
-		p, err = h.p.Single(r.Context(), seg[0], seg[1])
+		p, err = h.proj(r).Single(r.Context(), seg[0], seg[1])
 	}
 	if err != nil {
 		err = h.projectionNotFound(r.Context(), seg[0], seg[1], false, err)
@@ -358,7 +369,7 @@ func (h *handler) projectionNotFound(ctx context.Context, name, id string, aggre
 	if !errors.Is(err, eventstore.ErrNotFound) {
 		return err
 	}
-	d, derr := h.p.Definition(ctx, name)
+	d, derr := h.projCtx(ctx).Definition(ctx, name)
 	switch {
 	case errors.Is(derr, eventstore.ErrNotFound):
 		return apiErr(eventstore.ErrNotFound, "projection %q was not found: no definition of that name", clip(name))
@@ -386,7 +397,7 @@ func (h *handler) projectionNotFound(ctx context.Context, name, id string, aggre
 // recordedError returns the latest recorded error of projection name for
 // instance id (any instance of an aggregated projection), if any.
 func (h *handler) recordedError(ctx context.Context, name, id string, aggregated bool) (eventstore.ProjectionError, bool) {
-	st, err := h.p.Status(ctx, name)
+	st, err := h.projCtx(ctx).Status(ctx, name)
 	if err != nil {
 		return eventstore.ProjectionError{}, false
 	}

@@ -20,6 +20,8 @@ const (
 	patSingle          = "/projections/single/{name}/{id}"
 	patAggregated      = "/projections/aggregated/{name}"
 	patOpenAPI         = "/openapi.json"
+	patTenants         = "/tenants"
+	patTenant          = "/tenants/{tenantId}"
 )
 
 // pathRoutes is one path pattern and the methods it serves.
@@ -56,5 +58,7 @@ func (h *handler) routes() []pathRoutes {
 		{patSingle, []route{{http.MethodGet, h.querySingle}, {http.MethodHead, h.querySingle}}},
 		{patAggregated, []route{{http.MethodGet, h.queryAggregated}, {http.MethodHead, h.queryAggregated}, {http.MethodDelete, h.resetProjection(true)}}},
 		{patOpenAPI, []route{{http.MethodGet, h.openAPI}, {http.MethodHead, h.openAPI}}},
+		{patTenants, []route{{http.MethodGet, h.listTenants}, {http.MethodHead, h.listTenants}, {http.MethodPost, h.addTenant}}},
+		{patTenant, []route{{http.MethodPut, h.updateTenant}, {http.MethodDelete, h.deleteTenant}}},
 	}
 }

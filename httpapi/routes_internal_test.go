@@ -28,7 +28,7 @@ func newTestHandler(t *testing.T) *handler {
 
 // concrete fills the wildcards of a pattern.
 func concrete(pattern, typ, id, name string) string {
-	return strings.NewReplacer("{type}", typ, "{id}", id, "{name}", name).Replace(pattern)
+	return strings.NewReplacer("{type}", typ, "{id}", id, "{name}", name, "{tenantId}", "1b4e28ba-2fa1-41d2-883f-0016d3cca427").Replace(pattern)
 }
 
 // TestEveryRouteErrorShape walks every route with bad input and checks

@@ -200,7 +200,7 @@ func (h *handler) streamLoad(w http.ResponseWriter, r *http.Request, typ, id str
 	at, done, more := since, int64(0), false
 	first := true
 	for first || more && done < limit {
-		agg, m, err := h.st.LoadRange(r.Context(), typ, id, at, c.next(limit-done))
+		agg, m, err := h.store(r).LoadRange(r.Context(), typ, id, at, c.next(limit-done))
 		if err != nil {
 			b.fail(err)
 			return
@@ -256,7 +256,7 @@ func (h *handler) streamFeed(w http.ResponseWriter, r *http.Request, typ string,
 		ask := c.next(limit - done)
 		opts.Limit = int(ask)
 		var err error
-		res, err = h.st.ReadFeed(r.Context(), typ, since, &opts)
+		res, err = h.store(r).ReadFeed(r.Context(), typ, since, &opts)
 		if err != nil {
 			b.fail(err)
 			return

@@ -23,6 +23,12 @@
 // (eventstore.db → eventstore.NAME.db), with postgres:// the schema
 // SCHEMA_NAME, where SCHEMA is -postgres-schema (default "eventstore").
 //
+// Inside every project, the Serialized-Tenant-Id header selects a tenant
+// added with POST /tenants, whose data lives in a storage of its own
+// (package tenancy): a memory store, the SQLite file PATH+t-ID.EXT next to
+// the project's, or the PostgreSQL schema SCHEMA+tID; the registry of the
+// project's tenants is PATH+tenants.EXT or the schema SCHEMA+tenants.
+//
 // The server logs with log/slog to
 // stderr and shuts down gracefully on SIGINT or SIGTERM: it stops accepting
 // connections, finishes the requests in flight, stops the projector and

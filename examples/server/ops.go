@@ -238,6 +238,9 @@ func requestLogger(log *slog.Logger) func(httpapi.RequestInfo) {
 			slog.Int64("bytes", ri.Bytes), slog.Float64("ms", float64(ri.Duration.Microseconds())/1000),
 			slog.String("request_id", ri.RequestID),
 		}
+		if ri.Tenant != "" {
+			attrs = append(attrs, slog.String("tenant", ri.Tenant))
+		}
 		if ri.Aborted {
 			attrs = append(attrs, slog.Bool("aborted", true))
 		}

@@ -19,6 +19,7 @@ import (
 	"github.com/eventkit-go/eventstore/httpapi"
 	"github.com/eventkit-go/eventstore/storage/memory"
 	"github.com/eventkit-go/eventstore/storage/postgres"
+	"github.com/eventkit-go/eventstore/tenancy"
 )
 
 // maxSchemaLen is PostgreSQL's identifier length: a longer schema name
@@ -32,6 +33,7 @@ type project struct {
 	log      *slog.Logger
 	st       *eventstore.Store
 	proj     *eventstore.Projector
+	tenants  *tenancy.Set
 	tokenKey []byte // signs delete tokens; kept across key rotations
 	stop     context.CancelFunc
 	wg       sync.WaitGroup
@@ -139,6 +141,7 @@ func (rt *projectRouter) build(ctx context.Context, old *projectTable, keys []pr
 				MaxResponseBuffer: rt.cfg.ops.maxResponseBuffer,
 				Observer:          rt.observer(p.log),
 				DeleteTokenKey:    p.tokenKey,
+				Tenants:           p.tenants,
 			}),
 		})
 	}
@@ -209,6 +212,10 @@ func (rt *projectRouter) open(ctx context.Context, name string) (*project, error
 		return nil, err
 	}
 	p := &project{name: name, log: log, st: st, proj: eventstore.NewProjector(st, &rt.cfg.projector), tokenKey: make([]byte, 32)}
+	if p.tenants, err = openTenants(ctx, spec, schema, p.proj, rt.cfg, log, rt.metrics); err != nil {
+		_ = st.Close()
+		return nil, err
+	}
 	_, _ = rand.Read(p.tokenKey) // crypto/rand.Read never fails
 	pctx, stop := context.WithCancel(rt.ctx)
 	p.stop = stop
@@ -227,6 +234,9 @@ func (p *project) close() {
 	p.inflight.Lock()
 	p.closed = true
 	p.inflight.Unlock()
+	if err := p.tenants.Close(); err != nil {
+		p.log.Error("close tenants", "err", err)
+	}
 	p.stop()
 	p.wg.Wait()
 	if err := p.st.Close(); err != nil {

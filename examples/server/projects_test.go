@@ -179,13 +179,13 @@ func TestProjectsIsolatedPostgres(t *testing.T) {
 		}
 		t.Skipf("PostgreSQL unreachable: %v", err)
 	}
-	defer admin.Close(ctx)
+	t.Cleanup(func() { admin.Close(ctx) }) // after the schemas are dropped
 	var b [6]byte
 	_, _ = rand.Read(b[:])
 	schema := "es_projects_" + hex.EncodeToString(b[:])
 	t.Cleanup(func() {
-		for _, s := range []string{schema, schema + "_a", schema + "_b"} {
-			_, _ = admin.Exec(ctx, "DROP SCHEMA IF EXISTS "+s+" CASCADE")
+		for _, s := range []string{schema, schema + "_a", schema + "_b", schema + "+tenants", schema + "_a+tenants", schema + "_b+tenants"} {
+			_, _ = admin.Exec(ctx, "DROP SCHEMA IF EXISTS "+pgx.Identifier{s}.Sanitize()+" CASCADE")
 		}
 	})
 	keys := writeKeys(t, "", twoProjects)

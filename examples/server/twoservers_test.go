@@ -104,11 +104,15 @@ func TestTwoServerProcessesOnePostgres(t *testing.T) {
 		}
 		t.Skipf("PostgreSQL unreachable: %v", err)
 	}
-	defer admin.Close(ctx)
+	t.Cleanup(func() { admin.Close(ctx) }) // after the schemas are dropped
 	var b [6]byte
 	_, _ = rand.Read(b[:])
 	schema := "es_twoservers_" + hex.EncodeToString(b[:])
-	t.Cleanup(func() { _, _ = admin.Exec(ctx, "DROP SCHEMA IF EXISTS "+schema+" CASCADE") })
+	t.Cleanup(func() {
+		for _, s := range []string{schema, schema + "+tenants"} {
+			_, _ = admin.Exec(ctx, "DROP SCHEMA IF EXISTS "+pgx.Identifier{s}.Sanitize()+" CASCADE")
+		}
+	})
 	seconds := 6
 	if s, err := strconv.Atoi(os.Getenv("EVENTSTORE_FAULT_SECONDS")); err == nil && s > 0 {
 		seconds = s

@@ -486,13 +486,36 @@ await step('feeds.getGlobalSequenceNumber', async () => {
   assert.equal(all.currentSequenceNumber, head);
 });
 
-// ---- what the server does not implement answers a JSON 404 (tenants 400)
-await step('not implemented: tenants and reactions', async () => {
-  // Not 404: exists would read that as false.
-  await rejects(() => orders.exists({ aggregateId: 'o-1' }, { tenantId: randomUUID() }), status(400), 'tenantId option');
-  await rejects(() => projections.getSingleProjection({ projectionName: 'jsc-orders', projectionId: 'o-1' }, { tenantId: 't' }),
-    status(400), 'tenantId option');
-  await rejects(() => serialized.tenantClient().axiosClient.get(base + '/tenants'), status(404), 'tenants');
+// ---- tenants: the tenant client and the tenantId options
+await step('tenantClient and tenantId options', async () => {
+  const tenants = pointed(serialized.tenantClient());
+  const a = randomUUID(), b = randomUUID();
+  await tenants.addTenant({ tenantId: a, reference: 'Acme' });
+  await tenants.addTenant({ tenantId: b, reference: 'Globex' });
+  await tenants.updateTenant({ tenantId: a, reference: 'Acme Inc' });
+  const list = (await tenants.axiosClient.get('/tenants')).data.tenants;
+  assert.ok(list.some((t) => t.tenantId === a && t.reference === 'Acme Inc' && !t.deleted), JSON.stringify(list));
+  await orders.create('t-o-1', (o) => o.place('Ann'), { tenantId: a });
+  assert.equal(await orders.exists({ aggregateId: 't-o-1' }, { tenantId: a }), true);
+  assert.equal(await orders.exists({ aggregateId: 't-o-1' }, { tenantId: b }), false);
+  assert.equal(await orders.exists({ aggregateId: 't-o-1' }), false);
+  const p = await projections.getSingleProjection({ projectionName: 'jsc-orders', projectionId: 't-o-1' },
+    { tenantId: a, awaitCreation: 5000 });
+  assert.equal(p.data.customer, 'Ann');
+  await rejects(() => projections.getSingleProjection({ projectionName: 'jsc-orders', projectionId: 't-o-1' }, { tenantId: b }),
+    status(404), 'projection of another tenant');
+  const feed = await feeds.loadFeed({ feedName: 'jsorder' }, { tenantId: a });
+  assert.equal(feed.entries.length, 1);
+  await rejects(() => feeds.loadFeed({ feedName: 'jsorder' }, { tenantId: b }), status(404), 'feed of another tenant');
+  await tenants.deleteTenant({ tenantId: a });
+  // Not 404 for a deleted or unknown tenant: exists would read that as false.
+  await rejects(() => orders.exists({ aggregateId: 't-o-1' }, { tenantId: a }), status(400), 'deleted tenant');
+  await rejects(() => orders.exists({ aggregateId: 'o-1' }, { tenantId: randomUUID() }), status(400), 'unknown tenant');
+  await tenants.deleteTenant({ tenantId: b });
+});
+
+// ---- what the server does not implement answers a JSON 404
+await step('not implemented: reactions', async () => {
   const reactions = pointed(serialized.reactionsClient());
   await rejects(() => reactions.listReactionDefinitions(), status(404), 'reactions');
   const raw = await fetch(base + '/reactions/definitions', {

@@ -1,0 +1,151 @@
+package main
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io/fs"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/eventkit-go/eventstore"
+	"github.com/eventkit-go/eventstore/storage"
+	"github.com/eventkit-go/eventstore/storage/memory"
+	"github.com/eventkit-go/eventstore/storage/postgres"
+	"github.com/eventkit-go/eventstore/tenancy"
+)
+
+// tenantStorage derives the storages of a project's tenants from the
+// project's own (spec and schema, as projectStorage returns them). '+'
+// separates the tenant part: project names cannot hold it, so no project's
+// storage is ever a tenant's or a registry's.
+//
+//   - memory: a memory store per tenant and for the registry.
+//   - sqlite:DIR/BASE.EXT: the registry DIR/BASE+tenants.EXT, tenant ID
+//     DIR/BASE+t-ID.EXT (with its -wal and -shm files).
+//   - postgres: the registry schema SCHEMA+tenants, tenant ID the schema
+//     SCHEMA+t followed by the 32 hexadecimal digits of ID, or, when that
+//     is longer than 63 bytes, "t+" and 40 digits of a SHA-256 of both.
+type tenantStorage struct {
+	spec, schema string
+}
+
+// kind returns "memory", "sqlite" or "postgres".
+func (ts tenantStorage) kind() string {
+	switch {
+	case strings.HasPrefix(ts.spec, "sqlite:"):
+		return "sqlite"
+	case strings.HasPrefix(ts.spec, "postgres://"), strings.HasPrefix(ts.spec, "postgresql://"):
+		return "postgres"
+	}
+	return "memory"
+}
+
+// sqlitePath returns the project's file with suffix before its extension.
+func (ts tenantStorage) sqlitePath(suffix string) string {
+	path := strings.TrimPrefix(ts.spec, "sqlite:")
+	ext := filepath.Ext(path)
+	if filepath.Base(path) == ext {
+		ext = ""
+	}
+	return strings.TrimSuffix(path, ext) + suffix + ext
+}
+
+// registrySchema returns the PostgreSQL schema of the registry.
+func (ts tenantStorage) registrySchema() string {
+	s := ts.schema + "+tenants"
+	if len(s) > maxSchemaLen {
+		sum := sha256.Sum256([]byte(ts.schema))
+		s = "r+" + hex.EncodeToString(sum[:20])
+	}
+	return s
+}
+
+// tenantSchema returns the PostgreSQL schema of tenant id.
+func (ts tenantStorage) tenantSchema(id string) string {
+	s := ts.schema + "+t" + strings.ReplaceAll(id, "-", "")
+	if len(s) > maxSchemaLen {
+		sum := sha256.Sum256([]byte(ts.schema + "\x00" + id))
+		s = "t+" + hex.EncodeToString(sum[:20])
+	}
+	return s
+}
+
+// registry opens the storage of the tenant registry.
+func (ts tenantStorage) registry(ctx context.Context) (storage.Storage, error) {
+	switch ts.kind() {
+	case "sqlite":
+		return openStorage(ctx, "sqlite:"+ts.sqlitePath("+tenants"), "")
+	case "postgres":
+		return openStorage(ctx, ts.spec, ts.registrySchema())
+	}
+	return memory.New(), nil
+}
+
+// open opens the storage of tenant id, creating it when missing.
+func (ts tenantStorage) open(ctx context.Context, id string) (storage.Storage, error) {
+	switch ts.kind() {
+	case "sqlite":
+		return openStorage(ctx, "sqlite:"+ts.sqlitePath("+t-"+id), "")
+	case "postgres":
+		return openStorage(ctx, ts.spec, ts.tenantSchema(id))
+	}
+	return memory.New(), nil
+}
+
+// remove deletes the storage of tenant id: its SQLite files or its
+// PostgreSQL schema. Nothing to delete is no error.
+func (ts tenantStorage) remove(ctx context.Context, id string) error {
+	switch ts.kind() {
+	case "sqlite":
+		path := ts.sqlitePath("+t-" + id)
+		for _, suffix := range []string{"", "-wal", "-shm", "-journal"} {
+			if err := os.Remove(path + suffix); err != nil && !errors.Is(err, fs.ErrNotExist) {
+				return err
+			}
+		}
+	case "postgres":
+		conn, err := pgx.Connect(ctx, ts.spec)
+		if err != nil {
+			return errors.New("connect to PostgreSQL to drop the schema") // the error may hold the URL's password
+		}
+		defer conn.Close(context.WithoutCancel(ctx))
+		if _, err := conn.Exec(ctx, "DROP SCHEMA IF EXISTS "+pgx.Identifier{ts.tenantSchema(id)}.Sanitize()+" CASCADE"); err != nil {
+			return fmt.Errorf("drop schema: %w", err)
+		}
+	}
+	return nil
+}
+
+// openTenants opens the tenants of the project whose storage is spec and
+// schema and whose definitions are those of proj.
+func openTenants(ctx context.Context, spec, schema string, proj *eventstore.Projector, cfg *config, log *slog.Logger, metrics eventstore.Metrics) (*tenancy.Set, error) {
+	if schema == "" {
+		schema = postgres.DefaultSchema
+	}
+	ts := tenantStorage{spec: spec, schema: schema}
+	reg, err := ts.registry(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("open the tenant registry: %w", err)
+	}
+	set, err := tenancy.New(ctx, tenancy.Options{
+		Registry:    reg,
+		Open:        ts.open,
+		Remove:      ts.remove,
+		Definitions: proj,
+		Store:       &eventstore.Options{Logger: log, Metrics: metrics},
+		Projector:   &cfg.projector,
+		Logger:      log,
+	})
+	if err != nil {
+		_ = reg.Close()
+		return nil, err
+	}
+	return set, nil
+}

@@ -1,0 +1,275 @@
+package main
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/jackc/pgx/v5"
+)
+
+const (
+	tenantA = "1b4e28ba-2fa1-41d2-883f-0016d3cca427"
+	tenantB = "2c5f39cb-3ab2-42e3-994a-1127e4ddb538"
+	tenantX = "3d6a4adc-4bc3-43f4-a05b-2238f5eec649" // never added
+	saveO2  = `{"events":[{"eventId":"9d0f7780-8536-41ef-955c-f18a02a01bf8","eventType":"Placed"}]}`
+	saveI1  = `{"events":[{"eventId":"ad1a8891-9647-42f0-a66d-a29b13b12c09","eventType":"Sent"}]}`
+)
+
+// tcall is call with the tenant header: Serialized-Tenant-Id, or with
+// service set its other spelling; none when tenant is "".
+func tcall(t *testing.T, method, url, tenant, body string, service bool) (int, string) {
+	t.Helper()
+	req, err := http.NewRequest(method, url, strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Serialized-Access-Key", "ak_t")
+	req.Header.Set("Serialized-Secret-Access-Key", "sk_t")
+	if body != "" {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	if tenant != "" {
+		if service {
+			req.Header.Set("Service-Tenant-Id", tenant)
+		} else {
+			req.Header.Set("Serialized-Tenant-Id", tenant)
+		}
+	}
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	b, _ := io.ReadAll(res.Body)
+	return res.StatusCode, string(b)
+}
+
+// tenantEnv is the environment of the one project these tests serve.
+var tenantEnv = map[string]string{"EVENTSTORE_ACCESS_KEY": "ak_t", "EVENTSTORE_SECRET_ACCESS_KEY": "sk_t"}
+
+// checkTenants runs the tenants scenario against the server at base;
+// exists reports whether the storage of a tenant exists (nil: not
+// checked).
+func checkTenants(t *testing.T, base string, exists func(id string) bool) {
+	t.Helper()
+	expect := func(method, path, tenant, body string, code int, has, hasNot string) {
+		t.Helper()
+		got, resp := tcall(t, method, base+path, tenant, body, false)
+		if got != code || (has != "" && !strings.Contains(resp, has)) || (hasNot != "" && strings.Contains(resp, hasNot)) {
+			t.Errorf("%s %s as tenant %q: %d %s; want %d with %q without %q", method, path, tenant, got, resp, code, has, hasNot)
+		}
+	}
+	count := func(tenant, want string) {
+		t.Helper()
+		waitFor(t, "count of tenant "+tenant, func() string {
+			if code, body := tcall(t, "GET", base+"/projections/aggregated/n", tenant, "", false); code != 200 || !strings.Contains(body, `"count":"`+want+`"`) {
+				return body
+			}
+			return ""
+		})
+	}
+
+	// A definition made before the tenants exist.
+	expect("POST", "/projections/definitions", "", defCount, 200, "", "")
+
+	// The tenants API.
+	expect("GET", "/tenants", "", "", 200, `{"tenants":[]}`, "")
+	expect("POST", "/tenants", "", `{"tenantId":"`+strings.ToUpper(tenantA)+`","reference":"Acme"}`, 200, "", "")
+	expect("POST", "/tenants", "", `{"tenantId":"`+tenantA+`","reference":"Other"}`, 204, "", "")
+	expect("POST", "/tenants", "", `{"tenantId":"`+tenantB+`"}`, 200, "", "")
+	expect("POST", "/tenants", "", `{"tenantId":"nope"}`, 400, "tenantId", "")
+	expect("POST", "/tenants", "", `{"reference":"x"}`, 400, "tenantId", "")
+	expect("POST", "/tenants", "", `{"tenantId":"`+tenantX+`","reference":"`+strings.Repeat("r", 257)+`"}`, 400, "reference", "")
+	expect("POST", "/tenants", "", `{"tenantId":"`+tenantX+`","reference":"a\u0007b"}`, 400, "reference", "")
+	expect("POST", "/tenants", "", `{"tenantId":"`+tenantX+`","ref":"x"}`, 422, "not a field", "")
+	expect("POST", "/tenants", tenantA, `{"tenantId":"`+tenantX+`"}`, 400, "shared", "")
+	expect("GET", "/tenants", tenantA, "", 400, "shared", "")
+	expect("GET", "/tenants", "", "", 200, `"tenantId":"`+tenantA+`","tenantNumber":"1"`, tenantX)
+	expect("GET", "/tenants", "", "", 200, `"tenantId":"`+tenantB+`","tenantNumber":"2"`, `"Other"`)
+	expect("PUT", "/tenants/"+tenantA, "", `{"reference":"Acme Inc"}`, 200, "", "")
+	expect("PUT", "/tenants/"+tenantX, "", `{"reference":"Acme Inc"}`, 404, "", "")
+	expect("PUT", "/tenants/nope", "", `{"reference":"Acme Inc"}`, 400, "", "")
+	expect("GET", "/tenants", "", "", 200, `"reference":"Acme Inc","deleted":false`, "")
+
+	// Definitions are shared and refuse the header.
+	expect("GET", "/projections/definitions", tenantA, "", 400, "shared", "")
+	expect("POST", "/projections/definitions", tenantA, defOther, 400, "shared", "")
+
+	// Each tenant's data is its own.
+	expect("POST", "/aggregates/order/o-1/events", tenantA, saveO1, 200, "", "")
+	expect("GET", "/aggregates/order/o-1", tenantA, "", 200, "7c9e6679", "")
+	expect("GET", "/aggregates/order/o-1", tenantB, "", 404, "", "")
+	expect("HEAD", "/aggregates/order/o-1", tenantB, "", 404, "", "")
+	expect("GET", "/aggregates/order/o-1", "", "", 404, "", "")
+	expect("GET", "/aggregates/order", tenantB, "", 404, "", "")
+	expect("GET", "/feeds/order", tenantB, "", 404, "", "")
+	expect("GET", "/feeds/_all", tenantB, "", 200, `"entries":[]`, "o-1")
+	expect("GET", "/feeds/_all", "", "", 200, `"entries":[]`, "o-1")
+	expect("GET", "/feeds", tenantB, "", 200, "", "order")
+	expect("GET", "/feeds/_all", tenantA, "", 200, "o-1", "")
+	// The same ids in B are B's own first events.
+	expect("POST", "/aggregates/order/o-1/events", tenantB, `{"expectedVersion":0,`+saveO1[1:], 200, "", "")
+	expect("POST", "/aggregates/order/o-1/events", tenantB, saveO2, 200, "", "")
+	expect("GET", "/aggregates/order/o-1", tenantA, "", 200, `"aggregateVersion":1`, "9d0f7780")
+	if code, body := tcall(t, "GET", base+"/aggregates/order/o-1", tenantB, "", true); code != 200 || !strings.Contains(body, `"aggregateVersion":2`) {
+		t.Errorf("B with Service-Tenant-Id: %d %s", code, body)
+	}
+	count(tenantA, "1")
+	count(tenantB, "2")
+	expect("GET", "/projections/aggregated/n", "", "", 404, "", "")
+	expect("GET", "/projections", tenantA, "", 200, `"n"`, "")
+
+	// A definition made after the tenants exist applies to each.
+	expect("POST", "/projections/definitions", "", defOther, 200, "", "")
+	expect("POST", "/aggregates/invoice/i-1/events", tenantA, saveI1, 200, "", "")
+	waitFor(t, "A's single projection", func() string {
+		if code, body := tcall(t, "GET", base+"/projections/single/m/i-1", tenantA, "", false); code != 200 || !strings.Contains(body, `"count":"1"`) {
+			return body
+		}
+		return ""
+	})
+	expect("GET", "/projections/single/m/i-1", tenantB, "", 404, "", "")
+	expect("GET", "/projections/single/m/i-1", "", "", 404, "", "")
+	// A definition deleted in the project is deleted in the tenants.
+	expect("DELETE", "/projections/definitions/m", "", "", 200, "", "")
+	expect("GET", "/projections/single/m/i-1", tenantA, "", 404, "no definition", "")
+
+	// Unknown, malformed or doubled tenant ids store nothing.
+	expect("POST", "/aggregates/order/o-9/events", tenantX, saveO1, 400, "unknown_tenant", "")
+	expect("GET", "/feeds/_all", tenantX, "", 400, "unknown_tenant", "")
+	expect("GET", "/projections/aggregated/n", tenantX, "", 400, "unknown_tenant", "")
+	expect("POST", "/aggregates/order/o-9/events", "not-a-uuid", saveO1, 400, "malformed", "")
+	req, _ := http.NewRequest("GET", base+"/aggregates/order/o-1", nil)
+	req.Header.Set("Serialized-Access-Key", "ak_t")
+	req.Header.Set("Serialized-Secret-Access-Key", "sk_t")
+	req.Header.Set("Serialized-Tenant-Id", tenantA)
+	req.Header.Set("Service-Tenant-Id", tenantB)
+	if res, err := http.DefaultClient.Do(req); err != nil || res.StatusCode != 400 {
+		t.Errorf("both tenant headers: %v %v", res, err)
+	} else {
+		res.Body.Close()
+	}
+	expect("GET", "/aggregates/order/o-9", "", "", 404, "", "")
+	expect("GET", "/feeds/_all", "", "", 200, `"entries":[]`, "")
+	if exists != nil && exists(tenantX) {
+		t.Error("an unknown tenant's storage was created")
+	}
+
+	// Deleting a tenant deletes its data and leaves the other's.
+	if exists != nil && !exists(tenantA) {
+		t.Error("tenant A's storage does not exist")
+	}
+	expect("DELETE", "/tenants/"+tenantA, tenantA, "", 400, "shared", "")
+	expect("DELETE", "/tenants/"+tenantA, "", "", 200, "", "")
+	expect("DELETE", "/tenants/"+tenantA, "", "", 404, "", "")
+	expect("DELETE", "/tenants/"+tenantX, "", "", 404, "", "")
+	expect("GET", "/aggregates/order/o-1", tenantA, "", 400, "unknown_tenant", "")
+	expect("GET", "/feeds/_all", tenantA, "", 400, "unknown_tenant", "")
+	expect("GET", "/projections/aggregated/n", tenantA, "", 400, "unknown_tenant", "")
+	expect("POST", "/aggregates/order/o-1/events", tenantA, saveO2, 400, "unknown_tenant", "")
+	expect("POST", "/tenants", "", `{"tenantId":"`+tenantA+`"}`, 409, "deleted", "")
+	expect("GET", "/tenants", "", "", 200, `"reference":"Acme Inc","deleted":true`, "")
+	expect("PUT", "/tenants/"+tenantA, "", `{"reference":"x"}`, 404, "", "")
+	if exists != nil && exists(tenantA) {
+		t.Error("tenant A's storage is still there")
+	}
+	expect("GET", "/aggregates/order/o-1", tenantB, "", 200, `"aggregateVersion":2`, "")
+	count(tenantB, "2")
+}
+
+func TestTenantsMemory(t *testing.T) {
+	base, _, stop := start(t, []string{"-addr", "127.0.0.1:0", "-storage", "memory", "-log-requests=false"}, tenantEnv)
+	checkTenants(t, base, nil)
+	if err := stop(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestTenantsSQLite(t *testing.T) {
+	dir := t.TempDir()
+	args := []string{"-addr", "127.0.0.1:0", "-storage", "sqlite:" + filepath.Join(dir, "events.db"), "-log-requests=false"}
+	base, _, stop := start(t, args, tenantEnv)
+	exists := func(id string) bool {
+		_, err := os.Stat(filepath.Join(dir, "events+t-"+id+".db"))
+		return err == nil
+	}
+	checkTenants(t, base, exists)
+	if err := stop(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "events+tenants.db")); err != nil {
+		t.Errorf("registry file: %v", err)
+	}
+	// After a restart the registry, B's data and its projection are there.
+	base, _, stop = start(t, args, tenantEnv)
+	if code, body := tcall(t, "GET", base+"/tenants", "", "", false); code != 200 ||
+		!strings.Contains(body, `"tenantId":"`+tenantA+`","tenantNumber":"1"`) || !strings.Contains(body, `"deleted":true`) ||
+		!strings.Contains(body, `"tenantId":"`+tenantB+`","tenantNumber":"2"`) {
+		t.Errorf("tenants after restart: %d %s", code, body)
+	}
+	if code, body := tcall(t, "GET", base+"/aggregates/order/o-1", tenantB, "", false); code != 200 || !strings.Contains(body, `"aggregateVersion":2`) {
+		t.Errorf("B after restart: %d %s", code, body)
+	}
+	if code, body := tcall(t, "GET", base+"/aggregates/order/o-1", tenantA, "", false); code != 400 {
+		t.Errorf("deleted A after restart: %d %s", code, body)
+	}
+	waitFor(t, "B's count after restart", func() string {
+		if code, body := tcall(t, "GET", base+"/projections/aggregated/n", tenantB, "", false); code != 200 || !strings.Contains(body, `"count":"2"`) {
+			return body
+		}
+		return ""
+	})
+	if exists(tenantA) {
+		t.Error("deleted A's file came back")
+	}
+	if err := stop(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestTenantsPostgres(t *testing.T) {
+	if testing.Short() {
+		t.Skip("PostgreSQL")
+	}
+	url := os.Getenv("EVENTSTORE_POSTGRES_URL")
+	if url == "" {
+		url = "postgres://postgres@127.0.0.1:5432/test?sslmode=disable"
+	}
+	ctx := context.Background()
+	admin, err := pgx.Connect(ctx, url)
+	if err != nil {
+		if os.Getenv("EVENTSTORE_POSTGRES_REQUIRED") == "1" {
+			t.Fatal(err)
+		}
+		t.Skipf("PostgreSQL unreachable: %v", err)
+	}
+	t.Cleanup(func() { admin.Close(ctx) }) // after the schemas are dropped
+	var b [6]byte
+	_, _ = rand.Read(b[:])
+	schema := "es_tenants_" + hex.EncodeToString(b[:])
+	ts := tenantStorage{spec: url, schema: schema}
+	t.Cleanup(func() {
+		for _, s := range []string{schema, ts.registrySchema(), ts.tenantSchema(tenantA), ts.tenantSchema(tenantB), ts.tenantSchema(tenantX)} {
+			_, _ = admin.Exec(ctx, "DROP SCHEMA IF EXISTS "+pgx.Identifier{s}.Sanitize()+" CASCADE")
+		}
+	})
+	exists := func(id string) bool {
+		var n int
+		if err := admin.QueryRow(ctx, "SELECT count(*) FROM information_schema.schemata WHERE schema_name = $1", ts.tenantSchema(id)).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		return n == 1
+	}
+	base, _, stop := start(t, []string{"-addr", "127.0.0.1:0", "-storage", url, "-postgres-schema", schema, "-log-requests=false"}, tenantEnv)
+	checkTenants(t, base, exists)
+	if err := stop(); err != nil {
+		t.Fatal(err)
+	}
+}

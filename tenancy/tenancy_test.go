@@ -1,0 +1,188 @@
+package tenancy_test
+
+import (
+	"context"
+	"errors"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/eventkit-go/eventstore"
+	"github.com/eventkit-go/eventstore/storage"
+	"github.com/eventkit-go/eventstore/storage/memory"
+	"github.com/eventkit-go/eventstore/storage/sqlite"
+	"github.com/eventkit-go/eventstore/tenancy"
+)
+
+const (
+	a = "1b4e28ba-2fa1-41d2-883f-0016d3cca427"
+	b = "2c5f39cb-3ab2-42e3-994a-1127e4ddb538"
+)
+
+func TestRegistrySurvivesReopen(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	project, err := eventstore.New(memory.New(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer project.Close()
+	defs := eventstore.NewProjector(project, nil)
+	var removed []string
+	open := func() *tenancy.Set {
+		reg, err := sqlite.Open(filepath.Join(dir, "registry.db"), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		s, err := tenancy.New(ctx, tenancy.Options{
+			Registry: reg,
+			Open: func(_ context.Context, id string) (storage.Storage, error) {
+				return sqlite.Open(filepath.Join(dir, id+".db"), nil)
+			},
+			Remove:      func(_ context.Context, id string) error { removed = append(removed, id); return nil },
+			Definitions: defs,
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}
+	s := open()
+	if _, err := s.Add(ctx, a, "Acme"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Add(ctx, b, ""); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Update(ctx, b, "Globex"); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Delete(ctx, a); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	s = open()
+	defer s.Close()
+	ts, err := s.List(ctx)
+	if err != nil || len(ts) != 2 {
+		t.Fatalf("List: %v %v", ts, err)
+	}
+	if ts[0].ID != a || ts[0].Number != 1 || !ts[0].Deleted || ts[0].Reference != "Acme" || time.Since(ts[0].AddedAt) > time.Minute {
+		t.Errorf("a: %+v", ts[0])
+	}
+	if ts[1].ID != b || ts[1].Number != 2 || ts[1].Deleted || ts[1].Reference != "Globex" {
+		t.Errorf("b: %+v", ts[1])
+	}
+	// The deleted tenant's storage is removed at delete and again at open.
+	if len(removed) != 2 || removed[0] != a || removed[1] != a {
+		t.Errorf("removed %v", removed)
+	}
+	if _, _, _, err := s.Open(ctx, a); !errors.Is(err, tenancy.ErrUnknownTenant) {
+		t.Errorf("open deleted: %v", err)
+	}
+	if _, err := s.Add(ctx, a, ""); !errors.Is(err, tenancy.ErrTenantDeleted) {
+		t.Errorf("add deleted: %v", err)
+	}
+	// The registry continues after the reopen: updates still pass the
+	// version check.
+	if err := s.Update(ctx, b, "Globex 2"); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestDefinitionsShared(t *testing.T) {
+	ctx := context.Background()
+	project, _ := eventstore.New(memory.New(), nil)
+	defer project.Close()
+	defs := eventstore.NewProjector(project, nil)
+	s, err := tenancy.New(ctx, tenancy.Options{
+		Registry:    memory.New(),
+		Open:        func(context.Context, string) (storage.Storage, error) { return memory.New(), nil },
+		Definitions: defs,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	d := eventstore.Definition{Name: "n", Feed: "order", Aggregated: true, Handlers: []eventstore.Handler{{EventType: "Placed",
+		Functions: []eventstore.Function{{Name: "inc", TargetSelector: "$.projection.count"}}}}}
+	if err := defs.Create(ctx, d); err != nil {
+		t.Fatal(err)
+	}
+	_, _ = s.Add(ctx, a, "")
+	_, p, release, err := s.Open(ctx, a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	release()
+	if _, err := p.Definition(ctx, "n"); err != nil {
+		t.Errorf("definition made before the tenant opened: %v", err)
+	}
+	if err := defs.Delete(ctx, "n"); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.DefinitionChanged(ctx, "n", false); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.Definition(ctx, "n"); !errors.Is(err, eventstore.ErrNotFound) {
+		t.Errorf("deleted definition: %v", err)
+	}
+}
+
+// Two Sets on one registry, as two servers on one database: each sees the
+// other's additions at once and its deletions within a second.
+func TestSharedRegistry(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	project, _ := eventstore.New(memory.New(), nil)
+	defer project.Close()
+	defs := eventstore.NewProjector(project, nil)
+	open := func() *tenancy.Set {
+		reg, err := sqlite.Open(filepath.Join(dir, "registry.db"), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		s, err := tenancy.New(ctx, tenancy.Options{
+			Registry: reg,
+			Open: func(_ context.Context, id string) (storage.Storage, error) {
+				return sqlite.Open(filepath.Join(dir, id+".db"), nil)
+			},
+			Definitions: defs,
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = s.Close() })
+		return s
+	}
+	s1, s2 := open(), open()
+	if created, err := s1.Add(ctx, a, ""); !created || err != nil {
+		t.Fatal(created, err)
+	}
+	if created, err := s2.Add(ctx, a, ""); created || err != nil {
+		t.Errorf("the second set adds the same tenant again: %v %v", created, err)
+	}
+	if created, err := s2.Add(ctx, b, ""); !created || err != nil {
+		t.Fatal(created, err)
+	}
+	st, _, release, err := s2.Open(ctx, a)
+	if err != nil {
+		t.Fatalf("the second set opens the first's tenant: %v", err)
+	}
+	release()
+	_ = st
+	ts1, _ := s1.List(ctx)
+	ts2, _ := s2.List(ctx)
+	if len(ts1) != 2 || len(ts2) != 2 || ts1[0].Number != ts2[0].Number || ts1[1].Number != ts2[1].Number || ts1[0].Number >= ts1[1].Number {
+		t.Errorf("lists differ: %+v %+v", ts1, ts2)
+	}
+	if err := s1.Delete(ctx, a); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(1100 * time.Millisecond)
+	if _, _, _, err := s2.Open(ctx, a); !errors.Is(err, tenancy.ErrUnknownTenant) {
+		t.Errorf("the second set still opens the deleted tenant: %v", err)
+	}
+}
