@@ -105,6 +105,12 @@ type Options struct {
 	// Logger receives the errors of tenants' projectors; the default
 	// discards them.
 	Logger *slog.Logger
+	// Deleted, when set, is called with the id of a tenant once it is
+	// deleted, by Delete or by another process sharing the registry (seen
+	// when the registry is read again), so that what the caller keeps per
+	// tenant (metrics series) can go. It is called with the Set's lock
+	// held: it must not call the Set.
+	Deleted func(id string)
 }
 
 // Set is the tenants of one project. Its methods are safe for concurrent
@@ -226,6 +232,9 @@ func (s *Set) refresh(ctx context.Context) error {
 				case ev.Type == evDeleted && !e.t.Deleted:
 					e.t.Deleted = true
 					s.live--
+					if s.opts.Deleted != nil {
+						s.opts.Deleted(e.t.ID)
+					}
 					if in := e.open; in != nil {
 						e.open = nil
 						s.running.Add(1)
@@ -495,6 +504,9 @@ func (s *Set) Delete(ctx context.Context, id string) error {
 	s.live--
 	in := e.open
 	e.open = nil
+	if s.opts.Deleted != nil {
+		s.opts.Deleted(id)
+	}
 	s.mu.Unlock()
 	if in != nil {
 		s.closeInstance(in)
@@ -505,6 +517,40 @@ func (s *Set) Delete(ctx context.Context, id string) error {
 		}
 	}
 	return nil
+}
+
+// EachOpen calls fn with the id and Projector of every tenant whose
+// storage is open now, in the order they were added; tenants not opened
+// since the start (no request since) are left out, and none is opened.
+// fn runs without the Set's lock, while the tenant cannot be closed: a
+// Delete of it waits for fn to return.
+func (s *Set) EachOpen(fn func(id string, p *eventstore.Projector)) {
+	type open struct {
+		id string
+		in *instance
+	}
+	s.mu.Lock()
+	var ins []open
+	for _, e := range s.order {
+		if e.open != nil {
+			// Instances are detached (e.open = nil) under s.mu before
+			// they are closed, so this read lock never waits.
+			e.open.inflight.RLock()
+			ins = append(ins, open{e.t.ID, e.open})
+		}
+	}
+	s.mu.Unlock()
+	done := 0
+	defer func() { // also when fn panics
+		for _, o := range ins[done:] {
+			o.in.inflight.RUnlock()
+		}
+	}()
+	for _, o := range ins {
+		fn(o.id, o.in.p)
+		o.in.inflight.RUnlock()
+		done++
+	}
 }
 
 // closeInstance waits for in's users, stops its projector and closes its

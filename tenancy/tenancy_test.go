@@ -186,3 +186,61 @@ func TestSharedRegistry(t *testing.T) {
 		t.Errorf("the second set still opens the deleted tenant: %v", err)
 	}
 }
+
+// TestEachOpenAndDeleted: EachOpen visits the open tenants only and opens
+// none; Options.Deleted hears of every deletion.
+func TestEachOpenAndDeleted(t *testing.T) {
+	ctx := context.Background()
+	project, err := eventstore.New(memory.New(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer project.Close()
+	opened := 0
+	var deleted []string
+	s, err := tenancy.New(ctx, tenancy.Options{
+		Registry:    memory.New(),
+		Open:        func(context.Context, string) (storage.Storage, error) { opened++; return memory.New(), nil },
+		Definitions: eventstore.NewProjector(project, nil),
+		Deleted:     func(id string) { deleted = append(deleted, id) },
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	for _, id := range []string{a, b} {
+		if _, err := s.Add(ctx, id, ""); err != nil {
+			t.Fatal(err)
+		}
+	}
+	visited := func() []string {
+		var ids []string
+		s.EachOpen(func(id string, p *eventstore.Projector) {
+			if p == nil {
+				t.Error("nil Projector")
+			}
+			ids = append(ids, id)
+		})
+		return ids
+	}
+	if ids := visited(); len(ids) != 0 || opened != 0 {
+		t.Fatalf("before any Open: visited %v, opened %d", ids, opened)
+	}
+	_, _, release, err := s.Open(ctx, b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	release()
+	if ids := visited(); len(ids) != 1 || ids[0] != b || opened != 1 {
+		t.Fatalf("after opening b: visited %v, opened %d", ids, opened)
+	}
+	if err := s.Delete(ctx, b); err != nil {
+		t.Fatal(err)
+	}
+	if ids := visited(); len(ids) != 0 {
+		t.Errorf("after deleting b: visited %v", ids)
+	}
+	if len(deleted) != 1 || deleted[0] != b {
+		t.Errorf("Deleted heard %v, want [%s]", deleted, b)
+	}
+}

@@ -208,9 +208,9 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	if _, err := postgresSchema(cfg.storage, cfg.ops.postgresSchema); err != nil {
 		return err
 	}
-	metrics := newPromMetrics()
 	keys := cfg.projects
 	named := cfg.keysFile != ""
+	metrics := newPromMetrics(named)
 	if !named {
 		keys = []projectKey{{key: cfg.key}}
 	}

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"net/http"
 	"strconv"
@@ -22,8 +23,15 @@ const lagCacheFor = 5 * time.Second
 // promMetrics exports the server's figures in the Prometheus format. It
 // implements eventstore.Metrics; observe is the httpapi Observer. It uses
 // its own registry: nothing is registered globally.
+//
+// The request series carry a tenant label (empty for the default data
+// space, which Prometheus stores as no label) and, with named, a project
+// label: the project's name, never a key. Tenants are at most
+// tenancy.DefaultMaxTenants live per project, and a deleted tenant's
+// series are dropped (forgetTenant), so the labels stay bounded.
 type promMetrics struct {
-	reg *prometheus.Registry
+	reg   *prometheus.Registry
+	named bool
 
 	requests      *prometheus.CounterVec
 	latency       *prometheus.HistogramVec
@@ -37,18 +45,25 @@ type promMetrics struct {
 
 var _ eventstore.Metrics = (*promMetrics)(nil)
 
-func newPromMetrics() *promMetrics {
+// newPromMetrics returns the metrics of a server; named reports projects
+// from a key file, whose names label the series.
+func newPromMetrics(named bool) *promMetrics {
+	requestLabels := []string{"method", "route", "status", "tenant"}
+	if named {
+		requestLabels = []string{"method", "route", "status", "project", "tenant"}
+	}
 	m := &promMetrics{
-		reg: prometheus.NewRegistry(),
+		reg:   prometheus.NewRegistry(),
+		named: named,
 		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "eventstore_http_requests_total",
-			Help: "HTTP requests served, by method, route pattern and status.",
-		}, []string{"method", "route", "status"}),
+			Help: "HTTP requests served, by method, route pattern, status, project and tenant.",
+		}, requestLabels),
 		latency: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name:    "eventstore_http_request_duration_seconds",
-			Help:    "Time to serve an HTTP request, by method, route pattern and status.",
+			Help:    "Time to serve an HTTP request, by method, route pattern, status, project and tenant.",
 			Buckets: []float64{.001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60},
-		}, []string{"method", "route", "status"}),
+		}, requestLabels),
 		events: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "eventstore_events_saved_total", Help: "Events stored (retried duplicates not counted).",
 		}),
@@ -98,15 +113,35 @@ func (m *promMetrics) Projected(projection string, events, failed int) {
 	}
 }
 
-// observe records one request.
-func (m *promMetrics) observe(ri httpapi.RequestInfo) {
-	route := ri.Route
-	if route == "" {
-		route = "unrouted"
+// observer returns the Observer that records the requests of project (""
+// for the one project of the environment keys, or for keys of no
+// project).
+func (m *promMetrics) observer(project string) func(httpapi.RequestInfo) {
+	return func(ri httpapi.RequestInfo) {
+		route := ri.Route
+		if route == "" {
+			route = "unrouted"
+		}
+		// ri.Tenant is set only for a live tenant of the project
+		// (unknown ids are refused before), so it adds no unbounded values.
+		labels := []string{ri.Method, route, strconv.Itoa(ri.Status), ri.Tenant}
+		if m.named {
+			labels = []string{ri.Method, route, strconv.Itoa(ri.Status), project, ri.Tenant}
+		}
+		m.requests.WithLabelValues(labels...).Inc()
+		m.latency.WithLabelValues(labels...).Observe(ri.Duration.Seconds())
 	}
-	status := strconv.Itoa(ri.Status)
-	m.requests.WithLabelValues(ri.Method, route, status).Inc()
-	m.latency.WithLabelValues(ri.Method, route, status).Observe(ri.Duration.Seconds())
+}
+
+// forgetTenant drops the request series of tenant id of project, once it
+// is deleted.
+func (m *promMetrics) forgetTenant(project, id string) {
+	match := prometheus.Labels{"tenant": id}
+	if m.named {
+		match["project"] = project
+	}
+	m.requests.DeletePartialMatch(match)
+	m.latency.DeletePartialMatch(match)
 }
 
 // watchConnections exports the open connections of l and those refused.
@@ -135,14 +170,15 @@ func (m *promMetrics) watchProjections(projects func() []*project, named bool, l
 const lagHelp = "Feed positions between a projection's checkpoint and the head of the store's feed while events of the projection's own feed are stored after its checkpoint, else 0: an upper bound of the events it has still to apply."
 
 var (
-	lagDesc        = prometheus.NewDesc("eventstore_projection_lag", lagHelp, []string{"projection"}, nil)
-	projectLagDesc = prometheus.NewDesc("eventstore_projection_lag", lagHelp, []string{"project", "projection"}, nil)
+	lagDesc        = prometheus.NewDesc("eventstore_projection_lag", lagHelp, []string{"projection", "tenant"}, nil)
+	projectLagDesc = prometheus.NewDesc("eventstore_projection_lag", lagHelp, []string{"project", "projection", "tenant"}, nil)
 )
 
-// lagSample is one projection's lag.
+// lagSample is one projection's lag in a project's default data space
+// (tenant "") or in one of its open tenants.
 type lagSample struct {
-	project, projection string
-	behind              int64
+	project, projection, tenant string
+	behind                      int64
 }
 
 // lagCollector reads the projections overviews when scraped.
@@ -178,6 +214,24 @@ func (c *lagCollector) Collect(ch chan<- prometheus.Metric) {
 			for _, s := range st {
 				samples = append(samples, lagSample{project: p.name, projection: s.Definition.Name, behind: s.Behind})
 			}
+			// Open tenants only: one not opened since the start has no
+			// projector running, and a scrape opens none.
+			p.tenants.EachOpen(func(id string, tp *eventstore.Projector) {
+				if failed != nil {
+					return
+				}
+				st, err := tp.Overview(ctx)
+				if err != nil {
+					failed = fmt.Errorf("tenant %s: %w", id, err)
+					return
+				}
+				for _, s := range st {
+					samples = append(samples, lagSample{project: p.name, projection: s.Definition.Name, tenant: id, behind: s.Behind})
+				}
+			})
+			if failed != nil {
+				break
+			}
 		}
 		cancel()
 		if failed != nil {
@@ -187,9 +241,9 @@ func (c *lagCollector) Collect(ch chan<- prometheus.Metric) {
 		}
 	}
 	for _, s := range c.last {
-		labels := []string{s.projection}
+		labels := []string{s.projection, s.tenant}
 		if c.named {
-			labels = []string{s.project, s.projection}
+			labels = []string{s.project, s.projection, s.tenant}
 		}
 		ch <- prometheus.MustNewConstMetric(c.desc, prometheus.GaugeValue, float64(s.behind), labels...)
 	}

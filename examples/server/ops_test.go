@@ -46,16 +46,16 @@ func TestMetricsScrape(t *testing.T) {
 	code, body := scrape(t, base+"/metrics", "sk")
 	require.Equal(t, 200, code)
 	for _, want := range []string{
-		`eventstore_http_requests_total{method="POST",route="/aggregates/{type}/{id}/events",status="200"} 1`,
-		`eventstore_http_requests_total{method="POST",route="/aggregates/{type}/{id}/events",status="409"} 1`,
-		`eventstore_http_requests_total{method="GET",route="/aggregates/{type}/{id}",status="401"} 1`,
-		`eventstore_http_request_duration_seconds_bucket{method="GET",route="/projections/aggregated/{name}",status="200",le="+Inf"} 1`,
+		`eventstore_http_requests_total{method="POST",route="/aggregates/{type}/{id}/events",status="200",tenant=""} 1`,
+		`eventstore_http_requests_total{method="POST",route="/aggregates/{type}/{id}/events",status="409",tenant=""} 1`,
+		`eventstore_http_requests_total{method="GET",route="/aggregates/{type}/{id}",status="401",tenant=""} 1`,
+		`eventstore_http_request_duration_seconds_bucket{method="GET",route="/projections/aggregated/{name}",status="200",tenant="",le="+Inf"} 1`,
 		"eventstore_events_saved_total 2",
 		"eventstore_batches_saved_total 1",
 		"eventstore_conflicts_total 1",
 		`eventstore_projection_events_applied_total{projection="n"} 1`,
 		`eventstore_projection_events_failed_total{projection="n"} 1`,
-		`eventstore_projection_lag{projection="n"} 0`,
+		`eventstore_projection_lag{projection="n",tenant=""} 0`,
 		"eventstore_http_open_connections ",
 		"eventstore_http_rejected_connections_total 0",
 		`eventstore_storage_errors_total{op="Append"} 0`,
@@ -172,5 +172,67 @@ func TestPostgresSchema(t *testing.T) {
 		}
 		assert.NoError(t, err, c.spec)
 		assert.Equal(t, c.want, got, c.spec)
+	}
+}
+
+// TestMetricsProjectsAndTenants: with a key file, the request series and
+// eventstore_projection_lag carry the project's name (never a key) and the
+// tenant id of a request served with a tenant's data; a refused tenant id
+// labels nothing, and a deleted tenant's request series go.
+func TestMetricsProjectsAndTenants(t *testing.T) {
+	keys := writeKeys(t, "", twoProjects)
+	base, _, stop := start(t, []string{"-addr", "127.0.0.1:0", "-storage", "memory", "-keys", keys, "-log-requests=false"}, nil)
+	a, b := isoSpaces[1], isoSpaces[3] // a's tenant T1, b's default space
+	for _, c := range []struct {
+		sp                 isoSpace
+		method, path, body string
+		want               int
+	}{
+		{isoSpaces[0], "POST", "/projections/definitions", isoDefN, 200},
+		{isoSpaces[0], "POST", "/tenants", `{"tenantId":"` + isoT1 + `"}`, 200},
+		{a, "POST", "/aggregates/order/o-1/events", `{"events":[` + isoEvent(a, 1) + `]}`, 200},
+		{b, "POST", "/aggregates/order/o-1/events", `{"events":[` + isoEvent(b, 1) + `]}`, 200},
+		{isoSpace{keys: isoKeysA, tenant: isoT9}, "GET", "/aggregates/order/o-1", "", 400},
+		{isoSpace{keys: isoKeysMixed}, "GET", "/aggregates/order/o-1", "", 401},
+	} {
+		if code, body := isoCall(t, base, c.sp.keys, c.sp.header(), c.method, c.path, c.body); code != c.want {
+			t.Fatalf("%s %s as %s: %d %s, want %d", c.method, c.path, c.sp.keys.name, code, body, c.want)
+		}
+	}
+	code, body := isoCall(t, base, isoKeysB, nil, "GET", "/metrics", "")
+	if code != 200 {
+		t.Fatalf("metrics: %d %s", code, body)
+	}
+	for _, want := range []string{
+		`eventstore_http_requests_total{method="POST",project="a",route="/aggregates/{type}/{id}/events",status="200",tenant="` + isoT1 + `"} 1`,
+		`eventstore_http_request_duration_seconds_count{method="POST",project="a",route="/aggregates/{type}/{id}/events",status="200",tenant="` + isoT1 + `"} 1`,
+		`eventstore_http_requests_total{method="POST",project="b",route="/aggregates/{type}/{id}/events",status="200",tenant=""} 1`,
+		`eventstore_http_requests_total{method="POST",project="a",route="/tenants",status="200",tenant=""} 1`,
+		`eventstore_http_requests_total{method="GET",project="a",route="/aggregates/{type}/{id}",status="400",tenant=""} 1`,
+		`eventstore_http_requests_total{method="GET",project="",route="/aggregates/{type}/{id}",status="401",tenant=""} 1`,
+		`eventstore_projection_lag{project="a",projection="n",tenant=""} `,
+		`eventstore_projection_lag{project="a",projection="n",tenant="` + isoT1 + `"} `,
+	} {
+		if !strings.Contains(body, want) {
+			t.Errorf("metrics lack %s", want)
+		}
+	}
+	for _, never := range []string{"ak_a", "sk_a", "ak_b", "sk_b", isoT9} {
+		if strings.Contains(body, never) {
+			t.Errorf("metrics hold %q", never)
+		}
+	}
+
+	if code, body := isoCall(t, base, isoKeysA, nil, "DELETE", "/tenants/"+isoT1, ""); code != 200 {
+		t.Fatalf("delete T1: %d %s", code, body)
+	}
+	_, body = isoCall(t, base, isoKeysB, nil, "GET", "/metrics", "")
+	for _, line := range strings.Split(body, "\n") {
+		if strings.HasPrefix(line, "eventstore_http_") && strings.Contains(line, isoT1) {
+			t.Errorf("a deleted tenant's series: %s", line)
+		}
+	}
+	if err := stop(); err != nil {
+		t.Fatal(err)
 	}
 }

@@ -89,7 +89,7 @@ func newProjectRouter(ctx context.Context, cfg *config, log *slog.Logger, metric
 	rt.deny = httpapi.New(denySt, eventstore.NewProjector(denySt, nil), &httpapi.Options{
 		Authorize: func(*http.Request) bool { return false },
 		Logger:    log,
-		Observer:  rt.observer(log),
+		Observer:  rt.observer("", log),
 	})
 	t, _, err := rt.build(ctx, &projectTable{byName: map[string]*projectEntry{}}, keys)
 	if err != nil {
@@ -100,13 +100,13 @@ func newProjectRouter(ctx context.Context, cfg *config, log *slog.Logger, metric
 	return rt, nil
 }
 
-// observer is the httpapi Observer of a project's handler.
-func (rt *projectRouter) observer(log *slog.Logger) func(httpapi.RequestInfo) {
+// observer is the httpapi Observer of the handler of project name.
+func (rt *projectRouter) observer(name string, log *slog.Logger) func(httpapi.RequestInfo) {
 	var logRequests func(httpapi.RequestInfo)
 	if rt.cfg.ops.logRequests {
 		logRequests = requestLogger(log)
 	}
-	return observers(rt.metrics.observe, logRequests)
+	return observers(rt.metrics.observer(name), logRequests)
 }
 
 // build returns the table of keys, reusing the projects of old by name and
@@ -139,7 +139,7 @@ func (rt *projectRouter) build(ctx context.Context, old *projectTable, keys []pr
 				MaxBodyBytes:      rt.cfg.maxBody,
 				Logger:            p.log,
 				MaxResponseBuffer: rt.cfg.ops.maxResponseBuffer,
-				Observer:          rt.observer(p.log),
+				Observer:          rt.observer(p.name, p.log),
 				DeleteTokenKey:    p.tokenKey,
 				Tenants:           p.tenants,
 			}),
@@ -212,7 +212,7 @@ func (rt *projectRouter) open(ctx context.Context, name string) (*project, error
 		return nil, err
 	}
 	p := &project{name: name, log: log, st: st, proj: eventstore.NewProjector(st, &rt.cfg.projector), tokenKey: make([]byte, 32)}
-	if p.tenants, err = openTenants(ctx, spec, schema, p.proj, rt.cfg, log, rt.metrics); err != nil {
+	if p.tenants, err = openTenants(ctx, spec, schema, p.proj, rt.cfg, log, rt.metrics, func(id string) { rt.metrics.forgetTenant(name, id) }); err != nil {
 		_ = st.Close()
 		return nil, err
 	}

@@ -121,8 +121,8 @@ func TestProjectsIsolatedMemory(t *testing.T) {
 	}
 	code, body := call(t, "GET", base+"/metrics", "ak_b", "sk_b", "")
 	// The figure may be 1 while a's last event is applied: not checked.
-	if code != 200 || !strings.Contains(body, `eventstore_projection_lag{project="a",projection="n"} `) ||
-		!strings.Contains(body, `eventstore_projection_lag{project="b",projection="m"} `) {
+	if code != 200 || !strings.Contains(body, `eventstore_projection_lag{project="a",projection="n",tenant=""} `) ||
+		!strings.Contains(body, `eventstore_projection_lag{project="b",projection="m",tenant=""} `) {
 		t.Errorf("metrics with b's keys: %d %s", code, body)
 	}
 	if code, _ := call(t, "GET", base+"/metrics", "ak_a", "sk_b", ""); code != 401 {
@@ -209,7 +209,7 @@ func newTestRouter(t *testing.T, spec, path string) (*projectRouter, string, *sy
 		t.Fatal(err)
 	}
 	var logs syncBuffer
-	rt, err := newProjectRouter(context.Background(), &cfg, slog.New(slog.NewTextHandler(&logs, nil)), newPromMetrics(), cfg.projects, true)
+	rt, err := newProjectRouter(context.Background(), &cfg, slog.New(slog.NewTextHandler(&logs, nil)), newPromMetrics(true), cfg.projects, true)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -124,8 +124,9 @@ func (ts tenantStorage) remove(ctx context.Context, id string) error {
 }
 
 // openTenants opens the tenants of the project whose storage is spec and
-// schema and whose definitions are those of proj.
-func openTenants(ctx context.Context, spec, schema string, proj *eventstore.Projector, cfg *config, log *slog.Logger, metrics eventstore.Metrics) (*tenancy.Set, error) {
+// schema and whose definitions are those of proj; deleted is called with
+// the id of each tenant deleted.
+func openTenants(ctx context.Context, spec, schema string, proj *eventstore.Projector, cfg *config, log *slog.Logger, metrics eventstore.Metrics, deleted func(id string)) (*tenancy.Set, error) {
 	if schema == "" {
 		schema = postgres.DefaultSchema
 	}
@@ -142,6 +143,7 @@ func openTenants(ctx context.Context, spec, schema string, proj *eventstore.Proj
 		Store:       &eventstore.Options{Logger: log, Metrics: metrics},
 		Projector:   &cfg.projector,
 		Logger:      log,
+		Deleted:     deleted,
 	})
 	if err != nil {
 		_ = reg.Close()
