@@ -2,8 +2,6 @@ package main
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -541,22 +539,8 @@ func TestIsolationMatrixPostgres(t *testing.T) {
 	if testing.Short() {
 		t.Skip("PostgreSQL")
 	}
-	url := os.Getenv("EVENTSTORE_POSTGRES_URL")
-	if url == "" {
-		url = "postgres://postgres@127.0.0.1:5432/test?sslmode=disable"
-	}
 	ctx := context.Background()
-	admin, err := pgx.Connect(ctx, url)
-	if err != nil {
-		if os.Getenv("EVENTSTORE_POSTGRES_REQUIRED") == "1" {
-			t.Fatal(err)
-		}
-		t.Skipf("PostgreSQL unreachable: %v", err)
-	}
-	t.Cleanup(func() { admin.Close(ctx) }) // after the schemas are dropped
-	var b [6]byte
-	_, _ = rand.Read(b[:])
-	schema := "es_iso_" + hex.EncodeToString(b[:])
+	admin, url, schema := postgresAdmin(t, "es_iso_")
 	var schemas []string
 	for _, p := range []string{schema + "_a", schema + "_b"} {
 		ts := tenantStorage{schema: p}

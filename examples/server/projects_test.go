@@ -2,8 +2,6 @@ package main
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"io"
 	"log/slog"
 	"net/http/httptest"
@@ -167,22 +165,8 @@ func TestProjectsIsolatedPostgres(t *testing.T) {
 	if testing.Short() {
 		t.Skip("PostgreSQL")
 	}
-	url := os.Getenv("EVENTSTORE_POSTGRES_URL")
-	if url == "" {
-		url = "postgres://postgres@127.0.0.1:5432/test?sslmode=disable"
-	}
 	ctx := context.Background()
-	admin, err := pgx.Connect(ctx, url)
-	if err != nil {
-		if os.Getenv("EVENTSTORE_POSTGRES_REQUIRED") == "1" {
-			t.Fatal(err)
-		}
-		t.Skipf("PostgreSQL unreachable: %v", err)
-	}
-	t.Cleanup(func() { admin.Close(ctx) }) // after the schemas are dropped
-	var b [6]byte
-	_, _ = rand.Read(b[:])
-	schema := "es_projects_" + hex.EncodeToString(b[:])
+	admin, url, schema := postgresAdmin(t, "es_projects_")
 	t.Cleanup(func() {
 		for _, s := range []string{schema, schema + "_a", schema + "_b", schema + "+tenants", schema + "_a+tenants", schema + "_b+tenants"} {
 			_, _ = admin.Exec(ctx, "DROP SCHEMA IF EXISTS "+pgx.Identifier{s}.Sanitize()+" CASCADE")

@@ -3,8 +3,6 @@ package main
 import (
 	"bufio"
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -92,22 +90,8 @@ func TestTwoServerProcessesOnePostgres(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts server processes")
 	}
-	url := os.Getenv("EVENTSTORE_POSTGRES_URL")
-	if url == "" {
-		url = "postgres://postgres@127.0.0.1:5432/test?sslmode=disable"
-	}
 	ctx := context.Background()
-	admin, err := pgx.Connect(ctx, url)
-	if err != nil {
-		if os.Getenv("EVENTSTORE_POSTGRES_REQUIRED") == "1" {
-			t.Fatal(err)
-		}
-		t.Skipf("PostgreSQL unreachable: %v", err)
-	}
-	t.Cleanup(func() { admin.Close(ctx) }) // after the schemas are dropped
-	var b [6]byte
-	_, _ = rand.Read(b[:])
-	schema := "es_twoservers_" + hex.EncodeToString(b[:])
+	admin, url, schema := postgresAdmin(t, "es_twoservers_")
 	t.Cleanup(func() {
 		for _, s := range []string{schema, schema + "+tenants"} {
 			_, _ = admin.Exec(ctx, "DROP SCHEMA IF EXISTS "+pgx.Identifier{s}.Sanitize()+" CASCADE")
@@ -365,6 +349,7 @@ func TestTwoServerProcessesOnePostgres(t *testing.T) {
 			var body string
 			for wait := time.Now().Add(30 * time.Second); time.Now().Before(wait); time.Sleep(100 * time.Millisecond) {
 				var code int
+				var err error
 				code, body, err = do(http.MethodGet, fmt.Sprintf("%s/projections/aggregated/count-%d", base, i), "")
 				if err == nil && code == http.StatusOK && strings.Contains(body, want) {
 					break
