@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"hash/fnv"
+	"slices"
 	"time"
 
 	"github.com/eventkit-go/eventstore/internal/groupcommit"
@@ -43,10 +45,16 @@ func (s *store) Append(ctx context.Context, req storage.AppendRequest) (storage.
 type appendResult = groupcommit.Result[storage.AppendResult]
 
 // runBatch appends a batch of requests in one transaction. The transaction
-// first takes the schema's append lock, which serialises writers across
-// every process, so positions are assigned as head+1, head+2, ... and
-// transactions become visible in position order; the lock is released only
-// after the commit has made the rows visible.
+// first takes a lock per aggregate it writes (held to its end, so that a
+// second writer of an aggregate reads the version the first one
+// committed), then the schema's append lock, a session lock that orders
+// writers across every process: inside it the transaction registers, takes
+// its id and reserves its positions (see queueLock), writes its rows, and
+// releases the lock before its COMMIT, so that the commits of writers in
+// many processes overlap. Feed readers stay behind the oldest registered
+// append (see statements.watermark), so they never skip a row that
+// commits later. Every path that fails after taking the lock releases it
+// (release, rollback) or closes the connection.
 //
 // In the common case the whole batch is one pipeline of the lock and one
 // appendGroup statement per round of requests on distinct aggregates (see
@@ -133,7 +141,7 @@ func (s *store) runBatch(ctx context.Context, reqs []storage.AppendRequest) []ap
 		}
 		pending = pending[failed+1:]
 		if len(pending) == 0 {
-			if _, err := conn.Exec(ctx, "COMMIT"); err != nil {
+			if err := s.unlockCommit(ctx, conn); err != nil {
 				rollback(conn)
 				return failAll(err)
 			}
@@ -155,11 +163,12 @@ func (s *store) runLean(ctx context.Context, conn *pgxpool.Conn, req *storage.Ap
 		enc = &a.enc[0]
 	}
 	b := &pgx.Batch{}
-	b.Queue("SELECT pg_advisory_xact_lock($1)", s.appendKey)
+	n := s.queueLock(b, reqsOf(req))
 	b.Queue(s.sql.appendLean, req.AggregateType, req.AggregateID, a.ids[0], a.types[0], a.data[0], a.times[0], a.expected, enc)
+	s.queueUnlock(b)
 	br := conn.SendBatch(ctx, b)
 	var position, version int64
-	_, err = br.Exec()
+	err = execN(br, n)
 	if err == nil {
 		err = br.QueryRow().Scan(&position, &version)
 		if errors.Is(err, pgx.ErrNoRows) {
@@ -178,7 +187,8 @@ func (s *store) runLean(ctx context.Context, conn *pgxpool.Conn, req *storage.Ap
 		if !errors.As(err, &pgErr) || classify(err) == storage.ErrUnavailable {
 			return false, err
 		}
-		return false, nil // rolled back
+		// Rolled back, the append lock still held: release it.
+		return false, release(ctx, conn)
 	}
 	if written {
 		results[0] = appendResult{Value: storage.AppendResult{Version: version, Position: position}}
@@ -196,26 +206,26 @@ func (s *store) runLean(ctx context.Context, conn *pgxpool.Conn, req *storage.Ap
 func (s *store) sendBatch(ctx context.Context, conn *pgxpool.Conn, reqs []storage.AppendRequest,
 	args []appendArgs, pending []int, results []appendResult, first bool) (failed int, err error) {
 	b := &pgx.Batch{}
+	n := 0
 	if first {
 		b.Queue("BEGIN")
-		b.Queue("SELECT pg_advisory_xact_lock($1)", s.appendKey)
+		n = 1 + s.queueLock(b, reqs)
 	}
+	offsets := eventOffsets(reqs)
 	for _, i := range pending {
 		a := &args[i]
 		b.Queue("SAVEPOINT r")
-		b.Queue(s.sql.append, reqs[i].AggregateType, reqs[i].AggregateID, a.ids, a.expected, a.types, a.data, a.times, a.enc)
+		b.Queue(s.sql.append, reqs[i].AggregateType, reqs[i].AggregateID, a.ids, a.expected, a.types, a.data, a.times, a.enc,
+			offsets[i])
 		b.Queue("RELEASE SAVEPOINT r")
 	}
+	s.queueUnlock(b)
 	b.Queue("COMMIT")
 
 	br := conn.SendBatch(ctx, b)
 	defer br.Close()
-	if first {
-		for range 2 {
-			if _, err := br.Exec(); err != nil {
-				return 0, err
-			}
-		}
+	if err := execN(br, n); err != nil {
+		return 0, err
 	}
 	for k, i := range pending {
 		if _, err := br.Exec(); err != nil { // SAVEPOINT
@@ -237,6 +247,9 @@ func (s *store) sendBatch(ctx context.Context, conn *pgxpool.Conn, reqs []storag
 		if _, err := br.Exec(); err != nil { // RELEASE
 			return 0, err
 		}
+	}
+	if _, err := br.Exec(); err != nil { // the append lock's release
+		return 0, err
 	}
 	tag, err := br.Exec()
 	if err != nil {
@@ -325,11 +338,110 @@ func newAppendArgs(r storage.AppendRequest) appendArgs {
 	return a
 }
 
-// rollback ends a failed transaction on conn. If that fails too, the
-// connection is in an unknown state; the pool drops connections that are
-// not idle when released.
+// rollback ends a failed transaction on conn and releases the append
+// lock if the session holds it. If that fails too, the connection is in an
+// unknown state, maybe still holding the lock: it is closed, which ends
+// the session and its locks (the pool drops closed connections).
 func rollback(conn *pgxpool.Conn) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	_, _ = conn.Exec(ctx, "ROLLBACK")
+	_, err := conn.Exec(ctx, "ROLLBACK")
+	if err == nil {
+		err = release(ctx, conn)
+	}
+	if err != nil {
+		_ = conn.Conn().Close(ctx)
+	}
+}
+
+// release releases the append lock if the session of conn holds it, after
+// a pipeline that took it was rolled back before its end. An error means
+// the lock may still be held: the caller must roll back (which closes the
+// connection when it cannot release).
+func release(ctx context.Context, conn *pgxpool.Conn) error {
+	_, err := conn.Exec(ctx, "SELECT pg_advisory_unlock_all()")
+	return err
+}
+
+// queueLock queues the start of an append of reqs: the locks of their
+// aggregates (transaction locks, in key order, so that writers of several
+// aggregates cannot deadlock), the append lock (a session lock, which
+// queueUnlock releases before the commit), and reserve, which registers the
+// transaction and reserves a position for each event of reqs. It returns
+// the number of statements it queued.
+func (s *store) queueLock(b *pgx.Batch, reqs []storage.AppendRequest) int {
+	keys := make([]int64, 0, len(reqs))
+	total := int64(0)
+	for _, r := range reqs {
+		keys = append(keys, s.aggregateKey(r.AggregateType, r.AggregateID))
+		total += int64(len(r.Events))
+	}
+	slices.Sort(keys)
+	keys = slices.Compact(keys)
+	if len(keys) == 1 {
+		b.Queue("SELECT pg_advisory_xact_lock($1)", keys[0])
+	} else {
+		b.Queue("SELECT pg_advisory_xact_lock(k) FROM unnest($1::bigint[]) AS k", keys)
+	}
+	b.Queue("SELECT pg_advisory_lock($1)", s.appendKey)
+	b.Queue(s.sql.reserve, max(total, 1))
+	return 3
+}
+
+// queueUnlock queues the release of the append lock, the last statement
+// before an append's COMMIT.
+func (s *store) queueUnlock(b *pgx.Batch) {
+	b.Queue("SELECT pg_advisory_unlock($1)", s.appendKey)
+}
+
+// unlockCommit releases the append lock and commits the transaction on
+// conn, in one round trip.
+func (s *store) unlockCommit(ctx context.Context, conn *pgxpool.Conn) error {
+	b := &pgx.Batch{}
+	s.queueUnlock(b)
+	b.Queue("COMMIT")
+	br := conn.SendBatch(ctx, b)
+	err := execN(br, 2)
+	if cerr := br.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
+
+// aggregateKey is the key of the advisory lock of an aggregate.
+func (s *store) aggregateKey(aggregateType, aggregateID string) int64 {
+	h := fnv.New64a()
+	h.Write([]byte(s.schema))
+	h.Write([]byte{0})
+	h.Write([]byte(aggregateType))
+	h.Write([]byte{0})
+	h.Write([]byte(aggregateID))
+	return int64(h.Sum64())
+}
+
+// execN reads the results of the next n statements of br.
+func execN(br pgx.BatchResults, n int) error {
+	for range n {
+		if _, err := br.Exec(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// eventOffsets returns, per request, the number of events of the requests
+// before it: its first position is the reserved base + offset + 1.
+func eventOffsets(reqs []storage.AppendRequest) []int64 {
+	offsets := make([]int64, len(reqs))
+	var sum int64
+	for i, r := range reqs {
+		offsets[i] = sum
+		sum += int64(len(r.Events))
+	}
+	return offsets
+}
+
+// reqsOf returns req as a batch of one request.
+func reqsOf(req *storage.AppendRequest) []storage.AppendRequest {
+	return []storage.AppendRequest{*req}
 }

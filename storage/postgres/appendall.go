@@ -12,7 +12,7 @@ import (
 )
 
 // AppendAll implements storage.Storage. The batches are written in one
-// transaction under the append lock: in the common case (every batch
+// transaction, under the append lock until its commit (see runBatch): in the common case (every batch
 // passes its checks) by the one appendGroup statement, sent with the lock as
 // one pipeline; otherwise each request is decided by the append statement
 // in a transaction that commits only when none is refused. AppendAll does
@@ -79,21 +79,20 @@ func (s *store) appendAllChecked(ctx context.Context, conn *pgxpool.Conn, reqs [
 	args []appendArgs, results []appendResult) error {
 	b := &pgx.Batch{}
 	b.Queue("BEGIN")
-	b.Queue("SELECT pg_advisory_xact_lock($1)", s.appendKey)
+	n := 1 + s.queueLock(b, reqs)
+	offsets := eventOffsets(reqs)
 	for i, r := range reqs {
 		a := &args[i]
-		b.Queue(s.sql.append, r.AggregateType, r.AggregateID, a.ids, a.expected, a.types, a.data, a.times, a.enc)
+		b.Queue(s.sql.append, r.AggregateType, r.AggregateID, a.ids, a.expected, a.types, a.data, a.times, a.enc, offsets[i])
 	}
 	br := conn.SendBatch(ctx, b)
 	refused := func(i int, err error) error {
 		br.Close()
 		return &storage.BatchError{Index: i, AggregateType: reqs[i].AggregateType, AggregateID: reqs[i].AggregateID, Err: err}
 	}
-	for range 2 {
-		if _, err := br.Exec(); err != nil {
-			br.Close()
-			return err
-		}
+	if err := execN(br, n); err != nil {
+		br.Close()
+		return err
 	}
 	for i, r := range reqs {
 		res, err := s.readAppend(br, r)
@@ -113,8 +112,5 @@ func (s *store) appendAllChecked(ctx context.Context, conn *pgxpool.Conn, reqs [
 	if err := br.Close(); err != nil {
 		return err
 	}
-	if _, err := conn.Exec(ctx, "COMMIT"); err != nil {
-		return err
-	}
-	return nil
+	return s.unlockCommit(ctx, conn)
 }

@@ -9,9 +9,11 @@ import (
 	"github.com/jackc/pgx/v5"
 )
 
-// DeleteAggregate implements storage.Storage. It deletes under the
-// append lock, so that no append interleaves with it, and raises the
-// deletion marks so that positions and FeedSequences are not reused.
+// DeleteAggregate implements storage.Storage. It locks the events table
+// against appends (SHARE ROW EXCLUSIVE, which waits for the appends in
+// flight and holds new ones back until it commits), so that no append
+// interleaves with it, and raises the deletion marks so that the heads
+// never go down.
 func (s *store) DeleteAggregate(ctx context.Context, aggregateType, aggregateID string) error {
 	return s.delete(ctx, "delete aggregate", fmt.Sprintf("aggregate %s/%s", aggregateType, aggregateID),
 		s.sql.deleteAgg, aggregateType, aggregateID)
@@ -25,14 +27,14 @@ func (s *store) DeleteAggregateType(ctx context.Context, aggregateType string) e
 }
 
 // delete runs a deletion statement, which returns how many events it
-// deleted, under the append lock.
+// deleted, with the events table locked against appends.
 func (s *store) delete(ctx context.Context, op, what, sql string, args ...any) error {
 	if err := s.check(ctx, op); err != nil {
 		return err
 	}
 	errNone := errors.New("nothing deleted")
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		if _, err := tx.Exec(ctx, "SELECT pg_advisory_xact_lock($1)", s.appendKey); err != nil {
+		if _, err := tx.Exec(ctx, "LOCK TABLE "+s.schema+".events IN SHARE ROW EXCLUSIVE MODE"); err != nil {
 			return err
 		}
 		var n int64

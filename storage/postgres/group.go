@@ -19,7 +19,6 @@ type groupArgs struct {
 	expected      []*int64
 	doomed        []bool   // per request: refuse it without a check
 	counts        []int64  // per request: its number of events
-	feeds         []string // the distinct aggregate types
 	index         []int64  // per event: its request's index in the round, from 1
 	ord           []int64  // per event: its place in its request, from 1
 	ids, evTypes  []string
@@ -108,9 +107,6 @@ func newGroupArgs(reqs []storage.AppendRequest, args []appendArgs, round []int, 
 		r, a := &reqs[i], &args[i]
 		g.types[j], g.aggIDs[j], g.expected[j] = r.AggregateType, r.AggregateID, a.expected
 		g.counts[j], g.doomed[j] = int64(len(a.ids)), doomed[i]
-		if !contains(g.feeds, r.AggregateType) {
-			g.feeds = append(g.feeds, r.AggregateType)
-		}
 		for k := range a.ids {
 			g.index = append(g.index, int64(j+1))
 			g.ord = append(g.ord, int64(k+1))
@@ -158,8 +154,14 @@ func (s *store) runGroup(ctx context.Context, conn *pgxpool.Conn, reqs []storage
 	args []appendArgs, results []appendResult, strict bool) (done bool, err error) {
 	rs, doomed := rounds(reqs)
 	b := &pgx.Batch{}
-	b.Queue("SELECT pg_advisory_xact_lock($1)", s.appendKey)
+	n := s.queueLock(b, reqs)
+	// A round's positions follow those reserved for the rounds before it.
+	var off int64
 	for _, round := range rs {
+		roundOff := off
+		for _, i := range round {
+			off += int64(len(reqs[i].Events))
+		}
 		if len(round) == 1 && len(reqs[round[0]].Events) == 1 {
 			i := round[0]
 			r, a := &reqs[i], &args[i]
@@ -168,27 +170,31 @@ func (s *store) runGroup(ctx context.Context, conn *pgxpool.Conn, reqs []storage
 				enc = &a.enc[0]
 			}
 			b.Queue(s.sql.appendSingle, r.AggregateType, r.AggregateID, a.expected, a.ids[0], a.types[0], a.data[0], a.times[0], enc,
-				strict, doomed[i])
+				strict, doomed[i], roundOff)
 			continue
 		}
 		if len(round) == 1 {
 			i := round[0]
 			r, a := &reqs[i], &args[i]
 			b.Queue(s.sql.appendOne, r.AggregateType, r.AggregateID, a.expected, a.ids, a.types, a.data, a.times, a.enc,
-				strict, doomed[i])
+				strict, doomed[i], roundOff)
 			continue
 		}
 		g := newGroupArgs(reqs, args, round, doomed)
 		b.Queue(s.sql.appendGroup, g.types, g.aggIDs, g.expected, g.counts,
-			g.index, g.ids, g.evTypes, g.data, g.times, g.enc, g.ord, g.feeds, strict, g.doomed)
+			g.index, g.ids, g.evTypes, g.data, g.times, g.enc, g.ord, roundOff, strict, g.doomed)
 	}
+	s.queueUnlock(b)
 	br := conn.SendBatch(ctx, b)
-	_, err = br.Exec()
+	err = execN(br, n)
 	for _, round := range rs {
 		if err != nil {
 			break
 		}
 		err = s.readGroup(br, reqs, round, results)
+	}
+	if err == nil {
+		_, err = br.Exec() // the append lock's release
 	}
 	// Close reads the end of the pipeline: only then is the transaction
 	// known to be committed.
@@ -203,7 +209,9 @@ func (s *store) runGroup(ctx context.Context, conn *pgxpool.Conn, reqs []storage
 	if !errors.As(err, &pgErr) || classify(err) == storage.ErrUnavailable {
 		return false, err
 	}
-	return false, nil // rolled back; decide one by one
+	// Rolled back, the append lock still held: release it, then decide
+	// one by one.
+	return false, release(ctx, conn)
 }
 
 // readGroup reads the rows of one appendGroup statement into the results

@@ -251,9 +251,26 @@ func open(ctx context.Context, pool *pgxpool.Pool, opts *Options) (*store, error
 	}
 	schema := opts.schema()
 	channel := channelName(schema)
+	// The watermark needs each feed read's statements to take their own
+	// snapshots, which only READ COMMITTED does.
+	var isolation string
+	var db uint32
+	if err := pool.QueryRow(ctx, `SELECT current_setting('transaction_isolation'),
+	(SELECT oid FROM pg_database WHERE datname = current_database())`).Scan(&isolation, &db); err != nil {
+		if sentinel := classify(err); sentinel != nil {
+			return nil, fmt.Errorf("postgres: open: %v: %w", err, sentinel)
+		}
+		return nil, fmt.Errorf("postgres: open: %v: %w", err, storage.ErrUnavailable)
+	}
+	if isolation != "read committed" {
+		return nil, fmt.Errorf("postgres: open: the pool's connections default to isolation level %q; "+
+			"the store needs \"read committed\" (the server's default; set default_transaction_isolation in "+
+			"the pool's RuntimeParams): %w", isolation, storage.ErrInvalid)
+	}
 	s := &store{
-		pool:         pool,
-		sql:          newStatements(pgx.Identifier{schema}.Sanitize(), quoteLiteral(channel)),
+		pool: pool,
+		sql: newStatements(pgx.Identifier{schema}.Sanitize(), quoteLiteral(channel),
+			int32(lockKey("register", schema)&0x7fffffff), db),
 		schema:       pgx.Identifier{schema}.Sanitize(),
 		appendKey:    lockKey("append", schema),
 		channel:      channel,
@@ -281,6 +298,9 @@ func OpenURL(ctx context.Context, url string, opts *Options) (storage.Storage, e
 	if !strings.Contains(url, "pool_max_conns") {
 		cfg.MaxConns = DefaultPoolConns
 	}
+	// Feed reads need READ COMMITTED whatever the server's default (see
+	// statements.watermark).
+	cfg.ConnConfig.RuntimeParams["default_transaction_isolation"] = "read committed"
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("postgres: open: %v: %w", err, storage.ErrUnavailable)
@@ -353,8 +373,11 @@ func quoteLiteral(s string) string {
 	return "'" + strings.ReplaceAll(s, "'", "''") + "'"
 }
 
-// qualify replaces {{schema}} in a statement with the quoted schema name.
+// qualify replaces {{schema}} in a statement with the quoted schema name,
+// and {{positions}} with the name of its sequence of positions as a string
+// literal (for nextval and setval).
 func qualify(schema, sql string) string {
+	sql = strings.ReplaceAll(sql, "{{positions}}", quoteLiteral(schema+".positions"))
 	return strings.ReplaceAll(sql, "{{schema}}", schema)
 }
 

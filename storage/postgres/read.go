@@ -127,9 +127,11 @@ func scanHeadEvents(rows pgx.Rows, head func(int64), b *budget) ([]storage.Event
 	return events, rows.Err()
 }
 
-// ReadFeed implements storage.Storage. Writers commit in position order
-// (see runBatch), so every position up to the highest visible one is
-// visible: a plain read in position order never skips an event.
+// ReadFeed implements storage.Storage. Writers commit side by side, not
+// in position order (see runBatch): every read returns only the rows of
+// transactions below the watermark (see statements.watermark), below
+// which every position is visible or never will be, so a read in position
+// order never skips an event that commits later.
 func (s *store) ReadFeed(ctx context.Context, q storage.FeedQuery) (storage.FeedPage, error) {
 	if err := s.check(ctx, "read feed"); err != nil {
 		return storage.FeedPage{}, err
@@ -146,24 +148,28 @@ func (s *store) ReadFeed(ctx context.Context, q storage.FeedQuery) (storage.Feed
 	if dated && from > to {
 		// An empty range: nothing, and Head at the end of the feed.
 		var head int64
-		if err := s.pool.QueryRow(ctx, s.sql.head).Scan(&head); err != nil {
+		if err := s.queryRowWM(ctx, []any{&head}, s.sql.head); err != nil {
 			return storage.FeedPage{}, s.fail(ctx, "read feed", err)
 		}
 		return storage.FeedPage{Head: max(after, head)}, nil
 	}
 	if q.AggregateType == "" {
 		var rows pgx.Rows
+		var br pgx.BatchResults
 		var err error
 		if dated {
-			rows, err = s.pool.Query(ctx, s.sql.feedDated, after, limit, pgTime(from), pgTime(to))
+			rows, br, err = s.queryWM(ctx, s.sql.feedDated, after, limit, pgTime(from), pgTime(to))
 		} else {
-			rows, err = s.pool.Query(ctx, s.sql.feed, after, limit)
+			rows, br, err = s.queryWM(ctx, s.sql.feed, after, limit)
 		}
 		if err != nil {
 			return storage.FeedPage{}, s.fail(ctx, "read feed", err)
 		}
 		b := budget{max: q.MaxBytes}
 		events, err := scanEvents(rows, &b)
+		if cerr := br.Close(); err == nil {
+			err = cerr
+		}
 		if err != nil {
 			return storage.FeedPage{}, s.fail(ctx, "read feed", err)
 		}
@@ -177,15 +183,16 @@ func (s *store) ReadFeed(ctx context.Context, q storage.FeedQuery) (storage.Feed
 	// The feed of one type: read the highest visible position in the same
 	// statement, so that a quiet feed's Head keeps up with the store.
 	var rows pgx.Rows
+	var br pgx.BatchResults
 	var err error
 	switch {
 	case dated:
-		rows, err = s.pool.Query(ctx, s.sql.feedTypeDated, after, limit, pgTime(from), pgTime(to),
+		rows, br, err = s.queryWM(ctx, s.sql.feedTypeDated, after, limit, pgTime(from), pgTime(to),
 			q.AggregateType, max(q.AfterFeedSequence, 0))
 	case q.AfterFeedSequence > 0:
-		rows, err = s.pool.Query(ctx, s.sql.feedSeq, q.AfterFeedSequence, limit, q.AggregateType, after)
+		rows, br, err = s.queryWM(ctx, s.sql.feedSeq, q.AfterFeedSequence, limit, q.AggregateType, after)
 	default:
-		rows, err = s.pool.Query(ctx, s.sql.feedType, after, limit, q.AggregateType)
+		rows, br, err = s.queryWM(ctx, s.sql.feedType, after, limit, q.AggregateType)
 	}
 	if err != nil {
 		return storage.FeedPage{}, s.fail(ctx, "read feed", err)
@@ -193,6 +200,9 @@ func (s *store) ReadFeed(ctx context.Context, q storage.FeedQuery) (storage.Feed
 	var head int64
 	b := budget{max: q.MaxBytes}
 	events, err := scanHeadEvents(rows, func(h int64) { head = h }, &b)
+	if cerr := br.Close(); err == nil {
+		err = cerr
+	}
 	if err != nil {
 		return storage.FeedPage{}, s.fail(ctx, "read feed", err)
 	}
@@ -231,13 +241,13 @@ func (s *store) FeedHead(ctx context.Context, aggregateType string) (int64, erro
 	defer cancel()
 	if aggregateType == "" {
 		var head int64
-		if err := s.pool.QueryRow(ctx, s.sql.head).Scan(&head); err != nil {
+		if err := s.queryRowWM(ctx, []any{&head}, s.sql.head); err != nil {
 			return 0, s.fail(ctx, "feed head", err)
 		}
 		return head, nil
 	}
 	var stored, mark *int64
-	if err := s.pool.QueryRow(ctx, s.sql.typeHead, aggregateType).Scan(&stored, &mark); err != nil {
+	if err := s.queryRowWM(ctx, []any{&stored, &mark}, s.sql.typeHead, aggregateType); err != nil {
 		return 0, s.fail(ctx, "feed head", err)
 	}
 	switch {
@@ -273,4 +283,36 @@ func (s *store) Feeds(ctx context.Context) ([]storage.FeedInfo, error) {
 		return nil, s.fail(ctx, "feeds", err)
 	}
 	return feeds, nil
+}
+
+// queryWM runs the watermark statement, then sql, in one pipeline (one
+// round trip), and returns the rows of sql; the caller closes br after
+// reading them.
+func (s *store) queryWM(ctx context.Context, sql string, args ...any) (rows pgx.Rows, br pgx.BatchResults, err error) {
+	b := &pgx.Batch{}
+	b.Queue(s.sql.watermark)
+	b.Queue(sql, args...)
+	br = s.pool.SendBatch(ctx, b)
+	if _, err := br.Exec(); err != nil {
+		br.Close()
+		return nil, nil, err
+	}
+	if rows, err = br.Query(); err != nil {
+		br.Close()
+		return nil, nil, err
+	}
+	return rows, br, nil
+}
+
+// queryRowWM is queryWM for a statement of one row, scanned into dest.
+func (s *store) queryRowWM(ctx context.Context, dest []any, sql string, args ...any) error {
+	rows, br, err := s.queryWM(ctx, sql, args...)
+	if err != nil {
+		return err
+	}
+	_, err = pgx.ForEachRow(rows, dest, func() error { return nil })
+	if cerr := br.Close(); err == nil {
+		err = cerr
+	}
+	return err
 }

@@ -142,6 +142,23 @@ ALTER TABLE {{schema}}.projection_states ADD COLUMN search tsvector;
 CREATE INDEX projection_states_search ON {{schema}}.projection_states USING gin (search) WITH (gin_pending_list_limit = 128)
 WHERE search IS NOT NULL;
 `,
+	// 6: appends commit side by side (docs/appends-side-by-side.md).
+	// Positions come from the sequence positions, taken in blocks under
+	// the append lock, which a writer releases before its COMMIT, so that
+	// the commits of writers in many processes overlap; a rolled-back or
+	// refused append leaves its numbers unused. events.tx is the id of
+	// the transaction that appended the row (0 for rows older than this
+	// migration, all committed): feed readers return only rows of
+	// transactions below the store's watermark. The sequence continues
+	// after every position stored or deleted.
+	`
+ALTER TABLE {{schema}}.events ADD COLUMN tx bigint NOT NULL DEFAULT 0;
+ALTER TABLE {{schema}}.events ALTER COLUMN tx DROP DEFAULT;
+CREATE SEQUENCE {{schema}}.positions AS bigint MINVALUE 1;
+SELECT setval({{positions}}, greatest(
+	(SELECT coalesce(max(position), 0) FROM {{schema}}.events),
+	(SELECT coalesce(max(mark), 0) FROM {{schema}}.deleted_marks WHERE feed = '')) + 1, false);
+`,
 }
 
 // migrate creates schema and brings its tables to the latest version, in

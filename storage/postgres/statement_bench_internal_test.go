@@ -49,9 +49,17 @@ func BenchmarkStatementCost(b *testing.B) {
 	}
 	data := []byte(`{"amount":"12.50","note":"benchmark event"}`)
 	now := time.Now().UTC()
+	// The statements measured number positions from the table, as
+	// appends did before the sequence of positions (schema version 6).
+	headSQL := `greatest((SELECT coalesce(max(position), 0) FROM {{schema}}.events),
+	coalesce((SELECT mark FROM {{schema}}.deleted_marks WHERE feed = ''), 0))`
+	typeHeadSQL := func(typ string) string {
+		return `greatest((SELECT coalesce(max(feed_sequence), 0) FROM {{schema}}.events WHERE aggregate_type = ` + typ + `),
+	coalesce((SELECT mark FROM {{schema}}.deleted_marks WHERE feed = ` + typ + `), 0))`
+	}
 	lean := func(head, typeHead, version string) string {
 		return qualify(schema, `INSERT INTO {{schema}}.events (`+eventCols+`)
-SELECT `+head+` + 1, $1, $2, $3, $4, $5, cur.v + 1, cur.s + 1, $6, `+typeHead+` + 1, NULL
+SELECT `+head+` + 1, $1, $2, $3, $4, $5, cur.v + 1, cur.s + 1, $6, `+typeHead+` + 1, NULL, 0
 FROM `+version+` cur
 WHERE $7::bigint IS NULL OR $7::bigint = cur.v
 RETURNING position`)
@@ -65,8 +73,8 @@ RETURNING position`)
 	noHeads := lean(`$8::bigint`, `$8::bigint`, version)
 	noVersion := lean(headSQL, typeHeadSQL("$1"), `(SELECT $8::bigint AS v, $8::bigint AS s)`)
 	rawSQL := qualify(schema, `INSERT INTO {{schema}}.events
-(position, aggregate_type, aggregate_id, event_id, event_type, data, version, sequence, recorded_at, feed_sequence)
-VALUES ($1, 'raw', $2, $3, 'Deposited', $4, $5, $5, $6, $1)`)
+(position, aggregate_type, aggregate_id, event_id, event_type, data, version, sequence, recorded_at, feed_sequence, tx)
+VALUES ($1, 'raw', $2, $3, 'Deposited', $4, $5, $5, $6, $1, 0)`)
 
 	// Raw and noHeads number their rows below zero, out of the way of
 	// the others' max(position).

@@ -1,6 +1,9 @@
 package postgres
 
-import "strings"
+import (
+	"fmt"
+	"strings"
+)
 
 // statements holds the SQL of every query, with the schema filled in.
 type statements struct {
@@ -16,20 +19,37 @@ type statements struct {
 	insertErrors, trimErrors                       string
 	deleteStatesOf, deleteErrorsOf, renameStatesOf string
 	renameErrorsOf, countStates                    string
+	// reserve, watermark and inFlight are the statements of the
+	// watermark (see newStatements).
+	reserve, watermark, inFlight string
 }
 
 const (
 	// eventCols are the columns an append writes, in the order of its
 	// INSERT.
 	eventCols = `position, aggregate_type, aggregate_id, event_id, event_type, data, version, sequence, recorded_at,
-	feed_sequence, encrypted_data`
+	feed_sequence, encrypted_data, tx`
+	// baseSQL is the position before the first of the block an append
+	// reserved (see reserveSQL), for the statements of its transaction.
+	baseSQL = `current_setting('eventstore.base')::bigint`
+	// txSQL is the id of the appending transaction, stored in events.tx.
+	txSQL = `pg_current_xact_id()::text::bigint`
+	// wmSQL is the watermark a feed read set in the statement before it
+	// (see statements.watermark): only rows of transactions below it are
+	// returned.
+	wmSQL = `current_setting('eventstore.wm')::bigint`
 	// selectCols are the columns scanEvents reads.
 	selectCols = `position, aggregate_type, aggregate_id, event_id, event_type, data, version, sequence, recorded_at,
 	feed_sequence, coalesce(encrypted_data, '')`
-	// headSQL is the highest position ever written: stored, or deleted
-	// since (the mark of feed '').
-	headSQL = `greatest((SELECT coalesce(max(position), 0) FROM {{schema}}.events),
-	coalesce((SELECT mark FROM {{schema}}.deleted_marks WHERE feed = ''), 0))`
+	// headSQL is the highest position visible below the watermark
+	// (wmSQL), stored or deleted since (the mark of feed ''): every row
+	// at a lower position is visible or will never be. Rows of
+	// transactions at or above the watermark are few (those that
+	// committed while an older append was in flight), so the backward scan
+	// stops early.
+	headSQL = `greatest((SELECT position FROM {{schema}}.events WHERE tx < ` + wmSQL + `
+	ORDER BY position DESC LIMIT 1),
+	(SELECT mark FROM {{schema}}.deleted_marks WHERE feed = ''), 0)`
 	// loneCurrent starts the statements for one request (appendOne,
 	// appendSingle): the aggregate's current version and last sequence,
 	// and whether the request may write (not doomed, $10, and its
@@ -56,16 +76,11 @@ WITH cur AS MATERIALIZED (
 	stateCols = `instance_id, data, position, created_at, updated_at, ref_rank, ref_num, ref_text, ref_number`
 )
 
-// typeHeadSQL is the highest FeedSequence ever given to aggregate type
-// typ (an SQL expression), stored or deleted since.
-func typeHeadSQL(typ string) string {
-	return `greatest((SELECT coalesce(max(feed_sequence), 0) FROM {{schema}}.events WHERE aggregate_type = ` + typ + `),
-	coalesce((SELECT mark FROM {{schema}}.deleted_marks WHERE feed = ` + typ + `), 0))`
-}
-
 // newStatements returns the statements for the quoted schema name; channel
-// is the quoted SQL string literal of the channel appends notify.
-func newStatements(schema, channel string) statements {
+// is the quoted SQL string literal of the channel appends notify, regKey
+// the first key of the advisory locks by which appending transactions of
+// the schema register, and db the oid of the database.
+func newStatements(schema, channel string, regKey int32, db uint32) statements {
 	q := func(sql string) string {
 		return qualify(schema, strings.ReplaceAll(sql, "{{channel}}", channel))
 	}
@@ -73,7 +88,37 @@ func newStatements(schema, channel string) statements {
 	// that wrote (the server folds the notifications of one transaction
 	// into one, as they are identical).
 	const notify = `notify AS (SELECT pg_notify({{channel}}, '') FROM ins LIMIT 1)`
+	// registered selects from pg_locks the registrations of the appends
+	// in flight: a shared advisory lock (regKey, the low 32 bits of the
+	// transaction id) that each appending transaction takes inside the
+	// append lock and holds until it has committed or rolled back.
+	registered := fmt.Sprintf(`locktype = 'advisory' AND database = %d::oid AND classid = %d::oid AND objsubid = 2`,
+		db, regKey)
 	return statements{
+		// reserve runs inside the append lock, first thing: it registers
+		// the transaction (which gives it its id: ids and positions are
+		// given in one order, that of the lock), and reserves a block of
+		// $1 positions from the sequence, whose predecessor it stores in
+		// eventstore.base for the append statements (baseSQL). The
+		// numbers of a block that are not written stay unused.
+		reserve: q(fmt.Sprintf(`SELECT set_config('eventstore.base',
+	(setval({{positions}}, nextval({{positions}}) + $1::bigint - 1) - $1::bigint)::text, true),
+	pg_advisory_xact_lock_shared(%d, ((`+txSQL+` + 2147483648) %% 4294967296 - 2147483648)::int4)`, regKey)),
+		// watermark sets eventstore.wm (wmSQL) for the feed read that
+		// follows it in the same pipeline: the lowest id of the appends
+		// registered in flight, or, with none, the first id not yet
+		// given (xmax). Ids are rebuilt from their low 32 bits relative
+		// to xmax, which is safe because an id in flight is within 2^31
+		// of it. It runs in a statement of its own so that it is read
+		// before the read's snapshot is taken: see
+		// docs/appends-side-by-side.md for why no row is then skipped.
+		watermark: fmt.Sprintf(`SELECT set_config('eventstore.wm', (
+	SELECT least(s.x, min(s.x - ((s.x - l.objid::bigint) & 4294967295)))::text
+	FROM (SELECT pg_snapshot_xmax(pg_current_snapshot())::text::bigint AS x) s
+	LEFT JOIN pg_locks l ON %s
+	GROUP BY s.x), true)`, strings.ReplaceAll(registered, "locktype", "l.locktype")),
+		// inFlight reports whether an append is registered in flight.
+		inFlight: `SELECT EXISTS (SELECT 1 FROM pg_locks WHERE ` + registered + `)`,
 		// append checks and writes one request in one statement. It returns
 		// one row with kind 0 holding the aggregate's current version and
 		// the last position written (0 when nothing was), then one row of
@@ -104,13 +149,12 @@ WITH cur AS (
 ), ok AS (
 	SELECT coalesce((SELECT version FROM cur), 0) AS v,
 	       coalesce((SELECT sequence FROM cur), 0) AS s,
-	       ` + headSQL + ` AS p,
-	       ` + typeHeadSQL("$1") + ` + 1 AS f
+	       ` + baseSQL + ` + $9::bigint AS p
 	WHERE NOT EXISTS (SELECT 1 FROM stored)
 	  AND ($4::bigint IS NULL OR $4::bigint = coalesce((SELECT version FROM cur), 0))
 ), ins AS (
 	INSERT INTO {{schema}}.events (` + eventCols + `)
-	SELECT ok.p + t.ord, $1, $2, t.id, t.typ, t.data, ok.v + 1, ok.s + t.ord, t.at, ok.f, t.enc
+	SELECT ok.p + t.ord, $1, $2, t.id, t.typ, t.data, ok.v + 1, ok.s + t.ord, t.at, ok.p + 1, t.enc, ` + txSQL + `
 	FROM ok, unnest($3::text[], $5::text[], $6::bytea[], $7::timestamptz[], $8::text[])
 		WITH ORDINALITY AS t(id, typ, data, at, enc, ord)
 	RETURNING position
@@ -160,23 +204,19 @@ WITH req AS MATERIALIZED (
 		ORDER BY sequence DESC LIMIT 1
 	) l ON true
 ), head AS MATERIALIZED (
-	SELECT ` + headSQL + ` AS p
+	SELECT ` + baseSQL + ` + $12::bigint AS p
 ), w AS MATERIALIZED (
 	SELECT req.ri, req.atype, req.aid, req.v, req.s,
-	       sum(req.n) OVER (ORDER BY req.ri) - req.n AS off,
-	       row_number() OVER (PARTITION BY req.atype ORDER BY req.ri) AS nth
+	       sum(req.n) OVER (ORDER BY req.ri) - req.n AS off
 	FROM req WHERE req.go
-), types AS MATERIALIZED (
-	SELECT d.atype, ` + typeHeadSQL("d.atype") + ` AS f
-	FROM unnest((SELECT $12::text[])) AS d(atype)
 ), ins AS (
 	INSERT INTO {{schema}}.events (` + eventCols + `)
-	SELECT head.p + w.off + t.k, w.atype, w.aid, t.id, t.typ, t.data, w.v + 1, w.s + t.k, t.at, types.f + w.nth, t.enc
+	SELECT head.p + w.off + t.k, w.atype, w.aid, t.id, t.typ, t.data, w.v + 1, w.s + t.k, t.at, head.p + w.off + 1, t.enc,
+	       ` + txSQL + `
 	FROM head, unnest((SELECT $5::bigint[]), (SELECT $6::text[]), (SELECT $7::text[]), (SELECT $8::bytea[]),
 		(SELECT $9::timestamptz[]), (SELECT $10::text[]), (SELECT $11::bigint[]))
 		AS t(ri, id, typ, data, at, enc, k)
 	JOIN w ON w.ri = t.ri
-	JOIN types ON types.atype = w.atype
 	RETURNING 1
 ), ` + notify + `, stored AS (
 	SELECT req.ri, e.event_id, e.version, e.position
@@ -214,8 +254,8 @@ ORDER BY 2, 1`),
 		// order (readGroup checks the order).
 		appendOne: q(loneCurrent + `ins AS (
 	INSERT INTO {{schema}}.events (` + eventCols + `)
-	SELECT ` + headSQL + ` + t.ord, $1, $2, t.id, t.typ, t.data,
-	       cur.v + 1, cur.s + t.ord, t.at, ` + typeHeadSQL("$1") + ` + 1, t.enc
+	SELECT ` + baseSQL + ` + $11::bigint + t.ord, $1, $2, t.id, t.typ, t.data,
+	       cur.v + 1, cur.s + t.ord, t.at, ` + baseSQL + ` + $11::bigint + 1, t.enc, ` + txSQL + `
 	FROM cur, unnest($4::text[], $5::text[], $6::bytea[], $7::timestamptz[], $8::text[])
 		WITH ORDINALITY AS t(id, typ, data, at, enc, ord)
 	WHERE cur.go
@@ -247,7 +287,8 @@ SELECT 2, 1, version, position, event_id FROM stored`),
 		// look-up per id).
 		appendSingle: q(loneCurrent + `ins AS (
 	INSERT INTO {{schema}}.events (` + eventCols + `)
-	SELECT ` + headSQL + ` + 1, $1, $2, $4, $5, $6, cur.v + 1, cur.s + 1, $7, ` + typeHeadSQL("$1") + ` + 1, $8
+	SELECT ` + baseSQL + ` + $11::bigint + 1, $1, $2, $4, $5, $6, cur.v + 1, cur.s + 1, $7,
+	       ` + baseSQL + ` + $11::bigint + 1, $8, ` + txSQL + `
 	FROM cur
 	WHERE cur.go
 	RETURNING position
@@ -273,7 +314,7 @@ WHERE NOT cur.go AND e.aggregate_type = $1 AND e.aggregate_id = $2 AND e.event_i
 		appendLean: q(`
 WITH ins AS (
 INSERT INTO {{schema}}.events (` + eventCols + `)
-SELECT ` + headSQL + ` + 1, $1, $2, $3, $4, $5, cur.v + 1, cur.s + 1, $6, ` + typeHeadSQL("$1") + ` + 1, $8
+SELECT ` + baseSQL + ` + 1, $1, $2, $3, $4, $5, cur.v + 1, cur.s + 1, $6, ` + baseSQL + ` + 1, $8, ` + txSQL + `
 FROM (
 	SELECT coalesce(max(version), 0) AS v, coalesce(max(sequence), 0) AS s FROM (
 		SELECT version, sequence FROM {{schema}}.events
@@ -319,7 +360,7 @@ LEFT JOIN LATERAL (
 ) e ON true
 ORDER BY e.sequence`),
 		feed: q(`SELECT ` + selectCols + ` FROM {{schema}}.events
-WHERE position > $1 ORDER BY position LIMIT $2`),
+WHERE position > $1 AND tx < ` + wmSQL + ` ORDER BY position LIMIT $2`),
 		// feedType reads the feed of one aggregate type together with the
 		// highest visible position, in one statement and so one snapshot.
 		// A row with position 0 stands for no event.
@@ -328,7 +369,7 @@ SELECT h.head, ` + joinedCols + `
 FROM (SELECT ` + headSQL + ` AS head) h
 LEFT JOIN LATERAL (
 	SELECT * FROM {{schema}}.events
-	WHERE aggregate_type = $3 AND position > $1 ORDER BY position LIMIT $2
+	WHERE aggregate_type = $3 AND position > $1 AND tx < ` + wmSQL + ` ORDER BY position LIMIT $2
 ) e ON true
 ORDER BY e.position`),
 		// feedSeq is feedType after a FeedSequence ($1) instead of a
@@ -342,7 +383,7 @@ SELECT h.head, ` + joinedCols + `
 FROM (SELECT ` + headSQL + ` AS head) h
 LEFT JOIN LATERAL (
 	SELECT * FROM {{schema}}.events
-	WHERE aggregate_type = $3 AND position > $4 AND position >= (
+	WHERE aggregate_type = $3 AND position > $4 AND tx < ` + wmSQL + ` AND position >= (
 		SELECT min(position) FROM {{schema}}.events
 		WHERE aggregate_type = $3 AND feed_sequence = (
 			SELECT min(feed_sequence) FROM {{schema}}.events WHERE aggregate_type = $3 AND feed_sequence > $1
@@ -362,18 +403,20 @@ ORDER BY e.position`),
 		// the planner may instead read in position order and filter.
 		// feedTypeDated restricts to type $5 and FeedSequences after $6.
 		feedDated: q(`SELECT ` + selectCols + ` FROM {{schema}}.events
-WHERE recorded_at BETWEEN $3 AND $4 AND position > $1 ORDER BY position LIMIT $2`),
+WHERE recorded_at BETWEEN $3 AND $4 AND position > $1 AND tx < ` + wmSQL + ` ORDER BY position LIMIT $2`),
 		feedTypeDated: q(`
 SELECT h.head, ` + joinedCols + `
 FROM (SELECT ` + headSQL + ` AS head) h
 LEFT JOIN LATERAL (
 	SELECT * FROM {{schema}}.events
 	WHERE aggregate_type = $5 AND recorded_at BETWEEN $3 AND $4 AND position > $1 AND feed_sequence > $6
+	  AND tx < ` + wmSQL + `
 	ORDER BY position LIMIT $2
 ) e ON true
 ORDER BY e.position`),
 		head:     q(`SELECT ` + headSQL),
-		typeHead: q(`SELECT (SELECT max(feed_sequence) FROM {{schema}}.events WHERE aggregate_type = $1), (SELECT mark FROM {{schema}}.deleted_marks WHERE feed = $1)`),
+		typeHead: q(`SELECT (SELECT feed_sequence FROM {{schema}}.events WHERE aggregate_type = $1 AND tx < ` + wmSQL + `
+	ORDER BY feed_sequence DESC LIMIT 1), (SELECT mark FROM {{schema}}.deleted_marks WHERE feed = $1)`),
 		feeds: q(`
 SELECT aggregate_type, count(DISTINCT aggregate_id), count(DISTINCT feed_sequence), count(*)
 FROM {{schema}}.events GROUP BY aggregate_type ORDER BY aggregate_type COLLATE "C"`),

@@ -57,9 +57,27 @@ func (s *store) WatchAppends(ctx context.Context, notify func()) error {
 	}
 	notify()
 	for {
-		if _, err := conn.WaitForNotification(ctx); err != nil {
+		// While appends are in flight, a reader may be held back by one
+		// of them (see statements.watermark); one that rolls back, or
+		// whose process dies, notifies nobody. So look again soon, and
+		// notify, until none is left.
+		pending := false
+		if err := conn.QueryRow(ctx, s.sql.inFlight).Scan(&pending); err != nil {
+			return stopped(err)
+		}
+		wctx, cancel := ctx, context.CancelFunc(func() {})
+		if pending {
+			wctx, cancel = context.WithTimeout(ctx, inFlightRecheck)
+		}
+		_, err := conn.WaitForNotification(wctx)
+		cancel()
+		if err != nil && !(pending && ctx.Err() == nil && wctx.Err() != nil && !conn.IsClosed()) {
 			return stopped(err)
 		}
 		notify()
 	}
 }
+
+// inFlightRecheck is how often WatchAppends looks again while appends are
+// in flight.
+const inFlightRecheck = 20 * time.Millisecond
