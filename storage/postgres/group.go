@@ -17,10 +17,10 @@ import (
 type groupArgs struct {
 	types, aggIDs []string
 	expected      []*int64
-	doomed        []bool   // per request: refuse it without a check
-	counts        []int64  // per request: its number of events
-	index         []int64  // per event: its request's index in the round, from 1
-	ord           []int64  // per event: its place in its request, from 1
+	doomed        []bool  // per request: refuse it without a check
+	counts        []int64 // per request: its number of events
+	index         []int64 // per event: its request's index in the round, from 1
+	ord           []int64 // per event: its place in its request, from 1
 	ids, evTypes  []string
 	data          [][]byte
 	times         []time.Time

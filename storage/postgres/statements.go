@@ -414,7 +414,7 @@ LEFT JOIN LATERAL (
 	ORDER BY position LIMIT $2
 ) e ON true
 ORDER BY e.position`),
-		head:     q(`SELECT ` + headSQL),
+		head: q(`SELECT ` + headSQL),
 		typeHead: q(`SELECT (SELECT feed_sequence FROM {{schema}}.events WHERE aggregate_type = $1 AND tx < ` + wmSQL + `
 	ORDER BY feed_sequence DESC LIMIT 1), (SELECT mark FROM {{schema}}.deleted_marks WHERE feed = $1)`),
 		feeds: q(`
