@@ -43,7 +43,11 @@ func (s *store) WatchAppends(ctx context.Context, notify func()) error {
 		}
 		return fmt.Errorf("postgres: watch appends: %v: %w", err, storage.ErrUnavailable)
 	}
-	conn, err := pgx.ConnectConfig(ctx, s.pool.Config().ConnConfig.Copy())
+	cfg := s.pool.Config().ConnConfig.Copy()
+	// Named, so that an operator can tell the watcher from the pool's
+	// connections in pg_stat_activity.
+	cfg.RuntimeParams["application_name"] = watcherName(s.channel)
+	conn, err := pgx.ConnectConfig(ctx, cfg)
 	if err != nil {
 		return stopped(err)
 	}
@@ -81,3 +85,14 @@ func (s *store) WatchAppends(ctx context.Context, notify func()) error {
 // inFlightRecheck is how often WatchAppends looks again while appends are
 // in flight.
 const inFlightRecheck = 20 * time.Millisecond
+
+// watcherName is the application_name of the connection of WatchAppends
+// for the channel: "eventstore watch <channel>", cut to the 63 bytes
+// PostgreSQL keeps.
+func watcherName(channel string) string {
+	name := "eventstore watch " + channel
+	if len(name) > 63 {
+		name = name[:63]
+	}
+	return name
+}

@@ -109,7 +109,7 @@ func TestWatchAppendsStops(t *testing.T) {
 	expect(t, notes, "when the watch starts")
 	var killed int
 	if err := pool.QueryRow(ctx, `SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity
-WHERE query = 'LISTEN ' || quote_ident($1)`, schema+".appends").Scan(&killed); err != nil || killed != 1 {
+WHERE application_name = left('eventstore watch ' || $1, 63)`, schema+".appends").Scan(&killed); err != nil || killed != 1 {
 		t.Fatalf("terminate the listening connection: %d terminated, %v", killed, err)
 	}
 	select {
