@@ -316,3 +316,27 @@ func (s *store) queryRowWM(ctx context.Context, dest []any, sql string, args ...
 	}
 	return err
 }
+
+// FeedLag returns how many positions the feed readers of s, a Storage of
+// this package, are behind the newest committed append: the positions
+// between the head they see and the highest position committed. It is 0
+// unless an append committed while an older one was still in flight (which
+// holds readers back until it ends: see ReadFeed), so a value that stays
+// up points at a stuck append transaction. It returns an error wrapping
+// storage.ErrInvalid when s is not a Storage of this package.
+func FeedLag(ctx context.Context, s storage.Storage) (int64, error) {
+	pg, ok := s.(*store)
+	if !ok {
+		return 0, fmt.Errorf("postgres: feed lag: %T is not a PostgreSQL storage: %w", s, storage.ErrInvalid)
+	}
+	if err := pg.check(ctx, "feed lag"); err != nil {
+		return 0, err
+	}
+	ctx, cancel := pg.readCtx(ctx)
+	defer cancel()
+	var lag int64
+	if err := pg.queryRowWM(ctx, []any{&lag}, pg.sql.feedLag); err != nil {
+		return 0, pg.fail(ctx, "feed lag", err)
+	}
+	return lag, nil
+}

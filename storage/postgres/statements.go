@@ -22,6 +22,9 @@ type statements struct {
 	// reserve, watermark and inFlight are the statements of the
 	// watermark (see newStatements).
 	reserve, watermark, inFlight string
+	// feedLag is the number of positions between the head a feed reader
+	// sees and the highest position committed (FeedLag).
+	feedLag string
 }
 
 const (
@@ -414,7 +417,8 @@ LEFT JOIN LATERAL (
 	ORDER BY position LIMIT $2
 ) e ON true
 ORDER BY e.position`),
-		head: q(`SELECT ` + headSQL),
+		head:    q(`SELECT ` + headSQL),
+		feedLag: q(`SELECT greatest(0, coalesce((SELECT max(position) FROM {{schema}}.events), 0) - ` + headSQL + `)`),
 		typeHead: q(`SELECT (SELECT feed_sequence FROM {{schema}}.events WHERE aggregate_type = $1 AND tx < ` + wmSQL + `
 	ORDER BY feed_sequence DESC LIMIT 1), (SELECT mark FROM {{schema}}.deleted_marks WHERE feed = $1)`),
 		feeds: q(`

@@ -1,0 +1,128 @@
+package postgres
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/eventkit-go/eventstore/storage"
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+)
+
+// inFlightAppend starts an append of one event to aggregate typ/id exactly
+// as runBatch does, but stops after releasing the append lock, before the
+// COMMIT: the state of an append whose commit is slow (or whose process
+// stalls there). It returns the open transaction's connection and the
+// event's id.
+func inFlightAppend(t *testing.T, s *store, typ, id string) (*pgxpool.Conn, string) {
+	t.Helper()
+	ctx := t.Context()
+	conn, err := s.pool.Acquire(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(conn.Release)
+	if _, err := conn.Exec(ctx, "BEGIN"); err != nil {
+		t.Fatal(err)
+	}
+	req := storage.AppendRequest{AggregateType: typ, AggregateID: id, Events: []storage.Event{{
+		ID: uuid.NewString(), Type: "Happened", RecordedAt: time.Now().UTC().Truncate(time.Microsecond)}}}
+	b := &pgx.Batch{}
+	n := s.queueLock(b, []storage.AppendRequest{req})
+	e := req.Events[0]
+	b.Queue(s.sql.appendLean, typ, id, e.ID, e.Type, e.Data, e.RecordedAt, nil, nil)
+	s.queueUnlock(b)
+	br := conn.SendBatch(ctx, b)
+	err = execN(br, n+2)
+	if cerr := br.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	return conn, e.ID
+}
+
+// feedIDs reads the whole feed after after and returns the event ids and
+// the page's head.
+func feedIDs(t *testing.T, s *store, typ string, after int64) ([]string, int64) {
+	t.Helper()
+	page, err := s.ReadFeed(t.Context(), storage.FeedQuery{After: after, Limit: 100, AggregateType: typ})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ids []string
+	for _, e := range page.Events {
+		ids = append(ids, e.ID)
+	}
+	return ids, page.Head
+}
+
+func TestWatermarkHoldsReadersBehindAppendsInFlight(t *testing.T) {
+	for _, end := range []string{"COMMIT", "ROLLBACK"} {
+		t.Run(end, func(t *testing.T) {
+			s := openBatchTest(t)
+			ctx := t.Context()
+			first, err := s.Append(ctx, storage.AppendRequest{AggregateType: "t", AggregateID: "a",
+				Events: []storage.Event{{ID: uuid.NewString(), Type: "Happened", RecordedAt: time.Now().UTC()}}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			notes := make(chan struct{}, 100)
+			wctx, stop := context.WithCancel(ctx)
+			defer stop()
+			go func() { _ = s.WatchAppends(wctx, func() { notes <- struct{}{} }) }()
+			<-notes // listening
+
+			conn, held := inFlightAppend(t, s, "t", "b")
+			later := storage.Event{ID: uuid.NewString(), Type: "Happened", RecordedAt: time.Now().UTC()}
+			res, err := s.Append(ctx, storage.AppendRequest{AggregateType: "t", AggregateID: "c", Events: []storage.Event{later}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			// The later append is committed, the older one in flight: a
+			// reader sees neither, and its head stays before both.
+			for _, typ := range []string{"", "t"} {
+				ids, head := feedIDs(t, s, typ, first.Position)
+				if len(ids) != 0 || head != first.Position {
+					t.Errorf("feed %q with an older append in flight: %d events, head %d; want none, head %d", typ, len(ids), head, first.Position)
+				}
+			}
+			if h, err := s.FeedHead(ctx, ""); err != nil || h != first.Position {
+				t.Errorf("FeedHead with an older append in flight = %d, %v; want %d", h, err, first.Position)
+			}
+			if lag, err := FeedLag(ctx, s); err != nil || lag < 1 {
+				t.Errorf("FeedLag with a later append held back = %d, %v; want at least 1", lag, err)
+			}
+
+			for len(notes) > 0 {
+				<-notes
+			}
+			if _, err := conn.Exec(ctx, end); err != nil {
+				t.Fatal(err)
+			}
+			want := []string{held, later.ID}
+			if end == "ROLLBACK" {
+				want = want[1:]
+			}
+			for _, typ := range []string{"", "t"} {
+				ids, head := feedIDs(t, s, typ, first.Position)
+				if len(ids) != len(want) || ids[len(ids)-1] != later.ID || ids[0] != want[0] || head != res.Position {
+					t.Errorf("feed %q after the %s: events %v, head %d; want %v, head %d", typ, end, ids, head, want, res.Position)
+				}
+			}
+			if lag, err := FeedLag(ctx, s); err != nil || lag != 0 {
+				t.Errorf("FeedLag after the %s = %d, %v; want 0", end, lag, err)
+			}
+			// A rolled-back append notifies nobody: the watcher, which
+			// saw an append in flight, looks again and notifies.
+			select {
+			case <-notes:
+			case <-time.After(5 * time.Second):
+				t.Errorf("no notification within 5 s of the %s of the append in flight", end)
+			}
+		})
+	}
+}
