@@ -65,6 +65,18 @@ type appendResult = groupcommit.Result[storage.AppendResult]
 // and COMMIT are sent as one pipeline; a request the server rejects rolls
 // back to its savepoint alone.
 func (s *store) runBatch(ctx context.Context, reqs []storage.AppendRequest) []appendResult {
+	results := s.appendBatch(ctx, reqs)
+	for _, r := range results {
+		if r.Err == nil && !r.Value.Duplicate {
+			s.announce()
+			break
+		}
+	}
+	return results
+}
+
+// appendBatch is runBatch but for the notification.
+func (s *store) appendBatch(ctx context.Context, reqs []storage.AppendRequest) []appendResult {
 	results := make([]appendResult, len(reqs))
 	// ctx is shared by the whole batch and never cancelled by a caller;
 	// errors are translated against it, so that running out of

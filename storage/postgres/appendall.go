@@ -65,8 +65,13 @@ func (s *store) AppendAll(ctx context.Context, reqs []storage.AppendRequest) ([]
 		}
 	}
 	out := make([]storage.AppendResult, len(reqs))
+	wrote := false
 	for i, r := range results {
 		out[i] = r.Value
+		wrote = wrote || !r.Value.Duplicate
+	}
+	if wrote {
+		s.announce()
 	}
 	return out, nil
 }

@@ -87,10 +87,6 @@ func newStatements(schema, channel string, regKey int32, db uint32) statements {
 	q := func(sql string) string {
 		return qualify(schema, strings.ReplaceAll(sql, "{{channel}}", channel))
 	}
-	// notify, a CTE, notifies listeners of the channel once per statement
-	// that wrote (the server folds the notifications of one transaction
-	// into one, as they are identical).
-	const notify = `notify AS (SELECT pg_notify({{channel}}, '') FROM ins LIMIT 1)`
 	// registered selects from pg_locks the registrations of the appends
 	// in flight: a shared advisory lock (regKey, the low 32 bits of the
 	// transaction id) that each appending transaction takes inside the
@@ -161,10 +157,9 @@ WITH cur AS (
 	FROM ok, unnest($3::text[], $5::text[], $6::bytea[], $7::timestamptz[], $8::text[])
 		WITH ORDINALITY AS t(id, typ, data, at, enc, ord)
 	RETURNING position
-), ` + notify + `
+)
 SELECT 0 AS kind, '' AS event_id, coalesce((SELECT version FROM cur), 0) AS version,
        coalesce((SELECT max(position) FROM ins), 0) AS position
-FROM (SELECT count(*) FROM notify) n
 UNION ALL
 SELECT 1, event_id, version, position FROM stored`),
 		// appendGroup appends one round of requests, on distinct
@@ -221,7 +216,7 @@ WITH req AS MATERIALIZED (
 		AS t(ri, id, typ, data, at, enc, k)
 	JOIN w ON w.ri = t.ri
 	RETURNING 1
-), ` + notify + `, stored AS (
+), stored AS (
 	SELECT req.ri, e.event_id, e.version, e.position
 	FROM req
 	JOIN unnest((SELECT $5::bigint[]), (SELECT $6::text[])) AS u(ri, id) ON u.ri = req.ri
@@ -234,7 +229,7 @@ WITH req AS MATERIALIZED (
 )
 SELECT CASE WHEN req.go THEN 0 ELSE 1 END AS kind, req.ri, req.v,
        head.p + 0 * (1 / CASE WHEN $13::bool AND NOT req.go THEN 0 ELSE 1 END) AS position, '' AS event_id
-FROM req, head, (SELECT count(*) FROM notify) n
+FROM req, head
 UNION ALL
 SELECT 2, ri, version, position, event_id FROM stored
 ORDER BY 2, 1`),
@@ -263,7 +258,7 @@ ORDER BY 2, 1`),
 		WITH ORDINALITY AS t(id, typ, data, at, enc, ord)
 	WHERE cur.go
 	RETURNING position
-), ` + notify + `, stored AS (
+), stored AS (
 	SELECT e.event_id, e.version, e.position
 	FROM cur, unnest((SELECT $4::text[])) AS u(id)
 	CROSS JOIN LATERAL (
@@ -276,7 +271,7 @@ ORDER BY 2, 1`),
 SELECT CASE WHEN cur.go THEN 0 ELSE 1 END AS kind, 1::bigint AS ri, cur.v,
        coalesce((SELECT min(position) FROM ins) - 1, 0) + 0 * (1 / CASE WHEN $9::bool AND NOT cur.go THEN 0 ELSE 1 END),
        '' AS event_id
-FROM cur, (SELECT count(*) FROM notify) n
+FROM cur
 UNION ALL
 SELECT 2, 1, version, position, event_id FROM stored`),
 		// appendSingle is appendOne for a request of one event, with
@@ -295,11 +290,11 @@ SELECT 2, 1, version, position, event_id FROM stored`),
 	FROM cur
 	WHERE cur.go
 	RETURNING position
-), ` + notify + `
+)
 SELECT CASE WHEN cur.go THEN 0 ELSE 1 END AS kind, 1::bigint AS ri, cur.v,
        coalesce((SELECT position FROM ins) - 1, 0) + 0 * (1 / CASE WHEN $9::bool AND NOT cur.go THEN 0 ELSE 1 END),
        '' AS event_id
-FROM cur, (SELECT count(*) FROM notify) n
+FROM cur
 UNION ALL
 SELECT 2, 1, e.version, e.position, e.event_id
 FROM cur, {{schema}}.events e
@@ -327,8 +322,8 @@ FROM (
 ) cur
 WHERE $7::bigint IS NULL OR $7::bigint = cur.v
 RETURNING position, version
-), ` + notify + `
-SELECT position, version FROM ins, (SELECT count(*) FROM notify) n`),
+)
+SELECT position, version FROM ins`),
 		load: q(`SELECT ` + selectCols + ` FROM {{schema}}.events
 WHERE aggregate_type = $1 AND aggregate_id = $2 ORDER BY sequence`),
 		// loadRange reads the versions in ($3, $4] of an aggregate with its
