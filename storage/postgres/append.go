@@ -153,7 +153,7 @@ func (s *store) appendBatch(ctx context.Context, reqs []storage.AppendRequest) [
 		}
 		pending = pending[failed+1:]
 		if len(pending) == 0 {
-			if err := s.unlockCommit(ctx, conn); err != nil {
+			if _, err := conn.Exec(ctx, "COMMIT"); err != nil {
 				rollback(conn)
 				return failAll(err)
 			}
@@ -177,7 +177,6 @@ func (s *store) runLean(ctx context.Context, conn *pgxpool.Conn, req *storage.Ap
 	b := &pgx.Batch{}
 	n := s.queueLock(b, reqsOf(req))
 	b.Queue(s.sql.appendLean, req.AggregateType, req.AggregateID, a.ids[0], a.types[0], a.data[0], a.times[0], a.expected, enc)
-	s.queueUnlock(b)
 	br := conn.SendBatch(ctx, b)
 	var position, version int64
 	err = execN(br, n)
@@ -231,7 +230,6 @@ func (s *store) sendBatch(ctx context.Context, conn *pgxpool.Conn, reqs []storag
 			offsets[i])
 		b.Queue("RELEASE SAVEPOINT r")
 	}
-	s.queueUnlock(b)
 	b.Queue("COMMIT")
 
 	br := conn.SendBatch(ctx, b)
@@ -259,9 +257,6 @@ func (s *store) sendBatch(ctx context.Context, conn *pgxpool.Conn, reqs []storag
 		if _, err := br.Exec(); err != nil { // RELEASE
 			return 0, err
 		}
-	}
-	if _, err := br.Exec(); err != nil { // the append lock's release
-		return 0, err
 	}
 	tag, err := br.Exec()
 	if err != nil {
@@ -375,12 +370,11 @@ func release(ctx context.Context, conn *pgxpool.Conn) error {
 	return err
 }
 
-// queueLock queues the start of an append of reqs: the locks of their
-// aggregates (transaction locks, in key order, so that writers of several
-// aggregates cannot deadlock), the append lock (a session lock, which
-// queueUnlock releases before the commit), and reserve, which registers the
-// transaction and reserves a position for each event of reqs. It returns
-// the number of statements it queued.
+// queueLock queues reserve, the start of an append of reqs: the locks of
+// their aggregates (in key order, so that writers of several aggregates
+// cannot deadlock), then, inside the append lock, the registration of the
+// transaction and a position for each event of reqs. It returns the number
+// of statements it queued.
 func (s *store) queueLock(b *pgx.Batch, reqs []storage.AppendRequest) int {
 	keys := make([]int64, 0, len(reqs))
 	total := int64(0)
@@ -390,34 +384,8 @@ func (s *store) queueLock(b *pgx.Batch, reqs []storage.AppendRequest) int {
 	}
 	slices.Sort(keys)
 	keys = slices.Compact(keys)
-	if len(keys) == 1 {
-		b.Queue("SELECT pg_advisory_xact_lock($1)", keys[0])
-	} else {
-		b.Queue("SELECT pg_advisory_xact_lock(k) FROM unnest($1::bigint[]) AS k", keys)
-	}
-	b.Queue("SELECT pg_advisory_lock($1)", s.appendKey)
-	b.Queue(s.sql.reserve, max(total, 1))
-	return 3
-}
-
-// queueUnlock queues the release of the append lock, the last statement
-// before an append's COMMIT.
-func (s *store) queueUnlock(b *pgx.Batch) {
-	b.Queue("SELECT pg_advisory_unlock($1)", s.appendKey)
-}
-
-// unlockCommit releases the append lock and commits the transaction on
-// conn, in one round trip.
-func (s *store) unlockCommit(ctx context.Context, conn *pgxpool.Conn) error {
-	b := &pgx.Batch{}
-	s.queueUnlock(b)
-	b.Queue("COMMIT")
-	br := conn.SendBatch(ctx, b)
-	err := execN(br, 2)
-	if cerr := br.Close(); err == nil {
-		err = cerr
-	}
-	return err
+	b.Queue(s.sql.reserve, keys, s.appendKey, max(total, 1), s.drainKey)
+	return 1
 }
 
 // aggregateKey is the key of the advisory lock of an aggregate.

@@ -117,5 +117,6 @@ func (s *store) appendAllChecked(ctx context.Context, conn *pgxpool.Conn, reqs [
 	if err := br.Close(); err != nil {
 		return err
 	}
-	return s.unlockCommit(ctx, conn)
+	_, err := conn.Exec(ctx, "COMMIT")
+	return err
 }

@@ -9,11 +9,10 @@ import (
 	"github.com/jackc/pgx/v5"
 )
 
-// DeleteAggregate implements storage.Storage. It locks the events table
-// against appends (SHARE ROW EXCLUSIVE, which waits for the appends in
-// flight and holds new ones back until it commits), so that no append
-// interleaves with it, and raises the deletion marks so that the heads
-// never go down.
+// DeleteAggregate implements storage.Storage. It takes the append lock,
+// which holds new appends back until it commits, and waits for the appends
+// in flight (the drain lock), so that no append interleaves with it; it
+// raises the deletion marks so that the heads never go down.
 func (s *store) DeleteAggregate(ctx context.Context, aggregateType, aggregateID string) error {
 	return s.delete(ctx, "delete aggregate", fmt.Sprintf("aggregate %s/%s", aggregateType, aggregateID),
 		s.sql.deleteAgg, aggregateType, aggregateID)
@@ -27,15 +26,21 @@ func (s *store) DeleteAggregateType(ctx context.Context, aggregateType string) e
 }
 
 // delete runs a deletion statement, which returns how many events it
-// deleted, with the events table locked against appends.
+// deleted, with appends held back.
 func (s *store) delete(ctx context.Context, op, what, sql string, args ...any) error {
 	if err := s.check(ctx, op); err != nil {
 		return err
 	}
 	errNone := errors.New("nothing deleted")
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		if _, err := tx.Exec(ctx, "LOCK TABLE "+s.schema+".events IN SHARE ROW EXCLUSIVE MODE"); err != nil {
-			return err
+		// The append lock holds new appends back until this commits; the
+		// drain lock waits for those in flight (registered, positions
+		// reserved, maybe not yet written), so that no append commits a
+		// position below the marks this raises.
+		for _, key := range []int64{s.appendKey, s.drainKey} { // in this order, as appends take them
+			if _, err := tx.Exec(ctx, "SELECT pg_advisory_xact_lock($1)", key); err != nil {
+				return err
+			}
 		}
 		var n int64
 		if err := tx.QueryRow(ctx, sql, args...).Scan(&n); err != nil {

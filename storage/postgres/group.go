@@ -184,7 +184,6 @@ func (s *store) runGroup(ctx context.Context, conn *pgxpool.Conn, reqs []storage
 		b.Queue(s.sql.appendGroup, g.types, g.aggIDs, g.expected, g.counts,
 			g.index, g.ids, g.evTypes, g.data, g.times, g.enc, g.ord, roundOff, strict, g.doomed)
 	}
-	s.queueUnlock(b)
 	br := conn.SendBatch(ctx, b)
 	err = execN(br, n)
 	for _, round := range rs {
@@ -192,9 +191,6 @@ func (s *store) runGroup(ctx context.Context, conn *pgxpool.Conn, reqs []storage
 			break
 		}
 		err = s.readGroup(br, reqs, round, results)
-	}
-	if err == nil {
-		_, err = br.Exec() // the append lock's release
 	}
 	// Close reads the end of the pipeline: only then is the transaction
 	// known to be committed.

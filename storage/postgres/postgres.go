@@ -211,6 +211,9 @@ type store struct {
 	// appendKey is the advisory lock key that serialises writers of this
 	// schema.
 	appendKey int64
+	// drainKey is the advisory lock key that every append in flight holds
+	// shared, and a deletion exclusively (see delete).
+	drainKey int64
 	// channel is the channel of LISTEN/NOTIFY that appends notify.
 	channel      string
 	writeTimeout time.Duration
@@ -281,6 +284,7 @@ func open(ctx context.Context, pool *pgxpool.Pool, opts *Options) (*store, error
 			int32(lockKey("register", schema)&0x7fffffff), db),
 		schema:       pgx.Identifier{schema}.Sanitize(),
 		appendKey:    lockKey("append", schema),
+		drainKey:     lockKey("drain", schema),
 		channel:      channel,
 		writeTimeout: opts.writeTimeout(),
 		readTimeout:  opts.readTimeout(),

@@ -94,15 +94,34 @@ func newStatements(schema, channel string, regKey int32, db uint32) statements {
 	registered := fmt.Sprintf(`locktype = 'advisory' AND database = %d::oid AND classid = %d::oid AND objsubid = 2`,
 		db, regKey)
 	return statements{
-		// reserve runs inside the append lock, first thing: it registers
-		// the transaction (which gives it its id: ids and positions are
-		// given in one order, that of the lock), and reserves a block of
-		// $1 positions from the sequence, whose predecessor it stores in
-		// eventstore.base for the append statements (baseSQL). The
+		// reserve is the first statement of an append's transaction. In
+		// this order (each level of the statement is evaluated before the
+		// one around it; OFFSET 0 keeps the planner from merging them):
+		// it takes the transaction locks of the aggregates written ($1,
+		// sorted keys: a second writer of an aggregate waits here for the
+		// first one's commit, holding nothing else), then the append lock
+		// ($2, a session lock), and inside it registers the transaction
+		// (which gives it its id, so that ids and positions are given in
+		// one order, that of the lock), takes the drain lock ($4, shared;
+		// a deletion waits for every holder) and reserves a block of $3
+		// positions from the sequence, whose predecessor it stores in
+		// eventstore.base for the append statements (baseSQL); then it
+		// releases the append lock. The rows are written after it, and
+		// the transaction commits side by side with the others; feed
+		// readers stay behind it until it ends (see watermark). The
 		// numbers of a block that are not written stay unused.
-		reserve: q(fmt.Sprintf(`SELECT set_config('eventstore.base',
-	(setval({{positions}}, nextval({{positions}}) + $1::bigint - 1) - $1::bigint)::text, true),
-	pg_advisory_xact_lock_shared(%d, ((`+txSQL+` + 2147483648) %% 4294967296 - 2147483648)::int4)`, regKey)),
+		reserve: q(fmt.Sprintf(`SELECT set_config('eventstore.base', r.base::text, true), pg_advisory_unlock($2)
+FROM (
+	SELECT setval({{positions}}, nextval({{positions}}) + $3::bigint - 1) - $3::bigint AS base,
+	       pg_advisory_xact_lock_shared(%d, ((`+txSQL+` + 2147483648) %% 4294967296 - 2147483648)::int4) AS registered,
+	       pg_advisory_xact_lock_shared($4) AS drain
+	FROM (
+		SELECT pg_advisory_lock($2) AS locked
+		FROM (SELECT count(*) FROM (SELECT pg_advisory_xact_lock(k) FROM unnest($1::bigint[]) AS k OFFSET 0) l OFFSET 0) a
+		OFFSET 0
+	) b
+	OFFSET 0
+) r`, regKey)),
 		// watermark sets eventstore.wm (wmSQL) for the feed read that
 		// follows it in the same pipeline: the lowest id of the appends
 		// registered in flight, or, with none, the first id not yet

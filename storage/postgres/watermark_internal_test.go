@@ -12,8 +12,7 @@ import (
 )
 
 // inFlightAppend starts an append of one event to aggregate typ/id exactly
-// as runBatch does, but stops after releasing the append lock, before the
-// COMMIT: the state of an append whose commit is slow (or whose process
+// as runBatch does, but stops before the COMMIT: the state of an append whose commit is slow (or whose process
 // stalls there). It returns the open transaction's connection and the
 // event's id.
 func inFlightAppend(t *testing.T, s *store, typ, id string) (*pgxpool.Conn, string) {
@@ -33,9 +32,8 @@ func inFlightAppend(t *testing.T, s *store, typ, id string) (*pgxpool.Conn, stri
 	n := s.queueLock(b, []storage.AppendRequest{req})
 	e := req.Events[0]
 	b.Queue(s.sql.appendLean, typ, id, e.ID, e.Type, e.Data, e.RecordedAt, nil, nil)
-	s.queueUnlock(b)
 	br := conn.SendBatch(ctx, b)
-	err = execN(br, n+2)
+	err = execN(br, n+1)
 	if cerr := br.Close(); err == nil {
 		err = cerr
 	}
@@ -124,5 +122,51 @@ func TestWatermarkHoldsReadersBehindAppendsInFlight(t *testing.T) {
 				t.Errorf("no notification within 5 s of the %s of the append in flight", end)
 			}
 		})
+	}
+}
+
+// TestAppendWaitsForItsAggregateOnly checks that reserve takes the lock of
+// the aggregate written, and no other: an append to an aggregate whose
+// lock another transaction holds waits for that transaction; an append to
+// another aggregate does not.
+func TestAppendWaitsForItsAggregateOnly(t *testing.T) {
+	s := openBatchTest(t)
+	ctx := t.Context()
+	tx, err := s.pool.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback(context.Background())
+	if _, err := tx.Exec(ctx, "SELECT pg_advisory_xact_lock($1)", s.aggregateKey("t", "x")); err != nil {
+		t.Fatal(err)
+	}
+	appendTo := func(id string) chan error {
+		done := make(chan error, 1)
+		go func() {
+			_, err := s.Append(ctx, storage.AppendRequest{AggregateType: "t", AggregateID: id,
+				Events: []storage.Event{{ID: uuid.NewString(), Type: "Happened", RecordedAt: time.Now().UTC()}}})
+			done <- err
+		}()
+		return done
+	}
+	if err := <-appendTo("y"); err != nil {
+		t.Fatalf("append to another aggregate: %v", err)
+	}
+	blocked := appendTo("x")
+	select {
+	case err := <-blocked:
+		t.Fatalf("append to t/x returned (%v) while its aggregate's lock was held", err)
+	case <-time.After(300 * time.Millisecond):
+	}
+	if err := tx.Rollback(ctx); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-blocked:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("append to t/x still waiting after the lock was released")
 	}
 }
