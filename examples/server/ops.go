@@ -15,6 +15,7 @@ import (
 
 	"github.com/eventkit-go/eventstore"
 	"github.com/eventkit-go/eventstore/httpapi"
+	"github.com/eventkit-go/eventstore/storage/postgres"
 )
 
 // lagCacheFor is how long a scrape reuses the projections overview.
@@ -164,8 +165,19 @@ func (m *promMetrics) watchProjections(projects func() []*project, named bool, l
 	if named {
 		desc = projectLagDesc
 	}
-	m.reg.MustRegister(&lagCollector{projects: projects, desc: desc, named: named, log: log})
+	feedDesc := feedLagDesc
+	if named {
+		feedDesc = projectFeedLagDesc
+	}
+	m.reg.MustRegister(&lagCollector{projects: projects, desc: desc, feedDesc: feedDesc, named: named, log: log})
 }
+
+const feedLagHelp = "PostgreSQL only: feed positions committed that feed readers cannot see yet, because an older append is still in flight. Normally 0 or briefly small; a value that stays up points at a stuck append transaction (see docs/appends-side-by-side.md)."
+
+var (
+	feedLagDesc        = prometheus.NewDesc("eventstore_feed_lag", feedLagHelp, nil, nil)
+	projectFeedLagDesc = prometheus.NewDesc("eventstore_feed_lag", feedLagHelp, []string{"project"}, nil)
+)
 
 const lagHelp = "Feed positions between a projection's checkpoint and the head of the store's feed while events of the projection's own feed are stored after its checkpoint, else 0: an upper bound of the events it has still to apply."
 
@@ -185,16 +197,21 @@ type lagSample struct {
 type lagCollector struct {
 	projects func() []*project
 	desc     *prometheus.Desc
+	feedDesc *prometheus.Desc
 	named    bool
 	log      *slog.Logger
 
-	mu   sync.Mutex
-	at   time.Time
-	last []lagSample
+	mu       sync.Mutex
+	at       time.Time
+	last     []lagSample
+	lastFeed []lagSample // behind is the feed lag of the project's default data space
 }
 
 // Describe implements prometheus.Collector.
-func (c *lagCollector) Describe(ch chan<- *prometheus.Desc) { ch <- c.desc }
+func (c *lagCollector) Describe(ch chan<- *prometheus.Desc) {
+	ch <- c.desc
+	ch <- c.feedDesc
+}
 
 // Collect implements prometheus.Collector: every project's lags, read
 // again when the last read is older than lagCacheFor.
@@ -203,9 +220,17 @@ func (c *lagCollector) Collect(ch chan<- prometheus.Metric) {
 	defer c.mu.Unlock()
 	if time.Since(c.at) > lagCacheFor {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		var samples []lagSample
+		var samples, feeds []lagSample
 		var failed error
 		for _, p := range c.projects() {
+			if p.pg != nil {
+				lag, err := postgres.FeedLag(ctx, p.pg)
+				if err != nil {
+					failed = err
+					break
+				}
+				feeds = append(feeds, lagSample{project: p.name, behind: lag})
+			}
 			st, err := p.proj.Overview(ctx)
 			if err != nil {
 				failed = err
@@ -237,7 +262,7 @@ func (c *lagCollector) Collect(ch chan<- prometheus.Metric) {
 		if failed != nil {
 			c.log.Warn("metrics: projections overview", "err", failed)
 		} else {
-			c.last, c.at = samples, time.Now()
+			c.last, c.lastFeed, c.at = samples, feeds, time.Now()
 		}
 	}
 	for _, s := range c.last {
@@ -246,6 +271,13 @@ func (c *lagCollector) Collect(ch chan<- prometheus.Metric) {
 			labels = []string{s.project, s.projection, s.tenant}
 		}
 		ch <- prometheus.MustNewConstMetric(c.desc, prometheus.GaugeValue, float64(s.behind), labels...)
+	}
+	for _, s := range c.lastFeed {
+		var labels []string
+		if c.named {
+			labels = []string{s.project}
+		}
+		ch <- prometheus.MustNewConstMetric(c.feedDesc, prometheus.GaugeValue, float64(s.behind), labels...)
 	}
 }
 

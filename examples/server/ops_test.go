@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"context"
 	"io"
 	"net"
 	"net/http"
@@ -235,4 +236,24 @@ func TestMetricsProjectsAndTenants(t *testing.T) {
 	if err := stop(); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// TestMetricsFeedLagOnPostgres: on PostgreSQL, /metrics has the feed lag,
+// 0 when no append is in flight; on memory it has none.
+func TestMetricsFeedLagOnPostgres(t *testing.T) {
+	admin, url, schema := postgresAdmin(t, "es_feedlag_")
+	defer func() { _, _ = admin.Exec(context.Background(), "DROP SCHEMA IF EXISTS "+schema+" CASCADE") }()
+	base, _, stop := start(t, []string{"-addr", "127.0.0.1:0", "-storage", url, "-postgres-schema", schema, "-log-requests=false"}, testKeys)
+	defer func() { require.NoError(t, stop()) }()
+	code, _ := call(t, "POST", base+"/aggregates/order/o-1/events", "ak", "sk",
+		`{"events":[{"eventId":"7c9e6679-7425-40de-944b-e07fc1f90ae7","eventType":"Placed","data":{"n":1}}]}`)
+	require.Equal(t, 200, code)
+	code, body := scrape(t, base+"/metrics", "sk")
+	require.Equal(t, 200, code)
+	assert.Contains(t, body, "\neventstore_feed_lag 0\n")
+
+	mbase, _, mstop := start(t, []string{"-addr", "127.0.0.1:0", "-storage", "memory", "-log-requests=false"}, testKeys)
+	defer func() { require.NoError(t, mstop()) }()
+	_, body = scrape(t, mbase+"/metrics", "sk")
+	assert.NotContains(t, body, "eventstore_feed_lag ")
 }

@@ -17,6 +17,7 @@ import (
 
 	"github.com/eventkit-go/eventstore"
 	"github.com/eventkit-go/eventstore/httpapi"
+	"github.com/eventkit-go/eventstore/storage"
 	"github.com/eventkit-go/eventstore/storage/memory"
 	"github.com/eventkit-go/eventstore/storage/postgres"
 	"github.com/eventkit-go/eventstore/tenancy"
@@ -32,6 +33,7 @@ type project struct {
 	name     string // "" for the one project of the environment keys
 	log      *slog.Logger
 	st       *eventstore.Store
+	pg       storage.Storage // the storage, when it is PostgreSQL's (for its feed lag); else nil
 	proj     *eventstore.Projector
 	tenants  *tenancy.Set
 	tokenKey []byte // signs delete tokens; kept across key rotations
@@ -212,6 +214,9 @@ func (rt *projectRouter) open(ctx context.Context, name string) (*project, error
 		return nil, err
 	}
 	p := &project{name: name, log: log, st: st, proj: eventstore.NewProjector(st, &rt.cfg.projector), tokenKey: make([]byte, 32)}
+	if postgres.PoolConns(s) > 0 {
+		p.pg = s
+	}
 	if p.tenants, err = openTenants(ctx, spec, schema, p.proj, rt.cfg, log, rt.metrics, func(id string) { rt.metrics.forgetTenant(name, id) }); err != nil {
 		_ = st.Close()
 		return nil, err
