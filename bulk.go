@@ -8,15 +8,6 @@ import (
 	"github.com/eventkit-go/eventstore/storage"
 )
 
-// Limits of Store.SaveAll.
-const (
-	// MaxSaveAllBatches bounds the batches of one SaveAll.
-	MaxSaveAllBatches = 1000
-	// MaxSaveAllEvents bounds the events of one SaveAll, across its
-	// batches.
-	MaxSaveAllEvents = 10_000
-)
-
 // Batch is one aggregate's events in a Store.SaveAll.
 type Batch struct {
 	// AggregateID identifies the aggregate; it is unique within a SaveAll.

@@ -92,17 +92,8 @@ type Function struct {
 	RawData json.RawMessage `json:"rawData,omitempty"`
 }
 
-// Limits of a definition, also enforced while decoding one.
-const (
-	// MaxHandlers bounds the handlers of one definition.
-	MaxHandlers = 1000
-	// MaxFunctions bounds the functions of one handler.
-	MaxFunctions = 100
-	// MaxDescriptionBytes bounds a definition's Description, in bytes.
-	MaxDescriptionBytes = 1000
-	// maxRawData bounds a function's rawData.
-	maxRawData = 64 << 10
-)
+// maxRawData bounds a function's rawData.
+const maxRawData = 64 << 10
 
 // compiled is a validated definition, ready to apply.
 type compiled struct {

@@ -76,10 +76,6 @@ type ValidationError struct {
 	Omitted int
 }
 
-// MaxFieldErrors is how many problems a ValidationError lists; the rest are
-// only counted, in ValidationError.Omitted.
-const MaxFieldErrors = 100
-
 // Error implements the error interface.
 func (e *ValidationError) Error() string {
 	var b strings.Builder

@@ -3,7 +3,6 @@ package eventstore
 import (
 	"encoding/json"
 
-	"github.com/eventkit-go/eventstore/storage"
 	"github.com/google/uuid"
 )
 
@@ -30,6 +29,3 @@ type NewEvent struct {
 // canonical form), for NewEvent.ID. Retrying a save must reuse the ids of
 // the first attempt, so generate them once per batch, not per attempt.
 func NewEventID() string { return uuid.NewString() }
-
-// MaxEncryptedData bounds NewEvent.EncryptedData.
-const MaxEncryptedData = storage.MaxEncryptedData

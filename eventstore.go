@@ -41,9 +41,6 @@ type Options struct {
 	MaxReadBytes int64
 }
 
-// DefaultMaxReadBytes is the Options.MaxReadBytes used when it is zero.
-const DefaultMaxReadBytes = 1 << 20
-
 func (o *Options) maxReadBytes() int64 {
 	switch {
 	case o == nil || o.MaxReadBytes == 0:

@@ -10,17 +10,8 @@ import (
 	"github.com/eventkit-go/eventstore/storage"
 )
 
-// Limits of a feed read.
+// Limits of a feed read (the exported ones are in limits.go).
 const (
-	// DefaultFeedLimit is the number of entries a feed read returns when
-	// FeedOptions.Limit is 0.
-	DefaultFeedLimit = 100
-	// MaxFeedLimit bounds FeedOptions.Limit.
-	MaxFeedLimit = 1000
-	// MaxFeedTypes bounds FeedOptions.Types.
-	MaxFeedTypes = 100
-	// MaxPartitionCount bounds FeedOptions.PartitionCount.
-	MaxPartitionCount = 1000
 	// maxFeedEvents bounds the events of one read: a read stops adding
 	// entries (and reports HasMore) once it holds that many.
 	maxFeedEvents = 20_000

@@ -33,18 +33,11 @@ type ProjectorOptions struct {
 	MaxDefinitions int
 }
 
-// Defaults of ProjectorOptions.
-const (
-	// DefaultBatchSize is 1,000 events per commit: a rebuild over 100,000
-	// events ran at 0.62 (PostgreSQL) and 0.72 (SQLite) of a hand-written
-	// fold that commits per 1,000 with 500, and at 0.76 and 0.83 with
-	// 1,000 (bench/, -workloads rebuild); each commit rewrites every
-	// instance the page touched, with its list indexes.
-	DefaultBatchSize        = 1000
-	DefaultMaxInstanceBytes = 1 << 20
-	DefaultMaxDefinitions   = 1000
-)
-
+// batchSize defaults to DefaultBatchSize, 1,000 events per commit: a
+// rebuild over 100,000 events ran at 0.62 (PostgreSQL) and 0.72 (SQLite)
+// of a hand-written fold that commits per 1,000 with 500, and at 0.76 and
+// 0.83 with 1,000 (bench/, -workloads rebuild); each commit rewrites every
+// instance the page touched, with its list indexes.
 func (o *ProjectorOptions) batchSize() int {
 	if o == nil || o.BatchSize <= 0 {
 		return DefaultBatchSize

@@ -127,12 +127,10 @@ type ListOptions struct {
 	Search string
 }
 
-// Limits of ListOptions.
+// Limits of ListOptions (the exported ones are in limits.go).
 const (
-	DefaultListLimit = 100
-	MaxListLimit     = 1000
-	maxListIDs       = 1000
-	maxListSkip      = 1 << 30
+	maxListIDs  = 1000
+	maxListSkip = 1 << 30
 )
 
 // ProjectionPage is one page of Projector.List.
