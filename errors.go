@@ -8,38 +8,28 @@ import (
 	"github.com/eventkit-go/eventstore/storage"
 )
 
-// Sentinel errors. Every error returned by this package and by conforming
-// storage backends wraps at most one of these; check them with errors.Is.
-// They are the values of package storage, so a backend's errors match them.
+// Sentinel errors. An error of this package or of a storage backend wraps
+// at most one of them; test with errors.Is. They are package storage's
+// values, so a backend's errors match.
 var (
-	// ErrNotFound reports that an aggregate, a projection definition or a
-	// projection instance does not exist.
+	// ErrNotFound reports that an aggregate, a projection definition or
+	// an instance does not exist.
 	ErrNotFound = storage.ErrNotFound
-
-	// ErrConflict reports that a write was refused because it contradicts
-	// the stored state: an expected version that does not match, a batch
-	// that mixes already stored and new event ids, a projection definition
-	// whose name is taken. Nothing was written.
+	// ErrConflict reports a write that contradicts the stored state (an
+	// expected version, a batch mixing stored and new event ids, a taken
+	// projection name); nothing was written.
 	ErrConflict = storage.ErrConflict
-
-	// ErrInvalid reports input that is well-formed but not acceptable: an
-	// event id that is not a UUID, an empty event type, data that is not a
-	// JSON object, a selector that is not of the documented form, and so
-	// on. The error is usually a *ValidationError that says which field.
+	// ErrInvalid reports well-formed input that is not acceptable; a
+	// *ValidationError usually says which field.
 	ErrInvalid = storage.ErrInvalid
-
 	// ErrClosed reports a call on a Store or Projector after Close.
 	ErrClosed = storage.ErrClosed
-
-	// ErrUnavailable reports that the storage could not be reached or
-	// failed transiently (a dropped connection, a database restart, no
-	// answer in time). The operation may be retried; for a save the
-	// outcome is unknown, and a retry with the same event ids is safe.
+	// ErrUnavailable reports that the storage failed transiently or did
+	// not answer in time. A save's outcome is then unknown; retrying it
+	// with the same event ids is safe.
 	ErrUnavailable = storage.ErrUnavailable
-
-	// ErrFull reports that the storage is out of space (a full disk, a
-	// size limit or a quota): nothing was written. A retry succeeds only
-	// once an operator has freed space; Store.OutOfSpace reports it.
+	// ErrFull reports that the storage is out of space; nothing was
+	// written (see Store.OutOfSpace).
 	ErrFull = storage.ErrFull
 )
 
@@ -54,25 +44,18 @@ func wrapNotFound(what string, err error) error {
 
 // FieldError names one invalid field of an input.
 type FieldError struct {
-	// Field is a JSON-path-like name of the field, such as
-	// "events[2].eventId" or "handlers[0].functions[1].targetSelector".
-	Field string `json:"field"`
-	// Message says what is wrong with it.
-	Message string `json:"message"`
+	// Field is such as "events[2].eventId" or
+	// "handlers[0].functions[1].targetSelector".
+	Field   string `json:"field"`
+	Message string `json:"message"` // what is wrong with it
 }
 
-// ValidationError is returned for input that fails validation. It wraps
-// ErrInvalid, so both errors.Is(err, ErrInvalid) and errors.As(err, &ve)
-// work. Fields holds one entry per invalid field, in input order.
+// ValidationError is the error of input that fails validation; it wraps
+// ErrInvalid. Fields lists the invalid fields in input order, never none
+// and at most MaxFieldErrors; Omitted counts the others.
 type ValidationError struct {
-	// Op is the operation that rejected the input, e.g. "save" or
-	// "create projection".
-	Op string
-	// Fields lists the invalid fields, at most MaxFieldErrors of them; it
-	// is never empty.
-	Fields []FieldError
-	// Omitted counts the further problems found, beyond the first
-	// MaxFieldErrors, that Fields does not list.
+	Op      string // the operation, such as "save" or "create projection"
+	Fields  []FieldError
 	Omitted int
 }
 

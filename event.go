@@ -8,20 +8,14 @@ import (
 
 // NewEvent is an event to be saved.
 type NewEvent struct {
-	// ID identifies the event; it must be a UUID in its canonical textual
-	// form. Within one aggregate an id is stored at most once, which makes a
-	// retried save idempotent (see Store.Save).
+	// ID is a UUID in canonical text form (see NewEventID). It is stored
+	// at most once per aggregate, which makes a retried save idempotent.
 	ID string
-	// Type is the name of the kind of event, chosen by the client. It must
-	// not be empty.
+	// Type is the kind of event, chosen by the caller; not empty.
 	Type string
-	// Data is the event's payload. It is either nil (the event has no data)
-	// or a JSON object nested at most MaxDataDepth levels deep. It is stored
-	// byte for byte, as given. Save copies it; the caller may reuse the
-	// slice afterwards.
+	// Data is nil or a JSON object, stored byte for byte; Save copies it.
 	Data json.RawMessage
-	// EncryptedData is an opaque string the store keeps with the event and
-	// returns unchanged, at most MaxEncryptedData bytes; "" for none.
+	// EncryptedData is an opaque string kept and returned unchanged.
 	EncryptedData string
 }
 
