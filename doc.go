@@ -29,8 +29,8 @@
 //
 // An aggregate is identified by its type and its id; its first save
 // creates it. Its version counts the saves that stored events, and all
-// events of one save carry it ([Event.Version]); [Event.Sequence] numbers
-// the aggregate's events 1, 2, 3, ... and [Event.Position] orders every
+// events of one save carry it (Event.Version); Event.Sequence numbers
+// the aggregate's events 1, 2, 3, ... and Event.Position orders every
 // event of the store. [Store.Save] is atomic, idempotent per event id and,
 // with [ExpectVersion], conditional on the aggregate's version.
 //

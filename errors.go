@@ -12,25 +12,16 @@ import (
 // at most one of them; test with errors.Is. They are package storage's
 // values, so a backend's errors match.
 var (
-	// ErrNotFound reports that an aggregate, a projection definition or
-	// an instance does not exist.
-	ErrNotFound = storage.ErrNotFound
-	// ErrConflict reports a write that contradicts the stored state (an
-	// expected version, a batch mixing stored and new event ids, a taken
-	// projection name); nothing was written.
+	ErrNotFound = storage.ErrNotFound // no such aggregate, projection or instance
+	// ErrConflict: a write contradicts the stored state (an expected
+	// version, stored and new ids mixed, a taken projection name).
 	ErrConflict = storage.ErrConflict
-	// ErrInvalid reports well-formed input that is not acceptable; a
-	// *ValidationError usually says which field.
-	ErrInvalid = storage.ErrInvalid
-	// ErrClosed reports a call on a Store or Projector after Close.
-	ErrClosed = storage.ErrClosed
-	// ErrUnavailable reports that the storage failed transiently or did
-	// not answer in time. A save's outcome is then unknown; retrying it
-	// with the same event ids is safe.
+	ErrInvalid  = storage.ErrInvalid // unacceptable input; see ValidationError
+	ErrClosed   = storage.ErrClosed  // a call after Close
+	// ErrUnavailable: the storage failed transiently or did not answer in
+	// time. A save's outcome is unknown; retrying it with the same ids is safe.
 	ErrUnavailable = storage.ErrUnavailable
-	// ErrFull reports that the storage is out of space; nothing was
-	// written (see Store.OutOfSpace).
-	ErrFull = storage.ErrFull
+	ErrFull        = storage.ErrFull // out of space (see Store.OutOfSpace)
 )
 
 // wrapNotFound adds what to err; when err is a not-found error, whose text

@@ -17,8 +17,7 @@ import (
 
 // Options configures a Store; nil means all defaults.
 type Options struct {
-	// Now stamps RecordedAt on saved events; the default is time.Now.
-	Now func() time.Time
+	Now func() time.Time // stamps RecordedAt; the default is time.Now
 	// Logger receives the diagnostics of the Store and its Projectors;
 	// the default discards them.
 	Logger *slog.Logger
@@ -26,12 +25,11 @@ type Options struct {
 	// look for other processes' saves when the storage does not report
 	// them; the default is one second.
 	PollInterval time.Duration
-	// Metrics, when set, receives the Store's figures.
-	Metrics Metrics
+	Metrics      Metrics // when set, receives the Store's figures
 	// MaxReadBytes caps the event data (Data and EncryptedData) of one
 	// page the Store reads (LoadRange with a limit, ReadFeed, Subscribe,
-	// projector catch-up); a page still holds at least one save.
-	// DefaultMaxReadBytes when 0; negative means no cap.
+	// projector catch-up); a page holds at least one save. Negative means
+	// no cap.
 	MaxReadBytes int64
 }
 

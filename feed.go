@@ -31,17 +31,13 @@ type FeedOptions struct {
 	// Limit is the most entries a read returns (DefaultFeedLimit when 0);
 	// a read also stops at 20,000 events, with HasMore.
 	Limit int
-	// Types restricts the feed of all types to these aggregate types.
-	Types []string
+	Types []string // only these aggregate types, in the feed of all types
 	// PartitionCount > 0 keeps only partition PartitionNumber (0 to
-	// PartitionCount-1): the entries of the aggregates whose
-	// Partition(aggregateID, PartitionCount) it is.
+	// PartitionCount-1): see Partition.
 	PartitionCount, PartitionNumber int
-	// From and To, when not zero, keep only the entries whose RecordedAt
-	// is in [From, To], to the microsecond, within MinFeedTime and
-	// MaxFeedTime. They combine with the cursor and the other options;
-	// entries stay in feed order, which concurrent saves may make differ
-	// from time order.
+	// From and To, when not zero, keep the entries whose RecordedAt is in
+	// [From, To], to the microsecond (see MinFeedTime); entries stay in
+	// feed order, which concurrent saves may make differ from time order.
 	From, To time.Time
 	// Wait makes ReadFeed wait up to that long for an entry after the
 	// cursor when there is none yet (a long poll).

@@ -7,20 +7,16 @@ import (
 	"github.com/eventkit-go/eventstore/storage"
 )
 
-// Metrics receives a Store's figures, for monitoring (Options.Metrics);
-// examples/server exports them for Prometheus. Calls come from many
-// goroutines, on the paths that save and apply events: implementations
-// must be safe for concurrent use and return quickly. No call carries an
-// aggregate id or event content.
+// Metrics receives a Store's figures, for monitoring (Options.Metrics;
+// examples/server exports them for Prometheus). It is called from many
+// goroutines on the save and apply paths: be safe for concurrent use and
+// quick. No call carries an aggregate id or event content.
 type Metrics interface {
-	// Saved reports one batch stored (a duplicate is not), of that many
-	// events.
-	Saved(events int)
-	// Conflict reports a save refused with ErrConflict.
-	Conflict()
+	Saved(events int) // one batch stored (a duplicate is not)
+	Conflict()        // a save refused with ErrConflict
 	// StorageError reports a failed storage call, op its method (such as
-	// "Append"), for a reason other than ErrNotFound, ErrConflict,
-	// ErrInvalid, ErrMalformed, ErrClosed or a canceled context.
+	// "Append"), for a reason other than the caller's: not ErrNotFound,
+	// ErrConflict, ErrInvalid, ErrMalformed, ErrClosed or cancellation.
 	StorageError(op string)
 	// Projected reports a projection commit: events applied, failed of
 	// them recorded as errors.

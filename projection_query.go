@@ -212,29 +212,6 @@ func listQuery(name string, o ListOptions) (storage.ProjectionQuery, error) {
 	}, nil
 }
 
-// ParseSort reads a sort parameter: projectionId, reference, createdAt or
-// updatedAt, optionally prefixed by '+' (ascending) or '-'.
-func ParseSort(s string) (ProjectionSort, bool, error) {
-	desc := false
-	switch {
-	case strings.HasPrefix(s, "-"):
-		desc, s = true, s[1:]
-	case strings.HasPrefix(s, "+"):
-		s = s[1:]
-	}
-	switch s {
-	case "projectionId", "":
-		return SortByID, desc, nil
-	case "reference":
-		return SortByReference, desc, nil
-	case "createdAt":
-		return SortByCreatedAt, desc, nil
-	case "updatedAt":
-		return SortByUpdatedAt, desc, nil
-	}
-	return 0, false, &ValidationError{Op: "list projections", Fields: []FieldError{{Field: "sort", Message: "must be projectionId, reference, createdAt or updatedAt, with an optional + or - prefix"}}}
-}
-
 // Sync brings the projection up to date with this process's saves and
 // the feed, and builds a pending replacement, which takes over once
 // caught up.
