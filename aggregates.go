@@ -24,11 +24,10 @@ type AggregatePage struct {
 	HasMore    bool               // aggregates follow this page
 }
 
-// Aggregates lists the aggregates of aggregateType that have events, in
-// the byte order of their ids, without their events. Page on with Skip +=
-// len(page.Aggregates) while HasMore (saves and deletions meanwhile shift
-// the pages). A type without aggregates fails with ErrNotFound, bad
-// options with a *ValidationError.
+// Aggregates lists the aggregates of aggregateType that have events, by
+// the bytes of their ids, without events; page on with Skip +=
+// len(page.Aggregates) while HasMore. A type without aggregates fails
+// with ErrNotFound, bad options with a *ValidationError.
 func (s *Store) Aggregates(ctx context.Context, aggregateType string, opts *AggregateListOptions) (AggregatePage, error) {
 	var o AggregateListOptions
 	if opts != nil {

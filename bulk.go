@@ -10,21 +10,18 @@ import (
 
 // Batch is one aggregate's events in a Store.SaveAll.
 type Batch struct {
-	AggregateID string // unique within a SaveAll
-	Events      []NewEvent
-	// ExpectedVersion, when set, refuses the whole SaveAll with
-	// ErrConflict unless the aggregate is at that version.
-	ExpectedVersion VersionCheck
+	AggregateID     string // unique within a SaveAll
+	Events          []NewEvent
+	ExpectedVersion VersionCheck // when set, the version the aggregate must be at
 }
 
 // SaveAll saves batches, each to a different aggregate of aggregateType,
 // in one atomic step: all of them or none. Each follows Save's rules (a
 // batch stored already has Duplicate set while the others are stored);
-// results[i] is batches[i]'s, and positions rise with i. All batches are
-// validated first (at most MaxSaveAllBatches and MaxSaveAllEvents, none
-// empty, each aggregate once): a *ValidationError names fields such as
-// "batches[2].events[0].eventId". A refused batch stores nothing of any,
-// and the error wraps a *BatchError naming it, which wraps ErrConflict.
+// results[i] is batches[i]'s, and positions rise with i. A refused batch
+// stores nothing of any, and the error wraps a *BatchError naming it;
+// field names of a *ValidationError start with the batch, such as
+// "batches[2].events[0].eventId".
 func (s *Store) SaveAll(ctx context.Context, aggregateType string, batches []Batch) ([]SaveResult, error) {
 	reqs, err := s.prepareAll(aggregateType, batches)
 	if err != nil {

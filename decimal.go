@@ -8,11 +8,10 @@ import (
 	"github.com/eventkit-go/eventstore/internal/decimal"
 )
 
-// Decimal is a number of a projection instance, for decoding an instance
-// into a Go struct: projections render numbers as JSON strings such as
-// "12.50", which a float64 field cannot take. A Decimal takes a JSON
-// string holding a number, or a JSON number, and keeps its text exactly;
-// the zero Decimal is "", no value.
+// Decimal is a number of a projection instance, for decoding one into a Go
+// struct: projections render numbers as JSON strings, such as "12.50",
+// which a float64 field cannot take. A Decimal takes such a string or a
+// JSON number and keeps its text exactly; the zero Decimal is no value.
 //
 //	var order struct{ Total eventstore.Decimal `json:"total"` }
 //	err := json.Unmarshal(proj.Data, &order)

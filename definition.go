@@ -12,11 +12,8 @@ import (
 // processes and how each changes the instance's JSON object. Its JSON form
 // is the body of the HTTP definition calls (see DecodeDefinition).
 type Definition struct {
-	// Name names the projection in queries; see CheckName.
-	Name string `json:"projectionName"`
-	// Description is text for people (tabs and newlines allowed);
-	// changing it does not rebuild the projection.
-	Description string `json:"description,omitempty"`
+	Name        string `json:"projectionName"`        // see CheckName
+	Description string `json:"description,omitempty"` // for people; changing it rebuilds nothing
 	// Feed is the aggregate type whose events the projection reads; it
 	// may be empty when every handler names its own.
 	Feed string `json:"feedName,omitempty"`
@@ -28,8 +25,8 @@ type Definition struct {
 	IDField  string    `json:"idField,omitempty"`
 	Handlers []Handler `json:"handlers"` // one per event type and feed
 	// IndexedFields, for a single projection, are the fields that
-	// ListOptions.Search searches, as $.projection.customer.name or
-	// customer.name; changing them rebuilds the projection.
+	// ListOptions.Search searches, such as customer.name; changing them
+	// rebuilds the projection.
 	IndexedFields []string `json:"indexedFields,omitempty"`
 }
 

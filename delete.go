@@ -7,10 +7,9 @@ import (
 )
 
 // DeleteAggregate removes every event of the aggregate from loads and
-// feeds, or fails with ErrNotFound when it has none. The id can be used
-// again; positions and feed numbers are not. Then every projection of its
-// feed is reset, to be rebuilt without the events; an error of that reset
-// is returned after the events are gone.
+// feeds (ErrNotFound when it has none); its id can be used again. Then
+// every projection of its feed is reset, to be rebuilt without the events;
+// an error of that reset is returned after the events are gone.
 func (s *Store) DeleteAggregate(ctx context.Context, aggregateType, aggregateID string) error {
 	v := validation{op: "delete"}
 	checkName(&v, "aggregateType", aggregateType)

@@ -28,30 +28,25 @@
 // # Aggregates and versions
 //
 // An aggregate is identified by its type and its id; its first save
-// creates it. Its version counts the saves that stored events, and all
-// events of one save carry it (Event.Version); Event.Sequence numbers
-// the aggregate's events 1, 2, 3, ... and Event.Position orders every
-// event of the store. [Store.Save] is atomic, idempotent per event id and,
-// with [ExpectVersion], conditional on the aggregate's version.
+// creates it. Its version counts the saves that stored events; each event
+// also has a sequence number in its aggregate and a position in the
+// store's feed (see Event).
 //
 // # Consistency
 //
 // Projections are applied from the feed, in order, exactly once per event,
 // and committed together with the feed position they reflect. A Projector
-// applies events in the background while [Projector.Run] runs, and before
-// every query: a query reflects every save made through the same Store
-// before it began (read your writes). Several processes may share one
-// storage (storage/postgres), and each event is still applied exactly once;
-// another process's saves are seen at once when the storage reports them,
-// else within the poll interval ([Options], [ProjectorOptions]).
+// applies events while [Projector.Run] runs and before every query, so a
+// query reflects every save made through the same Store before it began
+// (read your writes). Processes sharing one storage (storage/postgres)
+// still apply each event once, and see each other's saves at once when the
+// storage reports them, else within the poll interval of the options.
 //
 // # Feeds
 //
 // Every save is an entry of two feeds: its aggregate type's, numbered 1,
-// 2, 3, ..., and the feed of all types, ordered by position.
-// [Store.ReadFeed] pages through a feed from a cursor (optionally as a long
-// poll) and [Store.Subscribe] follows it; either way a reader sees every
-// entry once, in order, also under concurrent writers.
+// 2, 3, ..., and the feed of all types, ordered by position. Readers
+// ([Store.ReadFeed], [Store.Subscribe]) see every entry once, in order.
 //
 // # Numbers
 //
@@ -59,7 +54,7 @@
 // float64: 0.1 + 0.2 is 0.3.
 // Numbers that functions produce are stored as JSON strings, such as "0.3"
 // or "12.50" (the digits kept); decode them with [Decimal]. An event whose
-// function cannot be applied, such as add of a text, changes nothing of its
+// function cannot be applied, such as add given a text, changes nothing of its
 // instance and is recorded ([Status].Errors); later events apply as usual.
 //
 // # Errors

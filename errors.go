@@ -10,18 +10,15 @@ import (
 
 // Sentinel errors. An error of this package or of a storage backend wraps
 // at most one of them; test with errors.Is. They are package storage's
-// values, so a backend's errors match.
+// values, so a backend's errors match. After ErrUnavailable a save's
+// outcome is unknown; retrying it with the same event ids is safe.
 var (
-	ErrNotFound = storage.ErrNotFound // no such aggregate, projection or instance
-	// ErrConflict: a write contradicts the stored state (an expected
-	// version, stored and new ids mixed, a taken projection name).
-	ErrConflict = storage.ErrConflict
-	ErrInvalid  = storage.ErrInvalid // unacceptable input; see ValidationError
-	ErrClosed   = storage.ErrClosed  // a call after Close
-	// ErrUnavailable: the storage failed transiently or did not answer in
-	// time. A save's outcome is unknown; retrying it with the same ids is safe.
-	ErrUnavailable = storage.ErrUnavailable
-	ErrFull        = storage.ErrFull // out of space (see Store.OutOfSpace)
+	ErrNotFound    = storage.ErrNotFound    // no such aggregate, projection or instance
+	ErrConflict    = storage.ErrConflict    // the write contradicts the stored state; nothing was written
+	ErrInvalid     = storage.ErrInvalid     // unacceptable input; see ValidationError
+	ErrClosed      = storage.ErrClosed      // a call after Close
+	ErrUnavailable = storage.ErrUnavailable // the storage failed transiently or did not answer in time
+	ErrFull        = storage.ErrFull        // the storage is out of space (see Store.OutOfSpace)
 )
 
 // wrapNotFound adds what to err; when err is a not-found error, whose text
@@ -33,12 +30,11 @@ func wrapNotFound(what string, err error) error {
 	return fmt.Errorf("%s: %w", what, err)
 }
 
-// FieldError names one invalid field of an input.
+// FieldError names one invalid field of an input, such as
+// "events[2].eventId", and says what is wrong with it.
 type FieldError struct {
-	// Field is such as "events[2].eventId" or
-	// "handlers[0].functions[1].targetSelector".
 	Field   string `json:"field"`
-	Message string `json:"message"` // what is wrong with it
+	Message string `json:"message"`
 }
 
 // ValidationError is the error of input that fails validation; it wraps

@@ -17,19 +17,16 @@ import (
 
 // Options configures a Store; nil means all defaults.
 type Options struct {
-	Now func() time.Time // stamps RecordedAt; the default is time.Now
-	// Logger receives the diagnostics of the Store and its Projectors;
-	// the default discards them.
-	Logger *slog.Logger
+	Now    func() time.Time // stamps RecordedAt; the default is time.Now
+	Logger *slog.Logger     // diagnostics of the Store and its Projectors; nil discards them
 	// PollInterval is how often subscriptions, long polls and projectors
 	// look for other processes' saves when the storage does not report
 	// them; the default is one second.
 	PollInterval time.Duration
 	Metrics      Metrics // when set, receives the Store's figures
-	// MaxReadBytes caps the event data (Data and EncryptedData) of one
-	// page the Store reads (LoadRange with a limit, ReadFeed, Subscribe,
-	// projector catch-up); a page holds at least one save. Negative means
-	// no cap.
+	// MaxReadBytes caps the event data (Data and EncryptedData) of a page
+	// the Store reads (LoadRange with a limit, ReadFeed, Subscribe,
+	// projectors); a page holds at least one save. Negative: no cap.
 	MaxReadBytes int64
 }
 
@@ -59,9 +56,7 @@ func (o *Options) logger() *slog.Logger {
 
 // SaveOptions are optional arguments of Store.Save; nil means none.
 type SaveOptions struct {
-	// ExpectedVersion, when set, makes the save fail with ErrConflict
-	// unless the aggregate is at that version.
-	ExpectedVersion VersionCheck
+	ExpectedVersion VersionCheck // when set, the version the aggregate must be at
 }
 
 // Store saves events to aggregates, loads them and reads feeds. It is
@@ -113,16 +108,14 @@ func New(s storage.Storage, opts *Options) (*Store, error) {
 
 // Save appends events to the aggregate (aggregateType, aggregateID)
 // atomically, creating it on its first save, and raises its version by
-// one. With opts.ExpectedVersion it fails with a *ConflictError (wrapping
-// ErrConflict) unless the aggregate is at that version. Saves are
-// idempotent per event id: when every event is stored already, Save stores
-// nothing and returns the earlier result with Duplicate set, so a save
-// whose outcome is unknown may be retried; a batch that mixes stored and
-// new ids fails with a *ConflictError. Invalid input (no events or more
-// than MaxEventsPerSave, an id that is not a UUID or is repeated, an empty
-// type, data that is not a JSON object or is deeper than MaxDataDepth)
-// fails with a *ValidationError naming the event and field. Ids are stored
-// in lower case.
+// one. With opts.ExpectedVersion it fails with a *ConflictError unless the
+// aggregate is at that version. Saves are idempotent per event id: when
+// every event is stored already, Save stores nothing and returns the
+// earlier result with Duplicate set, so a save whose outcome is unknown may
+// be retried; a batch mixing stored and new ids is a *ConflictError.
+// Invalid input (see MaxEventsPerSave and MaxDataDepth; an id that is not
+// a UUID or is repeated, an empty type, data that is not a JSON object) is
+// a *ValidationError naming the event and field.
 func (s *Store) Save(ctx context.Context, aggregateType, aggregateID string, events []NewEvent, opts *SaveOptions) (SaveResult, error) {
 	buf := s.eventBuffer(len(events))
 	defer s.recycle(buf, len(events))
@@ -291,10 +284,9 @@ func indexOf(seen map[string]int, prev []Event, id string) int {
 const maxNameLen = 256
 
 // CheckName reports whether s may be an aggregate type or id, a projection
-// or a feed name: non-empty UTF-8 of at most 256 bytes, without '/' or
-// control characters, not "." or "..". Its error wraps ErrInvalid and
-// states the problem alone ("must not contain '/'"), for the caller to
-// prefix with the field.
+// or a feed name: non-empty UTF-8 of at most 256 bytes, not "." or "..",
+// without '/' or control characters. Its error wraps ErrInvalid and states
+// the problem alone ("must not contain '/'"), to prefix with the field.
 func CheckName(s string) error {
 	if msg := nameProblem(s); msg != "" {
 		return &nameError{msg}

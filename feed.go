@@ -28,9 +28,7 @@ var (
 // FeedOptions are optional arguments of Store.ReadFeed and Store.Subscribe;
 // nil means all defaults.
 type FeedOptions struct {
-	// Limit is the most entries a read returns (DefaultFeedLimit when 0);
-	// a read also stops at 20,000 events, with HasMore.
-	Limit int
+	Limit int      // the most entries a read returns; it also stops at 20,000 events
 	Types []string // only these aggregate types, in the feed of all types
 	// PartitionCount > 0 keeps only partition PartitionNumber (0 to
 	// PartitionCount-1): see Partition.
@@ -39,9 +37,7 @@ type FeedOptions struct {
 	// [From, To], to the microsecond (see MinFeedTime); entries stay in
 	// feed order, which concurrent saves may make differ from time order.
 	From, To time.Time
-	// Wait makes ReadFeed wait up to that long for an entry after the
-	// cursor when there is none yet (a long poll).
-	Wait time.Duration
+	Wait     time.Duration // how long ReadFeed waits for an entry after the cursor (a long poll)
 }
 
 // FeedEntry is one saved batch: the events one Save (or one batch of a
@@ -61,12 +57,8 @@ type FeedEntry struct {
 type FeedResult struct {
 	Entries []FeedEntry // after the cursor, in feed order
 	HasMore bool        // entries exist after the returned ones
-	// Next is the cursor to read on from: the last entry's Cursor, or
-	// beyond entries that Types or partitions left out.
-	Next int64
-	// Head is the latest FeedSequence of the type read, or the latest
-	// Position of all types, whatever the options.
-	Head int64
+	Next    int64       // the cursor to read on from, past entries Types or partitions left out
+	Head    int64       // the feed's latest FeedSequence or Position, whatever the options
 }
 
 // ReadFeed reads the feed of aggregateType ("" for all types) after the

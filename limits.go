@@ -2,11 +2,9 @@ package eventstore
 
 import "github.com/eventkit-go/eventstore/storage"
 
-// Limits and defaults. A Max bounds what one call may carry, so that a
-// request costs bounded memory and time and whatever is stored can be
-// served back; unless its comment says otherwise, input beyond it fails
-// with a *ValidationError naming the field. A Default is used when the
-// option it names is zero.
+// Limits and defaults. Input beyond a Max fails with a *ValidationError
+// naming the field, unless its comment says otherwise; a Default applies
+// when the option it names is zero.
 const (
 	MaxEventsPerSave  = 10_000                   // events of one Store.Save
 	MaxDataDepth      = 64                       // nesting of NewEvent.Data; {"a":{"b":[1]}} is 3 deep

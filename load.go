@@ -10,13 +10,11 @@ import (
 )
 
 // LoadRange returns the aggregate with the events of its versions in
-// (afterVersion, afterVersion+limit], in order; limit 0 means all after
-// afterVersion. With a limit, a page ends early after the version with
-// which it reaches Options.MaxReadBytes. agg.Version is the current
-// version and hasMore reports versions after the returned ones: page on
-// with afterVersion = the last event's Version while hasMore. It fails with
-// ErrNotFound when the aggregate has no events, and with a *ValidationError
-// for a negative argument.
+// (afterVersion, afterVersion+limit], in order (limit 0: all of them);
+// with a limit, a page ends early once it holds Options.MaxReadBytes.
+// agg.Version is the current version; page on from the last event's
+// Version while hasMore. It fails with ErrNotFound when the aggregate has
+// no events, and with a *ValidationError for a negative argument.
 func (s *Store) LoadRange(ctx context.Context, aggregateType, aggregateID string, afterVersion, limit int64) (agg Aggregate, hasMore bool, err error) {
 	v := validation{op: "load"}
 	checkName(&v, "aggregateType", aggregateType)

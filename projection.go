@@ -14,16 +14,14 @@ import (
 
 // ProjectorOptions configures a Projector; nil means all defaults.
 type ProjectorOptions struct {
-	// BatchSize is how many feed events are applied per storage commit.
-	BatchSize int
+	BatchSize int // feed events applied per storage commit
 	// PollInterval is how often Run looks for other processes' saves
 	// (this process's wake it at once); the default is one second.
 	PollInterval time.Duration
 	// MaxInstanceBytes bounds an instance's JSON: an event that would
 	// grow one past it is recorded as an error and changes nothing.
 	MaxInstanceBytes int
-	// MaxDefinitions bounds the definitions; one more is a *ValidationError.
-	MaxDefinitions int
+	MaxDefinitions   int // one more definition is a *ValidationError
 }
 
 // batchSize defaults to DefaultBatchSize, 1,000 events per commit: a
@@ -94,31 +92,24 @@ const replacementSuffix = "/next"
 
 // Projection is the current state of one projection instance.
 type Projection struct {
-	Name string
-	// ID is the instance's: the aggregate id or IDField value of a single
-	// projection, the Name of an aggregated one.
-	ID         string
-	Aggregated bool
-	// Data is the instance's JSON object; numbers that functions produced
-	// are JSON strings (see Decimal).
-	Data json.RawMessage
-	// CreatedAt and UpdatedAt are the RecordedAt of the first and last
-	// event applied.
-	CreatedAt, UpdatedAt time.Time
-	Reference            Reference // set by setref, if any
-	Position             int64     // of the last event applied: an entity tag
+	Name                 string
+	ID                   string // the aggregate id or IDField value; an aggregated one's Name
+	Aggregated           bool
+	Data                 json.RawMessage // a JSON object; numbers are JSON strings (see Decimal)
+	CreatedAt, UpdatedAt time.Time       // RecordedAt of the first and last event applied
+	Reference            Reference       // set by setref, if any
+	Position             int64           // of the last event applied: an entity tag
 }
 
 // Status describes a projection's progress.
 type Status struct {
-	Definition Definition
-	// Checkpoint is the feed position applied up to; Head the latest.
-	Checkpoint, Head int64
-	// Behind is Head - Checkpoint (an upper bound of the events to
-	// apply), or 0 when no event of the projection's feed follows.
+	Definition       Definition
+	Checkpoint, Head int64 // the feed position applied up to; the latest
+	// Behind is Head - Checkpoint, an upper bound of the events to apply,
+	// or 0 when no event of the projection's feed follows.
 	Behind int64
-	// Rebuilding reports a replacement being built from history, which
-	// has got up to RebuildCheckpoint; queries answer from the current one.
+	// Rebuilding reports a replacement being built from history, up to
+	// RebuildCheckpoint; queries answer from the current one meanwhile.
 	Rebuilding        bool
 	RebuildCheckpoint int64
 	Instances         int64

@@ -7,16 +7,15 @@ import (
 	"time"
 )
 
-// Subscribe calls handle, from the calling goroutine, with the feed of
-// aggregateType ("" for all types): the entries after the cursor after,
-// then each new one as it is saved, exactly once and in order. A feed with
-// no events yet is waited for. opts selects as for ReadFeed (Limit sizes
-// the pages read; Wait is unused). Store each entry's Cursor (in your own
-// transaction, if you like) to resume from it. Subscribe returns nil when
-// ctx is done, also if handle then returns ctx's error; handle's error
-// unchanged (the entry counts as not delivered); or an error wrapping
-// ErrClosed, a *ValidationError or a storage error. ErrUnavailable is
-// logged and retried with backoff.
+// Subscribe calls handle, in the calling goroutine, with the entries of
+// the feed of aggregateType ("" for all types) after the cursor after,
+// then with each new one as it is saved, exactly once and in order; a feed
+// without events is waited for. opts selects as for ReadFeed (Wait is
+// unused). Store each entry's Cursor (in your own transaction, if you
+// like) to resume from it. Subscribe returns nil once ctx is done (also if
+// handle then returns ctx's error), handle's error unchanged (the entry
+// counts as not delivered), or an error wrapping ErrClosed, a
+// *ValidationError or a storage error; ErrUnavailable is retried.
 func (s *Store) Subscribe(ctx context.Context, aggregateType string, after int64, opts *FeedOptions, handle func(ctx context.Context, e FeedEntry) error) error {
 	q, err := s.feedQuery(aggregateType, after, opts)
 	if err != nil {

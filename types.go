@@ -37,9 +37,8 @@ func ExpectVersion(v int64) VersionCheck { return storage.ExpectVersion(v) }
 type BatchError = storage.BatchError
 
 // ConflictError is the error of a save refused by its checks: the
-// aggregate is at version Current, not Expected, or StoredIDs (> 0) of the
-// batch's Events ids are stored already while the others are not (a retry
-// must resend the same batch). It wraps ErrConflict; nothing was stored.
+// aggregate is at version Current, not Expected, or StoredIDs (> 0) of its
+// Events ids are stored already but not the others. It wraps ErrConflict.
 type ConflictError = storage.ConflictError
 
 // FeedInfo is an aggregate type's AggregateCount, BatchCount and EventCount.
@@ -53,18 +52,15 @@ type Reference = storage.Reference
 // ReferenceKind says what a Reference holds: RefNone, RefNumber or RefText.
 type ReferenceKind = storage.ReferenceKind
 
-// Kinds of reference.
+// ProjectionSort is the order of Projector.List; ties are broken by id.
+type ProjectionSort = storage.ProjectionSort
+
+// Kinds of Reference, and orders of Projector.List.
 const (
 	RefNone   = storage.RefNone
 	RefNumber = storage.RefNumber
 	RefText   = storage.RefText
-)
 
-// ProjectionSort is the order of Projector.List; ties are broken by id.
-type ProjectionSort = storage.ProjectionSort
-
-// Orders of Projector.List.
-const (
 	SortByID        = storage.SortByID
 	SortByReference = storage.SortByReference
 	SortByCreatedAt = storage.SortByCreatedAt
