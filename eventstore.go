@@ -108,11 +108,12 @@ func New(s storage.Storage, opts *Options) (*Store, error) {
 
 // Save appends events to the aggregate (aggregateType, aggregateID)
 // atomically, creating it on its first save, and raises its version by
-// one. With opts.ExpectedVersion it fails with a *ConflictError unless the
+// one. With opts.ExpectedVersion it fails with ErrConflict unless the
 // aggregate is at that version. Saves are idempotent per event id: when
 // every event is stored already, Save stores nothing and returns the
 // earlier result with Duplicate set, so a save whose outcome is unknown may
-// be retried; a batch mixing stored and new ids is a *ConflictError.
+// be retried; a batch mixing stored and new ids fails with ErrConflict.
+// Both usually come as a *ConflictError, which says which and the version.
 // Invalid input (see MaxEventsPerSave and MaxDataDepth; an id that is not
 // a UUID or is repeated, an empty type, data that is not a JSON object) is
 // a *ValidationError naming the event and field.

@@ -21,7 +21,7 @@ type ProjectorOptions struct {
 	// MaxInstanceBytes bounds an instance's JSON: an event that would
 	// grow one past it is recorded as an error and changes nothing.
 	MaxInstanceBytes int
-	MaxDefinitions   int // one more definition is a *ValidationError
+	MaxDefinitions   int // the most definitions; one more is a *ValidationError
 }
 
 // batchSize defaults to DefaultBatchSize, 1,000 events per commit: a

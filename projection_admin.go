@@ -268,7 +268,7 @@ func checkProjectionName(name string) error {
 }
 
 // Definition returns the definition last given to Put or Create, or
-// ErrNotFound: while a replacement is rebuilt, the replacement, though
+// ErrNotFound. That may be a replacement still being rebuilt, while
 // queries answer from the current one until it takes over.
 func (p *Projector) Definition(ctx context.Context, name string) (Definition, error) {
 	if err := checkProjectionName(name); err != nil {

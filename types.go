@@ -68,6 +68,6 @@ const (
 )
 
 // ProjectionError records an event a projection could not apply, such as
-// an add of a text: Position, EventID, EventType, InstanceID and Message.
+// add given a text: Position, EventID, EventType, InstanceID and Message.
 // The event changed nothing of that instance; later events were applied.
 type ProjectionError = storage.ProjectionError
