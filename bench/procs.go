@@ -737,9 +737,9 @@ func procRows(ctx context.Context, cfg config, env *pgEnv, emit func(row)) {
 				if p > w || ctx.Err() != nil {
 					continue
 				}
-				r := row{backend: "postgres", workload: fmt.Sprintf("%d ev × %d w in %d procs", n, w, p), cells: make(map[string]*cell)}
+				r := row{backend: "postgres", workload: fmt.Sprintf("append %d ev × %d w in %d procs", n, w, p), cells: make(map[string]*cell)}
 				if p == 1 {
-					r.workload = fmt.Sprintf("%d ev × %d w in 1 proc", n, w)
+					r.workload = fmt.Sprintf("append %d ev × %d w in 1 proc", n, w)
 				}
 				r.note = procRow(ctx, cfg, env, exe, exeErr, r, n, w, p)
 				emit(r)
@@ -831,6 +831,9 @@ func procRow(ctx context.Context, cfg config, env *pgEnv, exe string, exeErr err
 // String is the follower's figures for the table.
 func (st *followStats) String() string {
 	s := fmt.Sprintf("follower p50 %s p99 %s max %s of %d samples", ms(st.p50), ms(st.p99), ms(st.max), len(st.latencies))
+	if st.beforeAck > 0 {
+		s += fmt.Sprintf(" (%d seen before Save returned, counted as 0)", st.beforeAck)
+	}
 	if err := st.problems(); err != nil {
 		s += ", " + strings.ToUpper(err.Error())
 	}
