@@ -21,7 +21,10 @@
 // optimistic concurrency ("contended", a writer that loses re-reads what it
 // missed and retries; retries are counted); load of one aggregate of 1,000
 // events; read of the whole feed (100,000 events); rebuild of a projection
-// (a sum and a count per aggregate) over 1,000,000 events. -quick shrinks
+// (a sum and a count per aggregate) over 1,000,000 events; on PostgreSQL,
+// "procs": -proc-writers writers spread over -procs operating-system
+// processes (this binary started again as workers, see procs.go), with a
+// follower's latency from acknowledgement to the feed. -quick shrinks
 // the sizes so that a run of all three backends takes a few minutes on two
 // cores.
 package main
