@@ -7,41 +7,27 @@ import (
 	"github.com/eventkit-go/eventstore/storage"
 )
 
-// AggregateSummary describes one aggregate without its events: its ID,
-// current Version, and CreatedAt and UpdatedAt, the RecordedAt times of its
-// first and last events.
+// AggregateSummary is an aggregate's ID and current Version, and
+// CreatedAt and UpdatedAt, the RecordedAt of its first and last events.
 type AggregateSummary = storage.AggregateSummary
 
-// AggregateListOptions page the aggregates Store.Aggregates returns. The
-// zero value (or nil) returns the first DefaultListLimit.
+// AggregateListOptions page Store.Aggregates; nil lists the first
+// DefaultListLimit.
 type AggregateListOptions struct {
-	// Skip leaves out that many aggregates of the id order (at most
-	// 1<<30); Limit returns at most that many (0 means DefaultListLimit;
-	// at most MaxListLimit).
-	Skip, Limit int
+	Skip, Limit int // Skip at most 1<<30; Limit 0 means DefaultListLimit
 }
 
 // AggregatePage is one page of Store.Aggregates.
 type AggregatePage struct {
-	// Aggregates are the aggregates of the page, in id order.
-	Aggregates []AggregateSummary
-	// Total counts every aggregate of the type, not only this page's.
-	Total int64
-	// HasMore reports that aggregates follow this page.
-	HasMore bool
+	Aggregates []AggregateSummary // in id order
+	Total      int64              // every aggregate of the type
+	HasMore    bool               // aggregates follow this page
 }
 
-// Aggregates lists the aggregates of aggregateType that have events, in
-// the byte order of their ids, without their events: each with its
-// current version and the times of its first and last save. opts pages
-// the list; a reader pages on with Skip += len(page.Aggregates) while
-// HasMore is true (aggregates created or deleted meanwhile shift the
-// pages). Deleted aggregates are not listed.
-//
-// A type without aggregates (none saved, or all deleted) fails with an
-// error wrapping ErrNotFound, as ReadFeed does; a page past the last
-// aggregate of a type that has some is empty. Bad options fail with a
-// *ValidationError.
+// Aggregates lists the aggregates of aggregateType that have events, by
+// the bytes of their ids, without events; page on with Skip +=
+// len(page.Aggregates) while HasMore. A type without aggregates fails
+// with ErrNotFound, bad options with a *ValidationError.
 func (s *Store) Aggregates(ctx context.Context, aggregateType string, opts *AggregateListOptions) (AggregatePage, error) {
 	var o AggregateListOptions
 	if opts != nil {

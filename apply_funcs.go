@@ -230,8 +230,8 @@ func numberRef(s string) Reference {
 	return Reference{Kind: RefNumber, Text: s, Number: d.Float()}
 }
 
-// ParseReference reads a reference given as text, as in a query: a
-// decimal number is a RefNumber, anything else a RefText.
+// ParseReference reads a reference given as text, as in a query: a decimal
+// number is a RefNumber, anything else a RefText.
 func ParseReference(s string) Reference {
 	return textOrNumberRef(s)
 }

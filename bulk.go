@@ -8,43 +8,20 @@ import (
 	"github.com/eventkit-go/eventstore/storage"
 )
 
-// Limits of Store.SaveAll.
-const (
-	// MaxSaveAllBatches bounds the batches of one SaveAll.
-	MaxSaveAllBatches = 1000
-	// MaxSaveAllEvents bounds the events of one SaveAll, across its
-	// batches.
-	MaxSaveAllEvents = 10_000
-)
-
 // Batch is one aggregate's events in a Store.SaveAll.
 type Batch struct {
-	// AggregateID identifies the aggregate; it is unique within a SaveAll.
-	AggregateID string
-	// Events are appended to it, as Store.Save appends them.
-	Events []NewEvent
-	// ExpectedVersion, when set with ExpectVersion, refuses the whole
-	// SaveAll with ErrConflict unless the aggregate is at that version.
-	ExpectedVersion VersionCheck
+	AggregateID     string // unique within a SaveAll
+	Events          []NewEvent
+	ExpectedVersion VersionCheck // when set, the version the aggregate must be at
 }
 
-// SaveAll appends several batches, each to a different aggregate of
-// aggregateType, in one atomic step: every batch is stored, or none.
-// results[i] belongs to batches[i]; batches are stored in order, so their
-// positions rise with the index.
-//
-// Each batch follows the rules of Save: its version check, idempotency per
-// event id (a batch whose events are all stored already stores nothing and
-// has Duplicate set, while the other batches are stored) and validation.
-// Validation covers every batch before anything is stored: no batches,
-// more than MaxSaveAllBatches batches or MaxSaveAllEvents events, an empty
-// batch or the same aggregate id in two batches fail with a
-// *ValidationError whose fields are prefixed with the batch, such as
+// SaveAll saves batches, each to a different aggregate of aggregateType,
+// in one atomic step: all of them or none. Each follows Save's rules (a
+// batch stored already has Duplicate set while the others are stored);
+// results[i] is batches[i]'s, and positions rise with i. A refused batch
+// stores nothing of any, and the error wraps a *BatchError naming it;
+// field names of a *ValidationError start with the batch, such as
 // "batches[2].events[0].eventId".
-//
-// When a batch is refused (a version conflict, ids mixing stored and new
-// ones), nothing is stored and the error wraps a *BatchError naming that
-// batch's index and aggregate, which in turn wraps ErrConflict.
 func (s *Store) SaveAll(ctx context.Context, aggregateType string, batches []Batch) ([]SaveResult, error) {
 	reqs, err := s.prepareAll(aggregateType, batches)
 	if err != nil {

@@ -8,21 +8,14 @@ import (
 	"github.com/eventkit-go/eventstore/internal/decimal"
 )
 
-// Decimal is a number of a projection instance, for decoding an instance
-// into a Go struct. Projections render numbers as JSON strings such as
-// "12.50", to keep them exact, which a float64 field cannot take; a
-// Decimal field takes a JSON string holding a number or a JSON number,
-// and keeps its text exactly:
+// Decimal is a number of a projection instance, for decoding one into a Go
+// struct: projections render numbers as JSON strings, such as "12.50",
+// which a float64 field cannot take. A Decimal takes such a string or a
+// JSON number and keeps its text exactly; the zero Decimal is no value.
 //
-//	var order struct {
-//		Total eventstore.Decimal `json:"total"`
-//		Items eventstore.Decimal `json:"items"`
-//	}
-//	err := json.Unmarshal(pj.Data, &order)
+//	var order struct{ Total eventstore.Decimal `json:"total"` }
+//	err := json.Unmarshal(proj.Data, &order)
 //	total, err := order.Total.Float64()
-//
-// (A float64 field tagged `json:"total,string"` works too, as long as the
-// value is always a string.) The zero Decimal is "", no value.
 type Decimal string
 
 // UnmarshalJSON implements json.Unmarshaler. JSON null leaves d as it is.
@@ -43,8 +36,7 @@ func (d *Decimal) UnmarshalJSON(b []byte) error {
 	return nil
 }
 
-// MarshalJSON implements json.Marshaler: a JSON string, as projections
-// render numbers; the zero Decimal is null.
+// MarshalJSON renders d as a JSON string, or null when zero.
 func (d Decimal) MarshalJSON() ([]byte, error) {
 	if d == "" {
 		return []byte("null"), nil
@@ -61,8 +53,8 @@ func (d Decimal) Float64() (float64, error) {
 	return f, nil
 }
 
-// Int64 returns d as an int64, or an error when it has a fraction or
-// does not fit.
+// Int64 returns d as an int64, or an error when it has a fraction or is
+// too large.
 func (d Decimal) Int64() (int64, error) {
 	n, err := strconv.ParseInt(string(d), 10, 64)
 	if err != nil {

@@ -11,12 +11,12 @@ import (
 	"github.com/tidwall/gjson"
 )
 
-// ErrMalformed reports input that is not well-formed JSON. DecodeDefinition
-// returns it wrapped with where the problem is; the HTTP API answers 400.
+// ErrMalformed reports input that is not well-formed JSON (DecodeDefinition;
+// the HTTP API answers 400).
 var ErrMalformed = errors.New("eventstore: malformed JSON")
 
-// The projection functions, for Function.Name; FunctionNames lists them
-// and the README's table says what each takes.
+// The projection functions, for Function.Name; the README's table says
+// what each takes.
 const (
 	FuncSet      = "set"      // assign the input to the target
 	FuncUnset    = "unset"    // remove the target field
@@ -35,10 +35,9 @@ const (
 	FuncClearRef = "clearref" // clear the instance's Reference
 )
 
-// Literal returns v encoded as JSON, for Function.RawData:
-// Literal("placed") is the JSON string "placed" with its quotes,
-// Literal(12.5) the number 12.5. A value encoding/json cannot encode gives
-// text that is not JSON, which Put and Create refuse, naming the field.
+// Literal returns v as JSON, for Function.RawData: Literal("placed") is
+// the JSON string "placed", quotes included. A value encoding/json cannot
+// encode gives text that Put and Create refuse, naming the field.
 func Literal(v any) json.RawMessage {
 	b, err := json.Marshal(v)
 	if err != nil {
@@ -50,12 +49,10 @@ func Literal(v any) json.RawMessage {
 // maxDefinitionBytes bounds the JSON text of one definition.
 const maxDefinitionBytes = 4 << 20
 
-// DecodeDefinition reads a definition from its JSON form strictly: a body
-// that is not JSON wraps ErrMalformed; an unknown field, a known field of
-// the wrong type or given twice, or more than MaxHandlers handlers or
-// MaxFunctions functions is a *ValidationError naming the field. It does
-// not validate values (names, selectors, functions): the Projector does
-// when the definition is created.
+// DecodeDefinition reads a definition from its JSON form strictly: text
+// that is not JSON wraps ErrMalformed; an unknown, mistyped or repeated
+// field, or too many handlers or functions, is a *ValidationError. It does
+// not check values (names, selectors): Create and Put do.
 func DecodeDefinition(body []byte) (Definition, error) {
 	v := validation{op: "projection definition"}
 	if len(body) > maxDefinitionBytes {

@@ -9,54 +9,35 @@ import (
 )
 
 // Definition describes a projection: which event types of which feeds it
-// processes and how each changes the projection's JSON object. Its JSON
-// form is the body of the HTTP definition calls; DecodeDefinition reads it
-// strictly.
+// processes and how each changes the instance's JSON object. Its JSON form
+// is the body of the HTTP definition calls (see DecodeDefinition).
 type Definition struct {
-	// Name is the projection name used in queries. It follows the rules of
-	// aggregate ids: non-empty, at most 256 bytes, no '/' or control
-	// characters.
-	Name string `json:"projectionName"`
-	// Description is free text for people, such as what the projection
-	// is for: at most MaxDescriptionBytes of UTF-8 without control
-	// characters other than tab and newline. It does not change what the
-	// projection computes: Put stores a new description in place, without
-	// a rebuild.
-	Description string `json:"description,omitempty"`
-	// Feed is the feed the projection reads: the events of the aggregate
-	// type of that name. It may be empty when every handler names its own
-	// feed.
+	Name        string `json:"projectionName"`        // see CheckName
+	Description string `json:"description,omitempty"` // for people; changing it rebuilds nothing
+	// Feed is the aggregate type whose events the projection reads; it
+	// may be empty when every handler names its own.
 	Feed string `json:"feedName,omitempty"`
-	// Aggregated makes the projection one instance over all aggregates of
-	// the feed, addressed by Name. When false there is one instance per
-	// aggregate id (or per IDField value).
+	// Aggregated makes one instance over the whole feed, addressed by
+	// Name; else there is one per aggregate id (or IDField value).
 	Aggregated bool `json:"aggregated"`
 	// IDField, for a single projection, keys instances by this field of
-	// the event data instead of the aggregate id. Handlers may override it.
-	IDField string `json:"idField,omitempty"`
-	// Handlers hold one handler per processed event type and feed.
-	Handlers []Handler `json:"handlers"`
-	// IndexedFields, for a single projection, name the fields of the
-	// instance that ListOptions.Search searches: selectors such as
-	// $.projection.customer.name, or the same without the root
-	// (customer.name), by key and array index; at most MaxIndexedFields.
-	// The README's "Projection search" says which words they yield.
-	// Changing them changes the definition: Put rebuilds it.
+	// the event data instead of the aggregate id.
+	IDField  string    `json:"idField,omitempty"`
+	Handlers []Handler `json:"handlers"` // one per event type and feed
+	// IndexedFields, for a single projection, are the fields that
+	// ListOptions.Search searches, such as customer.name; changing them
+	// rebuilds the projection.
 	IndexedFields []string `json:"indexedFields,omitempty"`
 }
 
 // Handler applies Functions, in order, to the projection instance of every
 // event of type EventType.
 type Handler struct {
-	// EventType is the event type the handler reacts to; it is unique per
-	// feed within a definition.
-	EventType string `json:"eventType"`
-	// Feed, when set, is the feed this handler reads instead of the
-	// definition's, so one projection may read several aggregate types.
-	Feed string `json:"feedName,omitempty"`
-	// IDField overrides the definition's IDField for this handler.
-	IDField string `json:"idField,omitempty"`
-	// Functions are applied in order.
+	EventType string `json:"eventType"` // unique per feed in a definition
+	// Feed, when set, is read instead of the definition's, so that one
+	// projection may read several aggregate types.
+	Feed      string     `json:"feedName,omitempty"`
+	IDField   string     `json:"idField,omitempty"` // overrides the definition's
 	Functions []Function `json:"functions"`
 }
 
@@ -65,44 +46,29 @@ type Handler struct {
 //	Function{Name: FuncAdd, TargetSelector: "$.projection.total", EventSelector: "$.event.amount"}
 //	Function{Name: FuncSet, TargetSelector: "$.projection.status", RawData: Literal("placed")}
 //
-// The Func constants name every function; the README's Functions section
-// says what each takes and does.
+// The README's Functions section says what each function takes and does.
 type Function struct {
-	// Name is the function, one of the Func constants such as FuncSet
-	// or FuncAppend.
-	Name string `json:"function"`
-	// TargetSelector is the projection field changed, such as
-	// $.projection.items[?].status; the default is $.projection, the
-	// whole instance.
+	Name string `json:"function"` // one of the Func constants
+	// TargetSelector is the instance field changed, such as
+	// $.projection.items[?].status; the default is $.projection.
 	TargetSelector string `json:"targetSelector,omitempty"`
 	// TargetFilter selects the array elements a [?] in TargetSelector
 	// stands for, such as @.id == $.event.id.
 	TargetFilter string `json:"targetFilter,omitempty"`
-	// EventSelector is the event field read as input, such as
-	// $.event.total or $.metadata.timestamp; the default is $.event, the
-	// whole event data. When the event lacks the field the function does
-	// nothing.
+	// EventSelector is the input, such as $.event.total or
+	// $.metadata.timestamp; the default is $.event. When the event lacks
+	// the field, the function does nothing.
 	EventSelector string `json:"eventSelector,omitempty"`
-	// EventFilter, with a [?] in EventSelector, selects the elements of an
-	// event array read as input; without one it is a condition on the
-	// event (@ is the event data) that decides whether the function runs.
+	// EventFilter selects the elements of an event array a [?] in
+	// EventSelector stands for; without one it is a condition on the event
+	// data (@) for the function to run.
 	EventFilter string `json:"eventFilter,omitempty"`
-	// RawData is a literal JSON input used instead of an event field. A
-	// JSON string stays a string.
+	// RawData is a literal JSON input instead of an event field (Literal).
 	RawData json.RawMessage `json:"rawData,omitempty"`
 }
 
-// Limits of a definition, also enforced while decoding one.
-const (
-	// MaxHandlers bounds the handlers of one definition.
-	MaxHandlers = 1000
-	// MaxFunctions bounds the functions of one handler.
-	MaxFunctions = 100
-	// MaxDescriptionBytes bounds a definition's Description, in bytes.
-	MaxDescriptionBytes = 1000
-	// maxRawData bounds a function's rawData.
-	maxRawData = 64 << 10
-)
+// maxRawData bounds a function's rawData.
+const maxRawData = 64 << 10
 
 // compiled is a validated definition, ready to apply.
 type compiled struct {

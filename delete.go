@@ -6,16 +6,10 @@ import (
 	"fmt"
 )
 
-// DeleteAggregate removes every event of the aggregate, or fails with an
-// error wrapping ErrNotFound when it has none. The events disappear from
-// loads and feeds, and the id can be used again (starting at version 1);
-// positions and feed sequence numbers are not reused.
-//
-// The point of deleting is forgetting: afterwards every projection of the
-// aggregate's feed is reset so that it is rebuilt from the remaining
-// events (by Projector.Run, or by the next query). An error of that reset
-// is returned after the events are gone; the projections then still hold
-// what they had until they are rebuilt.
+// DeleteAggregate removes every event of the aggregate from loads and
+// feeds (ErrNotFound when it has none); its id can be used again. Then
+// every projection of its feed is reset, to be rebuilt without the events;
+// an error of that reset is returned after the events are gone.
 func (s *Store) DeleteAggregate(ctx context.Context, aggregateType, aggregateID string) error {
 	v := validation{op: "delete"}
 	checkName(&v, "aggregateType", aggregateType)

@@ -8,39 +8,17 @@ import (
 	"github.com/eventkit-go/eventstore/storage"
 )
 
-// Sentinel errors. Every error returned by this package and by conforming
-// storage backends wraps at most one of these; check them with errors.Is.
-// They are the values of package storage, so a backend's errors match them.
+// Sentinel errors. An error of this package or of a storage backend wraps
+// at most one of them; test with errors.Is. They are package storage's
+// values, so a backend's errors match. After ErrUnavailable a save's
+// outcome is unknown; retrying it with the same event ids is safe.
 var (
-	// ErrNotFound reports that an aggregate, a projection definition or a
-	// projection instance does not exist.
-	ErrNotFound = storage.ErrNotFound
-
-	// ErrConflict reports that a write was refused because it contradicts
-	// the stored state: an expected version that does not match, a batch
-	// that mixes already stored and new event ids, a projection definition
-	// whose name is taken. Nothing was written.
-	ErrConflict = storage.ErrConflict
-
-	// ErrInvalid reports input that is well-formed but not acceptable: an
-	// event id that is not a UUID, an empty event type, data that is not a
-	// JSON object, a selector that is not of the documented form, and so
-	// on. The error is usually a *ValidationError that says which field.
-	ErrInvalid = storage.ErrInvalid
-
-	// ErrClosed reports a call on a Store or Projector after Close.
-	ErrClosed = storage.ErrClosed
-
-	// ErrUnavailable reports that the storage could not be reached or
-	// failed transiently (a dropped connection, a database restart, no
-	// answer in time). The operation may be retried; for a save the
-	// outcome is unknown, and a retry with the same event ids is safe.
-	ErrUnavailable = storage.ErrUnavailable
-
-	// ErrFull reports that the storage is out of space (a full disk, a
-	// size limit or a quota): nothing was written. A retry succeeds only
-	// once an operator has freed space; Store.OutOfSpace reports it.
-	ErrFull = storage.ErrFull
+	ErrNotFound    = storage.ErrNotFound    // no such aggregate, projection or instance
+	ErrConflict    = storage.ErrConflict    // the write contradicts the stored state; nothing was written
+	ErrInvalid     = storage.ErrInvalid     // unacceptable input; see ValidationError
+	ErrClosed      = storage.ErrClosed      // a call after Close
+	ErrUnavailable = storage.ErrUnavailable // the storage failed transiently or did not answer in time
+	ErrFull        = storage.ErrFull        // the storage is out of space (see Store.OutOfSpace)
 )
 
 // wrapNotFound adds what to err; when err is a not-found error, whose text
@@ -52,33 +30,21 @@ func wrapNotFound(what string, err error) error {
 	return fmt.Errorf("%s: %w", what, err)
 }
 
-// FieldError names one invalid field of an input.
+// FieldError names one invalid field of an input, such as
+// "events[2].eventId", and says what is wrong with it.
 type FieldError struct {
-	// Field is a JSON-path-like name of the field, such as
-	// "events[2].eventId" or "handlers[0].functions[1].targetSelector".
-	Field string `json:"field"`
-	// Message says what is wrong with it.
+	Field   string `json:"field"`
 	Message string `json:"message"`
 }
 
-// ValidationError is returned for input that fails validation. It wraps
-// ErrInvalid, so both errors.Is(err, ErrInvalid) and errors.As(err, &ve)
-// work. Fields holds one entry per invalid field, in input order.
+// ValidationError is the error of input that fails validation; it wraps
+// ErrInvalid. Fields lists the invalid fields in input order, never none
+// and at most MaxFieldErrors; Omitted counts the others.
 type ValidationError struct {
-	// Op is the operation that rejected the input, e.g. "save" or
-	// "create projection".
-	Op string
-	// Fields lists the invalid fields, at most MaxFieldErrors of them; it
-	// is never empty.
-	Fields []FieldError
-	// Omitted counts the further problems found, beyond the first
-	// MaxFieldErrors, that Fields does not list.
+	Op      string // the operation, such as "save" or "create projection"
+	Fields  []FieldError
 	Omitted int
 }
-
-// MaxFieldErrors is how many problems a ValidationError lists; the rest are
-// only counted, in ValidationError.Omitted.
-const MaxFieldErrors = 100
 
 // Error implements the error interface.
 func (e *ValidationError) Error() string {

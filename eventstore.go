@@ -15,34 +15,20 @@ import (
 	"github.com/eventkit-go/eventstore/storage"
 )
 
-// Options configures a Store. A nil *Options means all defaults.
+// Options configures a Store; nil means all defaults.
 type Options struct {
-	// Now returns the current time; it stamps RecordedAt on saved events.
-	// The default is time.Now.
-	Now func() time.Time
-	// Logger receives the store's and its projectors' diagnostics. The
-	// default discards them.
-	Logger *slog.Logger
+	Now    func() time.Time // stamps RecordedAt; the default is time.Now
+	Logger *slog.Logger     // diagnostics of the Store and its Projectors; nil discards them
 	// PollInterval is how often subscriptions, long polls and projectors
-	// look for events saved by other processes when nothing tells them
-	// (the Storage does not implement AppendWatcher, or its watcher is
-	// down). The default is one second.
+	// look for other processes' saves when the storage does not report
+	// them; the default is one second.
 	PollInterval time.Duration
-	// Metrics, when set, receives the figures of saves, conflicts,
-	// storage errors and projector commits (see Metrics).
-	Metrics Metrics
-	// MaxReadBytes caps the event data (EventBytes: Data and
-	// EncryptedData) the Store asks its Storage for in one read of a page:
-	// LoadRange with a limit, ReadFeed, subscriptions and projector
-	// catch-up pass it as LoadQuery.MaxBytes and FeedQuery.MaxBytes. A
-	// read still returns at least one save or event, so a reader holds at
-	// most about this plus one save, whatever the size of the events. The
-	// default is DefaultMaxReadBytes; a negative value removes the cap.
+	Metrics      Metrics // when set, receives the Store's figures
+	// MaxReadBytes caps the event data (Data and EncryptedData) of a page
+	// the Store reads (LoadRange with a limit, ReadFeed, Subscribe,
+	// projectors); a page holds at least one save. Negative: no cap.
 	MaxReadBytes int64
 }
-
-// DefaultMaxReadBytes is the Options.MaxReadBytes used when it is zero.
-const DefaultMaxReadBytes = 1 << 20
 
 func (o *Options) maxReadBytes() int64 {
 	switch {
@@ -68,17 +54,13 @@ func (o *Options) logger() *slog.Logger {
 	return o.Logger
 }
 
-// SaveOptions are optional arguments of Store.Save. A nil *SaveOptions
-// means no options.
+// SaveOptions are optional arguments of Store.Save; nil means none.
 type SaveOptions struct {
-	// ExpectedVersion, when set with ExpectVersion, makes the save fail with
-	// ErrConflict unless the aggregate is at that version.
-	ExpectedVersion VersionCheck
+	ExpectedVersion VersionCheck // when set, the version the aggregate must be at
 }
 
-// Store appends events to aggregates and loads them. It is safe for
-// concurrent use. Create one with New; query projections with a Projector
-// made by NewProjector.
+// Store saves events to aggregates, loads them and reads feeds. It is
+// safe for concurrent use. Create one with New.
 type Store struct {
 	storage storage.Storage
 	now     func() time.Time
@@ -125,25 +107,16 @@ func New(s storage.Storage, opts *Options) (*Store, error) {
 }
 
 // Save appends events to the aggregate (aggregateType, aggregateID)
-// atomically: all of them are stored, or none. The first save of an
-// aggregate id creates the aggregate with that type.
-//
-// Every successful save that stores events raises the aggregate's version by
-// one, however many events it holds. With opts.ExpectedVersion set, the save
-// fails with ErrConflict unless the aggregate is at that version.
-//
-// Saves are idempotent per event id: when every event of the batch is
-// already stored in the aggregate, Save stores nothing and returns the
-// earlier result with Duplicate set, so a client may retry a save whose
-// outcome it did not learn. A batch that mixes stored and new ids fails with
-// ErrConflict and stores nothing.
-//
-// The whole batch is validated first: an empty batch or one of more than
-// MaxEventsPerSave events, an id that is not a UUID, the same id twice, an
-// empty type, or data that is not a JSON object or nests deeper than
-// MaxDataDepth fail with a *ValidationError naming the event's index and
-// field. Event
-// ids are stored in lower case.
+// atomically, creating it on its first save, and raises its version by
+// one. With opts.ExpectedVersion it fails with ErrConflict unless the
+// aggregate is at that version. Saves are idempotent per event id: when
+// every event is stored already, Save stores nothing and returns the
+// earlier result with Duplicate set, so a save whose outcome is unknown may
+// be retried; a batch mixing stored and new ids fails with ErrConflict.
+// Both usually come as a *ConflictError, which says which and the version.
+// Invalid input (see MaxEventsPerSave and MaxDataDepth; an id that is not
+// a UUID or is repeated, an empty type, data that is not a JSON object) is
+// a *ValidationError naming the event and field.
 func (s *Store) Save(ctx context.Context, aggregateType, aggregateID string, events []NewEvent, opts *SaveOptions) (SaveResult, error) {
 	buf := s.eventBuffer(len(events))
 	defer s.recycle(buf, len(events))
@@ -182,9 +155,8 @@ func (s *Store) noteWrite(err error) {
 	}
 }
 
-// OutOfSpace reports whether the latest write of this Store to its
-// storage (a save, or a projection's commit) failed with ErrFull, and no
-// write has succeeded since. A readiness check can report it.
+// OutOfSpace reports whether the Store's latest write (a save or a
+// projection commit) failed with ErrFull; a readiness check can report it.
 func (s *Store) OutOfSpace() bool {
 	return s.full.Load()
 }
@@ -312,13 +284,10 @@ func indexOf(seen map[string]int, prev []Event, id string) int {
 // maxNameLen bounds aggregate types, ids, event types and projection names.
 const maxNameLen = 256
 
-// CheckName reports whether s is acceptable as an aggregate type, an
-// aggregate id, a projection name or a feed name: non-empty UTF-8 of at
-// most 256 bytes, without '/' or control characters, and neither "." nor
-// "..", so that it can serve as a URL path segment. It returns nil or an
-// error wrapping ErrInvalid whose text is the problem alone, such as
-// "must not contain '/'", for the caller to prefix with the field it
-// checked.
+// CheckName reports whether s may be an aggregate type or id, a projection
+// or a feed name: non-empty UTF-8 of at most 256 bytes, not "." or "..",
+// without '/' or control characters. Its error wraps ErrInvalid and states
+// the problem alone ("must not contain '/'"), to prefix with the field.
 func CheckName(s string) error {
 	if msg := nameProblem(s); msg != "" {
 		return &nameError{msg}
@@ -468,8 +437,7 @@ func normalizeUUID(s string) (string, bool) {
 	return s, true
 }
 
-// Load returns the aggregate with all its events in order, or an error
-// wrapping ErrNotFound when no event was saved for it.
+// Load returns the aggregate with all its events, or ErrNotFound.
 func (s *Store) Load(ctx context.Context, aggregateType, aggregateID string) (Aggregate, error) {
 	v := validation{op: "load"}
 	checkName(&v, "aggregateType", aggregateType)
@@ -487,8 +455,8 @@ func (s *Store) Load(ctx context.Context, aggregateType, aggregateID string) (Ag
 	return agg, nil
 }
 
-// Close closes the Store and its Storage. Projectors made from the Store stop
-// working. Close is idempotent.
+// Close closes the Store and its Storage; Projectors made from it stop
+// working. Calling it again does nothing.
 func (s *Store) Close() error {
 	if s.closed.Swap(true) {
 		return nil

@@ -10,17 +10,8 @@ import (
 	"github.com/eventkit-go/eventstore/storage"
 )
 
-// Limits of a feed read.
+// Limits of a feed read (the exported ones are in limits.go).
 const (
-	// DefaultFeedLimit is the number of entries a feed read returns when
-	// FeedOptions.Limit is 0.
-	DefaultFeedLimit = 100
-	// MaxFeedLimit bounds FeedOptions.Limit.
-	MaxFeedLimit = 1000
-	// MaxFeedTypes bounds FeedOptions.Types.
-	MaxFeedTypes = 100
-	// MaxPartitionCount bounds FeedOptions.PartitionCount.
-	MaxPartitionCount = 1000
 	// maxFeedEvents bounds the events of one read: a read stops adding
 	// entries (and reports HasMore) once it holds that many.
 	maxFeedEvents = 20_000
@@ -28,102 +19,55 @@ const (
 	maxPageEvents = 5000
 )
 
-// The bounds of FeedOptions.From and FeedOptions.To.
+// The earliest and latest FeedOptions.From and To.
 var (
-	// MinFeedTime is the earliest From or To a feed read accepts.
 	MinFeedTime = time.Date(1, 1, 1, 0, 0, 0, 0, time.UTC)
-	// MaxFeedTime is the latest From or To a feed read accepts.
 	MaxFeedTime = time.Date(9999, 12, 31, 23, 59, 59, 999_999_999, time.UTC)
 )
 
-// FeedOptions are optional arguments of Store.ReadFeed and Store.Subscribe.
-// A nil *FeedOptions means all defaults.
+// FeedOptions are optional arguments of Store.ReadFeed and Store.Subscribe;
+// nil means all defaults.
 type FeedOptions struct {
-	// Limit is the most entries a read returns: DefaultFeedLimit when 0,
-	// at most MaxFeedLimit. A read may return fewer than Limit entries and
-	// HasMore (it also stops at 20,000 events).
-	Limit int
-	// Types, when not empty, restricts the feed of all aggregate types to
-	// these types (at most MaxFeedTypes). Only for the feed of all types.
-	Types []string
-	// PartitionCount, when positive, splits the feed into that many
-	// partitions (at most MaxPartitionCount) and keeps only the entries of
-	// partition PartitionNumber (0 to PartitionCount-1). An entry belongs
-	// to partition FNV-1a-32(aggregate id) mod PartitionCount, where
-	// FNV-1a-32 is the 32-bit FNV-1a hash of the id's bytes (hash/fnv
-	// New32a), so all entries of one aggregate land in one partition and
-	// every process computes the same split.
+	Limit int      // the most entries a read returns; it also stops at 20,000 events
+	Types []string // only these aggregate types, in the feed of all types
+	// PartitionCount > 0 keeps only partition PartitionNumber (0 to
+	// PartitionCount-1): see Partition.
 	PartitionCount, PartitionNumber int
-	// From and To, when not zero, keep only the entries recorded within
-	// [From, To] (FeedEntry.RecordedAt, compared at its precision of a
-	// microsecond), both bounds inclusive: only From reads from it on,
-	// only To up to it. They combine with the cursor, Limit, Types and
-	// partitions: a read returns the entries after the cursor that are
-	// within the range, and reading on from Next continues them; HasMore
-	// counts only entries within it. An entry's RecordedAt is that of all
-	// its events, so a range never splits a batch. Each bound must lie in
-	// the years 1 to 9999 (MinFeedTime, MaxFeedTime), and From must not
-	// be after To. Entries are in feed order, not in time order: saves
-	// that run at once may be recorded in one order and take their place
-	// in the feed in the other.
+	// From and To, when not zero, keep the entries whose RecordedAt is in
+	// [From, To], to the microsecond (see MinFeedTime); entries stay in
+	// feed order, which concurrent saves may make differ from time order.
 	From, To time.Time
-	// Wait, for ReadFeed, is how long to wait for an entry when there is
-	// none after the cursor yet (a long poll): the read returns as soon as
-	// one is saved, or empty when Wait has passed. 0 means do not wait.
-	Wait time.Duration
+	Wait     time.Duration // how long ReadFeed waits for an entry after the cursor (a long poll)
 }
 
 // FeedEntry is one saved batch: the events one Save (or one batch of a
 // SaveAll) appended to one aggregate.
 type FeedEntry struct {
-	// Cursor is the entry's sequence number in the feed it was read from:
-	// in the feed of one aggregate type, the batch's FeedSequence (1, 2,
-	// 3, ... per type); in the feed of all types, the Position of the
-	// batch's last event. Reading after Cursor continues after this
-	// entry: store it as a checkpoint.
-	Cursor int64
-	// AggregateType and AggregateID identify the aggregate.
+	// Cursor is the entry's number in the feed read: its FeedSequence in
+	// a type's feed, the Position of its last event in the feed of all
+	// types. Store it as a checkpoint: reading after it goes on from here.
+	Cursor                     int64
 	AggregateType, AggregateID string
-	// Version is the aggregate version the batch produced.
-	Version int64
-	// RecordedAt is when the batch was saved.
-	RecordedAt time.Time
-	// Events are the batch's events, in order.
-	Events []Event
+	Version                    int64 // the aggregate version the batch produced
+	RecordedAt                 time.Time
+	Events                     []Event
 }
 
 // FeedResult is the result of Store.ReadFeed.
 type FeedResult struct {
-	// Entries are the entries after the cursor, in feed order.
-	Entries []FeedEntry
-	// HasMore reports that entries after the last returned one exist now.
-	HasMore bool
-	// Next is the cursor to read on from: the last entry's Cursor, or
-	// further when entries after it were left out by Types or partitions.
-	// It is never lower than the cursor read from.
-	Next int64
-	// Head is the head of the feed read, without Types or partitions: the
-	// FeedSequence of the type's latest batch, or the latest Position for
-	// the feed of all types.
-	Head int64
+	Entries []FeedEntry // after the cursor, in feed order
+	HasMore bool        // entries exist after the returned ones
+	Next    int64       // the cursor to read on from, past entries Types or partitions left out
+	Head    int64       // the feed's latest FeedSequence or Position, whatever the options
 }
 
-// ReadFeed reads the feed of aggregateType, or of every aggregate type
-// when aggregateType is "", after the cursor after (0 for the start; see
-// FeedEntry.Cursor). Entries come in feed order, each once: a reader that
-// continues from Next (or from the last entry's Cursor) sees every batch
-// exactly once, in order, also under concurrent writers. A batch is never
-// split across reads.
-//
-// The feed of one aggregate type numbers its batches 1, 2, 3, ...; the
-// feed of all types uses global positions. Numbers of deleted batches are
-// not reused. A type that has no events fails with an error wrapping
-// ErrNotFound; bad options fail with a *ValidationError.
-//
-// With opts.Wait, ReadFeed waits until an entry after the cursor exists
-// (or Wait passes, or ctx is done: it then returns ctx's error); saves
-// through this Store wake it at once, and saves by other processes as the
-// Storage reports them (AppendWatcher) or within Options.PollInterval.
+// ReadFeed reads the feed of aggregateType ("" for all types) after the
+// cursor after (0 for the start). A reader that goes on from Next sees
+// every entry exactly once, in order, also under concurrent writers; a
+// batch is never split across reads. With opts.Wait it long-polls: it
+// returns once an entry exists or Wait has passed, or with ctx's error. A
+// type without events fails with ErrNotFound, bad options with a
+// *ValidationError.
 func (s *Store) ReadFeed(ctx context.Context, aggregateType string, after int64, opts *FeedOptions) (FeedResult, error) {
 	q, err := s.feedQuery(aggregateType, after, opts)
 	if err != nil {
@@ -153,10 +97,9 @@ func (s *Store) ReadFeed(ctx context.Context, aggregateType string, after int64,
 	}
 }
 
-// FeedHead returns the head of the feed of aggregateType (the FeedSequence
-// of its latest batch), or of every type when aggregateType is "" (the
-// latest Position, 0 for an empty store). A type that has no events fails
-// with an error wrapping ErrNotFound.
+// FeedHead returns the latest FeedSequence of aggregateType, or for "" the
+// latest Position of all types (0 when empty). A type without events fails
+// with ErrNotFound.
 func (s *Store) FeedHead(ctx context.Context, aggregateType string) (int64, error) {
 	if aggregateType != "" {
 		v := validation{op: "read feed"}
@@ -175,8 +118,7 @@ func (s *Store) FeedHead(ctx context.Context, aggregateType string) (int64, erro
 	return h, nil
 }
 
-// Feeds returns one entry per aggregate type that has events, ordered by
-// type, with its counts of aggregates, batches and events.
+// Feeds returns the counts of every aggregate type that has events, by type.
 func (s *Store) Feeds(ctx context.Context) ([]FeedInfo, error) {
 	if s.closed.Load() {
 		return nil, fmt.Errorf("feeds: %w", ErrClosed)
@@ -267,9 +209,9 @@ func (s *Store) feedQuery(aggregateType string, after int64, opts *FeedOptions) 
 	return q, nil
 }
 
-// Partition returns the partition, of partitionCount, that the entries of
-// aggregateID belong to: FNV-1a-32(aggregateID) mod partitionCount (see
-// FeedOptions.PartitionCount). It returns 0 when partitionCount < 1.
+// Partition returns the partition of aggregateID's entries among
+// partitionCount (FeedOptions.PartitionCount): FNV-1a-32 of the id's
+// bytes mod partitionCount, or 0 when partitionCount < 1.
 func Partition(aggregateID string, partitionCount int) int {
 	if partitionCount < 1 {
 		return 0

@@ -69,9 +69,9 @@ var functions = []*funcSpec{
 	{name: "clearref", whole: applyClearRef},
 }
 
-// FunctionNames returns the names of the projection functions, in the
+// functionNames returns the names of the projection functions, in the
 // order of the README's table.
-func FunctionNames() []string {
+func functionNames() []string {
 	names := make([]string, len(functions))
 	for i, f := range functions {
 		names[i] = f.name
@@ -112,9 +112,9 @@ func compileFunc(v *validation, field string, f Function) (op, bool) {
 	o.fn = lookupFunction(f.Name)
 	if o.fn == nil {
 		if f.Name == "" {
-			v.add(field+".function", "is required (one of %s)", strings.Join(FunctionNames(), ", "))
+			v.add(field+".function", "is required (one of %s)", strings.Join(functionNames(), ", "))
 		} else {
-			v.add(field+".function", "unknown function %q (use one of %s)", clip(f.Name), strings.Join(FunctionNames(), ", "))
+			v.add(field+".function", "unknown function %q (use one of %s)", clip(f.Name), strings.Join(functionNames(), ", "))
 		}
 		return o, false
 	}

@@ -2,6 +2,7 @@ package eventstore
 
 import (
 	"encoding/json"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -186,5 +187,18 @@ func TestCompileRefusesBadFunctions(t *testing.T) {
 		if !found {
 			t.Errorf("%+v: fields %+v do not name %s", fn, ve.Fields, field)
 		}
+	}
+}
+
+func TestFuncConstantsNameEveryFunction(t *testing.T) {
+	consts := []string{FuncSet, FuncUnset, FuncMerge, FuncClear,
+		FuncDelete, FuncAppend, FuncPush, FuncPrepend,
+		FuncRemove, FuncAdd, FuncSubtract, FuncInc,
+		FuncDec, FuncSetRef, FuncClearRef}
+	names := functionNames()
+	slices.Sort(consts)
+	slices.Sort(names)
+	if !slices.Equal(names, consts) {
+		t.Errorf("Func constants %v, functions %v: want one Func constant per function of the language", consts, names)
 	}
 }

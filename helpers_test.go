@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"slices"
 	"testing"
 
 	"github.com/eventkit-go/eventstore"
@@ -18,17 +17,6 @@ func TestPutResultString(t *testing.T) {
 	assert.Equal(t, "replacing", eventstore.PutReplacing.String())
 	assert.Equal(t, "updated", eventstore.PutUpdated.String())
 	assert.Equal(t, "PutResult(9)", eventstore.PutResult(9).String())
-}
-
-func TestFuncConstantsNameEveryFunction(t *testing.T) {
-	consts := []string{eventstore.FuncSet, eventstore.FuncUnset, eventstore.FuncMerge, eventstore.FuncClear,
-		eventstore.FuncDelete, eventstore.FuncAppend, eventstore.FuncPush, eventstore.FuncPrepend,
-		eventstore.FuncRemove, eventstore.FuncAdd, eventstore.FuncSubtract, eventstore.FuncInc,
-		eventstore.FuncDec, eventstore.FuncSetRef, eventstore.FuncClearRef}
-	names := eventstore.FunctionNames()
-	slices.Sort(consts)
-	slices.Sort(names)
-	assert.Equal(t, names, consts, "one Func constant per function of the language")
 }
 
 func TestNewEventID(t *testing.T) {

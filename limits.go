@@ -1,15 +1,35 @@
 package eventstore
 
-// Limits on what one call may carry. They bound the memory and time a
-// single request can cost, and guarantee that whatever is stored can be
-// served back (encoders refuse very deep JSON).
-const (
-	// MaxDataDepth is how deeply event data may nest: the data object
-	// itself is level 1, so {"a":{"b":[1]}} is 3 levels deep. Save refuses
-	// deeper data with a *ValidationError naming the event.
-	MaxDataDepth = 64
+import "github.com/eventkit-go/eventstore/storage"
 
-	// MaxEventsPerSave is how many events one Save may hold; Save refuses
-	// more with a *ValidationError for the field "events".
-	MaxEventsPerSave = 10_000
+// Limits and defaults. Input beyond a Max fails with a *ValidationError
+// naming the field, unless its comment says otherwise; a Default applies
+// when the option it names is zero.
+const (
+	MaxEventsPerSave  = 10_000                   // events of one Store.Save
+	MaxDataDepth      = 64                       // nesting of NewEvent.Data; {"a":{"b":[1]}} is 3 deep
+	MaxEncryptedData  = storage.MaxEncryptedData // bytes of NewEvent.EncryptedData
+	MaxSaveAllBatches = 1000                     // batches of one Store.SaveAll
+	MaxSaveAllEvents  = 10_000                   // events of one Store.SaveAll, all batches
+	MaxFieldErrors    = 100                      // ValidationError.Fields; the rest are counted in Omitted
+
+	DefaultFeedLimit  = 100  // FeedOptions.Limit
+	MaxFeedLimit      = 1000 // FeedOptions.Limit
+	MaxFeedTypes      = 100  // FeedOptions.Types
+	MaxPartitionCount = 1000 // FeedOptions.PartitionCount
+
+	MaxHandlers         = 1000     // Definition.Handlers, also when decoding
+	MaxFunctions        = 100      // Handler.Functions, also when decoding
+	MaxDescriptionBytes = 1000     // Definition.Description
+	MaxIndexedFields    = 20       // Definition.IndexedFields
+	MaxSearchBytes      = 200      // ListOptions.Search
+	MaxSearchWords      = 10       // distinct words of ListOptions.Search
+	MaxSearchTextBytes  = 16 << 10 // indexed text of one instance; words past it are not indexed
+	DefaultListLimit    = 100      // ListOptions.Limit, AggregateListOptions.Limit
+	MaxListLimit        = 1000     // ListOptions.Limit, AggregateListOptions.Limit
+
+	DefaultMaxReadBytes     = 1 << 20 // Options.MaxReadBytes
+	DefaultBatchSize        = 1000    // ProjectorOptions.BatchSize
+	DefaultMaxInstanceBytes = 1 << 20 // ProjectorOptions.MaxInstanceBytes
+	DefaultMaxDefinitions   = 1000    // ProjectorOptions.MaxDefinitions
 )

@@ -9,18 +9,12 @@ import (
 	"github.com/eventkit-go/eventstore/storage"
 )
 
-// LoadRange returns the aggregate with the events of the versions in
-// (afterVersion, afterVersion+limit], in order: a page of its history.
-// limit 0 means every version after afterVersion. With a limit, a page
-// whose events hold more than Options.MaxReadBytes ends early, after the
-// version with which it reaches that size (at least one version).
-// Aggregate.Version is always the aggregate's current version, and
-// hasMore reports whether versions after the returned ones exist, so a
-// reader pages with afterVersion = the last returned event's Version while
-// hasMore is true.
-// A range past the current version returns no events. It fails with an
-// error wrapping ErrNotFound when the aggregate has no events, and with a
-// *ValidationError for a negative afterVersion or limit.
+// LoadRange returns the aggregate with the events of its versions in
+// (afterVersion, afterVersion+limit], in order (limit 0: all of them);
+// with a limit, a page ends early once it holds Options.MaxReadBytes.
+// agg.Version is the current version; page on from the last event's
+// Version while hasMore. It fails with ErrNotFound when the aggregate has
+// no events, and with a *ValidationError for a negative argument.
 func (s *Store) LoadRange(ctx context.Context, aggregateType, aggregateID string, afterVersion, limit int64) (agg Aggregate, hasMore bool, err error) {
 	v := validation{op: "load"}
 	checkName(&v, "aggregateType", aggregateType)

@@ -7,30 +7,19 @@ import (
 	"github.com/eventkit-go/eventstore/storage"
 )
 
-// Metrics receives a Store's figures as they happen, for an operator's
-// monitoring. Set it in Options.Metrics; the package itself depends on no
-// metrics library, so an application adapts Metrics to the one it uses
-// (examples/server exports them in the Prometheus format).
-//
-// Calls come from many goroutines at once and from the paths that save
-// and apply events: implementations must be safe for concurrent use and
-// return quickly (increment a counter, no I/O). No call carries an
-// aggregate type, id or event content: only projection names, which an
-// administrator defines, label anything.
+// Metrics receives a Store's figures, for monitoring (Options.Metrics;
+// examples/server exports them for Prometheus). It is called from many
+// goroutines on the save and apply paths: be safe for concurrent use and
+// quick. No call carries an aggregate id or event content.
 type Metrics interface {
-	// Saved reports one batch stored: a Save, or one batch of a SaveAll,
-	// that appended events. Retried batches whose events were all stored
-	// already (duplicates) are not reported.
-	Saved(events int)
-	// Conflict reports a save refused with ErrConflict.
-	Conflict()
-	// StorageError reports a Storage call that failed for a reason that
-	// is not the caller's: any error but ErrNotFound, ErrConflict,
-	// ErrInvalid, ErrMalformed, ErrClosed and a canceled context. op names
-	// the Storage method, as in "Append".
+	Saved(events int) // one batch stored (a duplicate is not)
+	Conflict()        // a save refused with ErrConflict
+	// StorageError reports a failed storage call, op its method (such as
+	// "Append"), for a reason other than the caller's: not ErrNotFound,
+	// ErrConflict, ErrInvalid, ErrMalformed, ErrClosed or cancellation.
 	StorageError(op string)
-	// Projected reports a projection commit: the feed events read and
-	// applied to projection, failed of which were recorded as errors.
+	// Projected reports a projection commit: events applied, failed of
+	// them recorded as errors.
 	Projected(projection string, events, failed int)
 }
 

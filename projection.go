@@ -12,39 +12,23 @@ import (
 	"github.com/eventkit-go/eventstore/storage"
 )
 
-// ProjectorOptions configures a Projector. A nil *ProjectorOptions means all
-// defaults.
+// ProjectorOptions configures a Projector; nil means all defaults.
 type ProjectorOptions struct {
-	// BatchSize is how many feed events are applied per storage commit
-	// (fewer when they hold more than the Store's MaxReadBytes). The
-	// default is DefaultBatchSize.
-	BatchSize int
-	// PollInterval is how often Run looks for events saved by other
-	// processes sharing the storage. Saves through this process's Store
-	// wake it at once. The default is one second.
+	BatchSize int // feed events applied per storage commit
+	// PollInterval is how often Run looks for other processes' saves
+	// (this process's wake it at once); the default is one second.
 	PollInterval time.Duration
-	// MaxInstanceBytes bounds the JSON size of one projection instance.
-	// An event that would grow an instance past it is a recorded error and
-	// the instance keeps its state. The default is DefaultMaxInstanceBytes.
+	// MaxInstanceBytes bounds an instance's JSON: an event that would
+	// grow one past it is recorded as an error and changes nothing.
 	MaxInstanceBytes int
-	// MaxDefinitions bounds the number of projection definitions; creating
-	// one more fails with a *ValidationError. The default is
-	// DefaultMaxDefinitions.
-	MaxDefinitions int
+	MaxDefinitions   int // the most definitions; one more is a *ValidationError
 }
 
-// Defaults of ProjectorOptions.
-const (
-	// DefaultBatchSize is 1,000 events per commit: a rebuild over 100,000
-	// events ran at 0.62 (PostgreSQL) and 0.72 (SQLite) of a hand-written
-	// fold that commits per 1,000 with 500, and at 0.76 and 0.83 with
-	// 1,000 (bench/, -workloads rebuild); each commit rewrites every
-	// instance the page touched, with its list indexes.
-	DefaultBatchSize        = 1000
-	DefaultMaxInstanceBytes = 1 << 20
-	DefaultMaxDefinitions   = 1000
-)
-
+// batchSize defaults to DefaultBatchSize, 1,000 events per commit: a
+// rebuild over 100,000 events ran at 0.62 (PostgreSQL) and 0.72 (SQLite)
+// of a hand-written fold that commits per 1,000 with 500, and at 0.76 and
+// 0.83 with 1,000 (bench/, -workloads rebuild); each commit rewrites every
+// instance the page touched, with its list indexes.
 func (o *ProjectorOptions) batchSize() int {
 	if o == nil || o.BatchSize <= 0 {
 		return DefaultBatchSize
@@ -74,16 +58,8 @@ func (o *ProjectorOptions) maxDefinitions() int {
 }
 
 // Projector manages projection definitions, keeps their projections
-// current and answers queries. It is safe for concurrent use.
-//
-// Projections are applied from the feed, in global order, exactly once per
-// event. Applying happens in the background while Run is running, and on
-// demand before every query: a query first brings the projection up to
-// every event this process's Store has saved (read your writes) and to the
-// end of what the feed shows, so a query never misses a save that returned
-// before it began. Several Projectors, in one process or many, may share a
-// storage: each event is still applied exactly once, because a commit
-// succeeds only from the checkpoint it started from.
+// current (see Consistency in the package doc) and answers queries. It is
+// safe for concurrent use.
 type Projector struct {
 	store       *Store
 	storage     storage.Storage
@@ -116,49 +92,28 @@ const replacementSuffix = "/next"
 
 // Projection is the current state of one projection instance.
 type Projection struct {
-	// Name is the projection name.
-	Name string
-	// ID is the instance id for a single projection (the aggregate id, or
-	// the idField value), and the projection name for an aggregated one.
-	ID string
-	// Aggregated reports which kind of projection it is.
-	Aggregated bool
-	// Data is the projection's JSON object. Values produced from numbers
-	// (set from an event number, add, inc, ...) are JSON strings holding
-	// exact decimals, such as "0.3".
-	Data json.RawMessage
-	// CreatedAt and UpdatedAt are the RecordedAt times of the first and
-	// last event applied.
-	CreatedAt, UpdatedAt time.Time
-	// Reference is the value marked by setref, if any.
-	Reference Reference
-	// Position is the feed position of the last event applied; it changes
-	// whenever the projection does, so it serves as an entity tag.
-	Position int64
+	Name                 string
+	ID                   string // the aggregate id or IDField value; an aggregated one's Name
+	Aggregated           bool
+	Data                 json.RawMessage // a JSON object; numbers are JSON strings (see Decimal)
+	CreatedAt, UpdatedAt time.Time       // RecordedAt of the first and last event applied
+	Reference            Reference       // set by setref, if any
+	Position             int64           // of the last event applied: an entity tag
 }
 
 // Status describes a projection's progress.
 type Status struct {
-	// Definition is the projection's definition.
-	Definition Definition
-	// Checkpoint is the feed position the projection has been applied up
-	// to; Head the highest position of the store's feed, all types.
-	Checkpoint, Head int64
-	// Behind is how far the projection lags in its own feed: 0 when no
-	// event of its feed is stored after Checkpoint (however far events of
-	// other types went on), else Head - Checkpoint, the feed positions
-	// still to go through (an upper bound of the events still to apply).
+	Definition       Definition
+	Checkpoint, Head int64 // the feed position applied up to; the latest
+	// Behind is Head - Checkpoint, an upper bound of the events to apply,
+	// or 0 when no event of the projection's feed follows.
 	Behind int64
-	// Rebuilding reports that a replacement definition is being built
-	// from history; queries answer from the current one until it is done.
-	Rebuilding bool
-	// RebuildCheckpoint is how far the replacement has got.
+	// Rebuilding reports a replacement being built from history, up to
+	// RebuildCheckpoint; queries answer from the current one meanwhile.
+	Rebuilding        bool
 	RebuildCheckpoint int64
-	// Instances counts the projection's instances.
-	Instances int64
-	// Errors holds the most recent events the projection could not apply,
-	// oldest first.
-	Errors []ProjectionError
+	Instances         int64
+	Errors            []ProjectionError // the most recent, oldest first
 }
 
 // NewProjector returns a Projector for the projections of st's storage.

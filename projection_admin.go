@@ -11,11 +11,10 @@ import (
 	"github.com/eventkit-go/eventstore/storage"
 )
 
-// Create validates d and stores it. A definition created after events exist
-// is built from the whole history of its feed. The name is unique: creating
-// it again fails with ErrConflict, even with the same content (Put creates
-// or replaces). Invalid definitions fail with a *ValidationError naming
-// each bad field.
+// Create validates d and stores it; a definition created after events
+// exist is built from its feed's whole history. An existing name fails
+// with ErrConflict, even with the same content (Put creates or replaces);
+// an invalid definition with a *ValidationError naming each bad field.
 func (p *Projector) Create(ctx context.Context, d Definition) error {
 	c, err := compile(d)
 	if err != nil {
@@ -39,17 +38,12 @@ type PutResult uint8
 
 // Outcomes of Put.
 const (
-	// Created: there was no definition of that name.
-	PutCreated PutResult = iota + 1
-	// Unchanged: the stored definition is the same.
-	PutUnchanged
-	// Replacing: a different definition is being rebuilt from history; it
-	// replaces the current one once it has caught up (Run, CatchUp or Sync
-	// builds it), and queries answer from the current one until then.
+	PutCreated   PutResult = iota + 1 // there was no definition of that name
+	PutUnchanged                      // the stored definition is the same
+	// PutReplacing: a different definition is rebuilt from history, and
+	// takes over once caught up; queries answer from the current one.
 	PutReplacing
-	// Updated: only the description differs from the stored definition;
-	// it is stored in place, without a rebuild, and the instances stay.
-	PutUpdated
+	PutUpdated // only Description differed: stored in place, no rebuild
 )
 
 // String returns "created", "unchanged", "replacing" or "updated".
@@ -67,16 +61,12 @@ func (r PutResult) String() string {
 	return fmt.Sprintf("PutResult(%d)", uint8(r))
 }
 
-// Put creates the definition, or replaces the one of the same name. A
-// replacement is rebuilt from the whole history while queries keep
-// answering from the current definition; it takes over in one step once it
-// has caught up (PutReplacing); Sync(ctx, d.Name) builds it and waits for
-// the swap. Putting an identical definition changes nothing, so a program
-// may call Put at every start. A definition that differs only in its
-// Description does not change what the projection computes: the new
-// description is stored in place, without a rebuild (PutUpdated; while a
-// replacement is pending, the replacement's description is updated and
-// Put answers PutReplacing).
+// Put creates the definition or replaces the one of that name, so a
+// program may call it at every start: an identical definition changes
+// nothing, one differing only in Description is updated in place. A
+// replacement is rebuilt from history while queries answer from the
+// current definition, and takes over once caught up; Sync(ctx, d.Name)
+// waits for that.
 func (p *Projector) Put(ctx context.Context, d Definition) (PutResult, error) {
 	c, err := compile(d)
 	if err != nil {
@@ -227,8 +217,8 @@ func (p *Projector) checkCount(ctx context.Context) error {
 	return nil
 }
 
-// Delete removes the projection named name with its instances, and a
-// pending replacement. The name can be used again.
+// Delete removes the projection with its instances and any pending
+// replacement; the name can be used again.
 func (p *Projector) Delete(ctx context.Context, name string) error {
 	if err := checkProjectionName(name); err != nil {
 		return err
@@ -253,8 +243,8 @@ func (p *Projector) Delete(ctx context.Context, name string) error {
 	return nil
 }
 
-// Reset drops every instance of the projection named name and rebuilds it
-// from the start of the feed (on the next query, Sync, CatchUp or Run).
+// Reset drops every instance of the projection, to be rebuilt from the
+// start of the feed (by the next query, Sync, CatchUp or Run).
 func (p *Projector) Reset(ctx context.Context, name string) error {
 	pr, err := p.lookup(ctx, name)
 	if err != nil {
@@ -277,11 +267,9 @@ func checkProjectionName(name string) error {
 	return nil
 }
 
-// Definition returns the definition of the projection named name, or an
-// error wrapping ErrNotFound. It is the definition last given to Put or
-// Create: while a replacement is being rebuilt (Status reports Rebuilding)
-// it returns the replacement, although queries still answer from the
-// definition it replaces until it has caught up.
+// Definition returns the definition last given to Put or Create, or
+// ErrNotFound. That may be a replacement still being rebuilt, while
+// queries answer from the current one until it takes over.
 func (p *Projector) Definition(ctx context.Context, name string) (Definition, error) {
 	if err := checkProjectionName(name); err != nil {
 		return Definition{}, err
@@ -308,9 +296,7 @@ func (p *Projector) Definition(ctx context.Context, name string) (Definition, er
 	return c.def, nil
 }
 
-// Definitions returns every definition, ordered by name, as Definition
-// returns them: a replacement being rebuilt is listed in the place of the
-// definition it replaces.
+// Definitions returns every definition, by name, as Definition does.
 func (p *Projector) Definitions(ctx context.Context) ([]Definition, error) {
 	recs, err := p.storage.Definitions(ctx)
 	if err != nil {

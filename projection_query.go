@@ -11,14 +11,11 @@ import (
 	"github.com/eventkit-go/eventstore/storage"
 )
 
-// Single returns the instance of the single projection name with the
-// given id (the aggregate id, or the idField value), up to date with every
-// save this process made before the call. It fails with ErrNotFound when
-// the projection does not exist, is an aggregated one, or no handled event
-// has created the instance (or it was deleted). While a definition that Put
-// replaced is being rebuilt, Single answers from the definition it
-// replaces; Sync builds the replacement, swaps it in and returns, so a
-// query after Sync answers from the new definition.
+// Single returns the instance id (the aggregate id or IDField value) of
+// the single projection name, up to date with this process's saves. It
+// fails with ErrNotFound when there is no such projection or instance.
+// While a replacement (Put) is rebuilt it answers from the current
+// definition; Sync waits for the swap.
 func (p *Projector) Single(ctx context.Context, name, id string) (Projection, error) {
 	if msg := nameProblem(id); msg != "" {
 		return Projection{}, &ValidationError{Op: "projection", Fields: []FieldError{{Field: "projectionId", Message: msg}}}
@@ -26,8 +23,8 @@ func (p *Projector) Single(ctx context.Context, name, id string) (Projection, er
 	return p.query(ctx, name, id, false)
 }
 
-// AwaitSingle is Single that, while the instance does not exist, waits for
-// it to be created until ctx is done; then it fails as Single does.
+// AwaitSingle is Single that waits, until ctx is done, for the instance
+// to exist.
 func (p *Projector) AwaitSingle(ctx context.Context, name, id string) (Projection, error) {
 	for {
 		changed := p.store.watch()
@@ -50,11 +47,10 @@ func (p *Projector) AwaitSingle(ctx context.Context, name, id string) (Projectio
 	}
 }
 
-// Aggregated returns the aggregated projection name, up to date with every
-// save this process made before the call. It fails with ErrNotFound when
-// the projection does not exist, is a single one, or no handled event has
-// arrived yet. While a replacement put with Put is rebuilt it answers from
-// the current definition, as Single does (Sync waits for the swap).
+// Aggregated returns the aggregated projection name, up to date with this
+// process's saves. It fails with ErrNotFound when there is no such
+// projection or no handled event yet. While a replacement (Put) is rebuilt
+// it answers from the current definition; Sync waits for the swap.
 func (p *Projector) Aggregated(ctx context.Context, name string) (Projection, error) {
 	return p.query(ctx, name, "", true)
 }
@@ -104,51 +100,38 @@ func toProjection(name string, st storage.ProjectionState, aggregated bool) Proj
 	}
 }
 
-// ListOptions select, order and page the instances Projector.List returns.
-// The zero value lists the first DefaultListLimit instances by id.
+// ListOptions select, order and page the instances of Projector.List; the
+// zero value lists the first DefaultListLimit by id.
 type ListOptions struct {
-	// Skip leaves out that many of the sorted matches; Limit returns at
-	// most that many (0 means DefaultListLimit; at most MaxListLimit).
-	Skip, Limit int
-	// Sort and Descending order the instances.
-	Sort       ProjectionSort
-	Descending bool
-	// Reference, when its Kind is set, keeps only instances with that
-	// reference; From and To, when set, an inclusive range of references.
+	Skip, Limit int // Limit 0 means DefaultListLimit
+	Sort        ProjectionSort
+	Descending  bool
+	// Reference, when its Kind is set, keeps the instances with that
+	// reference; From and To, when set, an inclusive range of them.
 	Reference, From, To Reference
-	// IDs, when not empty, keeps only those instances.
-	IDs []string
-	// Search, when not empty, keeps only instances whose indexed fields
-	// (Definition.IndexedFields) match it: every word of Search must be
-	// the start of a word of an indexed field, ignoring case. It is at
-	// most MaxSearchBytes long with at most MaxSearchWords distinct
-	// words; the README's "Projection search" says what a word is. A
-	// projection without indexed fields refuses a search.
+	IDs                 []string // when not empty, only these instances
+	// Search keeps the instances in which each of its words starts a word
+	// of an indexed field (Definition.IndexedFields), ignoring case; the
+	// README's "Projection search" says what a word is.
 	Search string
 }
 
-// Limits of ListOptions.
+// Limits of ListOptions (the exported ones are in limits.go).
 const (
-	DefaultListLimit = 100
-	MaxListLimit     = 1000
-	maxListIDs       = 1000
-	maxListSkip      = 1 << 30
+	maxListIDs  = 1000
+	maxListSkip = 1 << 30
 )
 
 // ProjectionPage is one page of Projector.List.
 type ProjectionPage struct {
-	// Projections are the instances of the page, in order.
-	Projections []Projection
-	// Total counts every matching instance, not only this page's.
-	Total int64
-	// HasMore reports that instances follow this page.
-	HasMore bool
+	Projections []Projection // in order
+	Total       int64        // every matching instance
+	HasMore     bool         // instances follow this page
 }
 
 // List returns instances of the single projection name, up to date with
-// this process's saves, filtered, sorted and paged as opts says. While a
-// replacement put with Put is rebuilt it lists the current definition's
-// instances, as Single does (Sync waits for the swap).
+// this process's saves, as opts selects. While a replacement (Put) is
+// rebuilt it lists the current definition's; Sync waits for the swap.
 func (p *Projector) List(ctx context.Context, name string, opts ListOptions) (ProjectionPage, error) {
 	q, err := listQuery(name, opts)
 	if err != nil {
@@ -177,9 +160,8 @@ func (p *Projector) List(ctx context.Context, name string, opts ListOptions) (Pr
 	return page, nil
 }
 
-// Count returns how many instances the single projection name has,
-// restricted to those with reference ref when ref.Kind is set. For a
-// count of a search, use the Total of List with ListOptions.Search.
+// Count returns how many instances the single projection name has, with
+// reference ref when ref.Kind is set (a search's count is List's Total).
 func (p *Projector) Count(ctx context.Context, name string, ref Reference) (int64, error) {
 	pr, err := p.kind(ctx, name, false)
 	if err != nil {
@@ -230,32 +212,9 @@ func listQuery(name string, o ListOptions) (storage.ProjectionQuery, error) {
 	}, nil
 }
 
-// ParseSort reads a sort parameter: projectionId, reference, createdAt or
-// updatedAt, with an optional '+' (ascending, the default) or '-' prefix.
-func ParseSort(s string) (ProjectionSort, bool, error) {
-	desc := false
-	switch {
-	case strings.HasPrefix(s, "-"):
-		desc, s = true, s[1:]
-	case strings.HasPrefix(s, "+"):
-		s = s[1:]
-	}
-	switch s {
-	case "projectionId", "":
-		return SortByID, desc, nil
-	case "reference":
-		return SortByReference, desc, nil
-	case "createdAt":
-		return SortByCreatedAt, desc, nil
-	case "updatedAt":
-		return SortByUpdatedAt, desc, nil
-	}
-	return 0, false, &ValidationError{Op: "list projections", Fields: []FieldError{{Field: "sort", Message: "must be projectionId, reference, createdAt or updatedAt, with an optional + or - prefix"}}}
-}
-
-// Sync brings the projection named name up to date with every save this
-// process's Store has made and with what the feed shows. A pending
-// replacement of it is built too, and takes over when it has caught up.
+// Sync brings the projection up to date with this process's saves and
+// the feed, and builds a pending replacement, which takes over once
+// caught up.
 func (p *Projector) Sync(ctx context.Context, name string) error {
 	pr, err := p.lookup(ctx, name)
 	if err != nil {
@@ -287,12 +246,11 @@ func (p *Projector) sync(ctx context.Context, pr *proj) error {
 	return err
 }
 
-// Run keeps every projection current until ctx is done or the Store is
-// closed; it returns nil then. It wakes on every save through this
-// process's Store, on Create and Put, and every PollInterval for saves
-// made by other processes. It also builds replacements and swaps them in.
-// Errors are logged and retried. Run is optional: queries catch up by
-// themselves.
+// Run keeps every projection current, and builds and swaps in
+// replacements, until ctx is done or the Store closed; it then returns
+// nil. It wakes on this process's saves, Create and Put, and every
+// PollInterval. Errors are logged and retried. Run is optional: queries
+// catch up by themselves.
 func (p *Projector) Run(ctx context.Context) error {
 	p.running.Add(1)
 	defer p.running.Add(-1)
@@ -313,10 +271,8 @@ func (p *Projector) Run(ctx context.Context) error {
 	}
 }
 
-// CatchUp brings every projection up to date, as Sync does for one, and
-// swaps in replacements that have caught up. Projections are caught up
-// side by side (a slow or failing one does not hold the others back), and
-// those at the same position share the pages of the feed they read.
+// CatchUp does what Sync does, for every projection side by side: a slow
+// or failing one does not hold the others back.
 func (p *Projector) CatchUp(ctx context.Context) error {
 	recs, err := p.storage.Definitions(ctx)
 	if err != nil {

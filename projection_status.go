@@ -9,8 +9,8 @@ import (
 	"github.com/eventkit-go/eventstore/storage"
 )
 
-// Status returns the definition, progress, instance count and recent
-// errors of the projection named name, or an error wrapping ErrNotFound.
+// Status returns the projection's definition, progress, instance count
+// and recent errors, or ErrNotFound.
 func (p *Projector) Status(ctx context.Context, name string) (Status, error) {
 	if err := checkProjectionName(name); err != nil {
 		return Status{}, err
@@ -63,8 +63,7 @@ func (p *Projector) status(ctx context.Context, rec storage.DefinitionRecord, ne
 	return st, nil
 }
 
-// Overview returns the Status of every projection, ordered by name. It
-// reads the definitions and the feed's head once for all of them.
+// Overview returns the Status of every projection, by name.
 func (p *Projector) Overview(ctx context.Context) ([]Status, error) {
 	recs, err := p.storage.Definitions(ctx)
 	if err != nil {

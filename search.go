@@ -8,21 +8,9 @@ import (
 	"unicode/utf8"
 )
 
-// Limits of projection search.
-const (
-	// MaxIndexedFields bounds a definition's IndexedFields.
-	MaxIndexedFields = 20
-	// MaxSearchBytes bounds ListOptions.Search, in bytes.
-	MaxSearchBytes = 200
-	// MaxSearchWords bounds the words of ListOptions.Search.
-	MaxSearchWords = 10
-	// MaxSearchTextBytes bounds the indexed text of one instance: the
-	// words of its indexed fields past that many bytes are not indexed.
-	MaxSearchTextBytes = 16 << 10
-	// maxIndexedWordBytes is where a longer indexed word is cut (at a
-	// character boundary); it exceeds any word of a search.
-	maxIndexedWordBytes = 512
-)
+// maxIndexedWordBytes is where a longer indexed word is cut (at a
+// character boundary); it exceeds any word of a search.
+const maxIndexedWordBytes = 512
 
 // compileIndexedFields compiles a definition's indexedFields: each a
 // selector of the instance ($.projection.customer.name) or a field path

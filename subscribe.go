@@ -7,27 +7,15 @@ import (
 	"time"
 )
 
-// Subscribe delivers the feed of aggregateType (every type when it is "")
-// to handle: first the entries after the cursor after, then every new entry
-// as it is saved, each exactly once and in feed order. opts selects the
-// feed as for ReadFeed (Limit is the size of the pages read; Wait is not
-// used). Each entry carries its Cursor: a caller that stores it (in its own
-// transaction, if it likes) resumes from it with no entry lost or repeated.
-// A feed that has no events yet is waited for.
-//
-// New entries wake the subscription without polling when they are saved
-// through this Store, or by another process when the Storage implements
-// AppendWatcher; otherwise they are noticed within Options.PollInterval.
-//
-// Subscribe calls handle from the calling goroutine and returns
-//
-//   - nil when ctx is done (also while handle runs, if handle returns
-//     ctx's error);
-//   - handle's error, unchanged, when handle fails: the entry counts as not
-//     delivered;
-//   - an error wrapping ErrClosed when the Store is closed, a
-//     *ValidationError for bad options, or a storage error other than
-//     ErrUnavailable (which is logged and retried with backoff).
+// Subscribe calls handle, in the calling goroutine, with the entries of
+// the feed of aggregateType ("" for all types) after the cursor after,
+// then with each new one as it is saved, exactly once and in order; a feed
+// without events is waited for. opts selects as for ReadFeed (Wait is
+// unused). Store each entry's Cursor (in your own transaction, if you
+// like) to resume from it. Subscribe returns nil once ctx is done (also if
+// handle then returns ctx's error), handle's error unchanged (the entry
+// counts as not delivered), or an error wrapping ErrClosed, a
+// *ValidationError or a storage error; ErrUnavailable is retried.
 func (s *Store) Subscribe(ctx context.Context, aggregateType string, after int64, opts *FeedOptions, handle func(ctx context.Context, e FeedEntry) error) error {
 	q, err := s.feedQuery(aggregateType, after, opts)
 	if err != nil {

@@ -7,34 +7,28 @@ import "github.com/eventkit-go/eventstore/storage"
 // importing this package, and named here by aliases: a Store hands a
 // backend's events to its caller without converting or copying them.
 
-// Event is a stored event: its ID, Type, Data and EncryptedData as saved;
-// AggregateType and AggregateID; Version (the aggregate version its save
-// produced; all events of one save share it), Sequence (1, 2, 3, ... per
-// aggregate), Position (its place in the store's feed: strictly
-// increasing, possibly with gaps, never reused), FeedSequence (the number
-// of its save in its aggregate type's feed) and RecordedAt (UTC,
-// microseconds). See storage.Event for each field.
+// Event is a stored event: ID, Type, Data and EncryptedData as saved;
+// AggregateType and AggregateID; Version (the version its save produced),
+// Sequence (1, 2, 3, ... per aggregate), Position (its place in the feed
+// of all types: increasing, never reused), FeedSequence (its save's number
+// in its type's feed) and RecordedAt (UTC, microseconds).
 type Event = storage.Event
 
-// Aggregate is an aggregate's Type, ID, current Version (the number of
-// saves that added events) and Events (all of them, or the range asked
-// for) in Sequence order.
+// Aggregate is an aggregate's Type, ID, current Version and Events (all,
+// or the range asked for) in Sequence order.
 type Aggregate = storage.Aggregate
 
-// SaveResult is the outcome of a save: the aggregate's Version after it,
-// the Position of its last event, and Duplicate when every event id was
-// stored already (a retried save), in which case nothing was written and
-// Version and Position are those of the stored events.
+// SaveResult is the outcome of a save: the aggregate's Version after it
+// and the Position of its last event. Duplicate reports a retry whose
+// events were all stored already: nothing was written.
 type SaveResult = storage.AppendResult
 
-// VersionCheck is an optional expectation on an aggregate's version, for
-// optimistic concurrency (SaveOptions.ExpectedVersion). The zero value
-// expects nothing; ExpectVersion makes one.
+// VersionCheck is an optional expectation on an aggregate's version
+// (SaveOptions.ExpectedVersion); the zero value expects nothing.
 type VersionCheck = storage.VersionCheck
 
-// ExpectVersion returns a VersionCheck that passes only when the
-// aggregate's current version is v. ExpectVersion(0) means "the aggregate
-// must not exist yet". A negative v never matches.
+// ExpectVersion(v) passes only when the aggregate is at version v;
+// ExpectVersion(0) means it must not exist yet.
 func ExpectVersion(v int64) VersionCheck { return storage.ExpectVersion(v) }
 
 // BatchError is the error of Store.SaveAll when one batch of several is
@@ -43,47 +37,37 @@ func ExpectVersion(v int64) VersionCheck { return storage.ExpectVersion(v) }
 type BatchError = storage.BatchError
 
 // ConflictError is the error of a save refused by its checks: the
-// aggregate (AggregateType, AggregateID) is at version Current, not the
-// Expected one, or, when StoredIDs > 0, StoredIDs of the batch's Events ids
-// are stored already while the others are not (a retry must resend the
-// same batch). It wraps ErrConflict; nothing was stored.
+// aggregate is at version Current, not Expected, or StoredIDs (> 0) of its
+// Events ids are stored already but not the others. It wraps ErrConflict.
 type ConflictError = storage.ConflictError
 
-// FeedInfo describes one aggregate type's feed: AggregateType, and the
-// AggregateCount, BatchCount and EventCount of the type.
+// FeedInfo is an aggregate type's AggregateCount, BatchCount and EventCount.
 type FeedInfo = storage.FeedInfo
 
-// Reference is the value of a projection instance that lists filter and
-// sort on (set by setref): its Kind, Text (the text, or the number in
-// decimal as the projection had it) and Number. Sorted ascending, numbers
-// come first, then texts (by their bytes), then instances without one;
-// ties are broken by instance id. ParseReference makes one.
+// Reference is the value of an instance that lists filter and sort on (set
+// by setref): its Kind, Text and Number. Ascending, numbers come first,
+// then texts (by bytes), then instances without one; ParseReference makes one.
 type Reference = storage.Reference
 
 // ReferenceKind says what a Reference holds: RefNone, RefNumber or RefText.
 type ReferenceKind = storage.ReferenceKind
 
-// Kinds of reference.
+// ProjectionSort is the order of Projector.List; ties are broken by id.
+type ProjectionSort = storage.ProjectionSort
+
+// Kinds of Reference, and orders of Projector.List.
 const (
 	RefNone   = storage.RefNone
 	RefNumber = storage.RefNumber
 	RefText   = storage.RefText
-)
 
-// ProjectionSort is the order of Projector.List; each order breaks ties by
-// instance id.
-type ProjectionSort = storage.ProjectionSort
-
-// Orders of Projector.List.
-const (
 	SortByID        = storage.SortByID
 	SortByReference = storage.SortByReference
 	SortByCreatedAt = storage.SortByCreatedAt
 	SortByUpdatedAt = storage.SortByUpdatedAt
 )
 
-// ProjectionError records an event a projection could not apply (for
-// example an add whose input is not a number): the event's Position,
-// EventID and EventType, the InstanceID and the Message. The event's
-// changes to that instance were discarded; later events were applied.
+// ProjectionError records an event a projection could not apply, such as
+// add given a text: Position, EventID, EventType, InstanceID and Message.
+// The event changed nothing of that instance; later events were applied.
 type ProjectionError = storage.ProjectionError

@@ -3,11 +3,26 @@ package main
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"os"
 	"strings"
 	"testing"
 	"time"
 )
+
+// TestMain makes the test binary a worker of the cross-process workload
+// when it is started as one (runProcs starts os.Executable, which under go
+// test is this binary).
+func TestMain(m *testing.M) {
+	if os.Getenv(workerEnv) == "1" {
+		if err := workerMain(context.Background(), os.Stdin, os.Stdout); err != nil {
+			fmt.Fprintln(os.Stderr, "bench worker:", err)
+			os.Exit(2)
+		}
+		os.Exit(0)
+	}
+	os.Exit(m.Run())
+}
 
 // tiny are sizes at which every workload runs once in a moment, so that
 // the harness is exercised by go test and cannot rot.
@@ -114,6 +129,9 @@ func TestFlags(t *testing.T) {
 		{"-reps", "0"},
 		{"-pg-conns", "0"},
 		{"-append-for", "-1s"},
+		{"-procs", "0"},
+		{"-procs", "65"},
+		{"-proc-writers", "x"},
 		{"-nope"},
 		{"extra"},
 	} {
@@ -140,5 +158,86 @@ func TestTable(t *testing.T) {
 	}
 	if !strings.Contains(rate(&cell{rates: []float64{2.5e6}}), "2.50M") {
 		t.Error("millions not formatted")
+	}
+}
+
+// TestProcs runs the cross-process workload for about a second: 2 worker
+// processes of 2 writers each, for ours with a follower in this process and
+// for raw. Every worker must have saved, and the follower must have seen
+// every acknowledged save exactly once, in each aggregate's order.
+func TestProcs(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	env, err := newPGEnv(ctx, testPGURL(), 4, 1)
+	if err != nil {
+		t.Skipf("PostgreSQL not reachable: %v", err)
+	}
+	defer func() {
+		if err := env.close(context.Background()); err != nil {
+			t.Error(err)
+		}
+	}()
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	const procs, writers = 2, 2
+	url := env.withParams("pool_max_conns=4")
+
+	oursSchema := env.schema("pours")
+	follower, err := openFollower(ctx, env, oursSchema)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer follower.Close()
+	o, err := runProcs(ctx, procPlan{exe: exe, subject: "ours", url: url, schema: oursSchema,
+		writers: writers, procs: procs, batch: 1, dur: time.Second}, follower)
+	if err != nil {
+		t.Fatalf("ours: %v", err)
+	}
+	checkProcResults(t, "ours", o, procs, writers)
+	if o.follow == nil {
+		t.Fatal("ours: no follower figures")
+	}
+	if err := o.follow.problems(); err != nil {
+		t.Errorf("ours: %v", err)
+	}
+	if o.follow.acked != o.events || len(o.follow.latencies) == 0 {
+		t.Errorf("ours: follower checked %d of %d events, %d latency samples", o.follow.acked, o.events, len(o.follow.latencies))
+	}
+	t.Logf("ours: %d events, %.0f ev/s, save p99 %s, %s", o.events, o.rate(), ms(o.hist.quantile(0.99)), o.follow)
+
+	rawSchema := env.schema("praw")
+	if err := createRawSchema(ctx, env, rawSchema); err != nil {
+		t.Fatal(err)
+	}
+	r, err := runProcs(ctx, procPlan{exe: exe, subject: "raw", url: url, schema: rawSchema,
+		writers: writers, procs: procs, batch: 10, dur: time.Second}, nil)
+	if err != nil {
+		t.Fatalf("raw: %v", err)
+	}
+	checkProcResults(t, "raw", r, procs, writers)
+	t.Logf("raw: %d events, %.0f ev/s", r.events, r.rate())
+}
+
+// checkProcResults checks that every one of procs workers reported, with
+// its share of writers, and saved.
+func checkProcResults(t *testing.T, name string, o procOutcome, procs, writers int) {
+	t.Helper()
+	if len(o.results) != procs {
+		t.Fatalf("%s: %d results, want %d", name, len(o.results), procs)
+	}
+	var total int
+	for i, r := range o.results {
+		total += len(r.Writers)
+		if r.Proc != i || r.Saves <= 0 || r.Events < r.Saves || r.Errors != 0 {
+			t.Errorf("%s: worker %d reported %+v", name, i, r)
+		}
+	}
+	if total != writers {
+		t.Errorf("%s: %d writers reported, want %d", name, total, writers)
+	}
+	if o.elapsed < time.Second || o.rate() <= 0 {
+		t.Errorf("%s: elapsed %v, rate %v", name, o.elapsed, o.rate())
 	}
 }

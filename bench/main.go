@@ -21,7 +21,10 @@
 // optimistic concurrency ("contended", a writer that loses re-reads what it
 // missed and retries; retries are counted); load of one aggregate of 1,000
 // events; read of the whole feed (100,000 events); rebuild of a projection
-// (a sum and a count per aggregate) over 1,000,000 events. -quick shrinks
+// (a sum and a count per aggregate) over 1,000,000 events; on PostgreSQL,
+// "procs": -proc-writers writers spread over -procs operating-system
+// processes (this binary started again as workers, see procs.go), with a
+// follower's latency from acknowledgement to the feed. -quick shrinks
 // the sizes so that a run of all three backends takes a few minutes on two
 // cores.
 package main
@@ -53,15 +56,31 @@ type config struct {
 	pgConns   int
 	pgStores  int
 	dir       string
+	// procs and procWriters are the process and writer counts of the
+	// cross-process workload: every writer count spread over every
+	// process count not above it.
+	procs       []int
+	procWriters []int
 }
 
 var (
 	allBackends  = []string{"memory", "sqlite", "postgres"}
 	allSubjects  = []string{"ours", "raw", "hallgren", "goes"}
-	allWorkloads = []string{"append", "contended", "load", "feed", "rebuild"}
+	allWorkloads = []string{"append", "contended", "load", "feed", "rebuild", "procs"}
 )
 
 func main() {
+	if os.Getenv(workerEnv) == "1" {
+		// A worker process of the cross-process workload (procs.go).
+		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+		err := workerMain(ctx, os.Stdin, os.Stdout)
+		stop()
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "bench worker:", err)
+			os.Exit(2)
+		}
+		return
+	}
 	if err := mainErr(os.Args[1:], os.Stdout); err != nil {
 		fmt.Fprintln(os.Stderr, "bench:", err)
 		os.Exit(2)
@@ -72,7 +91,7 @@ func mainErr(args []string, out io.Writer) error {
 	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
 	backends := fs.String("backends", strings.Join(allBackends, ","), "backends to run: memory, sqlite, postgres")
 	subjects := fs.String("subjects", strings.Join(allSubjects, ","), "subjects to run: ours, raw, hallgren, goes")
-	workloads := fs.String("workloads", strings.Join(allWorkloads, ","), "workloads to run: append, contended, load, feed, rebuild")
+	workloads := fs.String("workloads", strings.Join(allWorkloads, ","), "workloads to run: append, contended, load, feed, rebuild, procs (PostgreSQL only: writers over OS processes)")
 	writers := fs.String("writers", "1,8,32", "writer counts of the append workloads")
 	batches := fs.String("batches", "1,10", "events per save of the append workloads")
 	quick := fs.Bool("quick", false, "smaller sizes: a run of every backend in a few minutes on 2 cores")
@@ -81,6 +100,8 @@ func mainErr(args []string, out io.Writer) error {
 	pgURL := fs.String("pg-url", "postgres://postgres@127.0.0.1:5432/test", "PostgreSQL database; each subject gets a fresh schema, dropped at the end")
 	pgConns := fs.Int("pg-conns", 16, "connections in each PostgreSQL subject's pool")
 	pgStores := fs.Int("pg-stores", 1, "Storages \"ours\" opens on one PostgreSQL schema, standing for that many server processes (writes spread by aggregate)")
+	procs := fs.String("procs", "1,8", "OS process counts of the procs workload: ours and raw each in that many worker processes of this binary")
+	procWriters := fs.String("proc-writers", "32", "writer counts of the procs workload, spread over the processes")
 	dir := fs.String("dir", "", "directory for the SQLite files (default: a new temporary directory)")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the whole run to this file")
 	if err := fs.Parse(args); err != nil {
@@ -107,6 +128,12 @@ func mainErr(args []string, out io.Writer) error {
 		return err
 	}
 	if cfg.batches, err = counts("-batches", *batches, 10000); err != nil {
+		return err
+	}
+	if cfg.procs, err = counts("-procs", *procs, 64); err != nil {
+		return err
+	}
+	if cfg.procWriters, err = counts("-proc-writers", *procWriters, 1024); err != nil {
 		return err
 	}
 	if *reps < 1 || *reps > 100 {
@@ -144,8 +171,8 @@ func mainErr(args []string, out io.Writer) error {
 	defer stop()
 	fmt.Fprintf(out, "# %s, %s/%s, %d CPUs (GOMAXPROCS %d), %s\n", runtime.Version(), runtime.GOOS, runtime.GOARCH,
 		runtime.NumCPU(), runtime.GOMAXPROCS(0), time.Now().UTC().Format(time.RFC3339))
-	fmt.Fprintf(out, "# median of %d; append %v per measurement; load %d events ×%d; feed %d events; rebuild over %d events; pg pool %d conns, %d store(s)\n",
-		cfg.sizes.reps, cfg.sizes.appendFor, cfg.sizes.loadEvents, cfg.sizes.loads, cfg.sizes.feedEvents, cfg.sizes.rebuild, cfg.pgConns, cfg.pgStores)
+	fmt.Fprintf(out, "# median of %d; append %v per measurement; load %d events ×%d; feed %d events; rebuild over %d events; pg pool %d conns, %d store(s); procs %v writers over %v processes\n",
+		cfg.sizes.reps, cfg.sizes.appendFor, cfg.sizes.loadEvents, cfg.sizes.loads, cfg.sizes.feedEvents, cfg.sizes.rebuild, cfg.pgConns, cfg.pgStores, cfg.procWriters, cfg.procs)
 	rows, err := run(ctx, cfg, func(r row) { printRow(out, cfg.subjects, r) }, func() { printHeader(out, cfg.subjects) })
 	printErrors(out, rows)
 	return err

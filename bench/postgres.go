@@ -69,11 +69,7 @@ func (e *pgEnv) schema(name string) string {
 
 // withParams returns the URL with extra query parameters.
 func (e *pgEnv) withParams(params ...string) string {
-	sep := "?"
-	if strings.Contains(e.url, "?") {
-		sep = "&"
-	}
-	return e.url + sep + strings.Join(params, "&")
+	return withParams(e.url, params...)
 }
 
 func (e *pgEnv) drop(ctx context.Context, schema string) error {

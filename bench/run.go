@@ -17,7 +17,8 @@ import (
 type row struct {
 	backend, workload string
 	cells             map[string]*cell
-	contended         bool // print retries
+	contended         bool   // print retries
+	note              string // printed in the last column
 }
 
 // run measures every selected workload and calls each with every finished
@@ -34,7 +35,7 @@ func run(ctx context.Context, cfg config, each func(row), header func()) ([]row,
 		each(r)
 	}
 	for _, b := range cfg.backends {
-		makers, done, err := backendMakers(ctx, cfg, b)
+		makers, procs, done, err := backendMakers(ctx, cfg, b)
 		if err != nil {
 			return rows, fmt.Errorf("%s: %w", b, err)
 		}
@@ -45,6 +46,9 @@ func run(ctx context.Context, cfg config, each func(row), header func()) ([]row,
 			}
 		}
 		runBackend(ctx, cfg, b, sel, emit)
+		if procs != nil && has(cfg.workloads, "procs") && ctx.Err() == nil {
+			procs(ctx, emit)
+		}
 		if err := done(); err != nil {
 			return rows, fmt.Errorf("%s: clean up: %w", b, err)
 		}
@@ -55,33 +59,35 @@ func run(ctx context.Context, cfg config, each func(row), header func()) ([]row,
 	return rows, nil
 }
 
-// backendMakers returns the subjects of backend b and a function that
-// removes what the run left.
-func backendMakers(ctx context.Context, cfg config, b string) ([]maker, func() error, error) {
+// backendMakers returns the subjects of backend b, the runner of its
+// cross-process rows (nil when it has none) and a function that removes
+// what the run left.
+func backendMakers(ctx context.Context, cfg config, b string) ([]maker, func(context.Context, func(row)), func() error, error) {
 	switch b {
 	case "memory":
-		return memoryMakers(), func() error { return nil }, nil
+		return memoryMakers(), nil, func() error { return nil }, nil
 	case "sqlite":
 		dir := cfg.dir
 		if dir == "" {
 			d, err := os.MkdirTemp("", "eventstore-bench-")
 			if err != nil {
-				return nil, nil, err
+				return nil, nil, nil, err
 			}
-			return sqliteMakers(d), func() error { return os.RemoveAll(d) }, nil
+			return sqliteMakers(d), nil, func() error { return os.RemoveAll(d) }, nil
 		}
 		if err := os.MkdirAll(dir, 0o755); err != nil {
-			return nil, nil, err
+			return nil, nil, nil, err
 		}
-		return sqliteMakers(dir), func() error { return nil }, nil
+		return sqliteMakers(dir), nil, func() error { return nil }, nil
 	case "postgres":
 		env, err := newPGEnv(ctx, cfg.pgURL, cfg.pgConns, cfg.pgStores)
 		if err != nil {
-			return nil, nil, err
+			return nil, nil, nil, err
 		}
-		return env.makers(), func() error { return env.close(context.Background()) }, nil
+		procs := func(ctx context.Context, emit func(row)) { procRows(ctx, cfg, env, emit) }
+		return env.makers(), procs, func() error { return env.close(context.Background()) }, nil
 	}
-	return nil, nil, fmt.Errorf("unknown backend")
+	return nil, nil, nil, fmt.Errorf("unknown backend")
 }
 
 func newRow(backend, workload string, makers []maker) row {
@@ -261,7 +267,7 @@ func printHeader(w io.Writer, subjects []string) {
 			cols = append(cols, "ours/"+s)
 		}
 	}
-	cols = append(cols, "retries")
+	cols = append(cols, "retries / notes")
 	fmt.Fprintln(w, "| "+strings.Join(cols, " | ")+" |")
 	fmt.Fprintln(w, strings.Repeat("|---", len(cols))+"|")
 }
@@ -295,6 +301,9 @@ func printRow(w io.Writer, subjects []string, r row) {
 			}
 		}
 	}
+	if r.note != "" {
+		retries = append(retries, r.note)
+	}
 	cols = append(cols, strings.Join(retries, ", "))
 	fmt.Fprintln(w, "| "+strings.Join(cols, " | ")+" |")
 }
@@ -308,7 +317,11 @@ func rate(c *cell) string {
 	case len(c.rates) == 0:
 		return "–"
 	}
-	m := c.median()
+	return formatRate(c.median())
+}
+
+// formatRate formats a rate of events per second with a unit prefix.
+func formatRate(m float64) string {
 	switch {
 	case m >= 1e6:
 		return fmt.Sprintf("%.2fM", m/1e6)

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/eventkit-go/eventstore"
@@ -231,7 +232,8 @@ func (h *handler) listSingle(w http.ResponseWriter, r *http.Request) {
 	opts.Skip, opts.Limit = int(skip), int(limit)
 	q := r.URL.Query()
 	if s := q.Get("sort"); s != "" {
-		if opts.Sort, opts.Descending, err = eventstore.ParseSort(s); err != nil {
+		var ok bool
+		if opts.Sort, opts.Descending, ok = parseSort(s); !ok {
 			h.fail(w, r, &queryError{"sort", "must be projectionId, reference, createdAt or updatedAt, with an optional + or - prefix"})
 			return
 		}
@@ -407,4 +409,26 @@ func (h *handler) recordedError(ctx context.Context, name, id string, aggregated
 		}
 	}
 	return eventstore.ProjectionError{}, false
+}
+
+// parseSort reads the sort parameter: projectionId, reference, createdAt
+// or updatedAt, optionally prefixed by '+' (ascending) or '-'.
+func parseSort(s string) (sort eventstore.ProjectionSort, desc, ok bool) {
+	switch {
+	case strings.HasPrefix(s, "-"):
+		desc, s = true, s[1:]
+	case strings.HasPrefix(s, "+"):
+		s = s[1:]
+	}
+	switch s {
+	case "projectionId", "":
+		return eventstore.SortByID, desc, true
+	case "reference":
+		return eventstore.SortByReference, desc, true
+	case "createdAt":
+		return eventstore.SortByCreatedAt, desc, true
+	case "updatedAt":
+		return eventstore.SortByUpdatedAt, desc, true
+	}
+	return 0, false, false
 }
