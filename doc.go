@@ -64,8 +64,12 @@
 // # Feeds and subscriptions
 //
 // Every saved batch is an entry of two feeds: its aggregate type's, which
-// numbers the type's batches 1, 2, 3, ..., and the feed of all types, which
-// orders every batch by global position. [Store.ReadFeed] pages through a
+// numbers the type's batches with strictly increasing FeedSequences, and
+// the feed of all types, which orders every batch by global position. Both
+// numbers are never reused but may have gaps (1, 2, 3 on memory and
+// SQLite; on PostgreSQL a refused or rolled-back save leaves numbers
+// unused), so a reader continues from a cursor it was given, never from a
+// number it computed. [Store.ReadFeed] pages through a
 // feed from a cursor (optionally waiting for new entries: a long poll);
 // [Store.Subscribe] catches up from a cursor and then follows new entries as
 // they are saved, with the cursor in every delivery so that the caller can

@@ -77,9 +77,9 @@ type FeedOptions struct {
 // SaveAll) appended to one aggregate.
 type FeedEntry struct {
 	// Cursor is the entry's sequence number in the feed it was read from:
-	// in the feed of one aggregate type, the batch's FeedSequence (1, 2,
-	// 3, ... per type); in the feed of all types, the Position of the
-	// batch's last event. Reading after Cursor continues after this
+	// in the feed of one aggregate type, the batch's FeedSequence
+	// (strictly increasing per type, possibly with gaps); in the feed of
+	// all types, the Position of the batch's last event. Reading after Cursor continues after this
 	// entry: store it as a checkpoint.
 	Cursor int64
 	// AggregateType and AggregateID identify the aggregate.
@@ -115,9 +115,10 @@ type FeedResult struct {
 // exactly once, in order, also under concurrent writers. A batch is never
 // split across reads.
 //
-// The feed of one aggregate type numbers its batches 1, 2, 3, ...; the
-// feed of all types uses global positions. Numbers of deleted batches are
-// not reused. A type that has no events fails with an error wrapping
+// The feed of one aggregate type numbers its batches with strictly
+// increasing FeedSequences; the feed of all types uses global positions.
+// Both may have gaps (a refused or rolled-back save may leave a number
+// unused) and are never reused, not even for deleted batches. A type that has no events fails with an error wrapping
 // ErrNotFound; bad options fail with a *ValidationError.
 //
 // With opts.Wait, ReadFeed waits until an entry after the cursor exists

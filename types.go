@@ -12,7 +12,8 @@ import "github.com/eventkit-go/eventstore/storage"
 // produced; all events of one save share it), Sequence (1, 2, 3, ... per
 // aggregate), Position (its place in the store's feed: strictly
 // increasing, possibly with gaps, never reused), FeedSequence (the number
-// of its save in its aggregate type's feed) and RecordedAt (UTC,
+// of its save in its aggregate type's feed: strictly increasing per type,
+// possibly with gaps, never reused) and RecordedAt (UTC,
 // microseconds). See storage.Event for each field.
 type Event = storage.Event
 
