@@ -44,9 +44,13 @@
 //
 // # Feeds
 //
-// Every save is an entry of two feeds: its aggregate type's, numbered 1,
-// 2, 3, ..., and the feed of all types, ordered by position. Readers
-// ([Store.ReadFeed], [Store.Subscribe]) see every entry once, in order.
+// Every save is an entry of two feeds: its aggregate type's, numbered by
+// strictly increasing FeedSequences, and the feed of all types, ordered by
+// position. Both numbers are never reused but may have gaps (on
+// PostgreSQL a refused or rolled-back save leaves numbers unused), so a
+// reader goes on from a cursor it was given, never from one it computed.
+// Readers ([Store.ReadFeed], [Store.Subscribe]) see every entry once, in
+// order.
 //
 // # Numbers
 //

@@ -45,7 +45,8 @@ type FeedOptions struct {
 type FeedEntry struct {
 	// Cursor is the entry's number in the feed read: its FeedSequence in
 	// a type's feed, the Position of its last event in the feed of all
-	// types. Store it as a checkpoint: reading after it goes on from here.
+	// types (both strictly increasing, possibly with gaps). Store it as a
+	// checkpoint: reading after it goes on from here.
 	Cursor                     int64
 	AggregateType, AggregateID string
 	Version                    int64 // the aggregate version the batch produced
@@ -64,7 +65,8 @@ type FeedResult struct {
 // ReadFeed reads the feed of aggregateType ("" for all types) after the
 // cursor after (0 for the start). A reader that goes on from Next sees
 // every entry exactly once, in order, also under concurrent writers; a
-// batch is never split across reads. With opts.Wait it long-polls: it
+// batch is never split across reads. Cursors are strictly increasing and
+// never reused, but may have gaps. With opts.Wait it long-polls: it
 // returns once an entry exists or Wait has passed, or with ctx's error. A
 // type without events fails with ErrNotFound, bad options with a
 // *ValidationError.

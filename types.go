@@ -10,8 +10,9 @@ import "github.com/eventkit-go/eventstore/storage"
 // Event is a stored event: ID, Type, Data and EncryptedData as saved;
 // AggregateType and AggregateID; Version (the version its save produced),
 // Sequence (1, 2, 3, ... per aggregate), Position (its place in the feed
-// of all types: increasing, never reused), FeedSequence (its save's number
-// in its type's feed) and RecordedAt (UTC, microseconds).
+// of all types: strictly increasing, never reused, possibly with gaps),
+// FeedSequence (its save's number in its type's feed, the same) and
+// RecordedAt (UTC, microseconds).
 type Event = storage.Event
 
 // Aggregate is an aggregate's Type, ID, current Version and Events (all,

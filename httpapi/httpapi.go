@@ -117,9 +117,10 @@
 //	 "hasMore": false, "currentSequenceNumber": 12}
 //
 // where an entry is one saved batch, events are as in a load and timestamp
-// is in milliseconds since the epoch. A type's feed numbers its batches 1,
-// 2, 3, ...; _all numbers them by global position (increasing, not
-// contiguous). Parameters: since (exclusive, default 0), limit (entries,
+// is in milliseconds since the epoch. A type's feed numbers its batches
+// by FeedSequence, _all by global position: both strictly increasing and
+// never reused, but possibly with gaps, so a client sends back as since
+// only a number it was given. Parameters: since (exclusive, default 0), limit (entries,
 // default 100, at most 1,000), waitTime (milliseconds, at most 60,000:
 // when no entry after since exists, wait for one that long; the answer
 // comes as soon as one is saved, or empty), filterType (repeatable, only

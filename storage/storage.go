@@ -92,9 +92,16 @@ type Storage interface {
 	//     Sequence continuing the aggregate's sequence, consecutive
 	//     Positions greater than that of any event already visible in the
 	//     feed (or ever stored, even if since deleted), in batch order, and
-	//     FeedSequence = the previous batch of that aggregate type's
-	//     FeedSequence + 1 (1 for the type's first batch; numbers of
-	//     deleted batches are never reused).
+	//     one FeedSequence, greater than every FeedSequence the aggregate
+	//     type was ever given (at least 1; numbers of deleted batches are
+	//     never reused).
+	//
+	// Positions and FeedSequences strictly increase and are never reused,
+	// but need not be contiguous: a FeedSequence need not be the type's
+	// previous one + 1, and a refused or rolled-back append may leave
+	// numbers unused (PostgreSQL does; memory and SQLite number without
+	// gaps). Only the positions of the events of one batch are consecutive.
+	// A refused append moves no FeedHead.
 	//
 	// Either all events of the batch become visible or none do. req has
 	// been validated by the eventstore.Store: ids are distinct UUIDs, types non-empty,
@@ -108,8 +115,9 @@ type Storage interface {
 	// written. When any request fails its checks, nothing at all is written
 	// and the error is a *BatchError naming that request, wrapping the
 	// request's error (ErrConflict for a version or id conflict). Batches
-	// are stored in request order: their positions and FeedSequences rise
-	// with the request index. results[i] belongs to reqs[i].
+	// are stored in request order: their positions rise with the request
+	// index, and so do the FeedSequences of the batches of one type.
+	// results[i] belongs to reqs[i].
 	AppendAll(ctx context.Context, reqs []AppendRequest) ([]AppendResult, error)
 
 	// Load returns the aggregate q names with its events in Sequence
@@ -134,9 +142,14 @@ type Storage interface {
 	// event at position p while an event at a lower position may still
 	// become visible (a transaction that took a lower position and has not
 	// committed yet). FeedPage.Head says how far the read got; reading again
-	// with After = Head continues exactly where this read stopped. The
-	// events of one batch have consecutive positions; a page may end in the
-	// middle of a batch (Limit and MaxBytes count events).
+	// with After = Head continues exactly where this read stopped, so a
+	// reader continuing from a cursor sees every committed batch exactly
+	// once, in order, and never skips one that commits later. Positions may
+	// have gaps (numbers never used by a committed event), so a reader
+	// must continue from Head or from a position or FeedSequence it was
+	// given, never compute the next number. The events of one batch have
+	// consecutive positions; a page may end in the middle of a batch (Limit
+	// and MaxBytes count events).
 	ReadFeed(ctx context.Context, q FeedQuery) (FeedPage, error)
 
 	// FeedHead returns the FeedSequence of the latest batch of the
@@ -145,6 +158,8 @@ type Storage interface {
 	// had events it returns an error wrapping ErrNotFound. Numbers of
 	// deleted batches still count: the head never goes down, also for a
 	// type whose events were all deleted (which Feeds no longer lists).
+	// The head is not a count: numbers may have gaps (see Append), and a
+	// refused or rolled-back append does not move it.
 	FeedHead(ctx context.Context, aggregateType string) (int64, error)
 
 	// Feeds returns one entry per aggregate type that has events, ordered
@@ -643,13 +658,16 @@ type Event struct {
 	// then 2, 3, ... without gaps, in the order they were saved.
 	Sequence int64
 	// Position orders every event of the store. Positions are strictly
-	// increasing in the order events become visible in the feed; they need
-	// not be contiguous (a backend may leave holes, never reorder). The
+	// increasing in feed order and never reused (not even after a
+	// deletion); they need not be contiguous (a backend may leave gaps,
+	// for example for a refused or rolled-back append, never reorder). The
 	// events of one batch have consecutive positions.
 	Position int64
 	// FeedSequence numbers the batches of one aggregate type: every event
-	// of a batch has the same FeedSequence, the type's first batch has 1,
-	// and each later batch of that type the next number.
+	// of a batch has the same FeedSequence, at least 1, and each later
+	// batch of that type a greater one. FeedSequences are never reused,
+	// but may have gaps: a batch's FeedSequence need not be the type's
+	// previous one + 1 (on PostgreSQL it is the batch's first position).
 	FeedSequence int64
 	// RecordedAt is when the event was saved, in UTC, with microsecond
 	// precision.

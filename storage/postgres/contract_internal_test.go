@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 	"strings"
 	"testing"
@@ -14,34 +15,55 @@ import (
 
 // TestGroupNeverReusesDeletedNumbers deletes the latest batches, then
 // appends a group (the appendGroup statement) and a group that falls back
-// to one statement per request: both continue after the deleted numbers.
+// to one statement per request: both continue above the deleted numbers,
+// positions and FeedSequences.
 func TestGroupNeverReusesDeletedNumbers(t *testing.T) {
 	s := openBatchTest(t)
 	ctx := context.Background()
-	checkResults(t, s.runBatch(ctx, []storage.AppendRequest{
+	var nums numbering // positions as numbered without gaps
+	nums.checkResults(t, s.runBatch(ctx, []storage.AppendRequest{
 		request("x", 0, batchEvent("A")), request("y", 0, batchEvent("A"), batchEvent("B")),
 	}), []appendResult{ok(1, 1), ok(1, 3)})
+	feedSeq := func() int64 { // the highest FeedSequence of t so far
+		t.Helper()
+		head, err := s.FeedHead(ctx, "t")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return head
+	}
+	given := feedSeq()
 	if err := s.DeleteAggregate(ctx, "t", "y"); err != nil {
 		t.Fatal(err)
 	}
-	// One statement: y again from version 1, after position 3 and
-	// FeedSequence 2.
-	checkResults(t, s.runBatch(ctx, []storage.AppendRequest{
+	// One statement: y again from version 1, after the deleted position
+	// and FeedSequence.
+	nums.checkResults(t, s.runBatch(ctx, []storage.AppendRequest{
 		request("y", 0, batchEvent("C")), request("z", 0, batchEvent("C")),
 	}), []appendResult{ok(1, 4), ok(1, 5)})
+	for _, id := range []string{"y", "z"} {
+		agg, err := s.Load(ctx, storage.LoadQuery{AggregateType: "t", AggregateID: id})
+		if err != nil || len(agg.Events) != 1 || agg.Events[0].FeedSequence <= given {
+			t.Fatalf("%s after the deletion = %+v, %v; want one event with a FeedSequence above %d", id, agg, err, given)
+		}
+		given = agg.Events[0].FeedSequence
+	}
+	if head := feedSeq(); head != given {
+		t.Errorf("FeedHead(t) = %d; want the last batch's FeedSequence %d", head, given)
+	}
 	if err := s.DeleteAggregateType(ctx, "t"); err != nil {
 		t.Fatal(err)
 	}
 	// x at version 1 is refused, so the group falls back to savepoints.
-	checkResults(t, s.runBatch(ctx, []storage.AppendRequest{
+	nums.checkResults(t, s.runBatch(ctx, []storage.AppendRequest{
 		request("x", 1, batchEvent("D")), request("w", 0, batchEvent("D")),
 	}), []appendResult{{Err: storage.ErrConflict}, ok(1, 6)})
 	page, err := s.ReadFeed(ctx, storage.FeedQuery{Limit: 10})
-	if err != nil || len(page.Events) != 1 || page.Events[0].FeedSequence != 5 {
-		t.Fatalf("feed after the deletions = %+v, %v; want w alone with FeedSequence 5", page.Events, err)
+	if err != nil || len(page.Events) != 1 || page.Events[0].AggregateID != "w" || page.Events[0].FeedSequence <= given {
+		t.Fatalf("feed after the deletions = %+v, %v; want w alone with a FeedSequence above %d", page.Events, err, given)
 	}
-	if head, err := s.FeedHead(ctx, "t"); err != nil || head != 5 {
-		t.Errorf("FeedHead(t) = %d, %v; want 5", head, err)
+	if head := feedSeq(); head != page.Events[0].FeedSequence {
+		t.Errorf("FeedHead(t) = %d; want w's FeedSequence %d", head, page.Events[0].FeedSequence)
 	}
 }
 
@@ -56,10 +78,11 @@ func TestAppendAllOneTransaction(t *testing.T) {
 	res, err := s.AppendAll(ctx, []storage.AppendRequest{
 		request("x", 0, a), request("y", 0, batchEvent("A"), batchEvent("B")), request("z", -1, batchEvent("A")),
 	})
-	if err != nil || len(res) != 3 || res[2] != (storage.AppendResult{Version: 1, Position: 4}) {
-		t.Fatalf("AppendAll = %+v, %v", res, err)
+	if err != nil || len(res) != 3 || res[2].Version != 1 || res[2].Duplicate || res[0].Position >= res[1].Position-1 || res[1].Position >= res[2].Position {
+		t.Fatalf("AppendAll = %+v, %v; want three batches written in request order", res, err)
 	}
-	if n := xmins(t, s, schema, 1, 4); n != 1 {
+	head := res[2].Position
+	if n := xmins(t, s, schema, 1, math.MaxInt64); n != 1 {
 		t.Errorf("AppendAll wrote with %d transactions, want 1", n)
 	}
 	for name, c := range map[string]struct {
@@ -78,14 +101,17 @@ func TestAppendAllOneTransaction(t *testing.T) {
 		if !errors.As(err, &be) || be.Index != c.index || !errors.Is(err, c.err) || be.AggregateID != c.reqs[c.index].AggregateID {
 			t.Errorf("%s: AppendAll = %v; want a *BatchError for request %d wrapping %v", name, err, c.index, c.err)
 		}
-		if head, err := s.FeedHead(ctx, ""); err != nil || head != 4 {
-			t.Errorf("%s: FeedHead after a refused AppendAll = %d, %v; want 4 (nothing written)", name, head, err)
+		if got, err := s.FeedHead(ctx, ""); err != nil || got != head {
+			t.Errorf("%s: FeedHead after a refused AppendAll = %d, %v; want %d (nothing written)", name, got, err, head)
+		}
+		if page, err := s.ReadFeed(ctx, storage.FeedQuery{Limit: 100}); err != nil || len(page.Events) != 4 {
+			t.Errorf("%s: a refused AppendAll wrote: the feed holds %d events, %v; want 4", name, len(page.Events), err)
 		}
 	}
 	// A duplicate among new batches: the others are written after it.
 	res, err = s.AppendAll(ctx, []storage.AppendRequest{request("x", -1, a), request("v", 0, batchEvent("C"))})
-	if err != nil || !res[0].Duplicate || res[0].Position != 1 || res[1] != (storage.AppendResult{Version: 1, Position: 5}) {
-		t.Errorf("AppendAll with a duplicate = %+v, %v", res, err)
+	if err != nil || !res[0].Duplicate || res[0].Position != 1 || res[1].Version != 1 || res[1].Duplicate || res[1].Position <= head {
+		t.Errorf("AppendAll with a duplicate = %+v, %v; want x's original position 1, then v at version 1 above position %d", res, err, head)
 	}
 }
 
@@ -223,22 +249,26 @@ func TestGroupNumbersEachType(t *testing.T) {
 		r.AggregateType = typ
 		return r
 	}
-	checkResults(t, s.runBatch(ctx, []storage.AppendRequest{typed("u", "a")}), []appendResult{ok(1, 1)})
-	checkResults(t, s.runBatch(ctx, []storage.AppendRequest{
+	var nums numbering // positions as numbered without gaps
+	nums.checkResults(t, s.runBatch(ctx, []storage.AppendRequest{typed("u", "a")}), []appendResult{ok(1, 1)})
+	nums.checkResults(t, s.runBatch(ctx, []storage.AppendRequest{
 		typed("t", "a"), typed("u", "b"), typed("t", "b"), typed("v", "a"), typed("u", "c"), typed("t", "c"),
 	}), []appendResult{ok(1, 2), ok(1, 3), ok(1, 4), ok(1, 5), ok(1, 6), ok(1, 7)})
-	if n := xmins(t, s, schema, 2, 7); n != 1 {
+	if n := xmins(t, s, schema, nums.pos(t, 1)+1, math.MaxInt64); n != 1 {
 		t.Fatalf("the group was written by %d transactions, want 1 (one statement)", n)
 	}
 	page, err := s.ReadFeed(ctx, storage.FeedQuery{Limit: 10})
 	if err != nil {
 		t.Fatal(err)
 	}
+	// Each type's batches get rising FeedSequences in request order, one
+	// each (they may have gaps: here they are the batches' positions).
 	var got []string
 	for _, e := range page.Events {
-		got = append(got, fmt.Sprint(e.AggregateType, e.FeedSequence))
+		got = append(got, e.AggregateType+e.AggregateID)
 	}
-	if want := "u1 t1 u2 t2 v1 u3 t3"; strings.Join(got, " ") != want {
-		t.Errorf("FeedSequences in position order = %v, want %s", got, want)
+	if want := "ua ta ub tb va uc tc"; strings.Join(got, " ") != want {
+		t.Errorf("batches in position order = %v, want %s", got, want)
 	}
+	checkFeedNumbers(t, page, 7)
 }

@@ -18,8 +18,10 @@ import (
 // TestFeedCompleteAcrossProcesses runs many concurrent writers through two
 // Storages with separate pools (as two processes would) on one schema,
 // while a reader on each follows the global feed. Every acknowledged event
-// must be seen exactly once by each reader, at strictly increasing and here
-// contiguous positions, and nothing unacknowledged may appear.
+// must be seen exactly once by each reader, at strictly increasing
+// positions (which may have gaps), each batch at consecutive positions
+// with one FeedSequence, strictly increasing from batch to batch, and
+// nothing unacknowledged may appear.
 func TestFeedCompleteAcrossProcesses(t *testing.T) {
 	schema := newSchema(t)
 	instances := []storage.Storage{openURLIn(t, schema), openURLIn(t, schema)}
@@ -67,7 +69,8 @@ func TestFeedCompleteAcrossProcesses(t *testing.T) {
 	for r, s := range instances {
 		readers.Go(func() {
 			var ids []string
-			var after int64
+			var after, lastSeq int64
+			var last storage.Event
 			for {
 				done := writing.Load() == 0 // read before the page: a later empty page means the end
 				page, err := s.ReadFeed(ctx, storage.FeedQuery{After: after, Limit: 37})
@@ -76,11 +79,21 @@ func TestFeedCompleteAcrossProcesses(t *testing.T) {
 					return
 				}
 				for _, e := range page.Events {
-					if e.Position != after+1 {
+					sameBatch := e.AggregateID == last.AggregateID && e.Version == last.Version
+					switch {
+					case e.Position <= after:
 						results[r] = seen{err: fmt.Errorf("reader %d: position %d after %d", r, e.Position, after)}
 						return
+					case sameBatch && (e.Position != after+1 || e.FeedSequence != lastSeq):
+						results[r] = seen{err: fmt.Errorf("reader %d: %s v%d at position %d with FeedSequence %d, its batch's event before at %d with %d",
+							r, e.AggregateID, e.Version, e.Position, e.FeedSequence, after, lastSeq)}
+						return
+					case !sameBatch && e.FeedSequence <= lastSeq:
+						results[r] = seen{err: fmt.Errorf("reader %d: batch %s v%d at position %d has FeedSequence %d after %d",
+							r, e.AggregateID, e.Version, e.Position, e.FeedSequence, lastSeq)}
+						return
 					}
-					after = e.Position
+					after, lastSeq, last = e.Position, e.FeedSequence, e
 					ids = append(ids, e.ID)
 				}
 				if page.Head != after {

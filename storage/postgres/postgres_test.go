@@ -203,24 +203,33 @@ func TestAppendRules(t *testing.T) {
 		t.Errorf("wrong expected version: %v, want ErrConflict", err)
 	}
 	one := int64(1)
+	// The refused appends may have left positions unused: the next one is
+	// above every earlier one, not necessarily 3.
 	res, err := s.Append(ctx, req(&one, c))
-	if err != nil || res.Version != 2 || res.Position != 3 {
-		t.Errorf("append at version 1 = %+v, %v; want version 2 position 3", res, err)
+	if err != nil || res.Version != 2 || res.Position <= 2 {
+		t.Errorf("append at version 1 = %+v, %v; want version 2 at a position above 2", res, err)
 	}
 	agg, err := s.Load(ctx, storage.LoadQuery{AggregateType: "t", AggregateID: "x"})
-	if err != nil || len(agg.Events) != 3 || agg.Events[2].Sequence != 3 || agg.Events[2].Version != 2 {
-		t.Errorf("load after refused appends = %+v, %v", agg, err)
+	if err != nil || len(agg.Events) != 3 || agg.Events[2].Sequence != 3 || agg.Events[2].Version != 2 ||
+		agg.Events[2].Position != res.Position || agg.Events[2].FeedSequence <= agg.Events[1].FeedSequence {
+		t.Errorf("load after refused appends = %+v, %v; want sequence 3, version 2 at position %d, with a FeedSequence above the first batch's", agg, err, res.Position)
+	}
+	if head, err := s.FeedHead(ctx, "t"); err != nil || head != agg.Events[2].FeedSequence {
+		t.Errorf("FeedHead(\"t\") = %d, %v; want the last batch's FeedSequence %d", head, err, agg.Events[2].FeedSequence)
 	}
 }
 
 // TestBadRequestFailsAlone sends, concurrently, requests that the server
 // rejects (a NUL byte in a text column) among good ones: only the bad ones
-// fail, and the feed stays contiguous.
+// fail, and the feed holds every good one exactly once, in strictly
+// increasing positions and FeedSequences (the bad ones may leave numbers
+// unused).
 func TestBadRequestFailsAlone(t *testing.T) {
 	ctx := context.Background()
 	s := newStorage(t)
 	const n = 40
 	errs := make([]error, n)
+	results := make([]storage.AppendResult, n)
 	var wg sync.WaitGroup
 	for i := range n {
 		wg.Go(func() {
@@ -228,7 +237,7 @@ func TestBadRequestFailsAlone(t *testing.T) {
 			if i%4 == 0 {
 				e.Type = "Bad\x00"
 			}
-			_, errs[i] = s.Append(ctx, storage.AppendRequest{AggregateType: "t", AggregateID: uuid.NewString(),
+			results[i], errs[i] = s.Append(ctx, storage.AppendRequest{AggregateType: "t", AggregateID: uuid.NewString(),
 				Events: []storage.Event{e}})
 		})
 	}
@@ -248,10 +257,28 @@ func TestBadRequestFailsAlone(t *testing.T) {
 	if len(page.Events) != n-n/4 {
 		t.Fatalf("feed holds %d events, want %d", len(page.Events), n-n/4)
 	}
-	for i, e := range page.Events {
-		if e.Position != int64(i)+1 {
-			t.Fatalf("feed[%d] at position %d: positions are not contiguous", i, e.Position)
+	acked := make(map[int64]bool)
+	for i, res := range results {
+		if i%4 != 0 {
+			acked[res.Position] = true
 		}
+	}
+	var last, lastSeq int64
+	for i, e := range page.Events {
+		if e.Position <= last || e.FeedSequence <= lastSeq {
+			t.Errorf("feed[%d] at position %d with FeedSequence %d after %d and %d: both must strictly increase", i, e.Position, e.FeedSequence, last, lastSeq)
+		}
+		if !acked[e.Position] {
+			t.Errorf("feed[%d] at position %d: no good request was told that position", i, e.Position)
+		}
+		delete(acked, e.Position)
+		last, lastSeq = e.Position, e.FeedSequence
+	}
+	if len(acked) > 0 {
+		t.Errorf("%d acknowledged positions are not in the feed", len(acked))
+	}
+	if head, err := s.FeedHead(ctx, ""); err != nil || head != last {
+		t.Errorf("FeedHead(\"\") = %d, %v; want the last position %d", head, err, last)
 	}
 }
 

@@ -310,6 +310,116 @@ func (s seqPerAggregate) ReadFeed(ctx context.Context, q storage.FeedQuery) (sto
 	return page, err
 }
 
+// feedSeqFromLiveMax numbers a type's batches from the FeedSequences still
+// stored, as an append computing max(feed_sequence) + 1 over the live
+// events would: once the type's latest batches are deleted, the next batch
+// reuses a deleted number and FeedHead of the type goes down. It keeps
+// the memory backend's own numbers underneath and translates them.
+type feedSeqFromLiveMax struct {
+	storage.Storage
+	mu  *sync.Mutex
+	seq map[typeSeq]int64 // the memory backend's FeedSequence of a type's batch → this store's
+}
+
+// typeSeq is a FeedSequence of an aggregate type.
+type typeSeq struct {
+	typ string
+	seq int64
+}
+
+func newFeedSeqFromLiveMax() feedSeqFromLiveMax {
+	return feedSeqFromLiveMax{memory.New(), new(sync.Mutex), make(map[typeSeq]int64)}
+}
+
+// liveMax returns the highest FeedSequence this store gave to an event of
+// typ that is still stored (0 for none). The caller holds s.mu.
+func (s feedSeqFromLiveMax) liveMax(ctx context.Context, typ string) (int64, error) {
+	var top int64
+	for q := (storage.FeedQuery{Limit: 100, AggregateType: typ}); ; {
+		page, err := s.Storage.ReadFeed(ctx, q)
+		if err != nil {
+			return 0, err
+		}
+		for _, e := range page.Events {
+			top = max(top, s.seq[typeSeq{typ, e.FeedSequence}])
+		}
+		if len(page.Events) == 0 {
+			return top, nil
+		}
+		q.After = page.Head
+	}
+}
+
+// number gives the batch just stored by req at version v the next number
+// after the live maximum. The caller holds s.mu.
+func (s feedSeqFromLiveMax) number(ctx context.Context, req storage.AppendRequest, v int64) error {
+	agg, err := s.Storage.Load(ctx, storage.LoadQuery{AggregateType: req.AggregateType, AggregateID: req.AggregateID, AfterVersion: v - 1, Limit: 1})
+	if err != nil || len(agg.Events) == 0 {
+		return errors.Join(err, errors.New("the batch just stored is not there"))
+	}
+	k := typeSeq{req.AggregateType, agg.Events[0].FeedSequence}
+	s.seq[k] = 0
+	top, err := s.liveMax(ctx, req.AggregateType)
+	s.seq[k] = top + 1
+	return err
+}
+
+func (s feedSeqFromLiveMax) Append(ctx context.Context, req storage.AppendRequest) (storage.AppendResult, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	res, err := s.Storage.Append(ctx, req)
+	if err == nil && !res.Duplicate {
+		err = s.number(ctx, req, res.Version)
+	}
+	return res, err
+}
+
+func (s feedSeqFromLiveMax) AppendAll(ctx context.Context, reqs []storage.AppendRequest) ([]storage.AppendResult, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	results, err := s.Storage.AppendAll(ctx, reqs)
+	for i := range results {
+		if err == nil && !results[i].Duplicate {
+			err = s.number(ctx, reqs[i], results[i].Version)
+		}
+	}
+	return results, err
+}
+
+// translate replaces the memory backend's FeedSequences of events by this
+// store's. The caller holds s.mu.
+func (s feedSeqFromLiveMax) translate(events []storage.Event) {
+	for i := range events {
+		events[i].FeedSequence = s.seq[typeSeq{events[i].AggregateType, events[i].FeedSequence}]
+	}
+}
+
+func (s feedSeqFromLiveMax) Load(ctx context.Context, q storage.LoadQuery) (storage.Aggregate, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	agg, err := s.Storage.Load(ctx, q)
+	s.translate(agg.Events)
+	return agg, err
+}
+
+func (s feedSeqFromLiveMax) ReadFeed(ctx context.Context, q storage.FeedQuery) (storage.FeedPage, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	page, err := s.Storage.ReadFeed(ctx, q)
+	s.translate(page.Events)
+	return page, err
+}
+
+func (s feedSeqFromLiveMax) FeedHead(ctx context.Context, typ string) (int64, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	head, err := s.Storage.FeedHead(ctx, typ)
+	if err != nil || typ == "" {
+		return head, err
+	}
+	return s.liveMax(ctx, typ)
+}
+
 // blindUpdateSpec replaces the spec whatever the stored one is.
 type blindUpdateSpec struct{ storage.Storage }
 
@@ -380,6 +490,8 @@ func variants() map[string]variant {
 			[]string{"SearchPrefixWords", "SearchCombined", "SearchChanges", "SearchResetRename", "SearchProjector"}},
 		"headFromLiveEvents": {func() storage.Storage { return headFromLiveEvents{memory.New()} },
 			[]string{"DeleteNeverReusesNumbers"}},
+		"feedSeqFromLiveMax": {func() storage.Storage { return newFeedSeqFromLiveMax() },
+			[]string{"DeleteNeverReusesNumbers", "DeleteAggregateType"}},
 		"blindUpdateSpec": {func() storage.Storage { return blindUpdateSpec{memory.New()} },
 			[]string{"UpdateSpec"}},
 		"updateSpecRecreates": {func() storage.Storage { return updateSpecRecreates{memory.New()} },

@@ -10,13 +10,13 @@ import (
 
 func bulkCases() []testCase {
 	return []testCase{
-		{"AppendAll", "AppendAll stores every batch as Append would, in request order (positions and FeedSequences rise with the index), and results[i] describes reqs[i]", testAppendAll},
-		{"AppendAllIsAtomic", "when one batch of AppendAll fails its checks nothing at all is written, not even the FeedSequence or head of a type, and the error is a *BatchError naming that batch and wrapping ErrConflict", testAppendAllAtomic},
+		{"AppendAll", "AppendAll stores every batch as Append would, in request order (positions rise with the index, and so do the FeedSequences of one type, each above the type's earlier ones), and results[i] describes reqs[i]", testAppendAll},
+		{"AppendAllIsAtomic", "when one batch of AppendAll fails its checks nothing at all is written and no FeedHead moves, the error is a *BatchError naming that batch and wrapping ErrConflict, and the next batch of a type gets a FeedSequence above every earlier one (a refused call may leave numbers unused, never reuse one)", testAppendAllAtomic},
 		{"AppendAllDuplicates", "in AppendAll a batch whose events are all stored is a Duplicate with its original result while the others are written; a retried AppendAll writes nothing", testAppendAllDuplicates},
-		{"FeedCompleteUnderConcurrentAppendAll", "a reader following the feed while writers use Append and AppendAll concurrently sees every acknowledged event exactly once, in order, with FeedSequences 1..n per type", func(t *testing.T, h *harness) {
+		{"FeedCompleteUnderConcurrentAppendAll", "a reader following the feed while writers use Append and AppendAll concurrently sees every acknowledged event exactly once, in order, each batch with one FeedSequence, strictly increasing per type", func(t *testing.T, h *harness) {
 			testFeedConcurrent(t, h, "", true)
 		}},
-		{"FilteredFeedCompleteUnderConcurrentAppendAll", "a reader following one aggregate type's feed while writers use Append and AppendAll concurrently sees every acknowledged event of that type exactly once, in order, with FeedSequences 1..n", func(t *testing.T, h *harness) {
+		{"FilteredFeedCompleteUnderConcurrentAppendAll", "a reader following one aggregate type's feed while writers use Append and AppendAll concurrently sees every acknowledged event of that type exactly once, in order, each batch with one FeedSequence, strictly increasing", func(t *testing.T, h *harness) {
 			testFeedConcurrent(t, h, "alpha", true)
 		}},
 	}
@@ -39,15 +39,13 @@ func mustAppendAll(t testing.TB, h *harness, reqs []storage.AppendRequest) []sto
 // batchEvents loads the events that the batch of req stored at version v.
 func batchEvents(t testing.TB, h *harness, req storage.AppendRequest, v int64) []storage.Event {
 	t.Helper()
-	agg, err := h.s.Load(t.Context(), storage.LoadQuery{AggregateType: req.AggregateType, AggregateID: req.AggregateID, AfterVersion: v - 1, Limit: 1})
-	if err != nil {
-		t.Fatalf("Load %s/%s version %d: %v", req.AggregateType, req.AggregateID, v, err)
-	}
-	return agg.Events
+	return loadBatch(t, h, req.AggregateType, req.AggregateID, v)
 }
 
 func testAppendAll(t *testing.T, h *harness) {
 	mustSave(t, h, "alpha", "1", evs("Opened", 2), nil)
+	// The FeedSequence of each type's batch before, so far that of the save.
+	seqs := map[string]int64{"alpha": mustFeedHead(t, h, "alpha")}
 	secret := evs("Sealed", 2)
 	secret[1].EncryptedData = "c2VjcmV0"
 	reqs := []storage.AppendRequest{
@@ -56,15 +54,13 @@ func testAppendAll(t *testing.T, h *harness) {
 		request("alpha", "2", secret, storage.VersionCheck{}),
 		request("gamma", "1", evs("Opened", 4), storage.VersionCheck{}),
 	}
-	want := []struct {
-		version, feedSeq int64
-	}{{2, 2}, {1, 1}, {1, 3}, {1, 1}}
+	versions := []int64{2, 1, 1, 1}
 	results := mustAppendAll(t, h, reqs)
 	var last int64
 	for i, req := range reqs {
 		res := results[i]
-		if res.Duplicate || res.Version != want[i].version {
-			t.Errorf("results[%d] (%s/%s) must report version %d and no Duplicate, got %+v", i, req.AggregateType, req.AggregateID, want[i].version, res)
+		if res.Duplicate || res.Version != versions[i] {
+			t.Errorf("results[%d] (%s/%s) must report version %d and no Duplicate, got %+v", i, req.AggregateType, req.AggregateID, versions[i], res)
 			continue
 		}
 		got := batchEvents(t, h, req, res.Version)
@@ -72,6 +68,11 @@ func testAppendAll(t *testing.T, h *harness) {
 			t.Errorf("batch %d: %s/%s version %d must hold the batch's %d events, got %d", i, req.AggregateType, req.AggregateID, res.Version, len(req.Events), len(got))
 			continue
 		}
+		seq := got[0].FeedSequence
+		if before, ok := seqs[req.AggregateType]; seq < 1 || ok && seq <= before {
+			t.Errorf("batch %d (%s): a batch's FeedSequence is above every earlier one of its type (and at least 1): got %d after %d", i, req.AggregateType, seq, before)
+		}
+		seqs[req.AggregateType] = seq
 		for k, e := range got {
 			w := req.Events[k]
 			if e.ID != w.ID || e.Type != w.Type || string(e.Data) != string(w.Data) || e.EncryptedData != w.EncryptedData || !e.RecordedAt.Equal(w.RecordedAt) {
@@ -84,8 +85,8 @@ func testAppendAll(t *testing.T, h *harness) {
 				t.Errorf("batch %d: the events of a batch have consecutive positions: event %d at %d after %d", i, k, e.Position, last)
 			}
 			last = e.Position
-			if e.FeedSequence != want[i].feedSeq {
-				t.Errorf("batch %d (%s) event %d: FeedSequence must be %d, got %d", i, req.AggregateType, k, want[i].feedSeq, e.FeedSequence)
+			if e.FeedSequence != seq {
+				t.Errorf("batch %d (%s) event %d: the events of a batch share one FeedSequence: got %d, event 0 has %d", i, req.AggregateType, k, e.FeedSequence, seq)
 			}
 		}
 		if res.Position != last {
@@ -95,8 +96,10 @@ func testAppendAll(t *testing.T, h *harness) {
 	if got := mustFeedHead(t, h, ""); got != results[len(results)-1].Position {
 		t.Errorf("FeedHead(\"\") after AppendAll must be the last batch's position %d, got %d", results[len(results)-1].Position, got)
 	}
-	if got := mustFeedHead(t, h, "alpha"); got != 3 {
-		t.Errorf("FeedHead(\"alpha\") after a save and two alpha batches of AppendAll must be 3, got %d", got)
+	for typ, seq := range seqs {
+		if got := mustFeedHead(t, h, typ); got != seq {
+			t.Errorf("FeedHead(%q) after AppendAll must be the FeedSequence of the type's last batch %d, got %d", typ, seq, got)
+		}
 	}
 	one := mustAppendAll(t, h, []storage.AppendRequest{request("beta", "1", evs("Closed", 1), storage.ExpectVersion(1))})
 	if one[0].Version != 2 || one[0].Position <= last {
@@ -110,7 +113,13 @@ func testAppendAllAtomic(t *testing.T, h *harness) {
 	mustSave(t, h, "alpha", "1", stored, nil)
 	mustSave(t, h, "beta", "1", evs("Opened", 1), nil)
 	before, _ := mustReadAll(t, h, storage.FeedQuery{Limit: 100})
-	heads := map[string]int64{"": mustFeedHead(t, h, ""), "alpha": 1, "beta": 1}
+	heads := map[string]int64{"": mustFeedHead(t, h, ""), "alpha": mustFeedHead(t, h, "alpha"), "beta": mustFeedHead(t, h, "beta")}
+	seqs := map[string]int64{"alpha": loadBatch(t, h, "alpha", "1", 1)[0].FeedSequence, "beta": loadBatch(t, h, "beta", "1", 1)[0].FeedSequence}
+	for typ, seq := range seqs {
+		if heads[typ] != seq {
+			t.Fatalf("FeedHead(%q) must be the FeedSequence of the type's only batch %d, got %d", typ, seq, heads[typ])
+		}
+	}
 
 	mixed := []eventstore.NewEvent{stored[1], ev("New", "")}
 	for _, c := range []struct {
@@ -161,20 +170,28 @@ func testAppendAllAtomic(t *testing.T, h *harness) {
 			}
 		}
 	}
-	// The numbers the refused calls did not use are the next ones.
-	results := mustAppendAll(t, h, []storage.AppendRequest{
+	// The refused calls may have left numbers unused, but the next batches
+	// get numbers above every earlier one, and move the heads to them.
+	last := heads[""]
+	reqs := []storage.AppendRequest{
 		request("alpha", "2", evs("Opened", 1), storage.ExpectVersion(0)),
 		request("beta", "1", evs("Added", 1), storage.ExpectVersion(1)),
-	})
-	for i, want := range []struct {
-		req     storage.AppendRequest
-		feedSeq int64
-	}{{storage.AppendRequest{AggregateType: "alpha", AggregateID: "2"}, 2}, {storage.AppendRequest{AggregateType: "beta", AggregateID: "1"}, 2}} {
-		for _, e := range batchEvents(t, h, want.req, results[i].Version) {
-			if e.FeedSequence != want.feedSeq {
-				t.Errorf("after refused AppendAll calls the next %s batch must get FeedSequence %d (no number is used up), got %d", want.req.AggregateType, want.feedSeq, e.FeedSequence)
-			}
+	}
+	results := mustAppendAll(t, h, reqs)
+	for i, req := range reqs {
+		if results[i].Position <= last {
+			t.Errorf("after refused AppendAll calls the next %s batch must get a position above every earlier one: %d after %d", req.AggregateType, results[i].Position, last)
 		}
+		last = results[i].Position
+		got := batchEvents(t, h, req, results[i].Version)
+		if seq := got[0].FeedSequence; seq <= seqs[req.AggregateType] {
+			t.Errorf("after refused AppendAll calls the next %s batch must get a FeedSequence above the type's earlier %d, got %d", req.AggregateType, seqs[req.AggregateType], seq)
+		} else if head := mustFeedHead(t, h, req.AggregateType); head != seq {
+			t.Errorf("after refused AppendAll calls and one more %s batch, FeedHead(%q) must be its FeedSequence %d, got %d", req.AggregateType, req.AggregateType, seq, head)
+		}
+	}
+	if head := mustFeedHead(t, h, ""); head != last {
+		t.Errorf("after refused AppendAll calls and one more AppendAll, FeedHead(\"\") must be its last position %d, got %d", last, head)
 	}
 }
 
@@ -216,10 +233,18 @@ func testAppendAllDuplicates(t *testing.T, h *harness) {
 	for _, want := range []struct {
 		typ     string
 		feedSeq int64
-	}{{"alpha", 1}, {"beta", 2}, {"gamma", 1}} {
+		what    string
+	}{
+		{"alpha", loadBatch(t, h, "alpha", "1", 1)[0].FeedSequence, "that of its first AppendAll, as its batch was a Duplicate"},
+		{"beta", loadBatch(t, h, "beta", "1", 2)[0].FeedSequence, "that of its new batch"},
+		{"gamma", loadBatch(t, h, "gamma", "1", 1)[0].FeedSequence, "that of its new batch"},
+	} {
 		if got := mustFeedHead(t, h, want.typ); got != want.feedSeq {
-			t.Errorf("a Duplicate batch takes no FeedSequence: FeedHead(%q) must be %d, got %d", want.typ, want.feedSeq, got)
+			t.Errorf("a Duplicate batch takes no FeedSequence: FeedHead(%q) must be %s, %d, got %d", want.typ, want.what, want.feedSeq, got)
 		}
+	}
+	if seq := loadBatch(t, h, "alpha", "1", 1)[0].FeedSequence; seq != before[0].FeedSequence {
+		t.Errorf("a Duplicate batch keeps its FeedSequence %d, got %d", before[0].FeedSequence, seq)
 	}
 	if msg := checkBatches(after); msg != "" {
 		t.Error(msg)

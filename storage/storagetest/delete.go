@@ -12,8 +12,8 @@ import (
 func deleteCases() []testCase {
 	return []testCase{
 		{"DeleteAggregate", "DeleteAggregate removes the aggregate's events from Load and ReadFeed and leaves every other aggregate as it was; the id starts again at version 1; an aggregate without events is ErrNotFound", testDeleteAggregate},
-		{"DeleteNeverReusesNumbers", "after the latest batch is deleted FeedHead does not go down, and the next append gets a higher Position and the next FeedSequence, never a deleted one", testDeleteLatest},
-		{"DeleteAggregateType", "DeleteAggregateType removes every aggregate of the type and nothing else, Feeds drops the type, a type without events is ErrNotFound, and later appends of the type get new FeedSequences", testDeleteType},
+		{"DeleteNeverReusesNumbers", "after the latest batch is deleted FeedHead does not go down, and the next append gets a Position and a FeedSequence above every one given before, never a deleted one", testDeleteLatest},
+		{"DeleteAggregateType", "DeleteAggregateType removes every aggregate of the type and nothing else, Feeds drops the type, a type without events is ErrNotFound, and later appends of the type get FeedSequences above every one the type had", testDeleteType},
 	}
 }
 
@@ -89,8 +89,8 @@ func testDeleteAggregate(t *testing.T, h *harness) {
 		if e.Position <= last {
 			t.Errorf("positions are never reused: a new event got position %d, at or below the deleted ones' highest %d", e.Position, last)
 		}
-		if e.FeedSequence != headAlpha+1 {
-			t.Errorf("the next alpha batch after a deletion must get FeedSequence %d, got %d", headAlpha+1, e.FeedSequence)
+		if e.FeedSequence <= headAlpha || e.FeedSequence != agg.Events[0].FeedSequence {
+			t.Errorf("the next alpha batch after a deletion must get one FeedSequence above the type's head %d before it, got %d (event 0: %d)", headAlpha, e.FeedSequence, agg.Events[0].FeedSequence)
 		}
 	}
 }
@@ -103,8 +103,9 @@ func testDeleteLatest(t *testing.T, h *harness) {
 	latest := mustSave(t, h, "alpha", "2", evs("Placed", 3), nil) // the latest batch of the store and of alpha
 	before, _ := mustReadAll(t, h, storage.FeedQuery{Limit: 100})
 	head, headAlpha, headBeta := mustFeedHead(t, h, ""), mustFeedHead(t, h, "alpha"), mustFeedHead(t, h, "beta")
-	if head != latest.Position || headAlpha != 3 || headBeta != 1 {
-		t.Fatalf("FeedHead before the deletion: got %d, %d, %d, want %d, 3, 1", head, headAlpha, headBeta, latest.Position)
+	wantAlpha, wantBeta := loadBatch(t, h, "alpha", "2", 2)[0].FeedSequence, loadBatch(t, h, "beta", "1", 1)[0].FeedSequence
+	if head != latest.Position || headAlpha != wantAlpha || headBeta != wantBeta {
+		t.Fatalf("FeedHead before the deletion: got %d, %d, %d, want %d, %d, %d", head, headAlpha, headBeta, latest.Position, wantAlpha, wantBeta)
 	}
 
 	if err := h.s.DeleteAggregate(ctx, "alpha", "2"); err != nil {
@@ -133,14 +134,15 @@ func testDeleteLatest(t *testing.T, h *harness) {
 		t.Errorf("a reader at Head %d must see nothing new after a deletion, got %d events", head, len(page.Events))
 	}
 
+	// The highest FeedSequence each type was ever given.
+	given := map[string]int64{"alpha": headAlpha, "beta": headBeta}
 	for i, s := range []struct {
 		typ, id string
 		n       int
-		seq     int64
 	}{
-		{"alpha", "3", 2, headAlpha + 1}, // a new aggregate
-		{"alpha", "2", 1, headAlpha + 2}, // the deleted id again
-		{"beta", "1", 2, headBeta + 1},
+		{"alpha", "3", 2}, // a new aggregate
+		{"alpha", "2", 1}, // the deleted id again
+		{"beta", "1", 2},
 	} {
 		res := mustSave(t, h, s.typ, s.id, evs("After", s.n), nil)
 		if res.Position-int64(s.n) < head {
@@ -148,20 +150,23 @@ func testDeleteLatest(t *testing.T, h *harness) {
 		}
 		head = res.Position
 		agg := mustLoad(t, h, s.typ, s.id)
-		for _, e := range agg.Events[len(agg.Events)-s.n:] {
-			if e.FeedSequence != s.seq {
-				t.Errorf("save %d after the deletion (%s/%s): FeedSequence must be the type's next number %d (deleted numbers are not reused), got %d", i, s.typ, s.id, s.seq, e.FeedSequence)
+		batch := agg.Events[len(agg.Events)-s.n:]
+		seq := batch[0].FeedSequence
+		for _, e := range batch {
+			if e.FeedSequence != seq || seq <= given[s.typ] {
+				t.Errorf("save %d after the deletion (%s/%s): the batch must get one FeedSequence above every one its type was given, %d (deleted numbers are not reused), got %d", i, s.typ, s.id, given[s.typ], e.FeedSequence)
 			}
 		}
-		if got := mustFeedHead(t, h, s.typ); got != s.seq {
-			t.Errorf("save %d after the deletion: FeedHead(%q) must be %d, got %d", i, s.typ, s.seq, got)
+		given[s.typ] = seq
+		if got := mustFeedHead(t, h, s.typ); got != seq {
+			t.Errorf("save %d after the deletion: FeedHead(%q) must be the new batch's FeedSequence %d, got %d", i, s.typ, seq, got)
 		}
 	}
 }
 
 func testDeleteType(t *testing.T, h *harness) {
 	ctx := t.Context()
-	saveBatchPlan(t, h)
+	headAlpha := typeHeads(saveBatchPlan(t, h))["alpha"]
 	before, _ := mustReadAll(t, h, storage.FeedQuery{Limit: 100})
 	for _, typ := range []string{"alph", "alpha%", "delta", "Alpha", ""} {
 		if err := h.s.DeleteAggregateType(ctx, typ); !errors.Is(err, storage.ErrNotFound) {
@@ -210,8 +215,11 @@ func testDeleteType(t *testing.T, h *harness) {
 		t.Errorf("positions are never reused: a new batch ends at %d, the deleted events went up to %d", res.Position, before[len(before)-1].Position)
 	}
 	for _, e := range mustLoad(t, h, "alpha", "1").Events {
-		if e.FeedSequence != 5 {
-			t.Errorf("alpha had 4 batches before DeleteAggregateType: the next alpha batch must get FeedSequence 5, got %d", e.FeedSequence)
+		if e.FeedSequence <= headAlpha {
+			t.Errorf("alpha's last FeedSequence before DeleteAggregateType was %d: the next alpha batch must get a greater one, got %d", headAlpha, e.FeedSequence)
 		}
+	}
+	if got := mustFeedHead(t, h, "alpha"); got <= headAlpha {
+		t.Errorf("alpha's last FeedSequence before DeleteAggregateType was %d: FeedHead(\"alpha\") after its next batch must be greater, got %d", headAlpha, got)
 	}
 }

@@ -13,10 +13,10 @@ func feedCases() []testCase {
 		{"ReadFeedPaging", "ReadFeed returns at most Limit events, and paging with After = Head reads every event exactly once", testFeedPaging},
 		{"ReadFeedFilter", "ReadFeed with AggregateType returns exactly that type's events, in position order", testFeedFilter},
 		{"ReadFeedHeadKeepsUp", "on a quiet or filtered feed Head reaches the store's last position, so an idle reader keeps up", testFeedHead},
-		{"FeedCompleteUnderConcurrentWriters", "a reader following the feed while writers save concurrently sees every acknowledged event exactly once, in increasing position order", func(t *testing.T, h *harness) {
+		{"FeedCompleteUnderConcurrentWriters", "a reader following the feed while writers save concurrently sees every acknowledged event exactly once, in increasing position order, each aggregate's versions and sequences without gaps, each batch with one FeedSequence, strictly increasing per type (gaps allowed)", func(t *testing.T, h *harness) {
 			testFeedConcurrent(t, h, "", false)
 		}},
-		{"FilteredFeedCompleteUnderConcurrentWriters", "a reader following one aggregate type's feed while writers save concurrently sees every acknowledged event of that type exactly once, in order", func(t *testing.T, h *harness) {
+		{"FilteredFeedCompleteUnderConcurrentWriters", "a reader following one aggregate type's feed while writers save concurrently sees every acknowledged event of that type exactly once, in order, each batch with one FeedSequence, strictly increasing (gaps allowed)", func(t *testing.T, h *harness) {
 			testFeedConcurrent(t, h, "alpha", false)
 		}},
 	}

@@ -161,8 +161,9 @@ func testFeedConcurrent(t *testing.T, h *harness, typ string, bulk bool) {
 		}
 	}
 	if msg := checkBatches(got.events); msg != "" {
-		t.Errorf("the follower must see the batches of each type numbered in feed order: %s", msg)
+		t.Errorf("the follower must see the batches of each type numbered in feed order (one FeedSequence per batch, strictly increasing per type, gaps allowed): %s", msg)
 	}
+	// One FeedSequence per acknowledged batch: no two batches share one.
 	seqs := make(map[string]map[int64]bool)
 	for _, e := range got.events {
 		if seqs[e.AggregateType] == nil {
@@ -171,14 +172,8 @@ func testFeedConcurrent(t *testing.T, h *harness, typ string, bulk bool) {
 		seqs[e.AggregateType][e.FeedSequence] = true
 	}
 	for at, n := range batches {
-		for fs := int64(1); fs <= n; fs++ {
-			if !seqs[at][fs] {
-				t.Errorf("%d batches of type %s were acknowledged, so their FeedSequences must be 1..%d, but the follower saw none with %d", n, at, n, fs)
-				break
-			}
-		}
 		if len(seqs[at]) != int(n) {
-			t.Errorf("%d batches of type %s were acknowledged, but the follower saw %d distinct FeedSequences", n, at, len(seqs[at]))
+			t.Errorf("%d batches of type %s were acknowledged, so the follower must see %d distinct FeedSequences, but it saw %d", n, at, n, len(seqs[at]))
 		}
 	}
 	if len(acked) == 0 {

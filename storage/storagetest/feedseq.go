@@ -12,9 +12,9 @@ import (
 
 func feedSequenceCases() []testCase {
 	return []testCase{
-		{"FeedSequenceNumbersBatches", "every event of a batch gets its aggregate type's next FeedSequence (1, 2, 3, ... per type, types counted apart); the events of a batch have consecutive positions", testFeedSequence},
+		{"FeedSequenceNumbersBatches", "every event of a batch gets one FeedSequence, greater than every FeedSequence its aggregate type had before (numbers strictly increase per type and may have gaps: 1, 2, 3 is allowed, so is 3, 7, 12); the events of a batch have consecutive positions", testFeedSequence},
 		{"ReadFeedAfterFeedSequence", "ReadFeed with AggregateType and AfterFeedSequence k returns that type's events whose FeedSequence is greater than k, in position order; reading on with After = Head continues without gap or repeat", testAfterFeedSequence},
-		{"FeedHead", "FeedHead(\"\") is the highest position of the feed (0 when empty), FeedHead(type) the type's latest FeedSequence; a type without events is ErrNotFound", testFeedHeadValues},
+		{"FeedHead", "FeedHead(\"\") is the highest position of the feed (0 when empty), FeedHead(type) the type's latest FeedSequence, which a save of another type does not move; a type without events is ErrNotFound", testFeedHeadValues},
 		{"Feeds", "Feeds lists every aggregate type that has events, ordered by type, with its numbers of aggregates, batches and events", testFeeds},
 		{"EncryptedDataRoundTrips", "EncryptedData is stored with each event and returned unchanged by Load and ReadFeed; \"\" stays \"\"", testEncryptedData},
 	}
@@ -25,8 +25,8 @@ type savedBatch struct {
 	typ, id string
 	n       int
 	res     storage.AppendResult
-	// feedSeq is the FeedSequence the batch must have: its rank among the
-	// plan's saves of its type.
+	// feedSeq is the FeedSequence the store gave the batch's first event,
+	// as Load returns it.
 	feedSeq int64
 }
 
@@ -43,19 +43,34 @@ var batchPlan = []struct {
 // saveBatchPlan saves batchPlan through the Store.
 func saveBatchPlan(t *testing.T, h *harness) []savedBatch {
 	t.Helper()
-	seq := make(map[string]int64)
 	var out []savedBatch
 	for _, p := range batchPlan {
 		res := mustSave(t, h, p.typ, p.id, evs(p.typ+"Happened", p.n), nil)
-		seq[p.typ]++
-		out = append(out, savedBatch{typ: p.typ, id: p.id, n: p.n, res: res, feedSeq: seq[p.typ]})
+		out = append(out, savedBatch{typ: p.typ, id: p.id, n: p.n, res: res, feedSeq: loadBatch(t, h, p.typ, p.id, res.Version)[0].FeedSequence})
 	}
 	return out
 }
 
+// typeHeads returns the FeedSequence of each type's last batch of batches.
+func typeHeads(batches []savedBatch) map[string]int64 {
+	heads := make(map[string]int64)
+	for _, b := range batches {
+		heads[b.typ] = b.feedSeq
+	}
+	return heads
+}
+
 func testFeedSequence(t *testing.T, h *harness) {
 	batches := saveBatchPlan(t, h)
+	prev := make(map[string]savedBatch) // the type's batch before
 	for i, b := range batches {
+		if b.feedSeq < 1 {
+			t.Errorf("save %d (%s/%s): FeedSequences start at 1 or more, got %d", i, b.typ, b.id, b.feedSeq)
+		}
+		if p, ok := prev[b.typ]; ok && b.feedSeq <= p.feedSeq {
+			t.Errorf("save %d (%s/%s): a type's FeedSequences strictly increase from batch to batch: it got %d, after %d for the type's batch before (%s/%s)", i, b.typ, b.id, b.feedSeq, p.feedSeq, p.typ, p.id)
+		}
+		prev[b.typ] = b
 		agg := mustLoad(t, h, b.typ, b.id)
 		var got []storage.Event
 		for _, e := range agg.Events {
@@ -68,7 +83,7 @@ func testFeedSequence(t *testing.T, h *harness) {
 		}
 		for k, e := range got {
 			if e.FeedSequence != b.feedSeq {
-				t.Errorf("save %d (%s/%s, the type's batch %d): event %d has FeedSequence %d, want %d", i, b.typ, b.id, b.feedSeq, k, e.FeedSequence, b.feedSeq)
+				t.Errorf("save %d (%s/%s): the events of a batch share one FeedSequence: event %d has %d, event 0 has %d", i, b.typ, b.id, k, e.FeedSequence, b.feedSeq)
 			}
 			if want := b.res.Position - int64(b.n-1-k); e.Position != want {
 				t.Errorf("save %d (%s/%s): the events of a batch have consecutive positions ending at the save's Position %d: event %d is at %d, want %d", i, b.typ, b.id, b.res.Position, k, e.Position, want)
@@ -93,13 +108,10 @@ func testAfterFeedSequence(t *testing.T, h *harness) {
 	feed, _ := mustReadAll(t, h, storage.FeedQuery{Limit: 100})
 	for _, typ := range []string{"alpha", "beta", "gamma"} {
 		all := filterType(feed, typ)
-		var head int64
-		for _, b := range batches {
-			if b.typ == typ {
-				head = b.feedSeq
-			}
-		}
-		for k := int64(1); k <= head+1; k++ {
+		// Every k from 0 to past the type's head: the batches' own
+		// numbers, and those in the gaps between them, if any.
+		head := typeHeads(batches)[typ]
+		for k := int64(0); k <= head+1; k++ {
 			var want []storage.Event
 			for _, e := range all {
 				if e.FeedSequence > k {
@@ -143,10 +155,8 @@ func testFeedHeadValues(t *testing.T, h *harness) {
 		t.Errorf("FeedHead of a type without events must wrap ErrNotFound, got %d, %v", head, err)
 	}
 	batches := saveBatchPlan(t, h)
-	want := map[string]int64{"": batches[len(batches)-1].res.Position}
-	for _, b := range batches {
-		want[b.typ] = b.feedSeq
-	}
+	want := typeHeads(batches)
+	want[""] = batches[len(batches)-1].res.Position
 	for typ, w := range want {
 		if got := mustFeedHead(t, h, typ); got != w {
 			t.Errorf("FeedHead(%q) must be %d, got %d", typ, w, got)
@@ -158,8 +168,12 @@ func testFeedHeadValues(t *testing.T, h *harness) {
 		}
 	}
 	res := mustSave(t, h, "beta", "9", evs("Late", 2), nil)
-	if got := mustFeedHead(t, h, "beta"); got != want["beta"]+1 {
-		t.Errorf("after one more beta save FeedHead(\"beta\") must be %d, got %d", want["beta"]+1, got)
+	seq := loadBatch(t, h, "beta", "9", res.Version)[0].FeedSequence
+	if seq <= want["beta"] {
+		t.Errorf("one more beta save must get a FeedSequence above the type's head %d, got %d", want["beta"], seq)
+	}
+	if got := mustFeedHead(t, h, "beta"); got != seq {
+		t.Errorf("after one more beta save FeedHead(\"beta\") must be its FeedSequence %d, got %d", seq, got)
 	}
 	if got := mustFeedHead(t, h, "alpha"); got != want["alpha"] {
 		t.Errorf("a beta save must not move FeedHead(\"alpha\") from %d, got %d", want["alpha"], got)

@@ -228,6 +228,20 @@ func request(typ, id string, events []eventstore.NewEvent, expected storage.Vers
 	return req
 }
 
+// loadBatch loads the events of aggregate typ/id stored at version v (one
+// batch), and fails the test on error or when there are none.
+func loadBatch(t testing.TB, h *harness, typ, id string, v int64) []storage.Event {
+	t.Helper()
+	agg, err := h.s.Load(t.Context(), storage.LoadQuery{AggregateType: typ, AggregateID: id, AfterVersion: v - 1, Limit: 1})
+	if err != nil {
+		t.Fatalf("Load %s/%s version %d: %v", typ, id, v, err)
+	}
+	if len(agg.Events) == 0 {
+		t.Fatalf("Load %s/%s version %d returned no event", typ, id, v)
+	}
+	return agg.Events
+}
+
 // mustFeedHead calls FeedHead and fails the test on error.
 func mustFeedHead(t testing.TB, h *harness, typ string) int64 {
 	t.Helper()

@@ -91,13 +91,14 @@ func testFeedMaxBytes(t *testing.T, h *harness) {
 		typ := []string{"doc", "note"}[i%2]
 		mustSave(t, h, typ, fmt.Sprint("a", rng.IntN(5)), sizedEvents(rng, "Edited", 1+rng.IntN(3)), nil)
 	}
+	docs, _ := mustReadAll(t, h, storage.FeedQuery{AggregateType: "doc", Limit: 100})
 	queries := []storage.FeedQuery{
 		{Limit: 10},
 		{Limit: 1000},
 		{After: 7, Limit: 25},
 		{AggregateType: "doc", Limit: 8},
 		{AggregateType: "note", After: 12, Limit: 100},
-		{AggregateType: "doc", AfterFeedSequence: 4, Limit: 6},
+		{AggregateType: "doc", AfterFeedSequence: nthFeedSeq(t, docs, "doc", 3), Limit: 6}, // after the type's 4th batch
 	}
 	for _, q := range queries {
 		want, err := h.s.ReadFeed(ctx, q)

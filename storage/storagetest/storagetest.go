@@ -15,9 +15,13 @@
 // batch adjacent with one FeedSequence, each type's FeedSequences rising
 // from batch to batch, FeedHead, Feeds and ListAggregates agreeing with
 // the feed, every
-// projection checkpoint at or below the feed head. The required properties
-// (atomic append, gap-free global order, checkpoint atomic with state) have
-// no capability flags: every backend must pass every subtest.
+// projection checkpoint at or below the feed head. Positions and
+// FeedSequences must strictly increase and never be reused, but may have
+// gaps: the suite never expects a number to be the previous one + 1,
+// except for the positions of the events of one batch. The required
+// properties (atomic append, a global order that a reader continuing from
+// a cursor never skips, checkpoint atomic with state) have no capability
+// flags: every backend must pass every subtest.
 //
 // RunBenchmarks measures the same workloads on any backend, so figures of
 // different backends can be compared.
