@@ -18,9 +18,9 @@ func TestListAggregatesPlan(t *testing.T) {
 	s := openBatchTest(t)
 	ctx := context.Background()
 	_, err := s.pool.Exec(ctx, qualify(s.schema, `
-INSERT INTO {{schema}}.events (position, aggregate_type, aggregate_id, event_id, event_type, version, sequence, recorded_at, feed_sequence)
+INSERT INTO {{schema}}.events (position, aggregate_type, aggregate_id, event_id, event_type, version, sequence, recorded_at, feed_sequence, tx)
 SELECT g + 1, CASE WHEN g % 2 = 0 THEN 'a' ELSE 'b' END, 'id-' || lpad((g / 6)::text, 5, '0'), 'e-' || g, 'T',
-       CASE WHEN (g / 2) % 3 = 2 THEN 2 ELSE 1 END, (g / 2) % 3 + 1, 'epoch'::timestamptz + (1000 + g) * interval '1 microsecond', g + 1
+       CASE WHEN (g / 2) % 3 = 2 THEN 2 ELSE 1 END, (g / 2) % 3 + 1, 'epoch'::timestamptz + (1000 + g) * interval '1 microsecond', g + 1, 0
 FROM generate_series(0, 119999) g`))
 	if err != nil {
 		t.Fatal(err)

@@ -20,9 +20,9 @@ func TestDatedFeedPlansUseIndexes(t *testing.T) {
 	// Event g is recorded at g × 3.6 s, minus up to 4 s: 1,000 an hour,
 	// not rising with the position; types t0 and t1 alternate.
 	_, err := s.pool.Exec(ctx, qualify(s.schema, `
-INSERT INTO {{schema}}.events (position, aggregate_type, aggregate_id, event_id, event_type, data, version, sequence, recorded_at, feed_sequence)
+INSERT INTO {{schema}}.events (position, aggregate_type, aggregate_id, event_id, event_type, data, version, sequence, recorded_at, feed_sequence, tx)
 SELECT g, 't' || (g % 2), 'a' || g, 'e' || g, 'Happened', '{"n":1}', 1, 1,
-       timestamptz '2026-01-01 00:00:00+00' + (g * 3600 - (g % 3) * 2000) * interval '1 ms', g / 2 + 1
+       timestamptz '2026-01-01 00:00:00+00' + (g * 3600 - (g % 3) * 2000) * interval '1 ms', g / 2 + 1, 0
 FROM generate_series(1, 200000) g;
 ANALYZE {{schema}}.events;`))
 	if err != nil {
@@ -40,7 +40,8 @@ ANALYZE {{schema}}.events;`))
 			{"type t1", s.sql.feedTypeDated, []any{int64(0), 1000, pgTime(from.UnixMicro()), pgTime(to.UnixMicro()), "t1", int64(0)}},
 			{"type t1 after a feed sequence", s.sql.feedTypeDated, []any{int64(0), 1000, pgTime(from.UnixMicro()), pgTime(to.UnixMicro()), "t1", int64(50)}},
 		} {
-			rows, err := s.pool.Query(ctx, "EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF, SUMMARY OFF) "+c.sql, c.args...)
+			// After the watermark statement, as ReadFeed runs it.
+			rows, br, err := s.queryWM(ctx, "EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF, SUMMARY OFF) "+c.sql, c.args...)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -53,6 +54,9 @@ ANALYZE {{schema}}.events;`))
 				plan = append(plan, line)
 			}
 			if err := rows.Err(); err != nil {
+				t.Fatal(err)
+			}
+			if err := br.Close(); err != nil {
 				t.Fatal(err)
 			}
 			text := strings.Join(plan, "\n")

@@ -93,7 +93,8 @@ func TestRowDecoderMatchesScan(t *testing.T) {
 	}
 	for _, q := range queries {
 		t.Run(q.name, func(t *testing.T) {
-			rows, err := s.pool.Query(ctx, q.sql, q.args...)
+			// After the watermark statement, as the Storage runs them.
+			rows, br, err := s.queryWM(ctx, q.sql, q.args...)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -105,11 +106,17 @@ func TestRowDecoderMatchesScan(t *testing.T) {
 			if err := d.decode(rows); err != nil {
 				t.Fatal(err)
 			}
-			rows, err = s.pool.Query(ctx, q.sql, q.args...)
+			if err := br.Close(); err != nil {
+				t.Fatal(err)
+			}
+			rows, br, err = s.queryWM(ctx, q.sql, q.args...)
 			if err != nil {
 				t.Fatal(err)
 			}
 			heads, want := scanWithPgx(t, rows, q.lead)
+			if err := br.Close(); err != nil {
+				t.Fatal(err)
+			}
 			if !reflect.DeepEqual(d.events, want) {
 				t.Errorf("decoded events differ from pgx's Scan:\n got %+v\nwant %+v", d.events, want)
 			}
