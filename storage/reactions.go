@@ -71,7 +71,8 @@ type ReactionStorage interface {
 
 	// FinishReaction records the outcome of an attempt: when reaction
 	// o.ID is ongoing under the claim o.Claim, it becomes o.State
-	// (ReactionCompleted or ReactionFailed, with FinishedAt o.At, or
+	// (ReactionCompleted, ReactionFailed or ReactionCanceled, with
+	// FinishedAt o.At, or
 	// ReactionPending again with DueAt o.DueAt for a retry) with
 	// LastError o.Error. Otherwise (the lease ended and another claimed
 	// it, or it was cancelled or executed anew meanwhile) it writes
@@ -208,7 +209,8 @@ type ReactionClaim struct {
 type ReactionOutcome struct {
 	// ID and Claim identify the reaction and the claim it is under.
 	ID, Claim string
-	// State is ReactionCompleted, ReactionFailed or ReactionPending.
+	// State is ReactionCompleted, ReactionFailed, ReactionCanceled or
+	// ReactionPending.
 	State ReactionState
 	// DueAt is the time of the next attempt when State is
 	// ReactionPending.
