@@ -86,7 +86,8 @@ type ListOptions struct {
 	// From and To keep the reactions whose trigger time lies within them.
 	From, To time.Time
 	// Skip reactions are left out (at most MaxSkip), then at most Limit
-	// returned (DefaultLimit when 0, at most MaxLimit).
+	// returned (DefaultLimit when 0, at most MaxLimit; a negative Limit
+	// returns none, only Total).
 	Skip, Limit int
 }
 
@@ -112,10 +113,13 @@ func (e *Engine) Reactions(ctx context.Context, opts ListOptions) (Page, error) 
 	now := e.now()
 	q := storage.ReactionQuery{Definition: opts.Name, AggregateID: opts.AggregateID, EventID: opts.EventID,
 		From: opts.From, To: opts.To, Skip: opts.Skip, Limit: opts.Limit}
-	if q.Limit == 0 {
+	switch {
+	case q.Limit == 0:
 		q.Limit = DefaultLimit
+	case q.Limit < 0:
+		q.Limit = 0
 	}
-	if q.Skip < 0 || q.Skip > MaxSkip || q.Limit < 0 || q.Limit > MaxLimit {
+	if q.Skip < 0 || q.Skip > MaxSkip || q.Limit > MaxLimit {
 		return Page{}, &eventstore.ValidationError{Op: "list reactions", Fields: []eventstore.FieldError{
 			{Field: "skip/limit", Message: fmt.Sprintf("skip must be in [0, %d] and limit in [0, %d]", MaxSkip, MaxLimit)}}}
 	}
