@@ -9,8 +9,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
+	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/eventkit-go/eventstore"
@@ -69,6 +72,7 @@ func (e *Engine) deliverLoop(ctx context.Context) {
 		select {
 		case <-ctx.Done():
 		case <-e.wakeDeliver:
+		case <-freed: // an attempt ended: a retry may be due sooner
 		case <-t.C:
 		}
 		t.Stop()
@@ -185,7 +189,7 @@ func (e *Engine) post(ctx context.Context, c *compiled, r storage.Reaction) erro
 		if errors.Is(err, context.DeadlineExceeded) || errors.Is(ctx.Err(), context.DeadlineExceeded) {
 			return fmt.Errorf("no answer within %v", e.timeout)
 		}
-		return fmt.Errorf("the call failed: %v", err)
+		return errors.New(callProblem(err))
 	}
 	defer resp.Body.Close()
 	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, e.maxResponse))
@@ -193,4 +197,24 @@ func (e *Engine) post(ctx context.Context, c *compiled, r storage.Reaction) erro
 		return fmt.Errorf("the target answered %d", resp.StatusCode)
 	}
 	return nil
+}
+
+// callProblem says why a call failed in words for users, without the
+// Go error chain (which repeats the URL and the resolver's internals).
+func callProblem(err error) string {
+	var dns *net.DNSError
+	var op *net.OpError
+	switch {
+	case errors.As(err, &dns):
+		return "the target's host name does not resolve"
+	case errors.Is(err, syscall.ECONNREFUSED):
+		return "the target refused the connection"
+	case errors.Is(err, syscall.ECONNRESET), errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF):
+		return "the target closed the connection without an answer"
+	case errors.As(err, &op) && op.Timeout():
+		return "the connection to the target timed out"
+	case strings.Contains(err.Error(), "tls:") || strings.Contains(err.Error(), "x509:"):
+		return "the TLS handshake with the target failed"
+	}
+	return "the call to the target failed"
 }

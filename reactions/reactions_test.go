@@ -250,3 +250,19 @@ func TestParseDuration(t *testing.T) {
 		assert.Error(t, err, in)
 	}
 }
+
+func TestRefusedConnectionIsRetriedWithAPlainMessage(t *testing.T) {
+	srv := httptest.NewServer(http.NotFoundHandler())
+	target := srv.URL
+	srv.Close() // nothing listens there any more
+	st, e := setup(t, memory.New(), &reactions.Options{Backoff: 10 * time.Millisecond, Attempts: 2})
+	require.NoError(t, e.Create(t.Context(), def(target)))
+	stop := run(t, e)
+	defer stop()
+	save(t, st, "o-1", "placed", `{}`)
+	waitFor(t, "failed", func() bool { return statuses(t, e)[reactions.StatusFailed] == 1 })
+	p, err := e.Reactions(t.Context(), reactions.ListOptions{Status: reactions.StatusFailed})
+	require.NoError(t, err)
+	assert.Equal(t, "the target refused the connection", p.Reactions[0].LastError)
+	assert.Equal(t, 2, p.Reactions[0].Attempts)
+}
