@@ -30,9 +30,16 @@ const maxBackoff = 24 * time.Hour
 // comes first.
 func (e *Engine) deliverLoop(ctx context.Context) {
 	var wg sync.WaitGroup
-	defer wg.Wait()
 	slots := make(chan struct{}, e.concurrency)
 	freed := make(chan struct{}, 1)
+	outcomes := make(chan storage.ReactionOutcome, e.concurrency)
+	finished := make(chan struct{})
+	go func() { e.record(ctx, outcomes, freed); close(finished) }()
+	defer func() {
+		wg.Wait()
+		close(outcomes)
+		<-finished
+	}()
 	for ctx.Err() == nil {
 		free := e.concurrency - len(slots)
 		claimed := 0
@@ -50,15 +57,20 @@ func (e *Engine) deliverLoop(ctx context.Context) {
 				slots <- struct{}{}
 				wg.Go(func() {
 					defer func() { <-slots; wake(freed) }()
-					e.attempt(ctx, r)
+					if o, ok := e.attempt(ctx, r); ok {
+						outcomes <- o
+					}
 				})
 			}
 		}
 		if claimed > 0 && claimed == free {
-			// More may be due: claim again as soon as a slot frees.
-			select {
-			case <-ctx.Done():
-			case <-freed:
+			// More may be due: claim again once half the slots are free,
+			// so that a claim takes many at once.
+			for ctx.Err() == nil && len(slots) > e.concurrency/2 {
+				select {
+				case <-ctx.Done():
+				case <-freed:
+				}
 			}
 			continue
 		}
@@ -79,13 +91,13 @@ func (e *Engine) deliverLoop(ctx context.Context) {
 	}
 }
 
-// attempt makes one attempt of r and records its outcome. The outcome is
-// written with a context of its own, so that a shutdown during the call
-// still records it (or the lease ends and another process retries).
-func (e *Engine) attempt(ctx context.Context, r storage.Reaction) {
+// attempt makes one attempt of r and returns its outcome, or false when
+// ctx ended during a failed call (the lease then ends and the reaction is
+// retried).
+func (e *Engine) attempt(ctx context.Context, r storage.Reaction) (storage.ReactionOutcome, bool) {
 	err := e.call(ctx, r)
 	if ctx.Err() != nil && err != nil {
-		return // shutting down: the lease ends and the reaction is retried
+		return storage.ReactionOutcome{}, false
 	}
 	o := storage.ReactionOutcome{ID: r.ID, Claim: r.Claim, State: storage.ReactionCompleted, At: e.now()}
 	var final *finalError
@@ -99,15 +111,48 @@ func (e *Engine) attempt(ctx context.Context, r storage.Reaction) {
 		o.State, o.Error = storage.ReactionPending, err.Error()
 		o.DueAt = e.now().Add(e.retryDelay(r.Attempts))
 	}
-	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
-	defer cancel()
-	if err := e.rs.FinishReaction(wctx, o); err != nil {
-		e.log.Warn("reactions: recording an attempt failed", "reaction", r.ID, "err", err)
-		return
-	}
 	if err != nil {
 		e.log.Info("reactions: attempt failed", "reaction", r.ID, "definition", r.Definition,
 			"attempt", r.Attempts, "err", err, "next", o.DueAt)
+	}
+	return o, true
+}
+
+// maxRecordBatch bounds the outcomes recorded in one FinishReactions.
+const maxRecordBatch = 256
+
+// record writes the outcomes of attempts as they come, as many at once as
+// are waiting (one transaction for many deliveries), until outcomes is
+// closed. It writes with a context of its own, so that a shutdown still
+// records the attempts that ended.
+func (e *Engine) record(ctx context.Context, outcomes <-chan storage.ReactionOutcome, freed chan struct{}) {
+	batch := make([]storage.ReactionOutcome, 0, maxRecordBatch)
+	for o := range outcomes {
+		batch = append(batch[:0], o)
+	more:
+		for len(batch) < maxRecordBatch {
+			select {
+			case o, ok := <-outcomes:
+				if !ok {
+					break more
+				}
+				batch = append(batch, o)
+			default:
+				break more
+			}
+		}
+		wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+		errs, err := e.rs.FinishReactions(wctx, batch)
+		cancel()
+		if err != nil {
+			e.log.Warn("reactions: recording attempts failed; their leases end and they are attempted again", "count", len(batch), "err", err)
+		}
+		for i, err := range errs {
+			if err != nil {
+				e.log.Warn("reactions: recording an attempt failed", "reaction", batch[i].ID, "err", err)
+			}
+		}
+		wake(freed)
 	}
 }
 
@@ -131,14 +176,14 @@ func (e *finalError) Error() string { return e.msg }
 
 // call runs r's action once.
 func (e *Engine) call(ctx context.Context, r storage.Reaction) error {
-	rec, err := e.rs.ReactionDefinition(ctx, r.Definition)
+	spec, err := e.specOf(ctx, r.Definition)
 	if errors.Is(err, eventstore.ErrNotFound) {
 		return &finalError{storage.ReactionCanceled, "the reaction's definition was deleted"}
 	}
 	if err != nil {
 		return fmt.Errorf("reading the definition: %v", err)
 	}
-	c, err := e.compiledOf(rec.Spec)
+	c, err := e.compiledOf(spec)
 	if err != nil {
 		return &finalError{storage.ReactionFailed, err.Error()}
 	}
@@ -217,4 +262,34 @@ func callProblem(err error) string {
 		return "the TLS handshake with the target failed"
 	}
 	return "the call to the target failed"
+}
+
+// specTTL is how long a definition read for deliveries is used before it
+// is read again: a change or deletion reaches deliveries within it.
+const specTTL = time.Second
+
+type cachedSpec struct {
+	spec []byte
+	read time.Time
+}
+
+// specOf returns the spec of definition name, read at most specTTL ago.
+func (e *Engine) specOf(ctx context.Context, name string) ([]byte, error) {
+	e.mu.Lock()
+	c, ok := e.specs[name]
+	e.mu.Unlock()
+	if ok && time.Since(c.read) < specTTL {
+		return c.spec, nil
+	}
+	rec, err := e.rs.ReactionDefinition(ctx, name)
+	if err != nil {
+		return nil, err
+	}
+	e.mu.Lock()
+	if len(e.specs) > 2*e.maxDefs {
+		clear(e.specs)
+	}
+	e.specs[name] = cachedSpec{rec.Spec, time.Now()}
+	e.mu.Unlock()
+	return rec.Spec, nil
 }

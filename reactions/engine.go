@@ -105,8 +105,9 @@ type Engine struct {
 
 	wakeSched, wakeDeliver chan struct{}
 
-	mu   sync.Mutex
-	defs map[string]*compiled // by spec, for deliveries
+	mu    sync.Mutex
+	defs  map[string]*compiled  // by spec, for deliveries
+	specs map[string]cachedSpec // by name, for deliveries
 }
 
 // New returns an Engine scheduling the events of st into rs, which must be
@@ -137,6 +138,7 @@ func New(st *eventstore.Store, s storage.Storage, opts *Options) (*Engine, error
 		wakeSched:   make(chan struct{}, 1),
 		wakeDeliver: make(chan struct{}, 1),
 		defs:        make(map[string]*compiled),
+		specs:       make(map[string]cachedSpec),
 	}
 	if opts.Now == nil {
 		e.now = time.Now

@@ -69,15 +69,18 @@ type ReactionStorage interface {
 	// pending and ongoing reactions, without reading the others.
 	ClaimReactions(ctx context.Context, c ReactionClaim) ([]Reaction, error)
 
-	// FinishReaction records the outcome of an attempt: when reaction
-	// o.ID is ongoing under the claim o.Claim, it becomes o.State
-	// (ReactionCompleted, ReactionFailed or ReactionCanceled, with
-	// FinishedAt o.At, or
+	// FinishReactions records the outcomes of attempts, in one atomic
+	// step for all of them (so that a backend commits once for many
+	// deliveries): for each o whose reaction o.ID is ongoing under the
+	// claim o.Claim, it becomes o.State (ReactionCompleted,
+	// ReactionFailed or ReactionCanceled, with FinishedAt o.At, or
 	// ReactionPending again with DueAt o.DueAt for a retry) with
-	// LastError o.Error. Otherwise (the lease ended and another claimed
-	// it, or it was cancelled or executed anew meanwhile) it writes
-	// nothing and wraps ErrConflict; an unknown id wraps ErrNotFound.
-	FinishReaction(ctx context.Context, o ReactionOutcome) error
+	// LastError o.Error. Any other outcome (the lease ended and another
+	// claimed it, or it was cancelled or executed anew meanwhile) writes
+	// nothing, and its entry of errs wraps ErrConflict (ErrNotFound for an
+	// unknown id); errs[i] belongs to outcomes[i], nil when applied. err
+	// reports a failure of the whole step, which then wrote nothing.
+	FinishReactions(ctx context.Context, outcomes []ReactionOutcome) (errs []error, err error)
 
 	// Reaction returns the reaction with id.
 	Reaction(ctx context.Context, id string) (Reaction, error)
@@ -205,7 +208,7 @@ type ReactionClaim struct {
 	Limit int
 }
 
-// ReactionOutcome is the input of ReactionStorage.FinishReaction.
+// ReactionOutcome is one input of ReactionStorage.FinishReactions.
 type ReactionOutcome struct {
 	// ID and Claim identify the reaction and the claim it is under.
 	ID, Claim string

@@ -250,28 +250,30 @@ func (s *store) ClaimReactions(ctx context.Context, c storage.ReactionClaim) ([]
 	return out, nil
 }
 
-// FinishReaction implements storage.ReactionStorage.
-func (s *store) FinishReaction(ctx context.Context, o storage.ReactionOutcome) error {
-	rx, err := s.lockRx(ctx, "finish reaction")
+// FinishReactions implements storage.ReactionStorage.
+func (s *store) FinishReactions(ctx context.Context, outcomes []storage.ReactionOutcome) ([]error, error) {
+	rx, err := s.lockRx(ctx, "finish reactions")
 	if err != nil {
-		return err
+		return nil, err
 	}
 	defer rx.mu.Unlock()
-	m, ok := rx.byID[o.ID]
-	if !ok {
-		return fmt.Errorf("reaction %s: %w", o.ID, storage.ErrNotFound)
+	errs := make([]error, len(outcomes))
+	for i, o := range outcomes {
+		m, ok := rx.byID[o.ID]
+		switch {
+		case !ok:
+			errs[i] = fmt.Errorf("reaction %s: %w", o.ID, storage.ErrNotFound)
+		case m.r.State != storage.ReactionOngoing || m.r.Claim != o.Claim:
+			errs[i] = fmt.Errorf("reaction %s is no longer claimed by this attempt: %w", o.ID, storage.ErrConflict)
+		case o.State == storage.ReactionPending:
+			m.r.LastError, m.r.Claim = o.Error, ""
+			rx.setState(m, o.State, utc(o.DueAt))
+		default:
+			m.r.LastError, m.r.Claim, m.r.FinishedAt = o.Error, "", utc(o.At)
+			rx.setState(m, o.State, m.r.DueAt)
+		}
 	}
-	if m.r.State != storage.ReactionOngoing || m.r.Claim != o.Claim {
-		return fmt.Errorf("reaction %s is no longer claimed by this attempt: %w", o.ID, storage.ErrConflict)
-	}
-	m.r.LastError, m.r.Claim = o.Error, ""
-	if o.State == storage.ReactionPending {
-		rx.setState(m, o.State, utc(o.DueAt))
-	} else {
-		m.r.FinishedAt = utc(o.At)
-		rx.setState(m, o.State, m.r.DueAt)
-	}
-	return nil
+	return errs, nil
 }
 
 // Reaction implements storage.ReactionStorage.

@@ -265,24 +265,53 @@ func (p prefixRow) Scan(dest ...any) error { return p.row.Scan(append([]any{p.fi
 // withPrefix puts p before every column of cols.
 func withPrefix(p, cols string) string { return p + strings.ReplaceAll(cols, ", ", ", "+p) }
 
-// FinishReaction implements storage.ReactionStorage.
-func (s *store) FinishReaction(ctx context.Context, o storage.ReactionOutcome) error {
-	due, finished := micros(o.DueAt), micros(o.At)
-	if o.State != storage.ReactionPending {
-		due = -1 // keep
-	} else {
-		finished = 0
-	}
-	return s.inTx(ctx, "finish reaction", func(tx pgx.Tx) error {
-		tag, err := tx.Exec(ctx, s.q(`UPDATE {{schema}}.reactions SET state = $1,
+// FinishReactions implements storage.ReactionStorage in one
+// transaction.
+func (s *store) FinishReactions(ctx context.Context, outcomes []storage.ReactionOutcome) ([]error, error) {
+	var errs []error
+	err := s.inTx(ctx, "finish reactions", func(tx pgx.Tx) error {
+		errs = make([]error, len(outcomes))
+		update := s.q(`UPDATE {{schema}}.reactions SET state = $1,
 			due_at = CASE WHEN $2::bigint >= 0 THEN $2::bigint ELSE due_at END,
-			finished_at = $3, last_error = $4, claim = '' WHERE id = $5 AND state = 1 AND claim = $6`),
-			int16(o.State), due, finished, text(o.Error), o.ID, o.Claim)
-		if err != nil || tag.RowsAffected() == 1 {
+			finished_at = $3, last_error = $4, claim = '' WHERE id = $5 AND state = 1 AND claim = $6`)
+		var b pgx.Batch
+		for _, o := range outcomes {
+			due, finished := micros(o.DueAt), micros(o.At)
+			if o.State != storage.ReactionPending {
+				due = -1 // keep
+			} else {
+				finished = 0
+			}
+			b.Queue(update, int16(o.State), due, finished, text(o.Error), o.ID, o.Claim)
+		}
+		res := tx.SendBatch(ctx, &b)
+		var missed []int
+		for i := range outcomes {
+			tag, err := res.Exec()
+			if err != nil {
+				res.Close()
+				return err
+			}
+			if tag.RowsAffected() == 0 {
+				missed = append(missed, i)
+			}
+		}
+		if err := res.Close(); err != nil {
 			return err
 		}
-		return s.missingOr(ctx, tx, o.ID, fmt.Errorf("reaction %s is no longer claimed by this attempt: %w", o.ID, storage.ErrConflict))
+		for _, i := range missed {
+			errs[i] = s.missingOr(ctx, tx, outcomes[i].ID,
+				fmt.Errorf("reaction %s is no longer claimed by this attempt: %w", outcomes[i].ID, storage.ErrConflict))
+			if !errors.Is(errs[i], storage.ErrConflict) && !errors.Is(errs[i], storage.ErrNotFound) {
+				return errs[i]
+			}
+		}
+		return nil
 	})
+	if err != nil {
+		return nil, err
+	}
+	return errs, nil
 }
 
 // missingOr returns ErrNotFound when reaction id does not exist, else err.

@@ -225,27 +225,41 @@ func (s *store) ClaimReactions(ctx context.Context, c storage.ReactionClaim) ([]
 	return out, nil
 }
 
-// FinishReaction implements storage.ReactionStorage.
-func (s *store) FinishReaction(ctx context.Context, o storage.ReactionOutcome) error {
-	if err := s.check(ctx, "finish reaction"); err != nil {
-		return err
+// FinishReactions implements storage.ReactionStorage in one
+// transaction.
+func (s *store) FinishReactions(ctx context.Context, outcomes []storage.ReactionOutcome) ([]error, error) {
+	if err := s.check(ctx, "finish reactions"); err != nil {
+		return nil, err
 	}
-	due, finished := micros(o.DueAt), micros(o.At)
-	if o.State != storage.ReactionPending {
-		due = -1 // keep
-	} else {
-		finished = 0
-	}
+	var errs []error
 	err := s.inTx(ctx, func(tx *txn) error {
-		n, err := tx.affected(ctx, `UPDATE reactions SET state = ?, due_at = CASE WHEN ? >= 0 THEN ? ELSE due_at END,
-			finished_at = ?, last_error = ?, claim = '' WHERE id = ? AND state = 1 AND claim = ?`,
-			int(o.State), due, due, finished, safetext.Clean(o.Error), o.ID, o.Claim)
-		if err != nil || n == 1 {
-			return err
+		errs = make([]error, len(outcomes))
+		for i, o := range outcomes {
+			due, finished := micros(o.DueAt), micros(o.At)
+			if o.State != storage.ReactionPending {
+				due = -1 // keep
+			} else {
+				finished = 0
+			}
+			n, err := tx.affected(ctx, `UPDATE reactions SET state = ?, due_at = CASE WHEN ? >= 0 THEN ? ELSE due_at END,
+				finished_at = ?, last_error = ?, claim = '' WHERE id = ? AND state = 1 AND claim = ?`,
+				int(o.State), due, due, finished, safetext.Clean(o.Error), o.ID, o.Claim)
+			if err != nil {
+				return err
+			}
+			if n == 0 {
+				errs[i] = s.missingOr(ctx, tx.Tx, o.ID, fmt.Errorf("reaction %s is no longer claimed by this attempt: %w", o.ID, storage.ErrConflict))
+				if !errors.Is(errs[i], storage.ErrConflict) && !errors.Is(errs[i], storage.ErrNotFound) {
+					return errs[i]
+				}
+			}
 		}
-		return s.missingOr(ctx, tx.Tx, o.ID, fmt.Errorf("reaction %s is no longer claimed by this attempt: %w", o.ID, storage.ErrConflict))
+		return nil
 	})
-	return s.fail(ctx, "finish reaction", err)
+	if err != nil {
+		return nil, s.fail(ctx, "finish reactions", err)
+	}
+	return errs, nil
 }
 
 // missingOr returns ErrNotFound when reaction id does not exist, else err.

@@ -1,6 +1,7 @@
 package storagetest
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"slices"
@@ -210,24 +211,36 @@ func testClaim(t *testing.T, h *harness) {
 	if len(got) != 1 || got[0].ID != "a" || got[0].Attempts != 2 {
 		t.Fatalf("after the lease ended: got %+v, want a again with 2 attempts", got)
 	}
-	if err := s.FinishReaction(ctx, storage.ReactionOutcome{ID: "a", Claim: "k1", State: storage.ReactionCompleted, At: later}); !errors.Is(err, storage.ErrConflict) {
+	if err := finishOne(ctx, s, storage.ReactionOutcome{ID: "a", Claim: "k1", State: storage.ReactionCompleted, At: later}); !errors.Is(err, storage.ErrConflict) {
 		t.Errorf("finishing under a lost claim: got %v, want ErrConflict", err)
 	}
-	if err := s.FinishReaction(ctx, storage.ReactionOutcome{ID: "a", Claim: "k3", State: storage.ReactionCompleted, At: later}); err != nil {
+	if err := finishOne(ctx, s, storage.ReactionOutcome{ID: "a", Claim: "k3", State: storage.ReactionCompleted, At: later}); err != nil {
 		t.Fatal(err)
 	}
 	if r := mustReaction(t, s, "a"); r.State != storage.ReactionCompleted || !r.FinishedAt.Equal(later) {
 		t.Errorf("a completed reaction: %+v", r)
 	}
 	retry := later.Add(time.Hour)
-	if err := s.FinishReaction(ctx, storage.ReactionOutcome{ID: "b", Claim: "k1", State: storage.ReactionPending, DueAt: retry, Error: "answered 500"}); err != nil {
+	if err := finishOne(ctx, s, storage.ReactionOutcome{ID: "b", Claim: "k1", State: storage.ReactionPending, DueAt: retry, Error: "answered 500"}); err != nil {
 		t.Fatal(err)
 	}
 	if r := mustReaction(t, s, "b"); r.State != storage.ReactionPending || !r.DueAt.Equal(retry) || r.LastError != "answered 500" || r.Attempts != 1 {
 		t.Errorf("a reaction to retry: %+v", r)
 	}
-	if err := s.FinishReaction(ctx, storage.ReactionOutcome{ID: "nope", Claim: "k1"}); !errors.Is(err, storage.ErrNotFound) {
+	if err := finishOne(ctx, s, storage.ReactionOutcome{ID: "nope", Claim: "k1"}); !errors.Is(err, storage.ErrNotFound) {
 		t.Errorf("finishing an unknown reaction: %v, want ErrNotFound", err)
+	}
+	// Several outcomes at once: each applies or fails alone.
+	errs, err := s.FinishReactions(ctx, []storage.ReactionOutcome{
+		{ID: "c", Claim: "k2", State: storage.ReactionFailed, At: later, Error: "gave up"},
+		{ID: "a", Claim: "k3", State: storage.ReactionCompleted, At: later},
+		{ID: "nope", Claim: "k1"},
+	})
+	if err != nil || len(errs) != 3 || errs[0] != nil || !errors.Is(errs[1], storage.ErrConflict) || !errors.Is(errs[2], storage.ErrNotFound) {
+		t.Errorf("FinishReactions of an applicable, a finished and an unknown reaction: %v, %v; want nil, ErrConflict, ErrNotFound", errs, err)
+	}
+	if r := mustReaction(t, s, "c"); r.State != storage.ReactionFailed || r.LastError != "gave up" || !r.FinishedAt.Equal(later) {
+		t.Errorf("a failed reaction: %+v", r)
 	}
 }
 
@@ -359,7 +372,7 @@ func testDeleteReactionDef(t *testing.T, h *harness) {
 	if len(got) != 1 {
 		t.Fatal("claim failed")
 	}
-	if err := s.FinishReaction(ctx, storage.ReactionOutcome{ID: got[0].ID, Claim: "k", State: storage.ReactionCompleted, At: rt0}); err != nil {
+	if err := finishOne(ctx, s, storage.ReactionOutcome{ID: got[0].ID, Claim: "k", State: storage.ReactionCompleted, At: rt0}); err != nil {
 		t.Fatal(err)
 	}
 	if err := s.DeleteReactionDefinition(ctx, "r", rt0); err != nil {
@@ -404,4 +417,16 @@ func testDeleteAggReactions(t *testing.T, h *harness) {
 	if _, ok, _ := s.NextReactionDue(ctx); !ok {
 		t.Errorf("invoice/a's reaction is still due")
 	}
+}
+
+// finishOne records one outcome with FinishReactions.
+func finishOne(ctx context.Context, s storage.ReactionStorage, o storage.ReactionOutcome) error {
+	errs, err := s.FinishReactions(ctx, []storage.ReactionOutcome{o})
+	if err != nil {
+		return err
+	}
+	if len(errs) != 1 {
+		return fmt.Errorf("FinishReactions returned %d errors for 1 outcome", len(errs))
+	}
+	return errs[0]
 }
