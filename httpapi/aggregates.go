@@ -102,7 +102,12 @@ func (h *handler) deleteAggregate(w http.ResponseWriter, r *http.Request) {
 			}
 			return err
 		},
-		func() error { return h.store(r).DeleteAggregate(r.Context(), seg[0], seg[1]) })
+		func() error {
+			if err := h.store(r).DeleteAggregate(r.Context(), seg[0], seg[1]); err != nil {
+				return err
+			}
+			return h.forgetReactions(r, seg[0], seg[1])
+		})
 }
 
 // deleteType serves DELETE /aggregates/{type}, as deleteAggregate does
@@ -118,7 +123,12 @@ func (h *handler) deleteType(w http.ResponseWriter, r *http.Request) {
 			_, err := h.store(r).FeedHead(r.Context(), seg[0])
 			return err
 		},
-		func() error { return h.store(r).DeleteAggregateType(r.Context(), seg[0]) })
+		func() error {
+			if err := h.store(r).DeleteAggregateType(r.Context(), seg[0]); err != nil {
+				return err
+			}
+			return h.forgetReactions(r, seg[0], "")
+		})
 }
 
 type tokenJSON struct {

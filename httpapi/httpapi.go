@@ -250,6 +250,7 @@ import (
 
 	"github.com/eventkit-go/eventstore"
 	"github.com/eventkit-go/eventstore/internal/safetext"
+	"github.com/eventkit-go/eventstore/reactions"
 )
 
 // Header names of the credentials every request carries. A request uses
@@ -322,6 +323,12 @@ type Options struct {
 	// Tenants.DefinitionChanged. Without Tenants the tenants API and the
 	// header are answered with 400 (unsupported).
 	Tenants Tenants
+	// Reactions, when set, serves the reactions API (/reactions) with this
+	// Engine, for the default data space (requests with a tenant header
+	// are answered with 400, unsupported), and removes an aggregate's or a
+	// type's reactions when its events are deleted. Without it /reactions
+	// answers 404. The handler does not run the Engine: call its Run.
+	Reactions *reactions.Engine
 }
 
 // KeyPair is one accepted pair of credentials.
@@ -357,6 +364,7 @@ type handler struct {
 	observe     func(RequestInfo)
 	authorize   func(*http.Request) bool
 	tenants     Tenants
+	reactions   *reactions.Engine
 }
 
 // New returns an http.Handler serving st and p. Both must be non-nil; New
@@ -387,6 +395,7 @@ func New(st *eventstore.Store, p *eventstore.Projector, opts *Options) http.Hand
 	}
 	h.authorize = opts.Authorize
 	h.tenants = opts.Tenants
+	h.reactions = opts.Reactions
 	for _, k := range opts.Keys {
 		if k.AccessKey == "" || k.SecretAccessKey == "" {
 			continue
@@ -397,7 +406,7 @@ func New(st *eventstore.Store, p *eventstore.Projector, opts *Options) http.Hand
 	// with a plain-text 405, so each route checks the method itself.
 	mux := http.NewServeMux()
 	for _, rt := range h.routes() {
-		mux.HandleFunc(rt.pattern, h.methods(rt.methods...))
+		mux.HandleFunc(muxPattern(rt.pattern), h.methods(rt.methods...))
 	}
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		h.fail(w, r, apiErr(eventstore.ErrNotFound, "no endpoint at %s", clip(r.URL.Path)))

@@ -22,6 +22,11 @@ const (
 	patOpenAPI         = "/openapi.json"
 	patTenants         = "/tenants"
 	patTenant          = "/tenants/{tenantId}"
+	patReactionDefs    = "/reactions/definitions"
+	patReactionDef     = "/reactions/definitions/{name}"
+	patReactions       = "/reactions"
+	patReaction        = "/reactions/{reactionId}"
+	patReactionExecute = "/reactions/{reactionId}/execute"
 )
 
 // pathRoutes is one path pattern and the methods it serves.
@@ -60,5 +65,12 @@ func (h *handler) routes() []pathRoutes {
 		{patOpenAPI, []route{{http.MethodGet, h.openAPI}, {http.MethodHead, h.openAPI}}},
 		{patTenants, []route{{http.MethodGet, h.listTenants}, {http.MethodHead, h.listTenants}, {http.MethodPost, h.addTenant}}},
 		{patTenant, []route{{http.MethodPut, h.updateTenant}, {http.MethodDelete, h.deleteTenant}}},
+		{patReactionDefs, []route{{http.MethodGet, h.listReactionDefinitions}, {http.MethodHead, h.listReactionDefinitions},
+			{http.MethodPost, h.createReactionDefinition}}},
+		{patReactionDef, []route{{http.MethodGet, h.getReactionDefinition}, {http.MethodHead, h.getReactionDefinition},
+			{http.MethodPut, h.putReactionDefinition}, {http.MethodDelete, h.deleteReactionDefinition}}},
+		{patReactions, []route{{http.MethodGet, h.listReactions}, {http.MethodHead, h.listReactions}}},
+		{patReaction, []route{{http.MethodGet, h.getReaction}, {http.MethodHead, h.getReaction}, {http.MethodDelete, h.deleteReaction}}},
+		{patReactionExecute, []route{{http.MethodPost, h.executeReaction}}},
 	}
 }

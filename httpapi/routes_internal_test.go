@@ -28,7 +28,7 @@ func newTestHandler(t *testing.T) *handler {
 
 // concrete fills the wildcards of a pattern.
 func concrete(pattern, typ, id, name string) string {
-	return strings.NewReplacer("{type}", typ, "{id}", id, "{name}", name, "{tenantId}", "1b4e28ba-2fa1-41d2-883f-0016d3cca427").Replace(pattern)
+	return strings.NewReplacer("{type}", typ, "{id}", id, "{name}", name, "{tenantId}", "1b4e28ba-2fa1-41d2-883f-0016d3cca427", "{reactionId}", id).Replace(pattern)
 }
 
 // TestEveryRouteErrorShape walks every route with bad input and checks
@@ -67,6 +67,10 @@ func TestEveryRouteErrorShape(t *testing.T) {
 		for _, m := range methods {
 			switch m {
 			case "POST", "PUT":
+				if rt.pattern == patReactionExecute { // no body
+					reqs = append(reqs, req{m, path, "", "", true, 0})
+					continue
+				}
 				reqs = append(reqs,
 					req{m, path, `{"events": [`, "application/json", true, 400},
 					req{m, path, `{"events": []}`, "text/plain", true, 415},

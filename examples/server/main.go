@@ -85,6 +85,7 @@ type config struct {
 	projects        []projectKey // the key file's projects, when keysFile is set
 	ops             opsConfig
 	projector       eventstore.ProjectorOptions
+	reactions       reactionConfig
 }
 
 func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (config, error) {
@@ -101,6 +102,7 @@ func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (c
 		"SIGHUP reloads it; each project gets its own memory store, SQLite file PATH.NAME.EXT or PostgreSQL schema SCHEMA_NAME "+
 		"(default: one project with the key pair of EVENTSTORE_ACCESS_KEY and EVENTSTORE_SECRET_ACCESS_KEY)")
 	c.ops.flags(fs)
+	c.reactions.flags(fs)
 	if err := fs.Parse(args); err != nil {
 		return config{}, err
 	}
@@ -111,6 +113,9 @@ func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (c
 		return config{}, fmt.Errorf("unexpected arguments: %q", fs.Args())
 	}
 	if err := c.ops.check(); err != nil {
+		return config{}, err
+	}
+	if err := c.reactions.check(); err != nil {
 		return config{}, err
 	}
 	if c.keysFile != "" {

@@ -17,6 +17,7 @@ import (
 
 	"github.com/eventkit-go/eventstore"
 	"github.com/eventkit-go/eventstore/httpapi"
+	"github.com/eventkit-go/eventstore/reactions"
 	"github.com/eventkit-go/eventstore/storage"
 	"github.com/eventkit-go/eventstore/storage/memory"
 	"github.com/eventkit-go/eventstore/storage/postgres"
@@ -30,15 +31,18 @@ const maxSchemaLen = 63
 // project is one data space: its own storage, Store, Projector and the
 // goroutines that run them.
 type project struct {
-	name     string // "" for the one project of the environment keys
-	log      *slog.Logger
-	st       *eventstore.Store
-	pg       storage.Storage // the storage, when it is PostgreSQL's (for its feed lag); else nil
-	proj     *eventstore.Projector
-	tenants  *tenancy.Set
-	tokenKey []byte // signs delete tokens; kept across key rotations
-	stop     context.CancelFunc
-	wg       sync.WaitGroup
+	name    string // "" for the one project of the environment keys
+	log     *slog.Logger
+	st      *eventstore.Store
+	pg      storage.Storage // the storage, when it is PostgreSQL's (for its feed lag); else nil
+	proj    *eventstore.Projector
+	tenants *tenancy.Set
+	// reactions runs the project's reactions (its default data space,
+	// not its tenants').
+	reactions *reactions.Engine
+	tokenKey  []byte // signs delete tokens; kept across key rotations
+	stop      context.CancelFunc
+	wg        sync.WaitGroup
 
 	// inflight is held for reading by every request served; close takes
 	// it for writing, so that it waits for them.
@@ -144,6 +148,7 @@ func (rt *projectRouter) build(ctx context.Context, old *projectTable, keys []pr
 				Observer:          rt.observer(p.name, p.log),
 				DeleteTokenKey:    p.tokenKey,
 				Tenants:           p.tenants,
+				Reactions:         p.reactions,
 			}),
 		})
 	}
@@ -221,8 +226,16 @@ func (rt *projectRouter) open(ctx context.Context, name string) (*project, error
 		_ = st.Close()
 		return nil, err
 	}
+	ropts := rt.cfg.reactions.options()
+	ropts.Logger = log
+	if p.reactions, err = reactions.New(st, s, ropts); err != nil {
+		_ = p.tenants.Close()
+		_ = st.Close()
+		return nil, err
+	}
 	_, _ = rand.Read(p.tokenKey) // crypto/rand.Read never fails
 	pctx, stop := context.WithCancel(rt.ctx)
+	p.wg.Go(func() { _ = p.reactions.Run(pctx) })
 	p.stop = stop
 	p.wg.Go(func() {
 		if err := p.proj.Run(pctx); err != nil {

@@ -55,6 +55,8 @@ type store struct {
 	seed     maphash.Seed // of the event ids' hashes
 
 	defs map[string]*definition
+
+	rx reactionStore // reactions, under a lock of their own (reactions.go)
 }
 
 var _ storage.Storage = (*store)(nil)

@@ -159,6 +159,39 @@ SELECT setval({{positions}}, greatest(
 	(SELECT coalesce(max(position), 0) FROM {{schema}}.events),
 	(SELECT coalesce(max(mark), 0) FROM {{schema}}.deleted_marks WHERE feed = '')) + 1, false);
 `,
+	// 7: reactions (storage.ReactionStorage). Times
+	// are Unix microseconds, 0 for none. reactions_due holds only the
+	// pending and ongoing reactions, so claiming what is due (FOR UPDATE
+	// SKIP LOCKED) reads the index of the active ones and nothing else.
+	`
+CREATE TABLE {{schema}}.reaction_definitions (
+	name       text   PRIMARY KEY,
+	spec       bytea  NOT NULL,
+	created_at bigint NOT NULL,
+	checkpoint bigint NOT NULL
+);
+CREATE TABLE {{schema}}.reactions (
+	id             text     PRIMARY KEY,
+	definition     text     NOT NULL,
+	aggregate_type text     NOT NULL,
+	aggregate_id   text     NOT NULL,
+	event_id       text     NOT NULL,
+	event_type     text     NOT NULL,
+	state          smallint NOT NULL,
+	created_at     bigint   NOT NULL,
+	trigger_at     bigint   NOT NULL,
+	due_at         bigint   NOT NULL,
+	finished_at    bigint   NOT NULL,
+	attempts       integer  NOT NULL,
+	claim          text     NOT NULL,
+	last_error     text     NOT NULL,
+	payload        bytea    NOT NULL
+);
+CREATE INDEX reactions_due ON {{schema}}.reactions (due_at, id) WHERE state IN (0, 1);
+CREATE INDEX reactions_pending ON {{schema}}.reactions (definition, aggregate_id) WHERE state = 0;
+CREATE INDEX reactions_trigger ON {{schema}}.reactions (trigger_at, id COLLATE "C");
+CREATE INDEX reactions_aggregate ON {{schema}}.reactions (aggregate_type, aggregate_id);
+`,
 }
 
 // migrate creates schema and brings its tables to the latest version, in

@@ -179,6 +179,40 @@ CREATE TRIGGER projection_search_update AFTER UPDATE OF text ON projection_searc
 	INSERT INTO projection_search_fts (rowid, text) VALUES (new.id, new.text);
 END;
 `,
+	// 8: reactions (storage.ReactionStorage). Times are Unix
+	// microseconds, 0 for none. reactions_due holds only the pending and
+	// ongoing reactions, so claiming what is due reads the index of the
+	// active ones and nothing else; reactions_pending answers the cancels
+	// of a definition's pending reactions for an aggregate.
+	`
+CREATE TABLE reaction_definitions (
+	name       TEXT    PRIMARY KEY,
+	spec       BLOB    NOT NULL,
+	created_at INTEGER NOT NULL,
+	checkpoint INTEGER NOT NULL
+);
+CREATE TABLE reactions (
+	id             TEXT    PRIMARY KEY,
+	definition     TEXT    NOT NULL,
+	aggregate_type TEXT    NOT NULL,
+	aggregate_id   TEXT    NOT NULL,
+	event_id       TEXT    NOT NULL,
+	event_type     TEXT    NOT NULL,
+	state          INTEGER NOT NULL,
+	created_at     INTEGER NOT NULL,
+	trigger_at     INTEGER NOT NULL,
+	due_at         INTEGER NOT NULL,
+	finished_at    INTEGER NOT NULL,
+	attempts       INTEGER NOT NULL,
+	claim          TEXT    NOT NULL,
+	last_error     TEXT    NOT NULL,
+	payload        BLOB    NOT NULL
+);
+CREATE INDEX reactions_due ON reactions (due_at, id) WHERE state IN (0, 1);
+CREATE INDEX reactions_pending ON reactions (definition, aggregate_id) WHERE state = 0;
+CREATE INDEX reactions_trigger ON reactions (trigger_at, id);
+CREATE INDEX reactions_aggregate ON reactions (aggregate_type, aggregate_id);
+`,
 }
 
 // migrate brings the schema up to date in one IMMEDIATE transaction (db's

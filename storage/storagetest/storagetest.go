@@ -65,6 +65,7 @@ func cases() []testCase {
 	all = append(all, projectorCases()...)
 	all = append(all, languageCases()...)
 	all = append(all, errorTextCases()...)
+	all = append(all, reactionCases()...)
 	all = append(all, closeCases()...)
 	return all
 }

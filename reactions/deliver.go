@@ -1,0 +1,295 @@
+package reactions
+
+import (
+	"bytes"
+	"context"
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/eventkit-go/eventstore"
+	"github.com/eventkit-go/eventstore/storage"
+	"github.com/google/uuid"
+)
+
+// maxBackoff caps the delay between two attempts.
+const maxBackoff = 24 * time.Hour
+
+// deliverLoop claims due reactions and attempts them, at most
+// e.concurrency at once. When none is due it sleeps until the earliest
+// due time (an index read), a wake-up, or the poll interval, whichever
+// comes first.
+func (e *Engine) deliverLoop(ctx context.Context) {
+	var wg sync.WaitGroup
+	slots := make(chan struct{}, e.concurrency)
+	freed := make(chan struct{}, 1)
+	outcomes := make(chan storage.ReactionOutcome, e.concurrency)
+	finished := make(chan struct{})
+	go func() { e.record(ctx, outcomes, freed); close(finished) }()
+	defer func() {
+		wg.Wait()
+		close(outcomes)
+		<-finished
+	}()
+	for ctx.Err() == nil {
+		free := e.concurrency - len(slots)
+		claimed := 0
+		if free > 0 {
+			now := e.now()
+			rs, err := e.rs.ClaimReactions(ctx, storage.ReactionClaim{Now: now, Until: now.Add(e.lease),
+				Claim: uuid.NewString(), Limit: free})
+			if err != nil && ctx.Err() == nil {
+				e.log.Warn("reactions: claiming due reactions failed, retrying", "err", err)
+				sleep(ctx, e.poll)
+				continue
+			}
+			claimed = len(rs)
+			for _, r := range rs {
+				slots <- struct{}{}
+				wg.Go(func() {
+					defer func() { <-slots; wake(freed) }()
+					if o, ok := e.attempt(ctx, r); ok {
+						outcomes <- o
+					}
+				})
+			}
+		}
+		if claimed > 0 && claimed == free {
+			// More may be due: claim again once half the slots are free,
+			// so that a claim takes many at once.
+			for ctx.Err() == nil && len(slots) > e.concurrency/2 {
+				select {
+				case <-ctx.Done():
+				case <-freed:
+				}
+			}
+			continue
+		}
+		wait := e.poll
+		if claimed == 0 || free > claimed {
+			if due, ok, err := e.rs.NextReactionDue(ctx); err == nil && ok {
+				wait = min(wait, max(time.Until(due), time.Millisecond))
+			}
+		}
+		t := time.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+		case <-e.wakeDeliver:
+		case <-freed: // an attempt ended: a retry may be due sooner
+		case <-t.C:
+		}
+		t.Stop()
+	}
+}
+
+// attempt makes one attempt of r and returns its outcome, or false when
+// ctx ended during a failed call (the lease then ends and the reaction is
+// retried).
+func (e *Engine) attempt(ctx context.Context, r storage.Reaction) (storage.ReactionOutcome, bool) {
+	err := e.call(ctx, r)
+	if ctx.Err() != nil && err != nil {
+		return storage.ReactionOutcome{}, false
+	}
+	o := storage.ReactionOutcome{ID: r.ID, Claim: r.Claim, State: storage.ReactionCompleted, At: e.now()}
+	var final *finalError
+	switch {
+	case err == nil:
+	case errors.As(err, &final):
+		o.State, o.Error = final.state, final.msg
+	case r.Attempts >= e.attempts:
+		o.State, o.Error = storage.ReactionFailed, err.Error()
+	default:
+		o.State, o.Error = storage.ReactionPending, err.Error()
+		o.DueAt = e.now().Add(e.retryDelay(r.Attempts))
+	}
+	if err != nil {
+		e.log.Info("reactions: attempt failed", "reaction", r.ID, "definition", r.Definition,
+			"attempt", r.Attempts, "err", err, "next", o.DueAt)
+	}
+	return o, true
+}
+
+// maxRecordBatch bounds the outcomes recorded in one FinishReactions.
+const maxRecordBatch = 256
+
+// record writes the outcomes of attempts as they come, as many at once as
+// are waiting (one transaction for many deliveries), until outcomes is
+// closed. It writes with a context of its own, so that a shutdown still
+// records the attempts that ended.
+func (e *Engine) record(ctx context.Context, outcomes <-chan storage.ReactionOutcome, freed chan struct{}) {
+	batch := make([]storage.ReactionOutcome, 0, maxRecordBatch)
+	for o := range outcomes {
+		batch = append(batch[:0], o)
+	more:
+		for len(batch) < maxRecordBatch {
+			select {
+			case o, ok := <-outcomes:
+				if !ok {
+					break more
+				}
+				batch = append(batch, o)
+			default:
+				break more
+			}
+		}
+		wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+		errs, err := e.rs.FinishReactions(wctx, batch)
+		cancel()
+		if err != nil {
+			e.log.Warn("reactions: recording attempts failed; their leases end and they are attempted again", "count", len(batch), "err", err)
+		}
+		for i, err := range errs {
+			if err != nil {
+				e.log.Warn("reactions: recording an attempt failed", "reaction", batch[i].ID, "err", err)
+			}
+		}
+		wake(freed)
+	}
+}
+
+// retryDelay is the delay after the n-th failed attempt: Backoff,
+// doubling, at most a day.
+func (e *Engine) retryDelay(n int) time.Duration {
+	d := e.backoff
+	for i := 1; i < n && d < maxBackoff; i++ {
+		d *= 2
+	}
+	return min(d, maxBackoff)
+}
+
+// finalError ends a reaction at once, without retries.
+type finalError struct {
+	state storage.ReactionState
+	msg   string
+}
+
+func (e *finalError) Error() string { return e.msg }
+
+// call runs r's action once.
+func (e *Engine) call(ctx context.Context, r storage.Reaction) error {
+	spec, err := e.specOf(ctx, r.Definition)
+	if errors.Is(err, eventstore.ErrNotFound) {
+		return &finalError{storage.ReactionCanceled, "the reaction's definition was deleted"}
+	}
+	if err != nil {
+		return fmt.Errorf("reading the definition: %v", err)
+	}
+	c, err := e.compiledOf(spec)
+	if err != nil {
+		return &finalError{storage.ReactionFailed, err.Error()}
+	}
+	ctx, cancel := context.WithTimeout(ctx, e.timeout)
+	defer cancel()
+	if c.def.Action.Type == ActionFunc {
+		fn := e.fns[c.def.Action.Function]
+		if fn == nil {
+			return fmt.Errorf("no Go function %q is registered in this process", c.def.Action.Function)
+		}
+		return fn(ctx, Delivery{Reaction: reaction(&r, e.now()), Body: r.Payload})
+	}
+	return e.post(ctx, c, r)
+}
+
+// Sign returns the hex HMAC-SHA256 of body keyed with secret: the value of
+// HeaderSignature. A receiver checks a delivery by computing it over the
+// exact bytes received and comparing with hmac.Equal.
+func Sign(secret string, body []byte) string {
+	m := hmac.New(sha256.New, []byte(secret))
+	m.Write(body)
+	return hex.EncodeToString(m.Sum(nil))
+}
+
+// post delivers r to an HTTP_POST action's target.
+func (e *Engine) post(ctx context.Context, c *compiled, r storage.Reaction) error {
+	a := c.def.Action
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, a.TargetURI, bytes.NewReader(r.Payload))
+	if err != nil {
+		return &finalError{storage.ReactionFailed, "the target address is not usable"}
+	}
+	for k, v := range a.HTTPHeaders {
+		req.Header.Set(k, v)
+	}
+	secret := a.SigningSecret
+	if secret == "" {
+		secret = c.def.Name
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set(HeaderSignature, Sign(secret, r.Payload))
+	req.Header.Set(HeaderReactionID, r.ID)
+	req.Header.Set("User-Agent", "eventstore-reactions")
+	resp, err := e.http.Do(req)
+	if err != nil {
+		if errors.Is(err, ErrRefusedAddress) {
+			return fmt.Errorf("the target's address is refused by the server's outbound policy")
+		}
+		if errors.Is(err, context.DeadlineExceeded) || errors.Is(ctx.Err(), context.DeadlineExceeded) {
+			return fmt.Errorf("no answer within %v", e.timeout)
+		}
+		return errors.New(callProblem(err))
+	}
+	defer resp.Body.Close()
+	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, e.maxResponse))
+	if resp.StatusCode < 200 || resp.StatusCode > 299 {
+		return fmt.Errorf("the target answered %d", resp.StatusCode)
+	}
+	return nil
+}
+
+// callProblem says why a call failed in words for users, without the
+// Go error chain (which repeats the URL and the resolver's internals).
+func callProblem(err error) string {
+	var dns *net.DNSError
+	var op *net.OpError
+	switch {
+	case errors.As(err, &dns):
+		return "the target's host name does not resolve"
+	case errors.Is(err, syscall.ECONNREFUSED):
+		return "the target refused the connection"
+	case errors.Is(err, syscall.ECONNRESET), errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF):
+		return "the target closed the connection without an answer"
+	case errors.As(err, &op) && op.Timeout():
+		return "the connection to the target timed out"
+	case strings.Contains(err.Error(), "tls:") || strings.Contains(err.Error(), "x509:"):
+		return "the TLS handshake with the target failed"
+	}
+	return "the call to the target failed"
+}
+
+// specTTL is how long a definition read for deliveries is used before it
+// is read again: a change or deletion reaches deliveries within it.
+const specTTL = time.Second
+
+type cachedSpec struct {
+	spec []byte
+	read time.Time
+}
+
+// specOf returns the spec of definition name, read at most specTTL ago.
+func (e *Engine) specOf(ctx context.Context, name string) ([]byte, error) {
+	e.mu.Lock()
+	c, ok := e.specs[name]
+	e.mu.Unlock()
+	if ok && time.Since(c.read) < specTTL {
+		return c.spec, nil
+	}
+	rec, err := e.rs.ReactionDefinition(ctx, name)
+	if err != nil {
+		return nil, err
+	}
+	e.mu.Lock()
+	if len(e.specs) > 2*e.maxDefs {
+		clear(e.specs)
+	}
+	e.specs[name] = cachedSpec{rec.Spec, time.Now()}
+	e.mu.Unlock()
+	return rec.Spec, nil
+}

@@ -1,0 +1,289 @@
+package reactions
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"sync"
+	"time"
+
+	"github.com/eventkit-go/eventstore"
+	"github.com/eventkit-go/eventstore/storage"
+)
+
+// ErrUnsupported reports a Storage that does not implement
+// storage.ReactionStorage.
+var ErrUnsupported = errors.New("reactions: the storage cannot keep reactions")
+
+// Func is the Go action of a definition of type ActionFunc. A nil error
+// completes the reaction; an error fails the attempt, which is retried.
+type Func func(ctx context.Context, d Delivery) error
+
+// Delivery is what an action receives.
+type Delivery struct {
+	// Reaction is the reaction attempted; Reaction.Attempts counts this
+	// attempt.
+	Reaction Reaction
+	// Body is the JSON an HTTP action POSTs: {"metadata":{...},"event":{...}}.
+	Body json.RawMessage
+}
+
+// Options configures an Engine. A nil *Options means all defaults.
+type Options struct {
+	// Now returns the current time; time.Now by default.
+	Now func() time.Time
+	// Logger receives diagnostics; discarded by default.
+	Logger *slog.Logger
+	// Funcs are the Go actions, by the name an ActionFunc definition gives.
+	// Every process running reactions of the same storage needs the same
+	// Funcs: a reaction whose function is missing fails its attempt.
+	Funcs map[string]Func
+	// Outbound is the policy for HTTP targets; nil refuses loopback,
+	// link-local, unspecified and multicast addresses (see Outbound).
+	Outbound *Outbound
+	// Backoff is the delay before the first retry, doubled for each later
+	// one; DefaultBackoff when 0.
+	Backoff time.Duration
+	// Attempts is how many attempts a reaction gets before it is FAILED;
+	// DefaultAttempts when 0.
+	Attempts int
+	// Concurrency is how many reactions this process attempts at once;
+	// DefaultConcurrency when 0.
+	Concurrency int
+	// Timeout bounds one attempt (the whole HTTP call, or the Func);
+	// DefaultTimeout when 0. The claim's lease is Timeout plus a minute.
+	Timeout time.Duration
+	// MaxResponseBytes is how much of an answer is read; 64 KiB when 0.
+	MaxResponseBytes int64
+	// MaxDefinitions bounds the number of definitions;
+	// DefaultMaxDefinitions when 0.
+	MaxDefinitions int
+	// PollInterval is how often Run looks for events and due reactions
+	// written by other processes when nothing woke it; one second when 0.
+	PollInterval time.Duration
+}
+
+// Defaults of Options.
+const (
+	DefaultBackoff     = 5 * time.Second
+	DefaultAttempts    = 5
+	DefaultConcurrency = 32
+	DefaultTimeout     = 10 * time.Second
+)
+
+func orDefault[T comparable](v, def T) T {
+	var zero T
+	if v == zero {
+		return def
+	}
+	return v
+}
+
+// Engine schedules, stores and delivers reactions for one Store. It is safe
+// for concurrent use. Definitions are managed with Create, Put and Delete;
+// reactions with Reactions, Cancel and Execute. Run does the work.
+type Engine struct {
+	st   *eventstore.Store
+	rs   storage.ReactionStorage
+	now  func() time.Time
+	log  *slog.Logger
+	out  *Outbound
+	http *http.Client
+	fns  map[string]Func
+
+	backoff        time.Duration
+	attempts       int
+	concurrency    int
+	timeout, lease time.Duration
+	maxResponse    int64
+	maxDefs        int
+	poll           time.Duration
+
+	wakeSched, wakeDeliver chan struct{}
+
+	mu    sync.Mutex
+	defs  map[string]*compiled  // by spec, for deliveries
+	specs map[string]cachedSpec // by name, for deliveries
+}
+
+// New returns an Engine scheduling the events of st into rs, which must be
+// the Storage st was made on (or share its database): package reactions
+// keeps its data beside the events. A Storage without reactions support
+// fails with ErrUnsupported.
+func New(st *eventstore.Store, s storage.Storage, opts *Options) (*Engine, error) {
+	rs, ok := s.(storage.ReactionStorage)
+	if st == nil || !ok {
+		return nil, fmt.Errorf("reactions: new: %w", ErrUnsupported)
+	}
+	if opts == nil {
+		opts = &Options{}
+	}
+	e := &Engine{
+		st: st, rs: rs,
+		now:         opts.Now,
+		log:         opts.Logger,
+		out:         opts.Outbound,
+		fns:         opts.Funcs,
+		backoff:     orDefault(opts.Backoff, DefaultBackoff),
+		attempts:    orDefault(opts.Attempts, DefaultAttempts),
+		concurrency: orDefault(opts.Concurrency, DefaultConcurrency),
+		timeout:     orDefault(opts.Timeout, DefaultTimeout),
+		maxResponse: orDefault(opts.MaxResponseBytes, 64<<10),
+		maxDefs:     orDefault(opts.MaxDefinitions, DefaultMaxDefinitions),
+		poll:        orDefault(opts.PollInterval, time.Second),
+		wakeSched:   make(chan struct{}, 1),
+		wakeDeliver: make(chan struct{}, 1),
+		defs:        make(map[string]*compiled),
+		specs:       make(map[string]cachedSpec),
+	}
+	if opts.Now == nil {
+		e.now = time.Now
+	}
+	if e.log == nil {
+		e.log = slog.New(slog.DiscardHandler)
+	}
+	if e.out == nil {
+		e.out = &Outbound{}
+	}
+	e.lease = e.timeout + time.Minute
+	e.http = e.out.client(e.timeout)
+	return e, nil
+}
+
+func wake(c chan struct{}) {
+	select {
+	case c <- struct{}{}:
+	default:
+	}
+}
+
+// checkTarget is compile's check of an HTTP target.
+func (e *Engine) checkTarget(ctx context.Context) func(u *url.URL) error {
+	return func(u *url.URL) error { return e.out.CheckURL(ctx, u) }
+}
+
+// Create stores a new definition. Events of its feed stored before it
+// never schedule reactions: it starts at the feed's head. A definition of
+// that name fails with ErrConflict, a bad one with a
+// *eventstore.ValidationError naming the field.
+func (e *Engine) Create(ctx context.Context, d Definition) error {
+	c, err := compile(d, "create reaction definition", e.checkTarget(ctx))
+	if err != nil {
+		return err
+	}
+	defs, err := e.rs.ReactionDefinitions(ctx)
+	if err != nil {
+		return fmt.Errorf("create reaction definition %s: %w", d.Name, err)
+	}
+	if len(defs) >= e.maxDefs {
+		return &eventstore.ValidationError{Op: "create reaction definition", Fields: []eventstore.FieldError{
+			{Field: "reactionName", Message: fmt.Sprintf("there are %d definitions already, the most allowed", e.maxDefs)}}}
+	}
+	head, err := e.head(ctx, d.FeedName)
+	if err != nil {
+		return fmt.Errorf("create reaction definition %s: %w", d.Name, err)
+	}
+	rec := storage.ReactionDefinitionRecord{Name: d.Name, Spec: c.spec, CreatedAt: e.now(), Checkpoint: head}
+	if err := e.rs.CreateReactionDefinition(ctx, rec); err != nil {
+		return fmt.Errorf("create reaction definition %s: %w", d.Name, err)
+	}
+	wake(e.wakeSched)
+	return nil
+}
+
+// head is the FeedSequence of the latest batch of feed, 0 for none.
+func (e *Engine) head(ctx context.Context, feed string) (int64, error) {
+	h, err := e.st.FeedHead(ctx, feed)
+	if errors.Is(err, eventstore.ErrNotFound) {
+		return 0, nil
+	}
+	return h, err
+}
+
+// Put creates the definition or replaces the one of its name, and reports
+// whether it created it. A replacement keeps the reactions already
+// scheduled and its place in the feed, unless it now reads another feed:
+// it then starts at that feed's head.
+func (e *Engine) Put(ctx context.Context, d Definition) (created bool, err error) {
+	c, err := compile(d, "put reaction definition", e.checkTarget(ctx))
+	if err != nil {
+		return false, err
+	}
+	old, err := e.rs.ReactionDefinition(ctx, d.Name)
+	if errors.Is(err, eventstore.ErrNotFound) {
+		if err := e.Create(ctx, d); !errors.Is(err, eventstore.ErrConflict) {
+			return err == nil, err
+		}
+		old, err = e.rs.ReactionDefinition(ctx, d.Name)
+	}
+	if err != nil {
+		return false, fmt.Errorf("put reaction definition %s: %w", d.Name, err)
+	}
+	var prev Definition
+	checkpoint := int64(-1)
+	if json.Unmarshal(old.Spec, &prev) != nil || prev.FeedName != d.FeedName {
+		if checkpoint, err = e.head(ctx, d.FeedName); err != nil {
+			return false, fmt.Errorf("put reaction definition %s: %w", d.Name, err)
+		}
+	}
+	if err := e.rs.UpdateReactionDefinition(ctx, d.Name, c.spec, checkpoint); err != nil {
+		return false, fmt.Errorf("put reaction definition %s: %w", d.Name, err)
+	}
+	wake(e.wakeSched)
+	return false, nil
+}
+
+// Definition returns the definition named name, or an error wrapping
+// ErrNotFound.
+func (e *Engine) Definition(ctx context.Context, name string) (Definition, error) {
+	rec, err := e.rs.ReactionDefinition(ctx, name)
+	if err != nil {
+		return Definition{}, fmt.Errorf("reaction definition %s: %w", name, err)
+	}
+	var d Definition
+	if err := json.Unmarshal(rec.Spec, &d); err != nil {
+		return Definition{}, fmt.Errorf("reaction definition %s: stored spec: %v", name, err)
+	}
+	return d, nil
+}
+
+// Definitions returns every definition, ordered by name.
+func (e *Engine) Definitions(ctx context.Context) ([]Definition, error) {
+	recs, err := e.rs.ReactionDefinitions(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("reaction definitions: %w", err)
+	}
+	out := make([]Definition, 0, len(recs))
+	for _, rec := range recs {
+		var d Definition
+		if err := json.Unmarshal(rec.Spec, &d); err != nil {
+			return nil, fmt.Errorf("reaction definition %s: stored spec: %v", rec.Name, err)
+		}
+		out = append(out, d)
+	}
+	return out, nil
+}
+
+// Delete removes the definition named name and cancels its pending
+// reactions; an unknown name fails with ErrNotFound.
+func (e *Engine) Delete(ctx context.Context, name string) error {
+	if err := e.rs.DeleteReactionDefinition(ctx, name, e.now()); err != nil {
+		return fmt.Errorf("delete reaction definition %s: %w", name, err)
+	}
+	return nil
+}
+
+// ForgetAggregate removes every reaction of the aggregate, of every state,
+// or of every aggregate of the type when aggregateID is "". Call it after
+// eventstore.Store.DeleteAggregate or DeleteAggregateType (the HTTP API
+// does): deleting events does not reach reactions by itself.
+func (e *Engine) ForgetAggregate(ctx context.Context, aggregateType, aggregateID string) error {
+	if err := e.rs.DeleteAggregateReactions(ctx, aggregateType, aggregateID); err != nil {
+		return fmt.Errorf("forget reactions of %s/%s: %w", aggregateType, aggregateID, err)
+	}
+	return nil
+}

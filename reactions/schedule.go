@@ -1,0 +1,308 @@
+package reactions
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/eventkit-go/eventstore"
+	"github.com/eventkit-go/eventstore/storage"
+	"github.com/google/uuid"
+	"github.com/tidwall/gjson"
+)
+
+// Run schedules and delivers reactions until ctx is done, then returns nil
+// once the attempts in flight have ended. It follows the feed of every
+// definition (woken by saves through the Store, by other processes' saves
+// as the Store learns of them, and every Options.PollInterval), and
+// attempts the reactions that are due, at most Options.Concurrency at
+// once. Several processes may run it on one database: each event schedules
+// once and each reaction is attempted by one process at a time.
+func (e *Engine) Run(ctx context.Context) error {
+	var wg sync.WaitGroup
+	wg.Go(func() { e.watch(ctx) })
+	wg.Go(func() { e.scheduleLoop(ctx) })
+	wg.Go(func() { e.deliverLoop(ctx) })
+	wg.Wait()
+	return nil
+}
+
+// watch wakes the scheduler when events are saved.
+func (e *Engine) watch(ctx context.Context) {
+	after := int64(-1)
+	for ctx.Err() == nil {
+		if after < 0 {
+			h, err := e.st.FeedHead(ctx, "")
+			if err != nil {
+				sleep(ctx, e.poll)
+				continue
+			}
+			after = h
+		}
+		res, err := e.st.ReadFeed(ctx, "", after, &eventstore.FeedOptions{Limit: 1, Wait: 30 * time.Second})
+		switch {
+		case err != nil:
+			sleep(ctx, e.poll)
+		case len(res.Entries) > 0:
+			after = max(res.Head, res.Next)
+			wake(e.wakeSched)
+		default:
+			after = max(after, res.Next)
+		}
+	}
+}
+
+// sleep waits for d or ctx.
+func sleep(ctx context.Context, d time.Duration) {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+	case <-t.C:
+	}
+}
+
+// scheduleLoop schedules the reactions of new events.
+func (e *Engine) scheduleLoop(ctx context.Context) {
+	t := time.NewTicker(e.poll)
+	defer t.Stop()
+	for ctx.Err() == nil {
+		if err := e.ScheduleOnce(ctx); err != nil && ctx.Err() == nil {
+			e.log.Warn("reactions: scheduling failed, retrying", "err", err)
+		}
+		select {
+		case <-ctx.Done():
+		case <-e.wakeSched:
+		case <-t.C:
+		}
+	}
+}
+
+// ScheduleOnce schedules the reactions of every event saved since the last
+// call (or since each definition was created), then returns. Run calls it;
+// tests may call it to schedule without running.
+func (e *Engine) ScheduleOnce(ctx context.Context) error {
+	recs, err := e.rs.ReactionDefinitions(ctx)
+	if err != nil {
+		return err
+	}
+	var errs []error
+	for _, rec := range recs {
+		if err := e.scheduleDef(ctx, rec); err != nil && !errors.Is(err, eventstore.ErrConflict) {
+			errs = append(errs, fmt.Errorf("definition %s: %w", rec.Name, err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// compiledOf returns the compiled form of a stored definition, cached by
+// spec.
+func (e *Engine) compiledOf(spec []byte) (*compiled, error) {
+	e.mu.Lock()
+	c, ok := e.defs[string(spec)]
+	e.mu.Unlock()
+	if ok {
+		return c, nil
+	}
+	var d Definition
+	if err := json.Unmarshal(spec, &d); err != nil {
+		return nil, fmt.Errorf("stored spec: %v", err)
+	}
+	c, err := compile(d, "load reaction definition", nil)
+	if err != nil {
+		return nil, err
+	}
+	c.spec = spec
+	e.mu.Lock()
+	if len(e.defs) > 4*e.maxDefs {
+		clear(e.defs)
+	}
+	e.defs[string(spec)] = c
+	e.mu.Unlock()
+	return c, nil
+}
+
+// scheduleDef schedules the events of one definition's feed after its
+// checkpoint, a page at a time, each page committed with a compare-and-set
+// on the checkpoint.
+func (e *Engine) scheduleDef(ctx context.Context, rec storage.ReactionDefinitionRecord) error {
+	c, err := e.compiledOf(rec.Spec)
+	if err != nil {
+		return err
+	}
+	for {
+		res, err := e.st.ReadFeed(ctx, c.def.FeedName, rec.Checkpoint, &eventstore.FeedOptions{Limit: 200})
+		if errors.Is(err, eventstore.ErrNotFound) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		if res.Next <= rec.Checkpoint {
+			return nil
+		}
+		sc := e.plan(c, res.Entries)
+		sc.Definition, sc.Spec, sc.From, sc.To = rec.Name, rec.Spec, rec.Checkpoint, res.Next
+		if err := e.rs.ScheduleReactions(ctx, sc); err != nil {
+			return err
+		}
+		if len(sc.Insert) > 0 {
+			wake(e.wakeDeliver)
+		}
+		rec.Checkpoint = res.Next
+		if !res.HasMore {
+			return nil
+		}
+	}
+}
+
+// plan turns a page of the feed into reactions to insert and aggregates
+// whose pending reactions are cancelled. A cancelling event cancels the
+// reactions scheduled before it, in this page (inserted as cancelled) and
+// stored (ReactionSchedule.Cancel); those scheduled after it stay.
+func (e *Engine) plan(c *compiled, entries []eventstore.FeedEntry) storage.ReactionSchedule {
+	now := e.now().UTC()
+	var sc storage.ReactionSchedule
+	sc.At = now
+	pending := make(map[string][]int) // aggregate id -> indexes into Insert
+	cancelled := make(map[string]bool)
+	for _, entry := range entries {
+		for i := range entry.Events {
+			ev := &entry.Events[i]
+			switch {
+			case ev.Type == c.def.ReactOnEventType:
+				r := e.newReaction(c, ev, entry.Cursor, now)
+				if r.State == storage.ReactionPending {
+					pending[ev.AggregateID] = append(pending[ev.AggregateID], len(sc.Insert))
+				}
+				sc.Insert = append(sc.Insert, r)
+			case c.cancel[ev.Type]:
+				for _, j := range pending[ev.AggregateID] {
+					sc.Insert[j].State, sc.Insert[j].FinishedAt = storage.ReactionCanceled, now
+				}
+				delete(pending, ev.AggregateID)
+				if !cancelled[ev.AggregateID] {
+					cancelled[ev.AggregateID] = true
+					sc.Cancel = append(sc.Cancel, ev.AggregateID)
+				}
+			}
+		}
+	}
+	return sc
+}
+
+// newReaction builds the reaction ev schedules: pending at its trigger
+// time, or failed when that cannot be found or the event is too large.
+func (e *Engine) newReaction(c *compiled, ev *eventstore.Event, seq int64, now time.Time) storage.Reaction {
+	r := storage.Reaction{ID: uuid.NewString(), Definition: c.def.Name, AggregateType: ev.AggregateType,
+		AggregateID: ev.AggregateID, EventID: ev.ID, EventType: ev.Type, State: storage.ReactionPending,
+		CreatedAt: now}
+	at, err := c.trigger(ev)
+	if err == nil {
+		r.TriggerAt, r.DueAt = at, at
+		r.Payload, err = payload(&r, ev, seq)
+	}
+	if err != nil {
+		r.State, r.FinishedAt, r.LastError, r.Payload = storage.ReactionFailed, now, err.Error(), nil
+		if r.TriggerAt.IsZero() {
+			r.TriggerAt = ev.RecordedAt
+		}
+		r.DueAt = r.TriggerAt
+		e.log.Warn("reactions: event cannot be scheduled", "definition", c.def.Name, "eventId", ev.ID, "err", err)
+	}
+	return r
+}
+
+// trigger returns when the reaction of ev is due.
+func (c *compiled) trigger(ev *eventstore.Event) (time.Time, error) {
+	base := ev.RecordedAt
+	if c.path != nil {
+		keys := make([]string, len(c.path))
+		for i, k := range c.path {
+			keys[i] = gjson.Escape(k)
+		}
+		v := gjson.GetBytes(ev.Data, strings.Join(keys, "."))
+		t, err := timeValue(v)
+		if err != nil {
+			return time.Time{}, fmt.Errorf("triggerTimeField %s: %v", c.def.TriggerTimeField, err)
+		}
+		base = t
+	}
+	at := base.Add(c.offset)
+	if at.Year() < 1 || at.Year() > 9999 {
+		return time.Time{}, fmt.Errorf("the trigger time %v is outside the years 1 to 9999", at)
+	}
+	return at.UTC().Truncate(time.Microsecond), nil
+}
+
+// timeValue reads epoch milliseconds, an RFC 3339 date-time or a date.
+func timeValue(v gjson.Result) (time.Time, error) {
+	switch v.Type {
+	case gjson.Number:
+		ms, err := strconv.ParseFloat(v.Raw, 64)
+		if err != nil || ms < -62135596800000 || ms > 253402300799999 {
+			return time.Time{}, fmt.Errorf("%s is not milliseconds since the epoch within the years 1 to 9999", clip(v.Raw))
+		}
+		return time.UnixMilli(int64(ms)).UTC(), nil
+	case gjson.String:
+		if t, err := time.Parse(time.RFC3339Nano, v.Str); err == nil {
+			return t, nil
+		}
+		if t, err := time.Parse(time.DateOnly, v.Str); err == nil {
+			return t, nil
+		}
+		return time.Time{}, fmt.Errorf("%q is not an RFC 3339 date-time or date", clip(v.Str))
+	case gjson.Null:
+		if !v.Exists() {
+			return time.Time{}, errors.New("the event has no such field")
+		}
+	}
+	return time.Time{}, errors.New("holds neither a number of milliseconds nor a date")
+}
+
+// body is what an action receives.
+type body struct {
+	Metadata metadata  `json:"metadata"`
+	Event    eventBody `json:"event"`
+}
+
+type metadata struct {
+	ReactionID       string `json:"reactionId"`
+	ReactionName     string `json:"reactionName"`
+	AggregateID      string `json:"aggregateId"`
+	AggregateType    string `json:"aggregateType"`
+	FeedName         string `json:"feedName"`
+	Timestamp        int64  `json:"timestamp"`
+	SequenceNumber   int64  `json:"sequenceNumber"`
+	AggregateVersion int64  `json:"aggregateVersion"`
+	TriggerAt        int64  `json:"triggerAt"`
+}
+
+type eventBody struct {
+	EventID       string          `json:"eventId"`
+	EventType     string          `json:"eventType"`
+	Data          json.RawMessage `json:"data,omitempty"`
+	EncryptedData string          `json:"encryptedData,omitempty"`
+}
+
+// payload encodes the body of r's deliveries.
+func payload(r *storage.Reaction, ev *eventstore.Event, seq int64) ([]byte, error) {
+	b, err := json.Marshal(body{
+		Metadata: metadata{ReactionID: r.ID, ReactionName: r.Definition, AggregateID: ev.AggregateID,
+			AggregateType: ev.AggregateType, FeedName: ev.AggregateType, Timestamp: ev.RecordedAt.UnixMilli(),
+			SequenceNumber: seq, AggregateVersion: ev.Version, TriggerAt: r.TriggerAt.UnixMilli()},
+		Event: eventBody{EventID: ev.ID, EventType: ev.Type, Data: ev.Data, EncryptedData: ev.EncryptedData},
+	})
+	if err != nil {
+		return nil, fmt.Errorf("encoding the event: %v", err)
+	}
+	if len(b) > storage.MaxReactionPayload {
+		return nil, fmt.Errorf("the event is larger than %d bytes, the most a reaction sends", storage.MaxReactionPayload)
+	}
+	return b, nil
+}
