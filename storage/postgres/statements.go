@@ -125,13 +125,18 @@ FROM (
 		// watermark sets eventstore.wm (wmSQL) for the feed read that
 		// follows it in the same pipeline: the lowest id of the appends
 		// registered in flight, or, with none, the first id not yet
-		// given (xmax). Ids are rebuilt from their low 32 bits relative
-		// to xmax, which is safe because an id in flight is within 2^31
-		// of it. It runs in a statement of its own so that it is read
-		// before the read's snapshot is taken: see
-		// docs/appends-side-by-side.md for why no row is then skipped.
+		// given (xmax, of this statement's snapshot). Ids are rebuilt
+		// from their low 32 bits by their signed distance to xmax, which
+		// is safe because an id in flight is within 2^31 of it: an
+		// append that took its id after the snapshot and registered
+		// before pg_locks was read is above xmax, and does not lower the
+		// watermark (rebuilding it below xmax would put the watermark
+		// 2^32 too low, hiding the whole feed). It runs in a statement of
+		// its own so that it is read before the read's snapshot is taken:
+		// see docs/appends-side-by-side.md for why no row is then
+		// skipped.
 		watermark: fmt.Sprintf(`SELECT set_config('eventstore.wm', (
-	SELECT least(s.x, min(s.x - ((s.x - l.objid::bigint) & 4294967295)))::text
+	SELECT least(s.x, min(s.x - (((s.x - l.objid::bigint) + 2147483648) & 4294967295) + 2147483648))::text
 	FROM (SELECT pg_snapshot_xmax(pg_current_snapshot())::text::bigint AS x) s
 	LEFT JOIN pg_locks l ON %s
 	GROUP BY s.x), true)`, strings.ReplaceAll(registered, "locktype", "l.locktype")),
