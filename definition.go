@@ -45,7 +45,7 @@ type Handler struct {
 	Feed        string     `json:"feedName,omitempty"`
 	IDField     string     `json:"idField,omitempty"` // overrides the definition's
 	Functions   []Function `json:"functions,omitempty"`
-	FunctionURI string     `json:"functionUri,omitempty"` // an http or https URL
+	FunctionURI string     `json:"functionUri,omitempty"` // such as https://fn.example.com/fold
 }
 
 // Function is one operation of a handler, such as

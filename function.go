@@ -66,8 +66,9 @@ const (
 	maxURIBytes    = 2048
 )
 
-// checkFunctionURI checks the form of handler h's FunctionURI; whether it
-// may be called is the FunctionCaller's to say (Projector.checkFunctions).
+// checkFunctionURI checks the form of handler h's FunctionURI; its scheme
+// and whether it may be called are the FunctionCaller's to say
+// (Projector.checkFunctions).
 func checkFunctionURI(v *validation, hf string, h Handler) {
 	if len(h.Functions) > 0 {
 		v.add(hf+".functions", "must not be given with functionUri: a handler has one or the other")
@@ -75,8 +76,8 @@ func checkFunctionURI(v *validation, hf string, h Handler) {
 	switch u, err := url.Parse(h.FunctionURI); {
 	case len(h.FunctionURI) > maxURIBytes:
 		v.add(hf+".functionUri", "is longer than %d bytes", maxURIBytes)
-	case err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "":
-		v.add(hf+".functionUri", "must be an absolute http or https URL")
+	case err != nil || u.Scheme == "":
+		v.add(hf+".functionUri", "must be an absolute URI, such as https://fn.example.com/fold")
 	case u.User != nil:
 		v.add(hf+".functionUri", "must not hold credentials")
 	}

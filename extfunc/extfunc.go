@@ -31,6 +31,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/url"
 	"strings"
@@ -109,8 +110,8 @@ func New(opts *Options) *Caller {
 // as every connection is checked again).
 func (c *Caller) CheckURI(ctx context.Context, uri string) error {
 	u, err := url.Parse(uri)
-	if err != nil {
-		return errors.New("is not a URL")
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return errors.New("must be an absolute http or https URL")
 	}
 	if err := c.out.CheckURL(ctx, u); err != nil {
 		return errors.New(strings.TrimSuffix(err.Error(), ": "+reactions.ErrRefusedAddress.Error()))
@@ -164,7 +165,14 @@ func (c *Caller) call(ctx context.Context, call eventstore.FunctionCall, sig str
 	parent := ctx
 	ctx, cancel := context.WithTimeout(ctx, c.timeout)
 	defer cancel()
-	timedOut := func() bool { return ctx.Err() != nil && parent.Err() == nil }
+	// timedOut: the call's own deadline or the client's passed, not the
+	// caller's context; a connect timeout is told apart by CallProblem.
+	timedOut := func(err error) bool {
+		var ne net.Error
+		var op *net.OpError
+		dial := errors.As(err, &op) && op.Op == "dial"
+		return parent.Err() == nil && (ctx.Err() != nil || (errors.As(err, &ne) && ne.Timeout() && !dial))
+	}
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, call.URI, bytes.NewReader(call.Body))
 	if err != nil {
 		return eventstore.FunctionResult{}, fmt.Errorf("%w: the function's address is not usable", errRefused)
@@ -177,7 +185,7 @@ func (c *Caller) call(ctx context.Context, call eventstore.FunctionCall, sig str
 		switch {
 		case errors.Is(err, reactions.ErrRefusedAddress):
 			return eventstore.FunctionResult{}, errRefused
-		case timedOut():
+		case timedOut(err):
 			return eventstore.FunctionResult{}, fmt.Errorf("no answer within %v", c.timeout)
 		}
 		return eventstore.FunctionResult{}, errors.New(reactions.CallProblem(err))
@@ -187,7 +195,7 @@ func (c *Caller) call(ctx context.Context, call eventstore.FunctionCall, sig str
 	switch {
 	case resp.StatusCode < 200 || resp.StatusCode > 299:
 		return eventstore.FunctionResult{}, fmt.Errorf("the function answered %d", resp.StatusCode)
-	case err != nil && timedOut():
+	case err != nil && timedOut(err):
 		return eventstore.FunctionResult{}, fmt.Errorf("no whole answer within %v", c.timeout)
 	case err != nil:
 		return eventstore.FunctionResult{}, errors.New("the answer was cut off")
