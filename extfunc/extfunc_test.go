@@ -5,13 +5,16 @@ import (
 	"crypto/hmac"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
 	"net/netip"
+	"os"
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -20,7 +23,9 @@ import (
 	"github.com/eventkit-go/eventstore/reactions"
 	"github.com/eventkit-go/eventstore/storage"
 	"github.com/eventkit-go/eventstore/storage/memory"
+	"github.com/eventkit-go/eventstore/storage/postgres"
 	"github.com/eventkit-go/eventstore/storage/sqlite"
+	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -33,6 +38,35 @@ var backends = map[string]func(t *testing.T) storage.Storage{
 		require.NoError(t, err)
 		return s
 	},
+	"postgres": openPostgres,
+}
+
+var schemas atomic.Int64
+
+// openPostgres opens a fresh schema of EVENTSTORE_POSTGRES_URL (default a
+// local test database), dropped at the end; it skips when PostgreSQL is
+// unreachable, unless EVENTSTORE_POSTGRES_REQUIRED=1.
+func openPostgres(t *testing.T) storage.Storage {
+	url := os.Getenv("EVENTSTORE_POSTGRES_URL")
+	if url == "" {
+		url = "postgres://postgres@127.0.0.1:5432/test?sslmode=disable"
+	}
+	schema := fmt.Sprintf("es_extfunc_test_%d_%d", os.Getpid(), schemas.Add(1))
+	s, err := postgres.OpenURL(context.Background(), url, &postgres.Options{Schema: schema})
+	if err != nil {
+		if os.Getenv("EVENTSTORE_POSTGRES_REQUIRED") == "1" {
+			t.Fatal(err)
+		}
+		t.Skipf("PostgreSQL unreachable: %v", err)
+	}
+	t.Cleanup(func() {
+		_ = s.Close()
+		if conn, err := pgx.Connect(context.Background(), url); err == nil {
+			_, _ = conn.Exec(context.Background(), "DROP SCHEMA IF EXISTS "+schema+" CASCADE")
+			_ = conn.Close(context.Background())
+		}
+	})
+	return s
 }
 
 // receiver is an external function: it counts the "n" of the state, checks
@@ -126,7 +160,7 @@ func (h *harness) save(t *testing.T, id string, evs ...eventstore.NewEvent) {
 }
 
 func forEach(t *testing.T, fn func(t *testing.T, backend string)) {
-	for _, b := range []string{"memory", "sqlite"} {
+	for _, b := range []string{"memory", "sqlite", "postgres"} {
 		t.Run(b, func(t *testing.T) { fn(t, b) })
 	}
 }
