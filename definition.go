@@ -28,16 +28,13 @@ type Definition struct {
 	// ListOptions.Search searches, such as customer.name; changing them
 	// rebuilds the projection.
 	IndexedFields []string `json:"indexedFields,omitempty"`
-	// SigningSecret keys the signature of the calls to the handlers'
-	// FunctionURIs (the name keys them without one). It is stored but
-	// left out of the JSON form, so never shown back; changing it
-	// updates the definition in place.
+	// SigningSecret keys the signature of FunctionURI calls (else the
+	// Name does); stored, never in the JSON form.
 	SigningSecret string `json:"-"`
 }
 
 // Handler applies Functions, in order, to the projection instance of every
-// event of type EventType, or instead calls the external function at
-// FunctionURI (see FunctionCaller).
+// event of type EventType, or instead calls FunctionURI (FunctionCaller).
 type Handler struct {
 	EventType string `json:"eventType"` // unique per feed in a definition
 	// Feed, when set, is read instead of the definition's, so that one

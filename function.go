@@ -17,46 +17,34 @@ import (
 	"github.com/tidwall/gjson"
 )
 
-// FunctionCaller runs the external functions of handlers that give a
-// FunctionURI (ProjectorOptions.Functions). Package extfunc's Caller POSTs
-// to them over HTTP; a Go program may give its own, such as one that
-// dispatches on the URI to Go functions. It must be safe for concurrent
-// use. No storage connection is held while it runs.
+// FunctionCaller runs the external functions of handlers with a
+// FunctionURI (ProjectorOptions.Functions): package extfunc's Caller over
+// HTTP, or a Go program's own. It is called with no storage connection
+// held, and must be safe for concurrent use.
 type FunctionCaller interface {
-	// CheckURI says why uri may not be called, if it may not: Create and
-	// Put refuse such a definition with a *ValidationError naming the
-	// handler's functionUri and quoting the error's text.
+	// CheckURI says why uri may not be called: Create and Put then fail
+	// with a *ValidationError quoting it.
 	CheckURI(ctx context.Context, uri string) error
-	// CallFunction folds one event into an instance. An error, after any
-	// retries the caller makes, is recorded as the event's projection
-	// error (its text is shown to API users) and the event changes
-	// nothing; the projection goes on with the next event.
+	// CallFunction folds one event into an instance. An error (after any
+	// retries) is the event's recorded projection error, shown to API
+	// users; the event changes nothing and the projection goes on.
 	CallFunction(ctx context.Context, call FunctionCall) (FunctionResult, error)
 }
 
 // FunctionCall is one event for an external function.
 type FunctionCall struct {
-	URI        string // the handler's FunctionURI
-	Projection string // the definition's name
-	// Secret keys the call's signature: the definition's SigningSecret,
-	// else its name.
-	Secret string
-	// Body is the JSON to send, {"metadata":{...},"currentState":{...},
-	// "event":{...}}, as the README's Projections section describes it.
-	Body  json.RawMessage
-	Event *Event // the event, for a Go caller; do not modify
+	URI, Projection string
+	Secret          string          // keys the signature: SigningSecret, else Projection
+	Body            json.RawMessage // {"metadata","currentState","event"}, as the README says
+	Event           *Event          // read only
 }
 
-// FunctionResult is what an external function answers: the whole new
-// state of the instance, or its deletion.
+// FunctionResult is an external function's answer: the instance's new
+// State, a JSON object stored as written; a Reference (a JSON string or
+// number, null to clear, nil to keep); or Delete.
 type FunctionResult struct {
-	// State replaces the instance's JSON: a JSON object (numbers are
-	// kept as written).
-	State json.RawMessage
-	// Reference, when not nil, sets the instance's reference: a JSON
-	// string or number; null clears it.
-	Reference json.RawMessage
-	Delete    bool // delete the instance; State and Reference are ignored
+	State, Reference json.RawMessage
+	Delete           bool
 }
 
 // maxSecretBytes bounds Definition.SigningSecret, maxURIBytes a

@@ -22,9 +22,8 @@ type ProjectorOptions struct {
 	// grow one past it is recorded as an error and changes nothing.
 	MaxInstanceBytes int
 	MaxDefinitions   int // the most definitions; one more is a *ValidationError
-	// Functions calls the external functions of handlers that give a
-	// FunctionURI; without it such definitions are refused. Every process
-	// applying the same projections needs one.
+	// Functions calls handlers' FunctionURIs; without it they are refused
+	// (and, stored by another process, recorded as errors).
 	Functions FunctionCaller
 }
 
