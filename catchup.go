@@ -41,7 +41,12 @@ func (p *Projector) catchUp(ctx context.Context, pr *proj, target int64, cache *
 	at := stored             // how far this call has verified the feed
 	wait := time.Millisecond
 	for {
-		q := storage.FeedQuery{After: at, Limit: p.batch, AggregateType: c.feed, MaxBytes: p.store.readBytes}
+		limit := p.batch
+		if c.external() {
+			// Each event is a call out: commit progress more often.
+			limit = min(limit, externalBatch)
+		}
+		q := storage.FeedQuery{After: at, Limit: limit, AggregateType: c.feed, MaxBytes: p.store.readBytes}
 		var page storage.FeedPage
 		if cache != nil {
 			page, err = cache.read(ctx, q)
@@ -86,7 +91,7 @@ func (p *Projector) catchUp(ctx context.Context, pr *proj, target int64, cache *
 		progressed := page.Head > at
 		at = max(at, page.Head)
 		pr.advance(at)
-		if at >= target && (!progressed || len(page.Events) < p.batch) {
+		if at >= target && (!progressed || len(page.Events) < limit) {
 			return nil
 		}
 		if !progressed {
@@ -101,6 +106,9 @@ func (p *Projector) catchUp(ctx context.Context, pr *proj, target int64, cache *
 		}
 	}
 }
+
+// externalBatch bounds the page of a projection with external functions.
+const externalBatch = 100
 
 func (pr *proj) advance(to int64) {
 	for {
@@ -167,6 +175,18 @@ func (p *Projector) apply(ctx context.Context, name string, c *compiled, from in
 	var ev eventScope
 	for _, it := range items {
 		a.inst = insts[it.id]
+		if it.h.uri != "" {
+			// No storage connection is held here: the page was read and
+			// the instances loaded, and the commit comes after.
+			err := p.callFunction(ctx, c, it.h, it.e, a.inst)
+			if ctx.Err() != nil {
+				return storage.ProjectionCommit{}, fmt.Errorf("projection %q: %w", name, ctx.Err())
+			}
+			if err != nil {
+				commit.Errors = append(commit.Errors, projectionError(it.e, it.id, err))
+			}
+			continue
+		}
 		ev = eventScope{e: it.e, reads: ev.reads[:0]}
 		a.ev = &ev
 		if err := a.applyEvent(it.h, p.maxInstance); err != nil {

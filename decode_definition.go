@@ -94,6 +94,8 @@ func DecodeDefinition(body []byte) (Definition, error) {
 			}
 		case "handlers":
 			d.Handlers = decodeHandlers(&v, val, field)
+		case "signingSecret":
+			d.SigningSecret = str(&v, val, field)
 		case "indexedFields":
 			for i, item := range arrayOf(&v, val, field, MaxIndexedFields) {
 				if item.Type != gjson.String {
@@ -147,6 +149,8 @@ func decodeHandlers(v *validation, val gjson.Result, field string) []Handler {
 			h.IDField = str(v, val, field)
 		case "functions":
 			h.Functions = decodeFunctions(v, val, field)
+		case "functionUri":
+			h.FunctionURI = str(v, val, field)
 		default:
 			v.add(field, "is not a field of a handler")
 		}

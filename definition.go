@@ -28,17 +28,21 @@ type Definition struct {
 	// ListOptions.Search searches, such as customer.name; changing them
 	// rebuilds the projection.
 	IndexedFields []string `json:"indexedFields,omitempty"`
+	// SigningSecret keys the signature of FunctionURI calls (else the
+	// Name does); stored, never in the JSON form.
+	SigningSecret string `json:"-"`
 }
 
 // Handler applies Functions, in order, to the projection instance of every
-// event of type EventType.
+// event of type EventType, or instead calls FunctionURI (FunctionCaller).
 type Handler struct {
 	EventType string `json:"eventType"` // unique per feed in a definition
 	// Feed, when set, is read instead of the definition's, so that one
 	// projection may read several aggregate types.
-	Feed      string     `json:"feedName,omitempty"`
-	IDField   string     `json:"idField,omitempty"` // overrides the definition's
-	Functions []Function `json:"functions"`
+	Feed        string     `json:"feedName,omitempty"`
+	IDField     string     `json:"idField,omitempty"` // overrides the definition's
+	Functions   []Function `json:"functions,omitempty"`
+	FunctionURI string     `json:"functionUri,omitempty"` // such as https://fn.example.com/fold
 }
 
 // Function is one operation of a handler, such as
@@ -82,6 +86,8 @@ type compiled struct {
 	feed  string
 	// indexed are the compiled IndexedFields.
 	indexed []selector
+	// ext: some handler calls an external function.
+	ext bool
 }
 
 type handlerKey struct{ feed, eventType string }
@@ -90,6 +96,7 @@ type handlerKey struct{ feed, eventType string }
 type chandler struct {
 	idField *selector // nil: the aggregate id
 	ops     []op
+	uri     string // an external function's, instead of ops
 }
 
 // compile validates d and compiles it. Every problem is reported in one
@@ -141,8 +148,11 @@ func compile(d Definition) (*compiled, error) {
 			ch.idField = compileIDField(&v, hf+".idField", h.IDField, d.Aggregated)
 		}
 		switch {
+		case h.FunctionURI != "":
+			ch.uri, c.ext = h.FunctionURI, true
+			checkFunctionURI(&v, hf, h)
 		case len(h.Functions) == 0:
-			v.add(hf+".functions", "at least one function is required")
+			v.add(hf+".functions", "at least one function (or a functionUri) is required")
 		case len(h.Functions) > MaxFunctions:
 			v.add(hf+".functions", "at most %d functions are allowed", MaxFunctions)
 			h.Functions = h.Functions[:MaxFunctions]
@@ -164,6 +174,9 @@ func compile(d Definition) (*compiled, error) {
 			break
 		}
 	}
+	if len(d.SigningSecret) > maxSecretBytes {
+		v.add("signingSecret", "is longer than %d bytes", maxSecretBytes)
+	}
 	if err := v.err(); err != nil {
 		return nil, err
 	}
@@ -171,7 +184,7 @@ func compile(d Definition) (*compiled, error) {
 	if len(c.feeds) == 1 {
 		c.feed = c.feeds[0]
 	}
-	spec, err := json.Marshal(d)
+	spec, err := json.Marshal(storedSpec{d, d.SigningSecret})
 	if err != nil {
 		return nil, fmt.Errorf("projection definition: %w", err)
 	}

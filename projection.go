@@ -22,6 +22,9 @@ type ProjectorOptions struct {
 	// grow one past it is recorded as an error and changes nothing.
 	MaxInstanceBytes int
 	MaxDefinitions   int // the most definitions; one more is a *ValidationError
+	// Functions calls handlers' FunctionURIs; without it they are refused
+	// (and, stored by another process, recorded as errors).
+	Functions FunctionCaller
 }
 
 // batchSize defaults to DefaultBatchSize, 1,000 events per commit: a
@@ -57,6 +60,13 @@ func (o *ProjectorOptions) maxDefinitions() int {
 	return o.MaxDefinitions
 }
 
+func (o *ProjectorOptions) functionCaller() FunctionCaller {
+	if o == nil {
+		return nil
+	}
+	return o.Functions
+}
+
 // Projector manages projection definitions, keeps their projections
 // current (see Consistency in the package doc) and answers queries. It is
 // safe for concurrent use.
@@ -68,11 +78,14 @@ type Projector struct {
 	poll        time.Duration
 	maxInstance int
 	maxDefs     int
+	functions   FunctionCaller
 	running     atomic.Int32
 	kick        chan struct{}
 
 	mu    sync.Mutex
 	projs map[string]*proj
+	// busy names the projections caught up apart (catchUpApart).
+	busy map[string]bool
 }
 
 // proj is what a Projector knows of one stored definition.
@@ -126,8 +139,10 @@ func NewProjector(st *Store, opts *ProjectorOptions) *Projector {
 		poll:        opts.pollInterval(),
 		maxInstance: opts.maxInstance(),
 		maxDefs:     opts.maxDefinitions(),
+		functions:   opts.functionCaller(),
 		kick:        make(chan struct{}, 1),
 		projs:       make(map[string]*proj),
+		busy:        make(map[string]bool),
 	}
 }
 
@@ -187,8 +202,8 @@ func (p *Projector) lookupStored(ctx context.Context, name string) (*proj, error
 }
 
 func decodeStored(rec storage.DefinitionRecord) (*compiled, error) {
-	var d Definition
-	if err := json.Unmarshal(rec.Spec, &d); err != nil {
+	d, err := decodeSpec(rec.Spec)
+	if err != nil {
 		return nil, fmt.Errorf("projection %q: stored definition is unreadable: %v", rec.Name, err)
 	}
 	c, err := compile(d)

@@ -2,7 +2,6 @@ package eventstore
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -21,6 +20,9 @@ func (p *Projector) Create(ctx context.Context, d Definition) error {
 		return err
 	}
 	if err := p.checkOpen("create projection", d.Name); err != nil {
+		return err
+	}
+	if err := p.checkFunctions(ctx, "projection definition", c); err != nil {
 		return err
 	}
 	if err := p.checkCount(ctx); err != nil {
@@ -43,7 +45,7 @@ const (
 	// PutReplacing: a different definition is rebuilt from history, and
 	// takes over once caught up; queries answer from the current one.
 	PutReplacing
-	PutUpdated // only Description differed: stored in place, no rebuild
+	PutUpdated // only Description or SigningSecret differed: stored in place, no rebuild
 )
 
 // String returns "created", "unchanged", "replacing" or "updated".
@@ -66,13 +68,17 @@ func (r PutResult) String() string {
 // nothing, one differing only in Description is updated in place. A
 // replacement is rebuilt from history while queries answer from the
 // current definition, and takes over once caught up; Sync(ctx, d.Name)
-// waits for that.
+// waits for that. The SigningSecret is updated in place like the
+// Description.
 func (p *Projector) Put(ctx context.Context, d Definition) (PutResult, error) {
 	c, err := compile(d)
 	if err != nil {
 		return 0, err
 	}
 	if err := p.checkOpen("put projection", d.Name); err != nil {
+		return 0, err
+	}
+	if err := p.checkFunctions(ctx, "projection definition", c); err != nil {
 		return 0, err
 	}
 	// A description is updated only from the spec just read: when another
@@ -172,17 +178,17 @@ func compareSpec(stored []byte, c *compiled) specDiff {
 	if string(stored) == string(c.spec) {
 		return specSame
 	}
-	var d Definition
-	if json.Unmarshal(stored, &d) != nil {
+	d, err := decodeSpec(stored)
+	if err != nil {
 		return specOther
 	}
-	desc := d.Description
-	d.Description = c.def.Description
+	desc, secret := d.Description, d.SigningSecret
+	d.Description, d.SigningSecret = c.def.Description, c.def.SigningSecret
 	sc, err := compile(d)
 	switch {
 	case err != nil || string(sc.spec) != string(c.spec):
 		return specOther
-	case desc == c.def.Description:
+	case desc == c.def.Description && secret == c.def.SigningSecret:
 		return specSame
 	}
 	return specDescription

@@ -255,12 +255,16 @@ func (p *Projector) Run(ctx context.Context) error {
 	p.running.Add(1)
 	defer p.running.Add(-1)
 	defer p.store.addProjector(p)() // deletions reach it (projection_forget.go)
+	var apart sync.WaitGroup
+	defer apart.Wait()
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel() // before the Wait: ends the projections caught up apart
 	for {
 		changed := p.store.watch()
 		if p.store.closed.Load() || ctx.Err() != nil {
 			return nil
 		}
-		if err := p.CatchUp(ctx); err != nil && ctx.Err() == nil && !errors.Is(err, ErrClosed) {
+		if err := p.catchUpAll(ctx, &apart); err != nil && ctx.Err() == nil && !errors.Is(err, ErrClosed) {
 			p.log.Warn("eventstore: projector", "err", err)
 		}
 		// Saves through this Store, the Storage's AppendWatcher and Close
@@ -274,6 +278,13 @@ func (p *Projector) Run(ctx context.Context) error {
 // CatchUp does what Sync does, for every projection side by side: a slow
 // or failing one does not hold the others back.
 func (p *Projector) CatchUp(ctx context.Context) error {
+	return p.catchUpAll(ctx, nil)
+}
+
+// catchUpAll is CatchUp; with apart not nil, projections with external
+// functions are caught up by goroutines of their own, added to apart,
+// that it does not wait for (catchUpApart).
+func (p *Projector) catchUpAll(ctx context.Context, apart *sync.WaitGroup) error {
 	recs, err := p.storage.Definitions(ctx)
 	if err != nil {
 		return fmt.Errorf("projections: %w", err)
@@ -290,6 +301,9 @@ func (p *Projector) CatchUp(ctx context.Context) error {
 		go func() {
 			defer wg.Done()
 			for name := range names {
+				if apart != nil && p.catchUpApart(ctx, name, apart) {
+					continue
+				}
 				if err := p.catchUpStored(ctx, name, cache); err != nil && !errors.Is(err, ErrNotFound) {
 					mu.Lock()
 					errs = append(errs, err)

@@ -55,6 +55,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/eventkit-go/eventstore"
+	"github.com/eventkit-go/eventstore/extfunc"
 	"github.com/eventkit-go/eventstore/httpapi"
 	"github.com/eventkit-go/eventstore/storage"
 	"github.com/eventkit-go/eventstore/storage/memory"
@@ -118,6 +119,9 @@ func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (c
 	if err := c.reactions.check(); err != nil {
 		return config{}, err
 	}
+	// External projection functions keep to the reactions' outbound policy.
+	c.projector.Functions = extfunc.New(&extfunc.Options{Outbound: c.reactions.outbound,
+		MaxResponseBytes: int64(c.projector.MaxInstanceBytes) + 64<<10})
 	if c.keysFile != "" {
 		if getenv("EVENTSTORE_ACCESS_KEY") != "" || getenv("EVENTSTORE_SECRET_ACCESS_KEY") != "" {
 			return config{}, errors.New("-keys and EVENTSTORE_ACCESS_KEY/EVENTSTORE_SECRET_ACCESS_KEY: use one of them, not both")

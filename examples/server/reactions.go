@@ -25,7 +25,7 @@ func (c *reactionConfig) flags(fs *flag.FlagSet) {
 	fs.IntVar(&c.attempts, "reaction-attempts", reactions.DefaultAttempts,
 		"attempts of a reaction before it is FAILED")
 	fs.StringVar(&c.allow, "outbound-allow", "",
-		"comma-separated CIDR prefixes, addresses and host names that reactions may call although refused by default "+
+		"comma-separated CIDR prefixes, addresses and host names that reactions and external projection functions may call although refused by default "+
 			"(loopback, link-local such as 169.254.169.254, and this server's own addresses), e.g. 127.0.0.1/32,hooks.internal")
 }
 

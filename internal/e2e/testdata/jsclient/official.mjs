@@ -144,10 +144,20 @@ await step('projections.createOrUpdateDefinition', async () => {
     projectionName: 'jsc-count', feedName: 'jsorder', aggregated: true,
     handlers: [{ eventType: 'OrderPlaced', functions: [{ function: 'inc', targetSelector: '$.projection.orders' }] }],
   });
-  // Webhook handlers (functionUri) are not implemented: 422.
+  // External function handlers (functionUri) with a signingSecret: stored,
+  // the secret never shown back.
+  await projections.createOrUpdateDefinition({
+    projectionName: 'jsc-hook', feedName: 'jsorder', signingSecret: 'whsec',
+    handlers: [{ eventType: 'NeverSaved', functionUri: 'https://example.com/f' }],
+  });
+  const hook = await projections.getProjectionDefinition({ projectionName: 'jsc-hook' });
+  assert.deepEqual(hook.handlers, [{ eventType: 'NeverSaved', functionUri: 'https://example.com/f' }]);
+  assert.equal(hook.signingSecret, undefined, 'the secret is not shown back');
+  await projections.deleteProjectionDefinition({ projectionName: 'jsc-hook' });
+  // A target the server's outbound policy refuses (loopback): 422.
   await rejects(() => projections.createOrUpdateDefinition({
-    projectionName: 'jsc-hook', feedName: 'jsorder', handlers: [{ eventType: 'X', functionUri: 'https://example.com/f' }],
-  }), status(422), 'functionUri handler');
+    projectionName: 'jsc-hook', feedName: 'jsorder', handlers: [{ eventType: 'X', functionUri: 'http://127.0.0.1:9/f' }],
+  }), status(422), 'loopback functionUri');
 });
 
 await step('projections.getProjectionDefinition', async () => {

@@ -1,0 +1,267 @@
+package eventstore
+
+// External projection functions: a handler with a FunctionURI hands each
+// event and the instance's state to a FunctionCaller (package extfunc
+// POSTs them over HTTP) and takes the new state back.
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/url"
+	"strconv"
+	"sync"
+
+	"github.com/eventkit-go/eventstore/internal/jsonscan"
+	"github.com/tidwall/gjson"
+)
+
+// FunctionCaller runs the external functions of handlers with a
+// FunctionURI (ProjectorOptions.Functions): package extfunc's Caller over
+// HTTP, or a Go program's own. It is called with no storage connection
+// held, and must be safe for concurrent use.
+type FunctionCaller interface {
+	// CheckURI says why uri may not be called: Create and Put then fail
+	// with a *ValidationError quoting it.
+	CheckURI(ctx context.Context, uri string) error
+	// CallFunction folds one event into an instance. An error (after any
+	// retries) is the event's recorded projection error, shown to API
+	// users; the event changes nothing and the projection goes on.
+	CallFunction(ctx context.Context, call FunctionCall) (FunctionResult, error)
+}
+
+// FunctionCall is one event for an external function.
+type FunctionCall struct {
+	URI, Projection string
+	Secret          string          // keys the signature: SigningSecret, else Projection
+	Body            json.RawMessage // {"metadata","currentState","event"}, as the README says
+	Event           *Event          // read only
+}
+
+// FunctionResult is an external function's answer: the instance's new
+// State, a JSON object stored as written; a Reference (a JSON string or
+// number, null to clear, nil to keep); or Delete.
+type FunctionResult struct {
+	State, Reference json.RawMessage
+	Delete           bool
+}
+
+// maxSecretBytes bounds Definition.SigningSecret, maxURIBytes a
+// FunctionURI.
+const (
+	maxSecretBytes = 512
+	maxURIBytes    = 2048
+)
+
+// checkFunctionURI checks the form of handler h's FunctionURI; its scheme
+// and whether it may be called are the FunctionCaller's to say
+// (Projector.checkFunctions).
+func checkFunctionURI(v *validation, hf string, h Handler) {
+	if len(h.Functions) > 0 {
+		v.add(hf+".functions", "must not be given with functionUri: a handler has one or the other")
+	}
+	switch u, err := url.Parse(h.FunctionURI); {
+	case len(h.FunctionURI) > maxURIBytes:
+		v.add(hf+".functionUri", "is longer than %d bytes", maxURIBytes)
+	case err != nil || u.Scheme == "":
+		v.add(hf+".functionUri", "must be an absolute URI, such as https://fn.example.com/fold")
+	case u.User != nil:
+		v.add(hf+".functionUri", "must not hold credentials")
+	}
+}
+
+// storedSpec is the stored form of a definition: its JSON form and the
+// signing secret, which the JSON form leaves out.
+type storedSpec struct {
+	Definition
+	Secret string `json:"signingSecret,omitempty"`
+}
+
+// decodeSpec reads a stored spec.
+func decodeSpec(spec []byte) (Definition, error) {
+	var s storedSpec
+	if err := json.Unmarshal(spec, &s); err != nil {
+		return Definition{}, err
+	}
+	s.Definition.SigningSecret = s.Secret
+	return s.Definition, nil
+}
+
+// external reports whether some handler of c calls an external function.
+func (c *compiled) external() bool { return c.ext }
+
+// checkFunctions checks with the FunctionCaller that every FunctionURI of
+// c may be called.
+func (p *Projector) checkFunctions(ctx context.Context, op string, c *compiled) error {
+	v := validation{op: op}
+	for i, h := range c.def.Handlers {
+		switch {
+		case h.FunctionURI == "":
+		case p.functions == nil:
+			v.add(fmt.Sprintf("handlers[%d].functionUri", i), "external functions are not enabled in this store")
+		default:
+			if err := p.functions.CheckURI(ctx, h.FunctionURI); err != nil {
+				v.add(fmt.Sprintf("handlers[%d].functionUri", i), "%s", sanitizeMessage(err.Error()))
+			}
+		}
+	}
+	return v.err()
+}
+
+// callFunction applies event e to instance in through h's external
+// function, whole or not at all.
+func (p *Projector) callFunction(ctx context.Context, c *compiled, h *chandler, e *Event, in *instance) error {
+	if p.functions == nil {
+		return errors.New("external functions are not enabled in this process (ProjectorOptions.Functions)")
+	}
+	saved := *in
+	if in.deleted { // deleted earlier in the page: the event starts afresh
+		in.root, in.deleted, in.size = &object{}, false, 2
+		in.state.CreatedAt, in.state.Reference = e.RecordedAt, Reference{}
+	}
+	secret := c.def.SigningSecret
+	if secret == "" {
+		secret = c.def.Name
+	}
+	call := FunctionCall{URI: h.uri, Projection: c.def.Name, Secret: secret, Event: e,
+		Body: functionBody(c, e, in)}
+	res, err := p.functions.CallFunction(ctx, call)
+	if err == nil && !res.Delete {
+		err = applyAnswer(in, res, p.maxInstance)
+	}
+	if err != nil {
+		*in = saved
+		return err
+	}
+	if res.Delete {
+		in.deleted, in.root, in.size = true, &object{}, 2
+	}
+	if in.state.CreatedAt.IsZero() {
+		in.state.CreatedAt = e.RecordedAt
+	}
+	in.changed = true
+	in.state.Position = e.Position
+	in.state.UpdatedAt = e.RecordedAt
+	return nil
+}
+
+// applyAnswer checks res and replaces in's state with it.
+func applyAnswer(in *instance, res FunctionResult, limit int) error {
+	if len(res.State) > limit {
+		return fmt.Errorf("the updated state is %d bytes, over the limit of %d: %w", len(res.State), limit, errTooLarge)
+	}
+	if err := jsonscan.Check(res.State, MaxDataDepth); err != nil {
+		return fmt.Errorf("the updated state is not JSON: %v", err)
+	}
+	r := gjson.ParseBytes(res.State)
+	if !r.IsObject() {
+		return errors.New("the updated state is not a JSON object")
+	}
+	ref := in.state.Reference
+	if res.Reference != nil {
+		switch r := gjson.ParseBytes(res.Reference); r.Type {
+		case gjson.Null:
+			ref = Reference{}
+		case gjson.String:
+			ref = textOrNumberRef(r.Str)
+		case gjson.Number:
+			ref = numberRef(r.Raw)
+		default:
+			return errors.New("the reference must be a string, a number or null")
+		}
+	}
+	root, ok := fromJSON(r).(*object)
+	if !ok {
+		return errors.New("the updated state is not a JSON object")
+	}
+	in.root, in.size, in.state.Reference = root, len(res.State), ref
+	return nil
+}
+
+// functionBody encodes the JSON an external function receives.
+func functionBody(c *compiled, e *Event, in *instance) []byte {
+	b := make([]byte, 0, 256+len(e.Data)+in.size)
+	b = append(b, `{"metadata":{"aggregateId":`...)
+	b = appendString(b, e.AggregateID)
+	b = append(b, `,"aggregateType":`...)
+	b = appendString(b, e.AggregateType)
+	b = append(b, `,"feedName":`...)
+	b = appendString(b, e.AggregateType)
+	b = append(b, `,"projectionName":`...)
+	b = appendString(b, c.def.Name)
+	b = append(b, `,"projectionId":`...)
+	if c.def.Aggregated {
+		b = appendString(b, c.def.Name)
+	} else {
+		b = appendString(b, in.id)
+	}
+	created, updated := in.state.CreatedAt, in.state.UpdatedAt
+	if created.IsZero() {
+		created = e.RecordedAt
+	}
+	if updated.IsZero() {
+		updated = e.RecordedAt
+	}
+	b = append(b, `,"sequenceNumber":`...)
+	b = strconv.AppendInt(b, e.Position, 10)
+	b = append(b, `,"aggregateVersion":`...)
+	b = strconv.AppendInt(b, e.Version, 10)
+	b = append(b, `,"timestamp":`...)
+	b = strconv.AppendInt(b, e.RecordedAt.UnixMilli(), 10)
+	b = append(b, `,"createdAt":`...)
+	b = strconv.AppendInt(b, created.UnixMilli(), 10)
+	b = append(b, `,"updatedAt":`...)
+	b = strconv.AppendInt(b, updated.UnixMilli(), 10)
+	b = append(b, `},"currentState":`...)
+	b = appendJSON(b, in.root)
+	b = append(b, `,"event":{"eventId":`...)
+	b = appendString(b, e.ID)
+	b = append(b, `,"eventType":`...)
+	b = appendString(b, e.Type)
+	b = append(b, `,"data":`...)
+	if e.Data != nil {
+		b = append(b, e.Data...)
+	} else {
+		b = append(b, "{}"...)
+	}
+	if e.EncryptedData != "" {
+		b = append(b, `,"encryptedData":`...)
+		b = appendString(b, e.EncryptedData)
+	}
+	return append(b, "}}"...)
+}
+
+// catchUpApart starts catching up the stored definition name in a
+// goroutine of its own when it calls external functions, unless one runs
+// already, and reports whether it is caught up that way. Run uses it so
+// that a slow function endpoint holds back its own projection only, not
+// the rounds that keep the others current; when the goroutine has made
+// progress it wakes Run, since saves may have come meanwhile.
+func (p *Projector) catchUpApart(ctx context.Context, name string, apart *sync.WaitGroup) bool {
+	pr, err := p.lookupStored(ctx, name)
+	if err != nil || !pr.c.Load().external() {
+		return false
+	}
+	p.mu.Lock()
+	if p.busy[name] {
+		p.mu.Unlock()
+		return true
+	}
+	p.busy[name] = true
+	p.mu.Unlock()
+	apart.Go(func() {
+		before := pr.checkpoint.Load()
+		err := p.catchUpStored(ctx, name, nil)
+		p.mu.Lock()
+		delete(p.busy, name)
+		p.mu.Unlock()
+		if err != nil && ctx.Err() == nil && !errors.Is(err, ErrNotFound) && !errors.Is(err, ErrClosed) {
+			p.log.Warn("eventstore: projector", "err", err)
+		}
+		if pr.checkpoint.Load() > before {
+			p.wake()
+		}
+	})
+	return true
+}
