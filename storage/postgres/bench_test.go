@@ -81,7 +81,7 @@ func newRawWriter(b *testing.B, pool *pgxpool.Pool) *rawWriter {
 	return &rawWriter{
 		pool: pool,
 		insert: `INSERT INTO ` + pgx.Identifier{schema}.Sanitize() + `.events
-(position, aggregate_type, aggregate_id, event_id, event_type, data, version, sequence, recorded_at, feed_sequence) VALUES `,
+(position, aggregate_type, aggregate_id, event_id, event_type, data, version, sequence, recorded_at, feed_sequence, tx) VALUES `,
 		seq: make(map[string]int64),
 	}
 }
@@ -100,7 +100,7 @@ func (w *rawWriter) save(ctx context.Context, id string, n int) error {
 			sql += ","
 		}
 		j := len(args)
-		sql += fmt.Sprintf("($%d,'acct',$%d,$%d,'Deposited',$%d,$%d,$%d,$%d,$%d)", j+1, j+2, j+3, j+4, j+5, j+6, j+7, j+1)
+		sql += fmt.Sprintf("($%d,'acct',$%d,$%d,'Deposited',$%d,$%d,$%d,$%d,$%d,0)", j+1, j+2, j+3, j+4, j+5, j+6, j+7, j+1)
 		args = append(args, w.pos.Add(1), id, uuid.NewString(), []byte(benchData), seq+1, seq+int64(k)+1, now)
 	}
 	_, err := w.pool.Exec(ctx, sql, args...)
@@ -191,14 +191,14 @@ func BenchmarkLoad1000(b *testing.B) {
 			table := pgx.Identifier{schema}.Sanitize() + ".events"
 			_, err := pool.Exec(ctx, `INSERT INTO `+table+`
 SELECT g, 'acct', 'o' || ((g - 1) / 10), gen_random_uuid()::text, 'Deposited', convert_to($2, 'UTF8'),
-       (g - 1) % 10 + 1, (g - 1) % 10 + 1, now(), g
+       (g - 1) % 10 + 1, (g - 1) % 10 + 1, now(), g, NULL, 0
 FROM generate_series(1, $1::bigint) g`, others, benchData)
 			if err != nil {
 				b.Fatal(err)
 			}
 			_, err = pool.Exec(ctx, `INSERT INTO `+table+`
 SELECT $1::bigint + g, 'acct', 'target', gen_random_uuid()::text, 'Deposited', convert_to($2, 'UTF8'), g, g, now(),
-       $1::bigint + g
+       $1::bigint + g, NULL, 0
 FROM generate_series(1, 1000) g`, others, benchData)
 			if err != nil {
 				b.Fatal(err)
@@ -257,7 +257,7 @@ func BenchmarkRebuild1M(b *testing.B) {
 	table := pgx.Identifier{schema}.Sanitize() + ".events"
 	_, err := pool.Exec(ctx, `INSERT INTO `+table+`
 SELECT g, 'order', 'o' || ((g - 1) / 100), gen_random_uuid()::text, 'Placed',
-       convert_to('{"total": 12.5, "sku": "A-1"}', 'UTF8'), (g - 1) % 100 + 1, (g - 1) % 100 + 1, now(), g
+       convert_to('{"total": 12.5, "sku": "A-1"}', 'UTF8'), (g - 1) % 100 + 1, (g - 1) % 100 + 1, now(), g, NULL, 0
 FROM generate_series(1, $1::bigint) g`, events)
 	if err != nil {
 		b.Fatal(err)

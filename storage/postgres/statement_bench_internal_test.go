@@ -80,9 +80,12 @@ VALUES ($1, 'raw', $2, $3, 'Deposited', $4, $5, $5, $6, $1, 0)`)
 	// the others' max(position).
 	var rawPos, clientPos int64
 	rawSeq := map[string]int64{}
+	// The statements of this package read the reserved block from
+	// eventstore.base (schema version 6); the others ignore it.
 	locked := func(sql string, args ...any) error {
 		batch := &pgx.Batch{}
 		batch.Queue("SELECT pg_advisory_xact_lock($1)", s.appendKey)
+		batch.Queue(`SELECT set_config('eventstore.base', (nextval(` + quoteLiteral(schema+".positions") + `) - 1)::text, true)`)
 		batch.Queue(sql, args...)
 		return conn.SendBatch(ctx, batch).Close()
 	}
@@ -98,10 +101,10 @@ VALUES ($1, 'raw', $2, $3, 'Deposited', $4, $5, $5, $6, $1, 0)`)
 		}},
 		{"appendOne", func(agg string) error {
 			return locked(s.sql.appendOne, "one", agg, nil, []string{uuid.NewString()}, []string{"Deposited"},
-				[][]byte{data}, []time.Time{now}, nil, false, false)
+				[][]byte{data}, []time.Time{now}, nil, false, false, int64(0))
 		}},
 		{"appendSingle", func(agg string) error {
-			return locked(s.sql.appendSingle, "single", agg, nil, uuid.NewString(), "Deposited", data, now, nil, false, false)
+			return locked(s.sql.appendSingle, "single", agg, nil, uuid.NewString(), "Deposited", data, now, nil, false, false, int64(0))
 		}},
 		{"appendLean", func(agg string) error {
 			return locked(s.sql.appendLean, "appendlean", agg, uuid.NewString(), "Deposited", data, now, nil, nil)
