@@ -60,25 +60,38 @@ func (s *store) WatchAppends(ctx context.Context, notify func()) error {
 		return stopped(err)
 	}
 	notify()
+	// While appends may be in flight, a reader may be held back by one of
+	// them (see statements.watermark), and one that rolls back, or whose
+	// process dies, notifies nobody. So after notifications, once none
+	// has come for inFlightRecheck, look whether appends are in flight, and
+	// go on looking while some are; when none is, notify once more. Under
+	// a steady load notifications keep coming and nothing is looked up;
+	// idle, nothing at all.
+	pending := false
 	for {
-		// While appends are in flight, a reader may be held back by one
-		// of them (see statements.watermark); one that rolls back, or
-		// whose process dies, notifies nobody. So look again soon, and
-		// notify, until none is left.
-		pending := false
-		if err := conn.QueryRow(ctx, s.sql.inFlight).Scan(&pending); err != nil {
-			return stopped(err)
-		}
 		wctx, cancel := ctx, context.CancelFunc(func() {})
 		if pending {
 			wctx, cancel = context.WithTimeout(ctx, inFlightRecheck)
 		}
 		_, err := conn.WaitForNotification(wctx)
 		cancel()
-		if err != nil && !(pending && ctx.Err() == nil && wctx.Err() != nil && !conn.IsClosed()) {
+		switch {
+		case err == nil:
+			pending = true
+			notify()
+		case pending && ctx.Err() == nil && wctx.Err() != nil && !conn.IsClosed():
+			// Quiet for inFlightRecheck: once none is in flight any more,
+			// notify once (an append that rolled back since the last
+			// notification, seen here or not, notified nobody).
+			if err := conn.QueryRow(ctx, s.sql.inFlight).Scan(&pending); err != nil {
+				return stopped(err)
+			}
+			if !pending {
+				notify()
+			}
+		default:
 			return stopped(err)
 		}
-		notify()
 	}
 }
 

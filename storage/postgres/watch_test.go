@@ -37,6 +37,14 @@ func expect(t *testing.T, notes <-chan struct{}, what string) {
 	}
 }
 
+// settled waits for the one notification WatchAppends sends when, a
+// short while after notifications, no append is in flight any more (for
+// appends that rolled back without notifying).
+func settled(t *testing.T, notes <-chan struct{}) {
+	t.Helper()
+	expect(t, notes, "once no append is in flight")
+}
+
 // quiet fails the test when a notification arrives within a short while.
 func quiet(t *testing.T, notes <-chan struct{}, what string) {
 	t.Helper()
@@ -61,6 +69,7 @@ func TestWatchAppends(t *testing.T) {
 		t.Fatal(err)
 	}
 	expect(t, notes, "after an append by another process")
+	settled(t, notes)
 	quiet(t, notes, "twice for one append")
 
 	// AppendAll of three batches is one transaction: one notification.
@@ -73,6 +82,7 @@ func TestWatchAppends(t *testing.T) {
 		t.Fatal(err)
 	}
 	expect(t, notes, "after AppendAll")
+	settled(t, notes)
 	quiet(t, notes, "twice for one AppendAll")
 
 	// A refused append writes nothing and notifies nobody; nor do appends
