@@ -65,18 +65,6 @@ type appendResult = groupcommit.Result[storage.AppendResult]
 // and COMMIT are sent as one pipeline; a request the server rejects rolls
 // back to its savepoint alone.
 func (s *store) runBatch(ctx context.Context, reqs []storage.AppendRequest) []appendResult {
-	results := s.appendBatch(ctx, reqs)
-	for _, r := range results {
-		if r.Err == nil && !r.Value.Duplicate {
-			s.announce()
-			break
-		}
-	}
-	return results
-}
-
-// appendBatch is runBatch but for the notification.
-func (s *store) appendBatch(ctx context.Context, reqs []storage.AppendRequest) []appendResult {
 	results := make([]appendResult, len(reqs))
 	// ctx is shared by the whole batch and never cancelled by a caller;
 	// errors are translated against it, so that running out of
@@ -153,7 +141,7 @@ func (s *store) appendBatch(ctx context.Context, reqs []storage.AppendRequest) [
 		}
 		pending = pending[failed+1:]
 		if len(pending) == 0 {
-			if _, err := conn.Exec(ctx, "COMMIT"); err != nil {
+			if err := s.commit(ctx, conn); err != nil {
 				rollback(conn)
 				return failAll(err)
 			}
@@ -162,8 +150,8 @@ func (s *store) appendBatch(ctx context.Context, reqs []storage.AppendRequest) [
 	}
 }
 
-// runLean appends req, of one event, with the append lock and appendLean
-// in one pipeline (one implicit transaction). It reports
+// runLean appends req, of one event, with reserve and appendLean in one
+// pipeline, which ends with COMMIT and the notification. It reports
 // whether it wrote req, setting its result; when it did not (req's
 // version check failed, or the server refused it: an event id stored
 // already, bad input), nothing was written and the caller decides req with
@@ -175,8 +163,10 @@ func (s *store) runLean(ctx context.Context, conn *pgxpool.Conn, req *storage.Ap
 		enc = &a.enc[0]
 	}
 	b := &pgx.Batch{}
-	n := s.queueLock(b, reqsOf(req))
+	b.Queue("BEGIN")
+	n := 1 + s.queueLock(b, reqsOf(req))
 	b.Queue(s.sql.appendLean, req.AggregateType, req.AggregateID, a.ids[0], a.types[0], a.data[0], a.times[0], a.expected, enc)
+	s.queueCommit(b)
 	br := conn.SendBatch(ctx, b)
 	var position, version int64
 	err = execN(br, n)
@@ -188,10 +178,10 @@ func (s *store) runLean(ctx context.Context, conn *pgxpool.Conn, req *storage.Ap
 			written = true
 		}
 	}
-	// Close reads the end of the pipeline: only then is the transaction
-	// known to be committed.
-	if cerr := br.Close(); err == nil {
-		err = cerr
+	if err == nil {
+		err = readCommit(br)
+	} else {
+		br.Close()
 	}
 	if err != nil {
 		var pgErr *pgconn.PgError
@@ -230,7 +220,7 @@ func (s *store) sendBatch(ctx context.Context, conn *pgxpool.Conn, reqs []storag
 			offsets[i])
 		b.Queue("RELEASE SAVEPOINT r")
 	}
-	b.Queue("COMMIT")
+	s.queueCommit(b)
 
 	br := conn.SendBatch(ctx, b)
 	defer br.Close()
@@ -361,11 +351,14 @@ func rollback(conn *pgxpool.Conn) {
 	}
 }
 
-// release releases the append lock if the session of conn holds it, after
-// a pipeline that took it was rolled back before its end. An error means
-// the lock may still be held: the caller must roll back (which closes the
-// connection when it cannot release).
+// release ends the transaction a failed pipeline left (aborted, or none:
+// ROLLBACK then only warns) and releases the append lock if the session of
+// conn holds it. An error means the lock may still be held: the caller
+// must roll back (which closes the connection when it cannot release).
 func release(ctx context.Context, conn *pgxpool.Conn) error {
+	if _, err := conn.Exec(ctx, "ROLLBACK"); err != nil {
+		return err
+	}
 	_, err := conn.Exec(ctx, "SELECT pg_advisory_unlock_all()")
 	return err
 }
@@ -419,6 +412,39 @@ func eventOffsets(reqs []storage.AppendRequest) []int64 {
 		sum += int64(len(r.Events))
 	}
 	return offsets
+}
+
+// queueCommit queues the end of an append's pipeline: COMMIT, then the
+// notification of listeners (statements.notify), in a transaction of its
+// own.
+func (s *store) queueCommit(b *pgx.Batch) {
+	b.Queue("COMMIT")
+	b.Queue(s.sql.notify)
+}
+
+// readCommit reads the results of queueCommit's statements and closes br.
+// Only an error of the COMMIT is returned: once it has succeeded the
+// append is stored, and a failed notification only delays listeners (they
+// poll as a fallback).
+func readCommit(br pgx.BatchResults) error {
+	tag, err := br.Exec()
+	if err != nil {
+		br.Close()
+		return err
+	}
+	if tag.String() != "COMMIT" {
+		br.Close()
+		return fmt.Errorf("%w: commit answered %q", errBug, tag.String())
+	}
+	_ = br.Close() // the notification's outcome
+	return nil
+}
+
+// commit commits the transaction on conn and notifies, in one round trip.
+func (s *store) commit(ctx context.Context, conn *pgxpool.Conn) error {
+	b := &pgx.Batch{}
+	s.queueCommit(b)
+	return readCommit(conn.SendBatch(ctx, b))
 }
 
 // reqsOf returns req as a batch of one request.

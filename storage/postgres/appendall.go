@@ -65,13 +65,8 @@ func (s *store) AppendAll(ctx context.Context, reqs []storage.AppendRequest) ([]
 		}
 	}
 	out := make([]storage.AppendResult, len(reqs))
-	wrote := false
 	for i, r := range results {
 		out[i] = r.Value
-		wrote = wrote || !r.Value.Duplicate
-	}
-	if wrote {
-		s.announce()
 	}
 	return out, nil
 }
@@ -117,6 +112,5 @@ func (s *store) appendAllChecked(ctx context.Context, conn *pgxpool.Conn, reqs [
 	if err := br.Close(); err != nil {
 		return err
 	}
-	_, err := conn.Exec(ctx, "COMMIT")
-	return err
+	return s.commit(ctx, conn)
 }

@@ -138,8 +138,9 @@ func contains(list []string, s string) bool {
 }
 
 // runGroup appends reqs with one appendGroup statement per round (see
-// rounds; appendOne for a round of one request, appendSingle for one of one event), sent after the append lock as one pipeline, which the server
-// runs as one implicit transaction, committed at its end. appendGroup
+// rounds; appendOne for a round of one request, appendSingle for one of
+// one event), sent after reserve as one pipeline in one transaction, with
+// its COMMIT and the notification (queueCommit). appendGroup
 // decides every request itself, conflicts included, without failing, so
 // that a contended aggregate costs no error, no savepoint and no extra
 // round trip. With strict set (AppendAll: all or nothing), a request
@@ -154,7 +155,8 @@ func (s *store) runGroup(ctx context.Context, conn *pgxpool.Conn, reqs []storage
 	args []appendArgs, results []appendResult, strict bool) (done bool, err error) {
 	rs, doomed := rounds(reqs)
 	b := &pgx.Batch{}
-	n := s.queueLock(b, reqs)
+	b.Queue("BEGIN")
+	n := 1 + s.queueLock(b, reqs)
 	// A round's positions follow those reserved for the rounds before it.
 	var off int64
 	for _, round := range rs {
@@ -184,6 +186,7 @@ func (s *store) runGroup(ctx context.Context, conn *pgxpool.Conn, reqs []storage
 		b.Queue(s.sql.appendGroup, g.types, g.aggIDs, g.expected, g.counts,
 			g.index, g.ids, g.evTypes, g.data, g.times, g.enc, g.ord, roundOff, strict, g.doomed)
 	}
+	s.queueCommit(b)
 	br := conn.SendBatch(ctx, b)
 	err = execN(br, n)
 	for _, round := range rs {
@@ -192,10 +195,10 @@ func (s *store) runGroup(ctx context.Context, conn *pgxpool.Conn, reqs []storage
 		}
 		err = s.readGroup(br, reqs, round, results)
 	}
-	// Close reads the end of the pipeline: only then is the transaction
-	// known to be committed.
-	if cerr := br.Close(); err == nil {
-		err = cerr
+	if err == nil {
+		err = readCommit(br)
+	} else {
+		br.Close()
 	}
 	if err == nil {
 		return true, nil

@@ -220,14 +220,6 @@ type store struct {
 	readTimeout  time.Duration
 	batcher      *groupcommit.Batcher[storage.AppendRequest, storage.AppendResult]
 
-	// notifyMu guards notifying (a goroutine sends notifications) and
-	// notifyAgain (another is due); see announce. Close waits for
-	// notifyWG.
-	notifyMu    sync.Mutex
-	notifying   bool
-	notifyAgain bool
-	notifyWG    sync.WaitGroup
-
 	closed    atomic.Bool
 	closeOnce sync.Once
 	// done is closed by Close, which ends WatchAppends.
@@ -344,9 +336,6 @@ func (s *store) Close() error {
 		s.closed.Store(true)
 		close(s.done)
 		s.batcher.Close()
-		s.notifyMu.Lock() // no goroutine starts after this
-		s.notifyMu.Unlock()
-		s.notifyWG.Wait()
 		if s.ownPool {
 			s.pool.Close()
 		}

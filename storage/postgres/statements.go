@@ -22,6 +22,11 @@ type statements struct {
 	// reserve, watermark and inFlight are the statements of the
 	// watermark (see newStatements).
 	reserve, watermark, inFlight string
+	// notify follows an append's COMMIT in its pipeline: when the append
+	// wrote, it notifies listeners of the channel, in a transaction of its
+	// own committed with synchronous_commit off (it stores nothing, and
+	// holds the server's notification lock for microseconds).
+	notify string
 	// feedLag is the number of positions between the head a feed reader
 	// sees and the highest position committed (FeedLag).
 	feedLag string
@@ -87,6 +92,13 @@ func newStatements(schema, channel string, regKey int32, db uint32) statements {
 	q := func(sql string) string {
 		return qualify(schema, strings.ReplaceAll(sql, "{{channel}}", channel))
 	}
+	// notify, a CTE, marks the session as having written (eventstore.wrote,
+	// a session setting, rolled back with the transaction), for notifySQL
+	// after the COMMIT. Not pg_notify itself: a transaction that notifies
+	// takes a lock of the whole server at its commit and holds it until
+	// the commit is durable, which made the appends of every process
+	// commit one at a time.
+	const notify = `notify AS (SELECT set_config('eventstore.wrote', 'y', false) FROM ins LIMIT 1)`
 	// registered selects from pg_locks the registrations of the appends
 	// in flight: a shared advisory lock (regKey, the low 32 bits of the
 	// transaction id) that each appending transaction takes inside the
@@ -140,6 +152,9 @@ FROM (
 	FROM (SELECT pg_snapshot_xmax(pg_current_snapshot())::text::bigint AS x) s
 	LEFT JOIN pg_locks l ON %s
 	GROUP BY s.x), true)`, strings.ReplaceAll(registered, "locktype", "l.locktype")),
+		notify: q(`SELECT pg_notify({{channel}}, ''), set_config('synchronous_commit', 'off', true),
+	set_config('eventstore.wrote', '', false)
+WHERE current_setting('eventstore.wrote', true) = 'y'`),
 		// inFlight reports whether an append is registered in flight.
 		inFlight: `SELECT EXISTS (SELECT 1 FROM pg_locks WHERE ` + registered + `)`,
 		// append checks and writes one request in one statement. It returns
@@ -181,9 +196,10 @@ WITH cur AS (
 	FROM ok, unnest($3::text[], $5::text[], $6::bytea[], $7::timestamptz[], $8::text[])
 		WITH ORDINALITY AS t(id, typ, data, at, enc, ord)
 	RETURNING position
-)
+), ` + notify + `
 SELECT 0 AS kind, '' AS event_id, coalesce((SELECT version FROM cur), 0) AS version,
        coalesce((SELECT max(position) FROM ins), 0) AS position
+FROM (SELECT count(*) FROM notify) n
 UNION ALL
 SELECT 1, event_id, version, position FROM stored`),
 		// appendGroup appends one round of requests, on distinct
@@ -240,7 +256,7 @@ WITH req AS MATERIALIZED (
 		AS t(ri, id, typ, data, at, enc, k)
 	JOIN w ON w.ri = t.ri
 	RETURNING 1
-), stored AS (
+), ` + notify + `, stored AS (
 	SELECT req.ri, e.event_id, e.version, e.position
 	FROM req
 	JOIN unnest((SELECT $5::bigint[]), (SELECT $6::text[])) AS u(ri, id) ON u.ri = req.ri
@@ -253,7 +269,7 @@ WITH req AS MATERIALIZED (
 )
 SELECT CASE WHEN req.go THEN 0 ELSE 1 END AS kind, req.ri, req.v,
        head.p + 0 * (1 / CASE WHEN $13::bool AND NOT req.go THEN 0 ELSE 1 END) AS position, '' AS event_id
-FROM req, head
+FROM req, head, (SELECT count(*) FROM notify) n
 UNION ALL
 SELECT 2, ri, version, position, event_id FROM stored
 ORDER BY 2, 1`),
@@ -282,7 +298,7 @@ ORDER BY 2, 1`),
 		WITH ORDINALITY AS t(id, typ, data, at, enc, ord)
 	WHERE cur.go
 	RETURNING position
-), stored AS (
+), ` + notify + `, stored AS (
 	SELECT e.event_id, e.version, e.position
 	FROM cur, unnest((SELECT $4::text[])) AS u(id)
 	CROSS JOIN LATERAL (
@@ -295,7 +311,7 @@ ORDER BY 2, 1`),
 SELECT CASE WHEN cur.go THEN 0 ELSE 1 END AS kind, 1::bigint AS ri, cur.v,
        coalesce((SELECT min(position) FROM ins) - 1, 0) + 0 * (1 / CASE WHEN $9::bool AND NOT cur.go THEN 0 ELSE 1 END),
        '' AS event_id
-FROM cur
+FROM cur, (SELECT count(*) FROM notify) n
 UNION ALL
 SELECT 2, 1, version, position, event_id FROM stored`),
 		// appendSingle is appendOne for a request of one event, with
@@ -314,11 +330,11 @@ SELECT 2, 1, version, position, event_id FROM stored`),
 	FROM cur
 	WHERE cur.go
 	RETURNING position
-)
+), ` + notify + `
 SELECT CASE WHEN cur.go THEN 0 ELSE 1 END AS kind, 1::bigint AS ri, cur.v,
        coalesce((SELECT position FROM ins) - 1, 0) + 0 * (1 / CASE WHEN $9::bool AND NOT cur.go THEN 0 ELSE 1 END),
        '' AS event_id
-FROM cur
+FROM cur, (SELECT count(*) FROM notify) n
 UNION ALL
 SELECT 2, 1, e.version, e.position, e.event_id
 FROM cur, {{schema}}.events e
@@ -346,8 +362,8 @@ FROM (
 ) cur
 WHERE $7::bigint IS NULL OR $7::bigint = cur.v
 RETURNING position, version
-)
-SELECT position, version FROM ins`),
+), ` + notify + `
+SELECT position, version FROM ins, (SELECT count(*) FROM notify) n`),
 		load: q(`SELECT ` + selectCols + ` FROM {{schema}}.events
 WHERE aggregate_type = $1 AND aggregate_id = $2 ORDER BY sequence`),
 		// loadRange reads the versions in ($3, $4] of an aggregate with its
