@@ -1,13 +1,17 @@
 package reactions_test
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
+	"sync"
 	"sync/atomic"
 	"syscall"
 	"testing"
@@ -17,11 +21,16 @@ import (
 	"github.com/eventkit-go/eventstore/reactions"
 	"github.com/eventkit-go/eventstore/storage"
 	"github.com/eventkit-go/eventstore/storage/memory"
+	"github.com/eventkit-go/eventstore/storage/postgres"
 	"github.com/eventkit-go/eventstore/storage/sqlite"
+	"github.com/jackc/pgx/v5"
 )
 
+// backends opens the storages the benchmarks run on: memory, SQLite and,
+// when it answers, PostgreSQL at EVENTSTORE_POSTGRES_URL (default the
+// local test database), each in a fresh schema dropped afterwards.
 func backends(b *testing.B) map[string]func() storage.Storage {
-	return map[string]func() storage.Storage{
+	m := map[string]func() storage.Storage{
 		"memory": memory.New,
 		"sqlite": func() storage.Storage {
 			s, err := sqlite.Open(filepath.Join(b.TempDir(), "b.db"), nil)
@@ -31,6 +40,29 @@ func backends(b *testing.B) map[string]func() storage.Storage {
 			return s
 		},
 	}
+	url := cmp.Or(os.Getenv("EVENTSTORE_POSTGRES_URL"), "postgres://postgres@127.0.0.1:5432/test?sslmode=disable")
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	if c, err := pgx.Connect(ctx, url); err == nil {
+		_ = c.Close(ctx)
+		m["postgres"] = func() storage.Storage {
+			schema := fmt.Sprintf("es_bench_%d", time.Now().UnixNano())
+			s, err := postgres.OpenURL(context.Background(), url, &postgres.Options{Schema: schema})
+			if err != nil {
+				b.Fatal(err)
+			}
+			b.Cleanup(func() {
+				c, err := pgx.Connect(context.Background(), url)
+				if err != nil {
+					return
+				}
+				defer c.Close(context.Background())
+				_, _ = c.Exec(context.Background(), "DROP SCHEMA IF EXISTS "+schema+" CASCADE")
+			})
+			return s
+		}
+	}
+	return m
 }
 
 func cpuTime() time.Duration {
@@ -101,10 +133,11 @@ func BenchmarkPending100k(b *testing.B) {
 	}
 }
 
-// BenchmarkDeliveries delivers reactions to a local receiver answering
-// 200 with the default concurrency and reports deliveries per second,
-// and the rate of a saving client while deliveries run against its rate
-// alone, measured in the same run.
+// BenchmarkDeliveries delivers reactions that are all due to a local
+// receiver answering 200 with the default concurrency, flat out, and
+// reports deliveries per second: the capacity of one process. Nothing
+// else runs meanwhile; BenchmarkDeliveriesWhileSaving measures what
+// deliveries cost a saving client.
 func BenchmarkDeliveries(b *testing.B) {
 	for name, open := range backends(b) {
 		b.Run(name, func(b *testing.B) {
@@ -118,29 +151,8 @@ func BenchmarkDeliveries(b *testing.B) {
 			ctx := context.Background()
 			_ = e.Create(ctx, reactions.Definition{Name: "r", FeedName: "order", ReactOnEventType: "placed",
 				Action: reactions.Action{Type: reactions.ActionHTTPPost, TargetURI: srv.URL}})
-			saveFor := func(d time.Duration, typ string) float64 {
-				n, start := 0, time.Now()
-				for time.Since(start) < d {
-					if _, err := st.Save(ctx, "order", fmt.Sprint("s-", n), []eventstore.NewEvent{{ID: eventstore.NewEventID(), Type: typ}}, nil); err != nil {
-						b.Fatal(err)
-					}
-					n++
-				}
-				return float64(n) / time.Since(start).Seconds()
-			}
-			alone := saveFor(time.Second, "other")
 			n := max(b.N, 5000)
-			batches := make([]eventstore.Batch, 0, 500)
-			for i := 0; i < n; i += 500 {
-				batches = batches[:0]
-				for j := i; j < min(n, i+500); j++ {
-					batches = append(batches, eventstore.Batch{AggregateID: fmt.Sprint("o-", j),
-						Events: []eventstore.NewEvent{{ID: eventstore.NewEventID(), Type: "placed", Data: json.RawMessage(`{"total":12}`)}}})
-				}
-				if _, err := st.SaveAll(ctx, "order", batches); err != nil {
-					b.Fatal(err)
-				}
-			}
+			saveDue(b, st, 0, n, time.Time{})
 			if err := e.ScheduleOnce(ctx); err != nil {
 				b.Fatal(err)
 			}
@@ -149,7 +161,6 @@ func BenchmarkDeliveries(b *testing.B) {
 			done := make(chan struct{})
 			go func() { _ = e.Run(runCtx); close(done) }()
 			start := time.Now()
-			during := saveFor(time.Second, "other")
 			for got.Load() < int64(n) {
 				time.Sleep(time.Millisecond)
 			}
@@ -157,7 +168,149 @@ func BenchmarkDeliveries(b *testing.B) {
 			stop()
 			<-done
 			b.ReportMetric(float64(n)/elapsed.Seconds(), "deliveries/s")
-			b.ReportMetric(during/alone*100, "%saverate")
 		})
 	}
+}
+
+// saveDue saves n events of type placed on aggregates o-from... whose
+// field "at" says when their reaction is due: the i-th at first plus i
+// milliseconds, or no field when first is zero.
+func saveDue(b *testing.B, st *eventstore.Store, from, n int, first time.Time) {
+	batches := make([]eventstore.Batch, 0, 500)
+	for i := 0; i < n; i += 500 {
+		batches = batches[:0]
+		for j := i; j < min(n, i+500); j++ {
+			data := json.RawMessage(`{"total":12}`)
+			if !first.IsZero() {
+				data = json.RawMessage(fmt.Sprintf(`{"total":12,"at":%d}`, first.Add(time.Duration(j)*time.Millisecond).UnixMilli()))
+			}
+			batches = append(batches, eventstore.Batch{AggregateID: fmt.Sprint("o-", from+j),
+				Events: []eventstore.NewEvent{{ID: eventstore.NewEventID(), Type: "placed", Data: data}}})
+		}
+		if _, err := st.SaveAll(context.Background(), "order", batches); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkDeliveriesWhileSaving measures the Scale target of issue 20:
+// deliveries at 1,000 a second to a local receiver answering 200, with the
+// default concurrency, while one client saves events one at a time as
+// fast as it can (to the feed the definition follows, so the scheduler
+// reads them too). Each iteration is one pair of windows of
+// deliveryWindow: the client saving alone (the Engine stopped) and the
+// client saving while the Engine runs and reactions fall due one a
+// millisecond, in alternating order. It reports the medians over the
+// iterations of the client's save rate alone and meanwhile, of their
+// ratio (%saverate: 100 means deliveries cost the client nothing), and
+// of the deliveries a second within the windows. Run it with
+// -benchtime 5x (five pairs) or more: on a shared machine only the ratio
+// within one run means much.
+func BenchmarkDeliveriesWhileSaving(b *testing.B) {
+	const deliveryWindow = time.Second
+	const perWindow = int(deliveryWindow / time.Millisecond)
+	for name, open := range backends(b) {
+		b.Run(name, func(b *testing.B) {
+			var (
+				mu    sync.Mutex
+				times []time.Time
+			)
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				mu.Lock()
+				times = append(times, time.Now())
+				mu.Unlock()
+			}))
+			defer srv.Close()
+			s := open()
+			st, _ := eventstore.New(s, nil)
+			defer st.Close()
+			e, _ := reactions.New(st, s, &reactions.Options{Outbound: &reactions.Outbound{AllowAll: true}})
+			ctx := context.Background()
+			if err := e.Create(ctx, reactions.Definition{Name: "r", FeedName: "order", ReactOnEventType: "placed",
+				TriggerTimeField: "at", Action: reactions.Action{Type: reactions.ActionHTTPPost, TargetURI: srv.URL}}); err != nil {
+				b.Fatal(err)
+			}
+			saved := 0
+			saveFor := func(d time.Duration) float64 {
+				n, start := 0, time.Now()
+				for time.Since(start) < d {
+					if _, err := st.Save(ctx, "order", fmt.Sprint("s-", saved), []eventstore.NewEvent{{ID: eventstore.NewEventID(), Type: "other"}}, nil); err != nil {
+						b.Fatal(err)
+					}
+					n++
+					saved++
+				}
+				return float64(n) / time.Since(start).Seconds()
+			}
+			scheduled := 0
+			// withDeliveries runs the Engine while reactions fall due one a
+			// millisecond for deliveryWindow and the client saves, and
+			// returns the client's rate and the deliveries a second.
+			withDeliveries := func() (rate, delivered float64) {
+				first := time.Now().Add(500 * time.Millisecond)
+				saveDue(b, st, scheduled, perWindow, first)
+				scheduled += perWindow
+				if err := e.ScheduleOnce(ctx); err != nil {
+					b.Fatal(err)
+				}
+				mu.Lock()
+				times = times[:0]
+				mu.Unlock()
+				runCtx, stop := context.WithCancel(ctx)
+				done := make(chan struct{})
+				go func() { _ = e.Run(runCtx); close(done) }()
+				time.Sleep(time.Until(first))
+				rate = saveFor(deliveryWindow)
+				end := time.Now()
+				for {
+					mu.Lock()
+					n := len(times)
+					mu.Unlock()
+					if n >= perWindow || time.Since(end) > 10*time.Second {
+						break
+					}
+					time.Sleep(time.Millisecond)
+				}
+				stop()
+				<-done
+				mu.Lock()
+				in := 0
+				for _, t := range times {
+					if !t.Before(first) && !t.After(end) {
+						in++
+					}
+				}
+				mu.Unlock()
+				return rate, float64(in) / end.Sub(first).Seconds()
+			}
+			var alone, during, ratio, rates []float64
+			for i := 0; b.Loop(); i++ {
+				var a, d, r float64
+				if i%2 == 0 {
+					a = saveFor(deliveryWindow)
+					d, r = withDeliveries()
+				} else {
+					d, r = withDeliveries()
+					a = saveFor(deliveryWindow)
+				}
+				alone, during, ratio, rates = append(alone, a), append(during, d), append(ratio, d/a*100), append(rates, r)
+			}
+			b.ReportMetric(median(alone), "saves/s-alone")
+			b.ReportMetric(median(during), "saves/s-meanwhile")
+			b.ReportMetric(median(ratio), "%saverate")
+			b.ReportMetric(median(rates), "deliveries/s")
+		})
+	}
+}
+
+// median returns the median of v, which it sorts.
+func median(v []float64) float64 {
+	if len(v) == 0 {
+		return 0
+	}
+	slices.Sort(v)
+	if len(v)%2 == 1 {
+		return v[len(v)/2]
+	}
+	return (v[len(v)/2-1] + v[len(v)/2]) / 2
 }
