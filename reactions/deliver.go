@@ -25,26 +25,31 @@ import (
 const maxBackoff = 24 * time.Hour
 
 // deliverLoop claims due reactions and attempts them, at most
-// e.concurrency at once. When none is due it sleeps until the earliest
-// due time (an index read), a wake-up, or the poll interval, whichever
-// comes first.
+// e.concurrency at once. While reactions are due faster than they can be
+// attempted it claims again as soon as half the slots are free. Otherwise
+// it sleeps until the earliest due time (an index read), a wake-up, or the
+// poll interval, whichever comes first, but claims at most once per
+// claimPace: reactions falling due one by one are claimed together, up to
+// claimPace after they fell due, in one write instead of one each.
 func (e *Engine) deliverLoop(ctx context.Context) {
 	var wg sync.WaitGroup
 	slots := make(chan struct{}, e.concurrency)
 	freed := make(chan struct{}, 1)
 	outcomes := make(chan storage.ReactionOutcome, e.concurrency)
 	finished := make(chan struct{})
-	go func() { e.record(ctx, outcomes, freed); close(finished) }()
+	go func() { e.record(ctx, outcomes); close(finished) }()
 	defer func() {
 		wg.Wait()
 		close(outcomes)
 		<-finished
 	}()
+	var lastClaim time.Time
 	for ctx.Err() == nil {
 		free := e.concurrency - len(slots)
 		claimed := 0
 		if free > 0 {
 			now := e.now()
+			lastClaim = time.Now()
 			rs, err := e.rs.ClaimReactions(ctx, storage.ReactionClaim{Now: now, Until: now.Add(e.lease),
 				Claim: uuid.NewString(), Limit: free})
 			if err != nil && ctx.Err() == nil {
@@ -63,28 +68,31 @@ func (e *Engine) deliverLoop(ctx context.Context) {
 				})
 			}
 		}
-		if claimed > 0 && claimed == free {
-			// More may be due: claim again once half the slots are free,
-			// so that a claim takes many at once.
+		if claimed == free {
+			// More may be due (or no slot was free): claim again once half
+			// the slots are free, so that a claim takes many at once.
 			for ctx.Err() == nil && len(slots) > e.concurrency/2 {
 				select {
 				case <-ctx.Done():
 				case <-freed:
 				}
 			}
-			continue
-		}
-		wait := e.poll
-		if claimed == 0 || free > claimed {
-			if due, ok, err := e.rs.NextReactionDue(ctx); err == nil && ok {
-				wait = min(wait, max(time.Until(due), time.Millisecond))
+			if claimed > 0 {
+				continue
 			}
 		}
+		wait := e.poll
+		if due, ok, err := e.rs.NextReactionDue(ctx); err == nil && ok {
+			wait = min(wait, max(time.Until(due), time.Millisecond))
+		}
+		wait = max(wait, e.pace(claimPace)-time.Since(lastClaim))
 		t := time.NewTimer(wait)
 		select {
 		case <-ctx.Done():
 		case <-e.wakeDeliver:
-		case <-freed: // an attempt ended: a retry may be due sooner
+			// New reactions or a retry: let claimPace pass since the last
+			// claim, so that a burst of them is claimed at once.
+			sleep(ctx, e.pace(claimPace)-time.Since(lastClaim))
 		case <-t.C:
 		}
 		t.Stop()
@@ -121,14 +129,19 @@ func (e *Engine) attempt(ctx context.Context, r storage.Reaction) (storage.React
 // maxRecordBatch bounds the outcomes recorded in one FinishReactions.
 const maxRecordBatch = 256
 
-// record writes the outcomes of attempts as they come, as many at once as
-// are waiting (one transaction for many deliveries), until outcomes is
-// closed. It writes with a context of its own, so that a shutdown still
-// records the attempts that ended.
-func (e *Engine) record(ctx context.Context, outcomes <-chan storage.ReactionOutcome, freed chan struct{}) {
+// record writes the outcomes of attempts as they come, gathering them for
+// recordPace after the first (or until maxRecordBatch wait) so that one
+// transaction records many deliveries, until outcomes is closed. It writes
+// with a context of its own, so that a shutdown still records the
+// attempts that ended. A retry it records wakes the delivery loop, whose
+// next due time may now be sooner.
+func (e *Engine) record(ctx context.Context, outcomes <-chan storage.ReactionOutcome) {
 	batch := make([]storage.ReactionOutcome, 0, maxRecordBatch)
+	t := time.NewTimer(0)
+	defer t.Stop()
 	for o := range outcomes {
 		batch = append(batch[:0], o)
+		t.Reset(e.pace(recordPace))
 	more:
 		for len(batch) < maxRecordBatch {
 			select {
@@ -137,7 +150,7 @@ func (e *Engine) record(ctx context.Context, outcomes <-chan storage.ReactionOut
 					break more
 				}
 				batch = append(batch, o)
-			default:
+			case <-t.C:
 				break more
 			}
 		}
@@ -147,12 +160,16 @@ func (e *Engine) record(ctx context.Context, outcomes <-chan storage.ReactionOut
 		if err != nil {
 			e.log.Warn("reactions: recording attempts failed; their leases end and they are attempted again", "count", len(batch), "err", err)
 		}
+		retry := false
 		for i, err := range errs {
 			if err != nil {
 				e.log.Warn("reactions: recording an attempt failed", "reaction", batch[i].ID, "err", err)
 			}
+			retry = retry || err == nil && batch[i].State == storage.ReactionPending
 		}
-		wake(freed)
+		if retry {
+			wake(e.wakeDeliver)
+		}
 	}
 }
 

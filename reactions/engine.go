@@ -105,9 +105,10 @@ type Engine struct {
 
 	wakeSched, wakeDeliver chan struct{}
 
-	mu    sync.Mutex
-	defs  map[string]*compiled  // by spec, for deliveries
-	specs map[string]cachedSpec // by name, for deliveries
+	mu      sync.Mutex
+	defs    map[string]*compiled  // by spec, for deliveries
+	specs   map[string]cachedSpec // by name, for deliveries
+	scanned map[string]scanned    // by definition name, for scheduling
 }
 
 // New returns an Engine scheduling the events of st into rs, which must be
@@ -139,6 +140,7 @@ func New(st *eventstore.Store, s storage.Storage, opts *Options) (*Engine, error
 		wakeDeliver: make(chan struct{}, 1),
 		defs:        make(map[string]*compiled),
 		specs:       make(map[string]cachedSpec),
+		scanned:     make(map[string]scanned),
 	}
 	if opts.Now == nil {
 		e.now = time.Now

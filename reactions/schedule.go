@@ -32,7 +32,11 @@ func (e *Engine) Run(ctx context.Context) error {
 	return nil
 }
 
-// watch wakes the scheduler when events are saved.
+// watch wakes the scheduler when events are saved. It waits on the
+// Store's own notifications of appends (ReadFeed with a Wait), and after
+// each wake-up lets schedulePace pass, so that a client saving thousands
+// of events a second wakes the scheduler at most once per schedulePace
+// instead of once per save.
 func (e *Engine) watch(ctx context.Context) {
 	after := int64(-1)
 	for ctx.Err() == nil {
@@ -51,11 +55,38 @@ func (e *Engine) watch(ctx context.Context) {
 		case len(res.Entries) > 0:
 			after = max(res.Head, res.Next)
 			wake(e.wakeSched)
+			sleep(ctx, e.pace(schedulePace))
 		default:
 			after = max(after, res.Next)
 		}
 	}
 }
+
+// Pacing of Run. Each bounds how often Run writes to the storage while
+// work keeps coming, which is what a client saving at the same time pays
+// for (on SQLite every write commits on the one write connection, with an
+// fsync): deliveries and scheduling gather work over these intervals and
+// write it in one transaction.
+const (
+	// schedulePace is the least time between two scheduling rounds woken
+	// by saves: the most a reaction due at once waits to be scheduled.
+	schedulePace = 25 * time.Millisecond
+	// claimPace is the least time between two claims that found less
+	// than they could take (between claims that fill every free slot
+	// there is none): the most a reaction waits after it fell due while
+	// slots are free.
+	claimPace = 25 * time.Millisecond
+	// recordPace is how long outcomes of attempts are gathered before
+	// they are recorded together.
+	recordPace = 25 * time.Millisecond
+	// checkpointEvery is how often a definition's checkpoint is written
+	// while the events it reads schedule nothing (see scheduleDef).
+	checkpointEvery = time.Second
+)
+
+// pace returns d, or the poll interval when that is shorter (tests poll
+// every few milliseconds and need no pacing).
+func (e *Engine) pace(d time.Duration) time.Duration { return min(d, e.poll) }
 
 // sleep waits for d or ctx.
 func sleep(ctx context.Context, d time.Duration) {
@@ -67,17 +98,20 @@ func sleep(ctx context.Context, d time.Duration) {
 	}
 }
 
-// scheduleLoop schedules the reactions of new events.
+// scheduleLoop schedules the reactions of new events, at most once per
+// schedulePace while saves keep waking it.
 func (e *Engine) scheduleLoop(ctx context.Context) {
 	t := time.NewTicker(e.poll)
 	defer t.Stop()
 	for ctx.Err() == nil {
-		if err := e.ScheduleOnce(ctx); err != nil && ctx.Err() == nil {
+		started := time.Now()
+		if err := e.schedule(ctx, false); err != nil && ctx.Err() == nil {
 			e.log.Warn("reactions: scheduling failed, retrying", "err", err)
 		}
 		select {
 		case <-ctx.Done():
 		case <-e.wakeSched:
+			sleep(ctx, e.pace(schedulePace)-time.Since(started))
 		case <-t.C:
 		}
 	}
@@ -87,13 +121,20 @@ func (e *Engine) scheduleLoop(ctx context.Context) {
 // call (or since each definition was created), then returns. Run calls it;
 // tests may call it to schedule without running.
 func (e *Engine) ScheduleOnce(ctx context.Context) error {
+	return e.schedule(ctx, true)
+}
+
+// schedule is ScheduleOnce; flush writes every checkpoint that moved,
+// else scheduleDef writes one that moves over nothing to schedule only
+// every checkpointEvery.
+func (e *Engine) schedule(ctx context.Context, flush bool) error {
 	recs, err := e.rs.ReactionDefinitions(ctx)
 	if err != nil {
 		return err
 	}
 	var errs []error
 	for _, rec := range recs {
-		if err := e.scheduleDef(ctx, rec); err != nil && !errors.Is(err, eventstore.ErrConflict) {
+		if err := e.scheduleDef(ctx, rec, flush); err != nil && !errors.Is(err, eventstore.ErrConflict) {
 			errs = append(errs, fmt.Errorf("definition %s: %w", rec.Name, err))
 		}
 	}
@@ -127,35 +168,73 @@ func (e *Engine) compiledOf(spec []byte) (*compiled, error) {
 	return c, nil
 }
 
+// scanned is how far the scheduler of this Engine read a definition's
+// feed past its stored checkpoint without finding anything to schedule.
+type scanned struct {
+	spec    string    // the definition's spec when it read
+	stored  int64     // the checkpoint stored then
+	through int64     // the FeedSequence read through
+	written time.Time // when this Engine last wrote the checkpoint
+}
+
 // scheduleDef schedules the events of one definition's feed after its
 // checkpoint, a page at a time, each page committed with a compare-and-set
-// on the checkpoint.
-func (e *Engine) scheduleDef(ctx context.Context, rec storage.ReactionDefinitionRecord) error {
+// on the checkpoint. A page that schedules and cancels nothing is not
+// written: the Engine remembers how far it read (see scanned) and moves
+// the stored checkpoint over it with the next page that schedules
+// something, or after checkpointEvery (at once when flush). Skipping is
+// safe because planning is a function of the events and the spec: another
+// process reading those events from the stored checkpoint finds nothing
+// either, and its compare-and-set makes this one start over from its
+// checkpoint. So a client saving events the definition ignores costs the
+// storage no write per save; a restart reads again at most
+// checkpointEvery of the feed.
+func (e *Engine) scheduleDef(ctx context.Context, rec storage.ReactionDefinitionRecord, flush bool) error {
 	c, err := e.compiledOf(rec.Spec)
 	if err != nil {
 		return err
 	}
+	e.mu.Lock()
+	sn, ok := e.scanned[rec.Name]
+	e.mu.Unlock()
+	if !ok || sn.spec != string(rec.Spec) || sn.stored != rec.Checkpoint || sn.through < rec.Checkpoint {
+		sn = scanned{spec: string(rec.Spec), stored: rec.Checkpoint, through: rec.Checkpoint, written: sn.written}
+	}
+	defer func() {
+		e.mu.Lock()
+		if len(e.scanned) > 2*e.maxDefs {
+			clear(e.scanned)
+		}
+		e.scanned[rec.Name] = sn
+		e.mu.Unlock()
+	}()
 	for {
-		res, err := e.st.ReadFeed(ctx, c.def.FeedName, rec.Checkpoint, &eventstore.FeedOptions{Limit: 200})
+		res, err := e.st.ReadFeed(ctx, c.def.FeedName, sn.through, &eventstore.FeedOptions{Limit: 200})
 		if errors.Is(err, eventstore.ErrNotFound) {
 			return nil
 		}
 		if err != nil {
 			return err
 		}
-		if res.Next <= rec.Checkpoint {
-			return nil
+		var sc storage.ReactionSchedule
+		if res.Next > sn.through {
+			sc = e.plan(c, res.Entries)
+			sn.through = res.Next
 		}
-		sc := e.plan(c, res.Entries)
-		sc.Definition, sc.Spec, sc.From, sc.To = rec.Name, rec.Spec, rec.Checkpoint, res.Next
-		if err := e.rs.ScheduleReactions(ctx, sc); err != nil {
-			return err
+		last := !res.HasMore || len(res.Entries) == 0
+		due := time.Since(sn.written) >= checkpointEvery || flush && last
+		if sn.through > sn.stored && (len(sc.Insert) > 0 || len(sc.Cancel) > 0 || due) {
+			sc.Definition, sc.Spec, sc.From, sc.To = rec.Name, rec.Spec, sn.stored, sn.through
+			if err := e.rs.ScheduleReactions(ctx, sc); err != nil {
+				sn.stored = -1 // read the stored checkpoint again
+				return err
+			}
+			if len(sc.Insert) > 0 {
+				wake(e.wakeDeliver)
+			}
+			sn.stored, sn.written = sn.through, time.Now()
 		}
-		if len(sc.Insert) > 0 {
-			wake(e.wakeDeliver)
-		}
-		rec.Checkpoint = res.Next
-		if !res.HasMore {
+		if last {
 			return nil
 		}
 	}
