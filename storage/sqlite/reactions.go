@@ -183,41 +183,52 @@ func scanReaction(rows interface{ Scan(...any) error }, withPayload bool) (stora
 	return r, nil
 }
 
-// ClaimReactions implements storage.ReactionStorage.
+// ClaimReactions implements storage.ReactionStorage in one transaction
+// of two statements: the ids due, read from the index of the active
+// reactions, then one UPDATE of them all. It holds the write connection,
+// which saves wait for, as briefly as it can.
 func (s *store) ClaimReactions(ctx context.Context, c storage.ReactionClaim) ([]storage.Reaction, error) {
 	if err := s.check(ctx, "claim reactions"); err != nil {
 		return nil, err
 	}
 	var out []storage.Reaction
 	err := s.inTx(ctx, func(tx *txn) error {
+		out = out[:0]
 		rows, err := tx.QueryContext(ctx, `SELECT id FROM reactions WHERE state IN (0, 1) AND due_at <= ?
 			ORDER BY due_at, id LIMIT ?`, micros(c.Now), c.Limit)
 		if err != nil {
 			return err
 		}
-		var ids []string
+		args := []any{micros(c.Until), c.Claim}
+		order := make(map[string]int)
 		for rows.Next() {
 			var id string
 			if err := rows.Scan(&id); err != nil {
 				rows.Close()
 				return err
 			}
-			ids = append(ids, id)
+			order[id] = len(order)
+			args = append(args, id)
 		}
 		rows.Close()
-		if err := rows.Err(); err != nil {
+		if err := rows.Err(); err != nil || len(order) == 0 {
 			return err
 		}
-		for _, id := range ids {
-			row := tx.QueryRowContext(ctx, `UPDATE reactions SET state = 1, due_at = ?, claim = ?, attempts = attempts + 1
-				WHERE id = ? RETURNING `+reactionCols+`, payload`, micros(c.Until), c.Claim, id)
-			r, err := scanReaction(row, true)
+		rows, err = tx.QueryContext(ctx, `UPDATE reactions SET state = 1, due_at = ?, claim = ?, attempts = attempts + 1
+			WHERE id IN (?`+strings.Repeat(", ?", len(order)-1)+`) RETURNING `+reactionCols+`, payload`, args...)
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		out = make([]storage.Reaction, len(order))
+		for rows.Next() {
+			r, err := scanReaction(rows, true)
 			if err != nil {
 				return err
 			}
-			out = append(out, r)
+			out[order[r.ID]] = r
 		}
-		return nil
+		return rows.Err()
 	})
 	if err != nil {
 		return nil, s.fail(ctx, "claim reactions", err)
@@ -225,8 +236,15 @@ func (s *store) ClaimReactions(ctx context.Context, c storage.ReactionClaim) ([]
 	return out, nil
 }
 
-// FinishReactions implements storage.ReactionStorage in one
-// transaction.
+// finishChunk bounds the outcomes one statement of FinishReactions
+// updates (six arguments each).
+const finishChunk = 128
+
+// FinishReactions implements storage.ReactionStorage in one transaction,
+// one UPDATE statement for up to finishChunk outcomes of distinct
+// reactions: the ids it returns are those applied. (An outcome for a
+// reaction that another outcome of the batch names too, which takes an
+// Execute between two attempts, is applied by a statement of its own.)
 func (s *store) FinishReactions(ctx context.Context, outcomes []storage.ReactionOutcome) ([]error, error) {
 	if err := s.check(ctx, "finish reactions"); err != nil {
 		return nil, err
@@ -234,24 +252,64 @@ func (s *store) FinishReactions(ctx context.Context, outcomes []storage.Reaction
 	var errs []error
 	err := s.inTx(ctx, func(tx *txn) error {
 		errs = make([]error, len(outcomes))
-		for i, o := range outcomes {
-			due, finished := micros(o.DueAt), micros(o.At)
-			if o.State != storage.ReactionPending {
-				due = -1 // keep
-			} else {
-				finished = 0
+		applied := make([]bool, len(outcomes))
+		var alone []int
+		for lo := 0; lo < len(outcomes); {
+			byID := make(map[string]int, finishChunk)
+			args := make([]any, 0, 6*finishChunk)
+			for ; lo < len(outcomes) && len(byID) < finishChunk; lo++ {
+				o := outcomes[lo]
+				if _, dup := byID[o.ID]; dup {
+					alone = append(alone, lo)
+					continue
+				}
+				byID[o.ID] = lo
+				due, finished := finishTimes(o)
+				args = append(args, o.ID, o.Claim, int(o.State), due, finished, safetext.Clean(o.Error))
 			}
+			if len(byID) == 0 {
+				continue
+			}
+			rows, err := tx.QueryContext(ctx, `WITH v (id, claim, state, due, finished, error) AS (
+				VALUES (?, ?, ?, ?, ?, ?)`+strings.Repeat(", (?, ?, ?, ?, ?, ?)", len(byID)-1)+`)
+				UPDATE reactions SET state = v.state, due_at = CASE WHEN v.due >= 0 THEN v.due ELSE reactions.due_at END,
+				finished_at = v.finished, last_error = v.error, claim = ''
+				FROM v WHERE reactions.id = v.id AND reactions.state = 1 AND reactions.claim = v.claim
+				RETURNING reactions.id`, args...)
+			if err != nil {
+				return err
+			}
+			for rows.Next() {
+				var id string
+				if err := rows.Scan(&id); err != nil {
+					rows.Close()
+					return err
+				}
+				applied[byID[id]] = true
+			}
+			rows.Close()
+			if err := rows.Err(); err != nil {
+				return err
+			}
+		}
+		for _, i := range alone {
+			o := outcomes[i]
+			due, finished := finishTimes(o)
 			n, err := tx.affected(ctx, `UPDATE reactions SET state = ?, due_at = CASE WHEN ? >= 0 THEN ? ELSE due_at END,
 				finished_at = ?, last_error = ?, claim = '' WHERE id = ? AND state = 1 AND claim = ?`,
 				int(o.State), due, due, finished, safetext.Clean(o.Error), o.ID, o.Claim)
 			if err != nil {
 				return err
 			}
-			if n == 0 {
-				errs[i] = s.missingOr(ctx, tx.Tx, o.ID, fmt.Errorf("reaction %s is no longer claimed by this attempt: %w", o.ID, storage.ErrConflict))
-				if !errors.Is(errs[i], storage.ErrConflict) && !errors.Is(errs[i], storage.ErrNotFound) {
-					return errs[i]
-				}
+			applied[i] = n > 0
+		}
+		for i, o := range outcomes {
+			if applied[i] {
+				continue
+			}
+			errs[i] = s.missingOr(ctx, tx.Tx, o.ID, fmt.Errorf("reaction %s is no longer claimed by this attempt: %w", o.ID, storage.ErrConflict))
+			if !errors.Is(errs[i], storage.ErrConflict) && !errors.Is(errs[i], storage.ErrNotFound) {
+				return errs[i]
 			}
 		}
 		return nil
@@ -260,6 +318,15 @@ func (s *store) FinishReactions(ctx context.Context, outcomes []storage.Reaction
 		return nil, s.fail(ctx, "finish reactions", err)
 	}
 	return errs, nil
+}
+
+// finishTimes returns the due_at (-1 to keep the lease's) and finished_at
+// an outcome writes.
+func finishTimes(o storage.ReactionOutcome) (due, finished int64) {
+	if o.State == storage.ReactionPending {
+		return micros(o.DueAt), 0
+	}
+	return -1, micros(o.At)
 }
 
 // missingOr returns ErrNotFound when reaction id does not exist, else err.

@@ -242,6 +242,22 @@ func testClaim(t *testing.T, h *harness) {
 	if r := mustReaction(t, s, "c"); r.State != storage.ReactionFailed || r.LastError != "gave up" || !r.FinishedAt.Equal(later) {
 		t.Errorf("a failed reaction: %+v", r)
 	}
+	// Two outcomes for one reaction in one batch (an attempt under a lost
+	// claim and the current one): only the current claim's applies.
+	mustSchedule(t, s, "r", newReaction("d", "r", "a", rt0))
+	if got, _ = s.ClaimReactions(ctx, storage.ReactionClaim{Now: later, Until: later.Add(time.Minute), Claim: "k4", Limit: 1}); len(got) != 1 || got[0].ID != "d" {
+		t.Fatalf("claiming d: got %v", reactionIDs(got))
+	}
+	errs, err = s.FinishReactions(ctx, []storage.ReactionOutcome{
+		{ID: "d", Claim: "k0", State: storage.ReactionCompleted, At: later},
+		{ID: "d", Claim: "k4", State: storage.ReactionPending, DueAt: retry, Error: "answered 503"},
+	})
+	if err != nil || len(errs) != 2 || !errors.Is(errs[0], storage.ErrConflict) || errs[1] != nil {
+		t.Errorf("FinishReactions of a lost and the current claim of one reaction: %v, %v; want ErrConflict, nil", errs, err)
+	}
+	if r := mustReaction(t, s, "d"); r.State != storage.ReactionPending || !r.DueAt.Equal(retry) || r.LastError != "answered 503" {
+		t.Errorf("d after the current claim's outcome: %+v", r)
+	}
 }
 
 func reactionIDs(rs []storage.Reaction) []string {
