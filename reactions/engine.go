@@ -109,6 +109,9 @@ type Engine struct {
 	defs    map[string]*compiled  // by spec, for deliveries
 	specs   map[string]cachedSpec // by name, for deliveries
 	scanned map[string]scanned    // by definition name, for scheduling
+
+	schedDefs     []storage.ReactionDefinitionRecord // the definitions, for scheduling rounds
+	schedDefsRead time.Time                          // when schedDefs was read; zero: read again
 }
 
 // New returns an Engine scheduling the events of st into rs, which must be
@@ -193,6 +196,7 @@ func (e *Engine) Create(ctx context.Context, d Definition) error {
 	if err := e.rs.CreateReactionDefinition(ctx, rec); err != nil {
 		return fmt.Errorf("create reaction definition %s: %w", d.Name, err)
 	}
+	e.forgetDefinitions()
 	wake(e.wakeSched)
 	return nil
 }
@@ -235,6 +239,7 @@ func (e *Engine) Put(ctx context.Context, d Definition) (created bool, err error
 	if err := e.rs.UpdateReactionDefinition(ctx, d.Name, c.spec, checkpoint); err != nil {
 		return false, fmt.Errorf("put reaction definition %s: %w", d.Name, err)
 	}
+	e.forgetDefinitions()
 	wake(e.wakeSched)
 	return false, nil
 }
@@ -276,6 +281,7 @@ func (e *Engine) Delete(ctx context.Context, name string) error {
 	if err := e.rs.DeleteReactionDefinition(ctx, name, e.now()); err != nil {
 		return fmt.Errorf("delete reaction definition %s: %w", name, err)
 	}
+	e.forgetDefinitions()
 	return nil
 }
 

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -127,18 +128,57 @@ func (e *Engine) ScheduleOnce(ctx context.Context) error {
 // schedule is ScheduleOnce; flush writes every checkpoint that moved,
 // else scheduleDef writes one that moves over nothing to schedule only
 // every checkpointEvery.
+//
+// Rounds woken by saves use the definitions read at most specTTL ago (a
+// change by another process reaches scheduling within it, as it reaches
+// deliveries); a change through this Engine, a flush or a conflict reads
+// them again.
 func (e *Engine) schedule(ctx context.Context, flush bool) error {
-	recs, err := e.rs.ReactionDefinitions(ctx)
-	if err != nil {
-		return err
+	e.mu.Lock()
+	recs, fresh := slices.Clone(e.schedDefs), time.Since(e.schedDefsRead) < specTTL
+	e.mu.Unlock()
+	if flush || !fresh {
+		read := time.Now()
+		var err error
+		if recs, err = e.rs.ReactionDefinitions(ctx); err != nil {
+			return err
+		}
+		e.mu.Lock()
+		e.schedDefs, e.schedDefsRead = slices.Clone(recs), read
+		e.mu.Unlock()
 	}
 	var errs []error
-	for _, rec := range recs {
-		if err := e.scheduleDef(ctx, rec, flush); err != nil && !errors.Is(err, eventstore.ErrConflict) {
-			errs = append(errs, fmt.Errorf("definition %s: %w", rec.Name, err))
+	for i := range recs {
+		if err := e.scheduleDef(ctx, &recs[i], flush); err != nil {
+			e.forgetDefinitions()
+			// A conflict: another process moved on, or the definition
+			// changed or went; the next round reads it again.
+			if !errors.Is(err, eventstore.ErrConflict) && !errors.Is(err, eventstore.ErrNotFound) {
+				errs = append(errs, fmt.Errorf("definition %s: %w", recs[i].Name, err))
+			}
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// forgetDefinitions makes the next scheduling round read the
+// definitions.
+func (e *Engine) forgetDefinitions() {
+	e.mu.Lock()
+	e.schedDefs, e.schedDefsRead = nil, time.Time{}
+	e.mu.Unlock()
+}
+
+// noteCheckpoint records in the definitions scheduling rounds use that
+// this Engine moved the checkpoint of definition name from from to to.
+func (e *Engine) noteCheckpoint(name string, from, to int64) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	for i := range e.schedDefs {
+		if d := &e.schedDefs[i]; d.Name == name && d.Checkpoint == from {
+			d.Checkpoint = to
+		}
+	}
 }
 
 // compiledOf returns the compiled form of a stored definition, cached by
@@ -189,7 +229,7 @@ type scanned struct {
 // checkpoint. So a client saving events the definition ignores costs the
 // storage no write per save; a restart reads again at most
 // checkpointEvery of the feed.
-func (e *Engine) scheduleDef(ctx context.Context, rec storage.ReactionDefinitionRecord, flush bool) error {
+func (e *Engine) scheduleDef(ctx context.Context, rec *storage.ReactionDefinitionRecord, flush bool) error {
 	c, err := e.compiledOf(rec.Spec)
 	if err != nil {
 		return err
@@ -232,7 +272,9 @@ func (e *Engine) scheduleDef(ctx context.Context, rec storage.ReactionDefinition
 			if len(sc.Insert) > 0 {
 				wake(e.wakeDeliver)
 			}
+			e.noteCheckpoint(rec.Name, sn.stored, sn.through)
 			sn.stored, sn.written = sn.through, time.Now()
+			rec.Checkpoint = sn.stored
 		}
 		if last {
 			return nil
