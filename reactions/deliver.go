@@ -25,17 +25,21 @@ import (
 const maxBackoff = 24 * time.Hour
 
 // deliverLoop claims due reactions and attempts them, at most
-// e.concurrency at once. While reactions are due faster than they can be
-// attempted it claims again as soon as half the slots are free. Otherwise
-// it sleeps until the earliest due time (an index read), a wake-up, or the
-// poll interval, whichever comes first, but claims at most once per
-// claimPace: reactions falling due one by one are claimed together, up to
-// claimPace after they fell due, in one write instead of one each.
+// e.concurrency at once. A claim takes up to twice as many as that (the
+// second half wait in this process for a free slot), so that at a steady
+// rate one claim serves a whole claimPace. While reactions are due faster
+// than they can be attempted it claims again as soon as no more than
+// e.concurrency claimed ones are left. Otherwise it sleeps until the
+// earliest due time (an index read), a wake-up, or the poll interval,
+// whichever comes first, but claims at most once per claimPace: reactions
+// falling due one by one are claimed together, up to claimPace after they
+// fell due, in one write instead of one each.
 func (e *Engine) deliverLoop(ctx context.Context) {
 	var wg sync.WaitGroup
-	slots := make(chan struct{}, e.concurrency)
+	held := make(chan struct{}, 2*e.concurrency) // claimed and not yet recorded
+	slots := make(chan struct{}, e.concurrency)  // being attempted
 	freed := make(chan struct{}, 1)
-	outcomes := make(chan storage.ReactionOutcome, e.concurrency)
+	outcomes := make(chan storage.ReactionOutcome, 2*e.concurrency)
 	finished := make(chan struct{})
 	go func() { e.record(ctx, outcomes); close(finished) }()
 	defer func() {
@@ -45,7 +49,7 @@ func (e *Engine) deliverLoop(ctx context.Context) {
 	}()
 	var lastClaim time.Time
 	for ctx.Err() == nil {
-		free := e.concurrency - len(slots)
+		free := cap(held) - len(held)
 		claimed := 0
 		if free > 0 {
 			now := e.now()
@@ -59,19 +63,27 @@ func (e *Engine) deliverLoop(ctx context.Context) {
 			}
 			claimed = len(rs)
 			for _, r := range rs {
-				slots <- struct{}{}
+				held <- struct{}{}
 				wg.Go(func() {
-					defer func() { <-slots; wake(freed) }()
-					if o, ok := e.attempt(ctx, r); ok {
+					defer func() { <-held; wake(freed) }()
+					select {
+					case slots <- struct{}{}:
+					case <-ctx.Done():
+						return // not attempted: the lease ends and it is claimed again
+					}
+					o, ok := e.attempt(ctx, r)
+					<-slots
+					if ok {
 						outcomes <- o
 					}
 				})
 			}
 		}
 		if claimed == free {
-			// More may be due (or no slot was free): claim again once half
-			// the slots are free, so that a claim takes many at once.
-			for ctx.Err() == nil && len(slots) > e.concurrency/2 {
+			// More may be due (or nothing could be claimed): claim again
+			// once no more than e.concurrency are held, so that a claim
+			// takes many at once and the slots never run dry.
+			for ctx.Err() == nil && len(held) > e.concurrency {
 				select {
 				case <-ctx.Done():
 				case <-freed:

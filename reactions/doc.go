@@ -14,7 +14,7 @@
 // fire), and schedules each page of events with a compare-and-set of the
 // definition's checkpoint, so that with several processes on one database
 // each event schedules exactly once. A due reaction is claimed with a
-// lease (Options.Timeout plus a minute) before it is attempted, so one
+// lease (twice Options.Timeout plus a minute) before it is attempted, so one
 // process at a time attempts it; a process that dies loses its claim when
 // the lease ends and another takes over. A receiver that answers 2xx every
 // time therefore sees every reaction once, unless an attempt outlives its

@@ -55,7 +55,9 @@ type Options struct {
 	// DefaultConcurrency when 0.
 	Concurrency int
 	// Timeout bounds one attempt (the whole HTTP call, or the Func);
-	// DefaultTimeout when 0. The claim's lease is Timeout plus a minute.
+	// DefaultTimeout when 0. The claim's lease is twice Timeout plus a
+	// minute: a claimed reaction may wait for a free slot for up to one
+	// Timeout, then is attempted for up to another.
 	Timeout time.Duration
 	// MaxResponseBytes is how much of an answer is read; 64 KiB when 0.
 	MaxResponseBytes int64
@@ -154,7 +156,7 @@ func New(st *eventstore.Store, s storage.Storage, opts *Options) (*Engine, error
 	if e.out == nil {
 		e.out = &Outbound{}
 	}
-	e.lease = e.timeout + time.Minute
+	e.lease = 2*e.timeout + time.Minute
 	e.http = e.out.client(e.timeout)
 	return e, nil
 }

@@ -71,15 +71,15 @@ func (e *Engine) watch(ctx context.Context) {
 const (
 	// schedulePace is the least time between two scheduling rounds woken
 	// by saves: the most a reaction due at once waits to be scheduled.
-	schedulePace = 25 * time.Millisecond
+	schedulePace = 50 * time.Millisecond
 	// claimPace is the least time between two claims that found less
 	// than they could take (between claims that fill every free slot
 	// there is none): the most a reaction waits after it fell due while
 	// slots are free.
-	claimPace = 25 * time.Millisecond
+	claimPace = 50 * time.Millisecond
 	// recordPace is how long outcomes of attempts are gathered before
 	// they are recorded together.
-	recordPace = 25 * time.Millisecond
+	recordPace = 50 * time.Millisecond
 	// checkpointEvery is how often a definition's checkpoint is written
 	// while the events it reads schedule nothing (see scheduleDef).
 	checkpointEvery = time.Second
