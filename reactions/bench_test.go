@@ -198,7 +198,9 @@ func saveDue(b *testing.B, st *eventstore.Store, from, n int, first time.Time) {
 // default concurrency, while one client saves events one at a time as fast
 // as it can, either to the feed the definition follows (followed: the
 // scheduler reads every event saved, as any follower of that feed does)
-// or to another feed (other: what deliveries alone cost).
+// or to another feed (other: what deliveries alone cost); other-func
+// delivers to a Go function instead of over HTTP (what the storage side
+// of deliveries costs, without the HTTP round trip and the receiver).
 //
 // Each iteration is one pair of windows of deliveryWindow, in alternating
 // order: the client saving alone (the Engine stopped), and the client
@@ -208,7 +210,9 @@ func saveDue(b *testing.B, st *eventstore.Store, from, n int, first time.Time) {
 // cost the client nothing), of the deliveries a second (a window's
 // reactions over the time from the first falling due to the last
 // delivered), of the process's CPU time beyond what the client alone
-// used, per delivery (µs-cpu/delivery, the receiver's share included),
+// used, per delivery (µs-cpu/delivery, the receiver's share included;
+// with the client CPU-bound, as on memory, it is meaningless), of the
+// CPU the process used with the client alone (cores-alone),
 // and of the writes of reactions a second (rwrites/s: claims, outcome
 // records, schedules); and the time from falling due to delivery over all
 // windows (ms-late-p50, ms-late-p99). Run it with -benchtime 10x (ten
@@ -216,15 +220,16 @@ func saveDue(b *testing.B, st *eventstore.Store, from, n int, first time.Time) {
 // much.
 func BenchmarkDeliveriesWhileSaving(b *testing.B) {
 	for name, open := range backends(b) {
-		for _, saved := range []string{"followed", "other"} {
-			b.Run(name+"/"+saved, func(b *testing.B) { deliveriesWhileSaving(b, open, saved == "followed") })
+		for _, c := range []string{"followed", "other", "other-func"} {
+			b.Run(name+"/"+c, func(b *testing.B) { deliveriesWhileSaving(b, open, c == "followed", c == "other-func") })
 		}
 	}
 }
 
 // deliveriesWhileSaving is BenchmarkDeliveriesWhileSaving on one storage,
-// the client saving to the feed the definition follows or to another.
-func deliveriesWhileSaving(b *testing.B, open func() storage.Storage, followed bool) {
+// the client saving to the feed the definition follows or to another, the
+// action an HTTP POST or (goFunc) a Go function.
+func deliveriesWhileSaving(b *testing.B, open func() storage.Storage, followed, goFunc bool) {
 	const deliveryWindow = 500 * time.Millisecond
 	const perWindow = int(deliveryWindow / time.Millisecond)
 	saveType := "customer"
@@ -252,10 +257,21 @@ func deliveriesWhileSaving(b *testing.B, open func() storage.Storage, followed b
 	st, _ := eventstore.New(s, nil)
 	defer st.Close()
 	cs := &countingStorage{Storage: s, ReactionStorage: s.(storage.ReactionStorage)}
-	e, _ := reactions.New(st, cs, &reactions.Options{Outbound: &reactions.Outbound{AllowAll: true}})
+	fn := func(_ context.Context, d reactions.Delivery) error {
+		mu.Lock()
+		times = append(times, time.Now())
+		late = append(late, float64(time.Since(d.Reaction.TriggerAt))/float64(time.Millisecond))
+		mu.Unlock()
+		return nil
+	}
+	e, _ := reactions.New(st, cs, &reactions.Options{Outbound: &reactions.Outbound{AllowAll: true}, Funcs: map[string]reactions.Func{"f": fn}})
 	ctx := context.Background()
+	action := reactions.Action{Type: reactions.ActionHTTPPost, TargetURI: srv.URL}
+	if goFunc {
+		action = reactions.Action{Type: reactions.ActionFunc, Function: "f"}
+	}
 	if err := e.Create(ctx, reactions.Definition{Name: "r", FeedName: "order", ReactOnEventType: "placed",
-		TriggerTimeField: "at", Action: reactions.Action{Type: reactions.ActionHTTPPost, TargetURI: srv.URL}}); err != nil {
+		TriggerTimeField: "at", Action: action}); err != nil {
 		b.Fatal(err)
 	}
 	saved := 0
@@ -322,7 +338,7 @@ func deliveriesWhileSaving(b *testing.B, open func() storage.Storage, followed b
 		cpuAlone = cpuTime() - c0
 		return a
 	}
-	var alone, during, ratio, rates, cpu, writeRates []float64
+	var alone, during, ratio, rates, cpu, writeRates, aloneCores []float64
 	for i := 0; b.Loop(); i++ {
 		var a, d, r float64
 		if i%2 == 0 {
@@ -335,12 +351,14 @@ func deliveriesWhileSaving(b *testing.B, open func() storage.Storage, followed b
 		alone, during, ratio, rates = append(alone, a), append(during, d), append(ratio, d/a*100), append(rates, r)
 		cpu = append(cpu, float64(cpuWith-cpuAlone)/float64(time.Microsecond)/(r*deliveryWindow.Seconds()))
 		writeRates = append(writeRates, float64(writes)/deliveryWindow.Seconds())
+		aloneCores = append(aloneCores, cpuAlone.Seconds()/deliveryWindow.Seconds())
 	}
 	b.ReportMetric(median(alone), "saves/s-alone")
 	b.ReportMetric(median(during), "saves/s-meanwhile")
 	b.ReportMetric(median(ratio), "%saverate")
 	b.ReportMetric(median(rates), "deliveries/s")
 	b.ReportMetric(median(cpu), "µs-cpu/delivery")
+	b.ReportMetric(median(aloneCores), "cores-alone")
 	mu.Lock()
 	slices.Sort(late)
 	if len(late) > 0 {
