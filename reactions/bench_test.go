@@ -135,8 +135,9 @@ func BenchmarkPending100k(b *testing.B) {
 
 // BenchmarkDeliveries delivers reactions that are all due to a local
 // receiver answering 200 with the default concurrency, flat out, and
-// reports deliveries per second: the capacity of one process. Nothing
-// else runs meanwhile; BenchmarkDeliveriesWhileSaving measures what
+// reports deliveries per second (the capacity of one process) and the CPU
+// time of the process per delivery, the receiver's included (on
+// PostgreSQL the server's is not). Nothing else runs meanwhile; BenchmarkDeliveriesWhileSaving measures what
 // deliveries cost a saving client.
 func BenchmarkDeliveries(b *testing.B) {
 	for name, open := range backends(b) {
@@ -160,14 +161,15 @@ func BenchmarkDeliveries(b *testing.B) {
 			runCtx, stop := context.WithCancel(ctx)
 			done := make(chan struct{})
 			go func() { _ = e.Run(runCtx); close(done) }()
-			start := time.Now()
+			start, c0 := time.Now(), cpuTime()
 			for got.Load() < int64(n) {
 				time.Sleep(time.Millisecond)
 			}
-			elapsed := time.Since(start)
+			elapsed, cpu := time.Since(start), cpuTime()-c0
 			stop()
 			<-done
 			b.ReportMetric(float64(n)/elapsed.Seconds(), "deliveries/s")
+			b.ReportMetric(float64(cpu)/float64(time.Microsecond)/float64(n), "µs-cpu/delivery")
 		})
 	}
 }
