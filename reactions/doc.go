@@ -14,12 +14,22 @@
 // fire), and schedules each page of events with a compare-and-set of the
 // definition's checkpoint, so that with several processes on one database
 // each event schedules exactly once. A due reaction is claimed with a
-// lease (twice Options.Timeout plus a minute) before it is attempted, so one
-// process at a time attempts it; a process that dies loses its claim when
-// the lease ends and another takes over. A receiver that answers 2xx every
+// lease (twice Options.Timeout plus a minute) before it is attempted, so
+// one process at a time attempts it; a process that dies loses its claim
+// when the lease ends and another takes over. A receiver that answers 2xx every
 // time therefore sees every reaction once, unless an attempt outlives its
 // lease or the process dies after the call and before recording it: the
 // header Serialized-Reaction-Id lets a receiver drop such a repeat.
+//
+// # Batches
+//
+// The Engine shares the storage with the Store's saves (on SQLite its one
+// write connection), so it writes in batches: scheduling rounds woken by
+// saves come at most every 50 ms, and events that schedule nothing are
+// passed without a write (the checkpoint follows within a second); due
+// reactions are claimed at most every 50 ms, up to twice
+// Options.Concurrency at once, and outcomes recorded together every
+// 50 ms. A reaction is thus attempted up to about 50 ms after it fell due.
 //
 // # Retries
 //
