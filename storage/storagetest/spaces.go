@@ -197,7 +197,7 @@ func spacesSameIDs(t *testing.T, sp Spaces) {
 	a, b := openSpace(t, sp, "alpha", true), openSpace(t, sp, "beta", true)
 	saveBoth(t, "order", "o-1", 3, a, b)
 	saveBoth(t, "order", "o-2", 1, a, b)
-	saveBoth(t, "order", "o-3", 2, b) // only in beta
+	saveBoth(t, "order", "o-3", 2, b)  // only in beta
 	saveBoth(t, "refund", "r-1", 1, b) // a type only beta holds
 	if fh, err := a.s.FeedHead(t.Context(), "refund"); (err != nil && !errors.Is(err, storage.ErrNotFound)) || fh != 0 {
 		t.Errorf("space alpha: FeedHead of a type only beta holds is %d (%v), want 0", fh, err)
