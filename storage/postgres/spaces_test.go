@@ -14,8 +14,8 @@ import (
 	"github.com/eventkit-go/eventstore/storage/storagetest"
 )
 
-// TestSpaces: a schema per name on one shared pool, dropped with
-// everything in it, as the server keeps PostgreSQL tenants.
+// TestSpaces: a schema per name on one shared pool and Listener, dropped
+// with everything in it, as the server keeps PostgreSQL tenants.
 func TestSpaces(t *testing.T) {
 	storagetest.RunSpaces(t, func(tb testing.TB) storagetest.Spaces {
 		pool := testPool(tb)
@@ -29,13 +29,15 @@ func TestSpaces(t *testing.T) {
 				tb.Errorf("drop schema %s: %v", prefix+name, err)
 			}
 		}
+		l := postgres.NewListener(pool)
 		tb.Cleanup(func() {
+			_ = l.Close()
 			drop(tb, "alpha")
 			drop(tb, "beta")
 		})
 		return storagetest.Spaces{
 			Open: func(tb testing.TB, name string) storage.Storage {
-				s, err := postgres.Open(context.Background(), pool, &postgres.Options{Schema: prefix + name})
+				s, err := postgres.Open(context.Background(), pool, &postgres.Options{Schema: prefix + name, Listener: l})
 				if err != nil {
 					tb.Fatal(err)
 				}
