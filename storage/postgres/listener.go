@@ -178,15 +178,18 @@ func (l *Listener) serve(ctx context.Context) error {
 		return err
 	}
 	listening := map[string]bool{}
+	if err := l.sync(ctx, conn, listening); err != nil {
+		return err
+	}
 	for {
-		if err := l.sync(ctx, conn, listening); err != nil {
-			return err
-		}
 		n, err := conn.WaitForNotification(ctx)
 		if err != nil {
 			return err
 		}
-		if n.Channel == l.control {
+		if n.Channel == l.control { // a subscription came or went
+			if err := l.sync(ctx, conn, listening); err != nil {
+				return err
+			}
 			continue
 		}
 		l.mu.Lock()
