@@ -2,6 +2,7 @@ package tenancy_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -106,11 +107,40 @@ func cpuTime() time.Duration {
 // those of an empty Set (each measured with that one Set open), and the
 // process CPU time spent while idle, in % of a core.
 func BenchmarkIdleTenants(b *testing.B) {
-	ctx := context.Background()
-	dir := b.TempDir()
-	empty, full := mkdir(b, dir, "empty"), mkdir(b, dir, "full")
+	b.Run("sqlite", func(b *testing.B) {
+		dir := b.TempDir()
+		idleTenants(b, func(name string) (*tenancy.Set, func()) { return openBenchSet(b, mkdir(b, dir, name)) })
+	})
+	b.Run("postgres", func(b *testing.B) {
+		pool := benchPostgres(b)
+		l := postgres.NewListener(pool)
+		b.Cleanup(func() { _ = l.Close() })
+		prefix := fmt.Sprintf("es_idle_%d_", time.Now().UnixNano())
+		b.Cleanup(func() {
+			for _, sc := range []string{"empty_project", "empty_tenants", "full_project", "full_tenants"} {
+				_, _ = pool.Exec(context.Background(), "DROP SCHEMA IF EXISTS "+pgx.Identifier{prefix + sc}.Sanitize()+" CASCADE")
+			}
+		})
+		idleTenants(b, func(name string) (*tenancy.Set, func()) {
+			open := func(schema string) storage.Storage {
+				st, err := postgres.Open(context.Background(), pool, &postgres.Options{Schema: prefix + schema, Listener: l})
+				if err != nil {
+					b.Fatal(err)
+				}
+				return st
+			}
+			return openSetWith(b, open(name+"_project"), open(name+"_tenants"), func(context.Context, string) (storage.Storage, error) {
+				return nil, errors.New("an idle tenant is never opened")
+			})
+		})
+	})
+}
 
-	s, closeSet := openBenchSet(b, full)
+// idleTenants runs BenchmarkIdleTenants on the Sets open returns, named
+// "empty" and "full".
+func idleTenants(b *testing.B, open func(name string) (*tenancy.Set, func())) {
+	ctx := context.Background()
+	s, closeSet := open("full")
 	for i := 0; i < benchTenants; i++ {
 		if _, err := s.Add(ctx, benchID(i), fmt.Sprintf("tenant %d", i)); err != nil {
 			b.Fatal(err)
@@ -118,11 +148,11 @@ func BenchmarkIdleTenants(b *testing.B) {
 	}
 	closeSet()
 
-	_, closeSet = openBenchSet(b, empty)
+	_, closeSet = open("empty")
 	heap0, g0 := heapAndGoroutines()
 	closeSet()
 
-	s, closeSet = openBenchSet(b, full)
+	s, closeSet = open("full")
 	defer closeSet()
 	if ts, err := s.List(ctx); err != nil || len(ts) != benchTenants {
 		b.Fatalf("List: %d tenants, %v", len(ts), err)
@@ -238,6 +268,15 @@ func benchPostgres(b *testing.B) *pgxpool.Pool {
 // the given storages, closed at the end of the benchmark.
 func benchSetWith(b *testing.B, project, registry storage.Storage, open func(context.Context, string) (storage.Storage, error)) *tenancy.Set {
 	b.Helper()
+	s, closeSet := openSetWith(b, project, registry, open)
+	b.Cleanup(closeSet)
+	return s
+}
+
+// openSetWith is benchSetWith with the function that closes the Set and
+// its project.
+func openSetWith(b *testing.B, project, registry storage.Storage, open func(context.Context, string) (storage.Storage, error)) (*tenancy.Set, func()) {
+	b.Helper()
 	ctx := context.Background()
 	st, err := eventstore.New(project, nil)
 	if err != nil {
@@ -255,11 +294,10 @@ func benchSetWith(b *testing.B, project, registry storage.Storage, open func(con
 	if err != nil {
 		b.Fatal(err)
 	}
-	b.Cleanup(func() {
+	return s, func() {
 		_ = s.Close()
 		_ = st.Close()
-	})
-	return s
+	}
 }
 
 // saveRoundRobin adds and opens benchTenants tenants of s, has each save
