@@ -42,7 +42,8 @@ type Listener struct {
 
 // listenSub is one WatchAppends waiting on a Listener.
 type listenSub struct {
-	notify func()
+	notify func()        // on a notification
+	start  func()        // once listening
 	ready  chan struct{} // closed once the channel is listened to
 	armed  bool          // ready is closed
 }
@@ -78,9 +79,20 @@ func (l *Listener) Close() error {
 // watch serves WatchAppends of a Storage on channel: notify is called once
 // the channel is listened to and on every notification, until ctx is done
 // (nil), stop is closed (ErrClosed) or the connection fails
-// (ErrUnavailable).
-func (l *Listener) watch(ctx context.Context, channel string, notify func(), stop <-chan struct{}) error {
-	sub := &listenSub{notify: notify, ready: make(chan struct{})}
+// (ErrUnavailable). As WatchAppends on a connection of its own does,
+// after notifications it waits until none has come for inFlightRecheck,
+// then asks inFlight (on the pool) whether appends are in flight, and
+// again every inFlightRecheck while some are; when none is, it notifies
+// once more (an append that rolled back notified nobody).
+func (l *Listener) watch(ctx context.Context, channel string, notify func(), stop <-chan struct{}, inFlight func(context.Context) (bool, error)) error {
+	kick := make(chan struct{}, 1)
+	sub := &listenSub{notify: func() {
+		notify()
+		select {
+		case kick <- struct{}{}:
+		default:
+		}
+	}, start: notify, ready: make(chan struct{})}
 	l.mu.Lock()
 	if l.closed {
 		l.mu.Unlock()
@@ -115,10 +127,27 @@ func (l *Listener) watch(ctx context.Context, channel string, notify func(), sto
 		return fmt.Errorf("postgres: watch appends: wake the listener: %v: %w", err, storage.ErrUnavailable)
 	}
 	ready := sub.ready
+	recheck := time.NewTimer(time.Hour)
+	recheck.Stop()
+	defer recheck.Stop()
 	for {
 		select {
 		case <-ready:
 			ready = nil // armed: the listener calls notify from now on
+		case <-kick:
+			recheck.Reset(inFlightRecheck)
+		case <-recheck.C:
+			pending, err := inFlight(ctx)
+			switch {
+			case ctx.Err() != nil:
+				return nil
+			case err != nil:
+				return fmt.Errorf("postgres: watch appends: %v: %w", err, storage.ErrUnavailable)
+			case pending:
+				recheck.Reset(inFlightRecheck)
+			default:
+				notify()
+			}
 		case <-broken:
 			l.mu.Lock()
 			closed := l.closed
@@ -240,10 +269,18 @@ func (l *Listener) sync(ctx context.Context, conn *pgx.Conn, listening map[strin
 		for sub := range subs {
 			if !sub.armed {
 				sub.armed = true
-				sub.notify()
+				sub.start()
 				close(sub.ready)
 			}
 		}
 	}
 	return nil
+}
+
+// appendsInFlight reports whether an append to s is registered in flight
+// (statements.inFlight), on a pooled connection.
+func (s *store) appendsInFlight(ctx context.Context) (bool, error) {
+	var pending bool
+	err := s.pool.QueryRow(ctx, s.sql.inFlight).Scan(&pending)
+	return pending, err
 }

@@ -45,10 +45,13 @@ func TestSharedListener(t *testing.T) {
 	quiet(t, notesA, "on A without an append")
 	append1(writer)
 	expect(t, notesA, "on A after an append to A by another process")
+	settled(t, notesA)
 	quiet(t, notesB, "on B after an append to A")
 	append1(b)
 	expect(t, notesB, "on B after an append to B")
+	settled(t, notesB)
 	quiet(t, notesA, "on A after an append to B")
+	quiet(t, notesB, "on B twice for one append")
 
 	// A lost connection ends both watches with ErrUnavailable.
 	var killed int

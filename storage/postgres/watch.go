@@ -15,8 +15,9 @@ var _ storage.AppendWatcher = (*store)(nil)
 // LISTEN/NOTIFY: every transaction that appends notifies the schema's
 // channel once when it commits, whichever process wrote it. WatchAppends
 // opens a connection of its own (with the pool's configuration, outside the
-// pool; or shares Options.Listener's when set), LISTENs on the channel and calls notify once as soon as it
-// listens (appends committed before are not reported otherwise), then once
+// pool; or shares Options.Listener's), LISTENs on the channel and calls
+// notify once as soon as it listens (appends committed before are not
+// reported otherwise), then once
 // per notification, until ctx is done (it returns nil) or the Storage is
 // closed (an error wrapping ErrClosed). A connection that cannot be opened
 // or is lost returns an error wrapping ErrUnavailable.
@@ -25,7 +26,7 @@ func (s *store) WatchAppends(ctx context.Context, notify func()) error {
 		return fmt.Errorf("postgres: watch appends: %w", storage.ErrClosed)
 	}
 	if s.listener != nil {
-		return s.listener.watch(ctx, s.channel, notify, s.done)
+		return s.listener.watch(ctx, s.channel, notify, s.done, s.appendsInFlight)
 	}
 	parent := ctx
 	ctx, cancel := context.WithCancel(ctx)
