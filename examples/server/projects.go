@@ -37,6 +37,7 @@ type project struct {
 	pg      storage.Storage // the storage, when it is PostgreSQL's (for its feed lag); else nil
 	proj    *eventstore.Projector
 	tenants *tenancy.Set
+	release func() // closes what the tenants share, after tenants
 	// reactions runs the project's reactions (its default data space,
 	// not its tenants').
 	reactions *reactions.Engine
@@ -222,7 +223,7 @@ func (rt *projectRouter) open(ctx context.Context, name string) (*project, error
 	if postgres.PoolConns(s) > 0 {
 		p.pg = s
 	}
-	if p.tenants, err = openTenants(ctx, spec, schema, p.proj, rt.cfg, log, rt.metrics, func(id string) { rt.metrics.forgetTenant(name, id) }); err != nil {
+	if p.tenants, p.release, err = openTenants(ctx, spec, schema, p.proj, rt.cfg, log, rt.metrics, func(id string) { rt.metrics.forgetTenant(name, id) }); err != nil {
 		_ = st.Close()
 		return nil, err
 	}
@@ -230,6 +231,7 @@ func (rt *projectRouter) open(ctx context.Context, name string) (*project, error
 	ropts.Logger = log
 	if p.reactions, err = reactions.New(st, s, ropts); err != nil {
 		_ = p.tenants.Close()
+		p.release()
 		_ = st.Close()
 		return nil, err
 	}
@@ -255,6 +257,7 @@ func (p *project) close() {
 	if err := p.tenants.Close(); err != nil {
 		p.log.Error("close tenants", "err", err)
 	}
+	p.release()
 	p.stop()
 	p.wg.Wait()
 	if err := p.st.Close(); err != nil {

@@ -188,3 +188,11 @@ func TestBaseline(t *testing.T) {
 		t.Fatalf("baseline feed after 3: %+v", feed)
 	}
 }
+
+// TestSpaces: a memory storage per name is a space of its own, as package
+// tenancy keeps memory tenants.
+func TestSpaces(t *testing.T) {
+	storagetest.RunSpaces(t, func(testing.TB) storagetest.Spaces {
+		return storagetest.Spaces{Open: func(tb testing.TB, _ string) storage.Storage { return memory.New() }}
+	})
+}

@@ -160,6 +160,15 @@ type Options struct {
 	// so that reads fail with ErrUnavailable instead of hanging while the
 	// database stalls. The default is DefaultReadTimeout.
 	ReadTimeout time.Duration
+
+	// Listener, when set, is the connection WatchAppends listens on,
+	// shared with the other Storages opened with it; nil gives the
+	// Storage's WatchAppends a connection of its own. Storages of many
+	// schemas in one database (a schema per tenant) share one Listener
+	// and one pool, so that they hold a bounded number of connections
+	// however many are open. The Listener must stay open until the
+	// Storage is closed.
+	Listener *Listener
 }
 
 func (o *Options) schema() string {
@@ -224,6 +233,8 @@ type store struct {
 	closeOnce sync.Once
 	// done is closed by Close, which ends WatchAppends.
 	done chan struct{}
+	// listener is Options.Listener: nil when WatchAppends connects itself.
+	listener *Listener
 }
 
 var _ storage.Storage = (*store)(nil)
@@ -281,6 +292,9 @@ func open(ctx context.Context, pool *pgxpool.Pool, opts *Options) (*store, error
 		writeTimeout: opts.writeTimeout(),
 		readTimeout:  opts.readTimeout(),
 		done:         make(chan struct{}),
+	}
+	if opts != nil {
+		s.listener = opts.Listener
 	}
 	if err := migrate(ctx, pool, schema); err != nil {
 		return nil, s.fail(ctx, "open", err)

@@ -15,14 +15,18 @@ var _ storage.AppendWatcher = (*store)(nil)
 // LISTEN/NOTIFY: every transaction that appends notifies the schema's
 // channel once when it commits, whichever process wrote it. WatchAppends
 // opens a connection of its own (with the pool's configuration, outside the
-// pool), LISTENs on the channel and calls notify once as soon as it
-// listens (appends committed before are not reported otherwise), then once
+// pool; or shares Options.Listener's), LISTENs on the channel and calls
+// notify once as soon as it listens (appends committed before are not
+// reported otherwise), then once
 // per notification, until ctx is done (it returns nil) or the Storage is
 // closed (an error wrapping ErrClosed). A connection that cannot be opened
 // or is lost returns an error wrapping ErrUnavailable.
 func (s *store) WatchAppends(ctx context.Context, notify func()) error {
 	if s.closed.Load() {
 		return fmt.Errorf("postgres: watch appends: %w", storage.ErrClosed)
+	}
+	if s.listener != nil {
+		return s.listener.watch(ctx, s.channel, notify, s.done, s.appendsInFlight)
 	}
 	parent := ctx
 	ctx, cancel := context.WithCancel(ctx)

@@ -1,8 +1,10 @@
 package sqlite
 
 import (
+	"bytes"
 	"context"
 	"database/sql"
+	"database/sql/driver"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -64,58 +66,60 @@ func (s *store) Definitions(ctx context.Context) ([]storage.DefinitionRecord, er
 	return defs, nil
 }
 
+// The queries of definitions. A Projector runs them at every catch-up,
+// also when its poll finds nothing new, so they are prepared once per read
+// connection (rawConns) rather than parsed at every call: with one storage
+// per tenant, a thousand idle tenants' projectors run them a thousand
+// times a second.
+const (
+	definitionsQuery = `SELECT name, spec, created_at, checkpoint FROM definitions
+		WHERE ?1 = '' OR name = ?1 ORDER BY name`
+	definitionErrorsQuery = `SELECT name, position, event_id, event_type, instance_id, message
+		FROM projection_errors WHERE ?1 = '' OR name = ?1 ORDER BY name, id`
+)
+
 // definitions reads the definition named name, or all of them when name is
 // empty, ordered by name, with their errors, from one snapshot.
 func (s *store) definitions(ctx context.Context, name string) ([]storage.DefinitionRecord, error) {
-	tx, err := s.readDB.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
-	if err != nil {
-		return nil, err
-	}
-	defer tx.Rollback()
-	const all = `?1 = '' OR name = ?1`
-	rows, err := tx.QueryContext(ctx, `SELECT name, spec, created_at, checkpoint FROM definitions
-		WHERE `+all+` ORDER BY name`, name)
-	if err != nil {
-		return nil, err
-	}
 	var defs []storage.DefinitionRecord
-	index := make(map[string]int)
-	for rows.Next() {
-		var d storage.DefinitionRecord
-		var spec []byte
-		var created int64
-		if err := rows.Scan(&d.Name, &spec, &created, &d.Checkpoint); err != nil {
-			rows.Close()
-			return nil, err
+	err := s.reads.with(ctx, s.readDB, func(dc *rawConn) error {
+		tx, err := rawBegin(ctx, dc)
+		if err != nil {
+			return err
 		}
-		d.Spec = spec
-		d.CreatedAt = time.UnixMicro(created).UTC()
-		index[d.Name] = len(defs)
-		defs = append(defs, d)
-	}
-	if err := closeRows(rows); err != nil {
-		return nil, err
-	}
-	if len(defs) == 0 {
-		return nil, nil
-	}
-	rows, err = tx.QueryContext(ctx, `SELECT name, position, event_id, event_type, instance_id, message
-		FROM projection_errors WHERE `+all+` ORDER BY name, id`, name)
+		defer tx.Rollback() // read only: nothing to commit
+		args := []driver.NamedValue{{Ordinal: 1, Value: name}}
+		index := make(map[string]int)
+		err = rawQuery(ctx, dc, definitionsQuery, args, func(r *rawRow) error {
+			d := storage.DefinitionRecord{
+				Name:       r.string(0),
+				Spec:       bytes.Clone(r.bytes(1)),
+				CreatedAt:  time.UnixMicro(r.int64(2)).UTC(),
+				Checkpoint: r.int64(3),
+			}
+			index[d.Name] = len(defs)
+			defs = append(defs, d)
+			return nil
+		})
+		if err != nil || len(defs) == 0 {
+			return err
+		}
+		return rawQuery(ctx, dc, definitionErrorsQuery, args, func(r *rawRow) error {
+			i, ok := index[r.string(0)]
+			if !ok {
+				return nil
+			}
+			defs[i].Errors = append(defs[i].Errors, storage.ProjectionError{
+				Position:   r.int64(1),
+				EventID:    r.string(2),
+				EventType:  r.string(3),
+				InstanceID: r.string(4),
+				Message:    r.string(5),
+			})
+			return nil
+		})
+	})
 	if err != nil {
-		return nil, err
-	}
-	for rows.Next() {
-		var n string
-		var pe storage.ProjectionError
-		if err := rows.Scan(&n, &pe.Position, &pe.EventID, &pe.EventType, &pe.InstanceID, &pe.Message); err != nil {
-			rows.Close()
-			return nil, err
-		}
-		if i, ok := index[n]; ok {
-			defs[i].Errors = append(defs[i].Errors, pe)
-		}
-	}
-	if err := closeRows(rows); err != nil {
 		return nil, err
 	}
 	return defs, nil

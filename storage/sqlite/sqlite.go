@@ -71,6 +71,26 @@ type Options struct {
 	// feed, costs no system call and copy per page. Default 1 GiB; a
 	// negative value turns mapping off. Writes never go through the map.
 	MmapSize int64
+
+	// CacheKiB bounds the page cache of each connection (SQLite's
+	// cache_size), in KiB. Default 2,048 (SQLite's own default). A
+	// program that keeps many files open at once, such as one file per
+	// tenant, may lower it: each file has ReadConns+1 connections, each
+	// with its own cache, at the price of more reads from the operating
+	// system's cache for a file that is busy.
+	CacheKiB int
+
+	// CheckpointPages is how many pages the write-ahead log grows by
+	// before a commit copies them into the database file (SQLite's
+	// wal_autocheckpoint). Default 1,000 (SQLite's own default, about
+	// 4 MiB). The log is reused from its start after such a checkpoint
+	// and keeps the largest size it reached, so each open file holds up
+	// to this many pages of log on disk; with many files open at once
+	// (one per tenant) a smaller value bounds that space and brings each
+	// file sooner to the steady state where a commit overwrites the log
+	// in place (cheaper to sync than a log that grows), at the price of
+	// more frequent, smaller checkpoints.
+	CheckpointPages int
 }
 
 // Storage is the SQLite backend. Create it with Open; it is safe for
@@ -116,6 +136,12 @@ func open(path string, opts *Options) (*store, error) {
 	if o.BusyTimeout <= 0 {
 		o.BusyTimeout = 5 * time.Second
 	}
+	if o.CacheKiB <= 0 {
+		o.CacheKiB = 2048
+	}
+	if o.CheckpointPages <= 0 {
+		o.CheckpointPages = 1000
+	}
 	switch {
 	case o.MmapSize == 0:
 		o.MmapSize = 1 << 30
@@ -130,7 +156,9 @@ func open(path string, opts *Options) (*store, error) {
 		return nil, fmt.Errorf("sqlite: open: empty path: %w", storage.ErrInvalid)
 	}
 
-	writeDB, err := sql.Open("sqlite", DSN(path, o.BusyTimeout)+"&_txlock=immediate&_pragma=temp_store(2)")
+	cache := "&_pragma=cache_size(-" + strconv.Itoa(o.CacheKiB) + ")"
+	writeDB, err := sql.Open("sqlite", DSN(path, o.BusyTimeout)+"&_txlock=immediate&_pragma=temp_store(2)"+cache+
+		"&_pragma=wal_autocheckpoint("+strconv.Itoa(o.CheckpointPages)+")")
 	if err != nil {
 		return nil, fmt.Errorf("sqlite: open %s: %v: %w", path, err, storage.ErrUnavailable)
 	}
@@ -147,7 +175,7 @@ func open(path string, opts *Options) (*store, error) {
 	}
 
 	// The read pool opens after the schema exists and WAL mode is set.
-	readDB, err := sql.Open("sqlite", DSN(path, o.BusyTimeout)+"&_pragma=query_only(1)"+
+	readDB, err := sql.Open("sqlite", DSN(path, o.BusyTimeout)+"&_pragma=query_only(1)"+cache+
 		"&_pragma=mmap_size("+strconv.FormatInt(o.MmapSize, 10)+")")
 	if err != nil {
 		writeDB.Close()

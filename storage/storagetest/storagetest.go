@@ -23,6 +23,30 @@
 // a cursor never skips, checkpoint atomic with state) have no capability
 // flags: every backend must pass every subtest.
 //
+// RunSpaces checks what makes a backend tenant-safe. Package tenancy keeps
+// tenants above the storage contract: each tenant is a Storage of its own
+// (a SQLite file, a PostgreSQL schema, a memory storage), so a backend is
+// tenant-safe when its spaces are separate. RunSpaces opens two spaces side
+// by side in one location under different names, writes them with the same
+// aggregate ids, event ids, types and definitions, and checks that neither
+// sees the other's events, feeds, heads, aggregates, definitions, projection
+// instances or deletions; that dropping one (removing the file, dropping the
+// schema) leaves the other intact; and that a dropped name opened again is
+// empty:
+//
+//	func TestSpaces(t *testing.T) {
+//		storagetest.RunSpaces(t, func(tb testing.TB) storagetest.Spaces {
+//			dir := tb.TempDir()
+//			return storagetest.Spaces{
+//				Open: func(tb testing.TB, name string) storage.Storage { ... open dir/name.db ... },
+//				Drop: func(tb testing.TB, name string) { ... remove dir/name.db ... },
+//			}
+//		})
+//	}
+//
+// The suite's own tests check that it fails on spaces that share one
+// storage and on a Drop that keeps the data.
+//
 // RunBenchmarks measures the same workloads on any backend, so figures of
 // different backends can be compared.
 package storagetest
