@@ -156,6 +156,9 @@ func openTenants(ctx context.Context, spec, schema string, proj *eventstore.Proj
 		if !strings.Contains(spec, "pool_max_conns") {
 			pcfg.MaxConns = postgres.DefaultPoolConns
 		}
+		// As postgres.OpenURL does: the feed reads need READ COMMITTED
+		// whatever the server's default (postgres.Open refuses others).
+		pcfg.ConnConfig.RuntimeParams["default_transaction_isolation"] = "read committed"
 		if ts.pool, err = pgxpool.NewWithConfig(ctx, pcfg); err != nil {
 			return nil, nil, errors.New("open the tenants' PostgreSQL pool")
 		}
