@@ -3,6 +3,7 @@ package postgres_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
 	"sync"
@@ -174,4 +175,32 @@ func TestOpenURLPoolSize(t *testing.T) {
 		}
 		_ = s.Close()
 	}
+}
+
+// TestOpenRefusesOtherIsolationLevels: feed reads need READ COMMITTED (each
+// statement its own snapshot, the watermark's before the read's); Open
+// refuses a pool whose connections default to another level, and OpenURL
+// sets it whatever the URL asks.
+func TestOpenRefusesOtherIsolationLevels(t *testing.T) {
+	testPool(t)
+	cfg, err := pgxpool.ParseConfig(databaseURL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.ConnConfig.RuntimeParams["default_transaction_isolation"] = "repeatable read"
+	pool, err := pgxpool.NewWithConfig(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pool.Close()
+	if _, err := postgres.Open(context.Background(), pool, &postgres.Options{Schema: newSchema(t)}); !errors.Is(err, storage.ErrInvalid) ||
+		!strings.Contains(err.Error(), "read committed") {
+		t.Errorf("Open on a REPEATABLE READ pool = %v, want ErrInvalid naming read committed", err)
+	}
+	s, err := postgres.OpenURL(context.Background(), urlWith(t, "default_transaction_isolation", "repeatable read"),
+		&postgres.Options{Schema: newSchema(t)})
+	if err != nil {
+		t.Fatalf("OpenURL with default_transaction_isolation in the URL: %v", err)
+	}
+	_ = s.Close()
 }
