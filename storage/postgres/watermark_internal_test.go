@@ -205,3 +205,46 @@ func TestWatermarkIgnoresIDsAboveTheSnapshot(t *testing.T) {
 		t.Errorf("FeedHead(t) with a registration above the snapshot = %d, %v", h, err)
 	}
 }
+
+// TestDeleteWaitsForAppendsInFlight: a deletion raises the marks that the
+// heads read without the watermark, so it must wait for the appends in
+// flight (the drain lock): deleting a later, committed aggregate while an
+// older append is in flight would otherwise move the head past the older
+// append's position, and a reader continuing from that head would skip it.
+func TestDeleteWaitsForAppendsInFlight(t *testing.T) {
+	s := openBatchTest(t)
+	ctx := t.Context()
+	conn, held := inFlightAppend(t, s, "t", "x")
+	later, err := s.Append(ctx, storage.AppendRequest{AggregateType: "t", AggregateID: "y",
+		Events: []storage.Event{{ID: uuid.NewString(), Type: "Happened", RecordedAt: time.Now().UTC()}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	deleted := make(chan error, 1)
+	go func() { deleted <- s.DeleteAggregate(ctx, "t", "y") }()
+	select {
+	case err := <-deleted:
+		t.Fatalf("DeleteAggregate returned (%v) while an older append was in flight", err)
+	case <-time.After(300 * time.Millisecond):
+	}
+	if h, err := s.FeedHead(ctx, ""); err != nil || h >= later.Position {
+		t.Errorf("FeedHead while the deletion waits = %d, %v; want below the held append's position", h, err)
+	}
+	if _, err := conn.Exec(ctx, "COMMIT"); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-deleted:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("DeleteAggregate still waiting after the append in flight committed")
+	}
+	if ids, _ := feedIDs(t, s, "", 0); len(ids) != 1 || ids[0] != held {
+		t.Errorf("feed after the deletion: %v; want only the held append's event %s", ids, held)
+	}
+	if h, err := s.FeedHead(ctx, ""); err != nil || h < later.Position {
+		t.Errorf("FeedHead after the deletion = %d, %v; want at least the deleted position %d", h, err, later.Position)
+	}
+}
