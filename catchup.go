@@ -23,6 +23,15 @@ func (p *Projector) catchUp(ctx context.Context, pr *proj, target int64, cache *
 	if pr.checkpoint.Load() >= target && target > 0 && p.running.Load() > 0 {
 		return nil // applied while we waited for the lock
 	}
+	// A deletion that this Projector's record does not hear of (it
+	// started Run after the deletion listed the running Projectors) may
+	// reset the projection while this catch-up runs on what it read
+	// before: then its progress is not recorded in pr (the next query
+	// catches up from the storage). The Store counts deletions before and
+	// after they reset projections, and those in progress: a catch-up
+	// records its progress only if none was in progress when it did, and
+	// none began or ended since it began.
+	gen := p.store.deletions.Load()
 	rec, err := p.storage.Definition(ctx, name)
 	if err != nil {
 		if errors.Is(err, ErrNotFound) {
@@ -90,7 +99,9 @@ func (p *Projector) catchUp(ctx context.Context, pr *proj, target int64, cache *
 		}
 		progressed := page.Head > at
 		at = max(at, page.Head)
-		pr.advance(at)
+		if p.store.deleting.Load() == 0 && p.store.deletions.Load() == gen {
+			pr.advance(at)
+		}
 		if at >= target && (!progressed || len(page.Events) < limit) {
 			return nil
 		}

@@ -54,7 +54,15 @@ func (s *Store) DeleteAggregateType(ctx context.Context, aggregateType string) e
 // the feed aggregateType, and makes every running Projector of this Store
 // forget what it knew of them.
 func (s *Store) forgetProjections(ctx context.Context, aggregateType string) error {
+	// Counted before (feed pages read before are stale) and after (a
+	// catch-up that overlapped the resets must not record its progress:
+	// catchUp).
+	s.deleting.Add(1)
 	s.deletions.Add(1)
+	defer func() {
+		s.deletions.Add(1)
+		s.deleting.Add(-1)
+	}()
 	ps := s.runningProjectors()
 	first := NewProjector(s, nil)
 	if len(ps) > 0 {

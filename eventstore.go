@@ -75,9 +75,11 @@ type Store struct {
 	// full is set when a write failed with ErrFull and cleared by the
 	// next write that succeeds (OutOfSpace).
 	full atomic.Bool
-	// deletions counts deletions of events, so that feed pages read
-	// before one are not reused after it.
+	// deletions counts deletions of events, twice each (before and after
+	// they reset projections), so that feed pages read before one are not
+	// reused after it; deleting counts those in progress (see catchUp).
 	deletions atomic.Int64
+	deleting  atomic.Int64
 
 	mu      sync.Mutex
 	changed chan struct{} // closed and replaced on a save after watch

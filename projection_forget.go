@@ -45,3 +45,20 @@ func (p *Projector) forgetFeed(ctx context.Context, aggregateType string, reset 
 	}
 	return nil
 }
+
+// forgetCheckpoints drops p's record of how far each of its projections
+// was applied, as forgetFeed does for one feed, without touching the
+// storage.
+func (p *Projector) forgetCheckpoints() {
+	p.mu.Lock()
+	prs := make([]*proj, 0, len(p.projs))
+	for _, pr := range p.projs {
+		prs = append(prs, pr)
+	}
+	p.mu.Unlock()
+	for _, pr := range prs {
+		pr.mu.Lock()
+		pr.checkpoint.Store(0)
+		pr.mu.Unlock()
+	}
+}

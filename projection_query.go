@@ -252,9 +252,14 @@ func (p *Projector) sync(ctx context.Context, pr *proj) error {
 // PollInterval. Errors are logged and retried. Run is optional: queries
 // catch up by themselves.
 func (p *Projector) Run(ctx context.Context) error {
+	defer p.store.addProjector(p)() // deletions reach it (projection_forget.go)
+	// A deletion before this point did not reach p: forget how far p knew
+	// its projections were applied, so that the next query of each
+	// catches up from the storage (sync trusts p's own record only while
+	// Run runs). Only then does Run count as running.
+	p.forgetCheckpoints()
 	p.running.Add(1)
 	defer p.running.Add(-1)
-	defer p.store.addProjector(p)() // deletions reach it (projection_forget.go)
 	var apart sync.WaitGroup
 	defer apart.Wait()
 	ctx, cancel := context.WithCancel(ctx)
