@@ -485,23 +485,6 @@ func (h *handler) authorized(r *http.Request) bool {
 	return match == 1 && ok
 }
 
-// only wraps an endpoint so that other methods get a JSON 405. GET
-// endpoints also answer HEAD.
-func (h *handler) only(method string, fn http.HandlerFunc) http.HandlerFunc {
-	allow := method
-	if method == http.MethodGet {
-		allow = "GET, HEAD"
-	}
-	return func(w http.ResponseWriter, r *http.Request) {
-		if r.Method != method && (method != http.MethodGet || r.Method != http.MethodHead) {
-			w.Header().Set("Allow", allow)
-			h.fail(w, r, apiErr(errMethod, "method %s is not allowed on %s; allowed: %s", clip(r.Method), clip(r.URL.Path), allow))
-			return
-		}
-		fn(w, r)
-	}
-}
-
 // recoverPanic turns a panic of an endpoint into a logged 500.
 func (h *handler) recoverPanic(w http.ResponseWriter, r *http.Request) {
 	v := recover()

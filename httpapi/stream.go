@@ -64,9 +64,6 @@ func (h *handler) putBuffer(b []byte) {
 	h.bufs.Put(&b)
 }
 
-// streaming reports whether the headers are sent.
-func (b *bodyWriter) streaming() bool { return b.dst != nil }
-
 // write appends p and flushes.
 func (b *bodyWriter) write(p string) {
 	b.buf = append(b.buf, p...)

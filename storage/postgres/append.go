@@ -164,7 +164,7 @@ func (s *store) runLean(ctx context.Context, conn *pgxpool.Conn, req *storage.Ap
 	}
 	b := &pgx.Batch{}
 	b.Queue("BEGIN")
-	n := 1 + s.queueLock(b, reqsOf(req))
+	n := 1 + s.queueLock(b, []storage.AppendRequest{*req})
 	b.Queue(s.sql.appendLean, req.AggregateType, req.AggregateID, a.ids[0], a.types[0], a.data[0], a.times[0], a.expected, enc)
 	s.queueCommit(b)
 	br := conn.SendBatch(ctx, b)
@@ -445,9 +445,4 @@ func (s *store) commit(ctx context.Context, conn *pgxpool.Conn) error {
 	b := &pgx.Batch{}
 	s.queueCommit(b)
 	return readCommit(conn.SendBatch(ctx, b))
-}
-
-// reqsOf returns req as a batch of one request.
-func reqsOf(req *storage.AppendRequest) []storage.AppendRequest {
-	return []storage.AppendRequest{*req}
 }

@@ -126,17 +126,6 @@ func newGroupArgs(reqs []storage.AppendRequest, args []appendArgs, round []int, 
 	return g
 }
 
-// contains reports whether list holds s; the lists are short (the
-// aggregate types of one batch), so a scan beats a map.
-func contains(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
-}
-
 // runGroup appends reqs with one appendGroup statement per round (see
 // rounds; appendOne for a round of one request, appendSingle for one of
 // one event), sent after reserve as one pipeline in one transaction, with

@@ -203,16 +203,6 @@ func showData(d json.RawMessage) string {
 	return fmt.Sprintf("%q", d)
 }
 
-// feedLast returns the position of the last event of the whole feed, or 0.
-func feedLast(t testing.TB, h *harness) int64 {
-	t.Helper()
-	events, _ := mustReadAll(t, h, storage.FeedQuery{Limit: 1000})
-	if len(events) == 0 {
-		return 0
-	}
-	return events[len(events)-1].Position
-}
-
 // request builds the AppendRequest that the Store builds for a save of
 // events (ids already in lower case), for tests that call Append or
 // AppendAll directly.
