@@ -142,8 +142,13 @@ func warmUp(ctx context.Context, makers []maker, subs []subject, r row, writers 
 
 // measure runs f for every live subject, cfg.reps times, in turn.
 func measure(ctx context.Context, reps int, makers []maker, subs []subject, r row, f func(s subject) (float64, int64, error)) {
-	for range reps {
-		for i, s := range subs {
+	for rep := range reps {
+		// Each repetition starts with the next subject, so that none is
+		// always measured first (after the populating writes, or right
+		// after a given other subject).
+		for k := range subs {
+			i := (rep + k) % len(subs)
+			s := subs[i]
 			c := r.cells[makers[i].name]
 			if s == nil || c.err != nil || ctx.Err() != nil {
 				continue
