@@ -154,14 +154,16 @@ func (s *store) CommitProjection(ctx context.Context, c storage.ProjectionCommit
 }
 
 func (s *store) commitProjection(ctx context.Context, c storage.ProjectionCommit) error {
+	// Before BeginTx: preparing takes the one write connection.
+	if err := s.commits.prepare(ctx, s.writeDB); err != nil {
+		return err
+	}
 	tx, err := s.writeDB.BeginTx(ctx, nil)
 	if err != nil {
 		return err
 	}
 	defer tx.Rollback()
-	r, err := tx.ExecContext(ctx, `UPDATE definitions SET checkpoint = ? WHERE name = ? AND checkpoint = ?
-AND (?4 IS NULL OR spec = ?4)`,
-		c.To, c.Name, c.From, nullBytes(c.Spec))
+	r, err := tx.StmtContext(ctx, s.commits.checkpoint).ExecContext(ctx, c.To, c.Name, c.From, nullBytes(c.Spec))
 	if err != nil {
 		return err
 	}
@@ -186,29 +188,11 @@ AND (?4 IS NULL OR spec = ?4)`,
 	// removes, for definitions.instances.
 	var added int64
 	if len(c.States) > 0 {
-		// A state is written by the first of these statements that
-		// changes a row. SQLite rewrites the entries of every index whose
-		// columns an UPDATE assigns, so the usual case, an instance whose
-		// creation time and reference stay, assigns only what moved.
+		// A state is written by the first of stateQueries that changes
+		// a row.
 		var stmts [3]*sql.Stmt
-		for i, query := range [...]string{
-			`UPDATE projection_states SET data = ?3, position = ?4, updated_at = ?6
-				WHERE name = ?1 AND instance_id = ?2 AND created_at = ?5
-				AND ref_rank = ?7 AND ref_num = ?8 AND ref_text = ?9 AND ref_decimal = ?10`,
-			`UPDATE projection_states SET
-				data = ?3, position = ?4, created_at = ?5, updated_at = ?6,
-				ref_rank = ?7, ref_num = ?8, ref_text = ?9, ref_decimal = ?10
-				WHERE name = ?1 AND instance_id = ?2`,
-			`INSERT INTO projection_states
-				(name, instance_id, data, position, created_at, updated_at, ref_rank, ref_num, ref_text, ref_decimal)
-				VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)`,
-		} {
-			stmt, err := tx.PrepareContext(ctx, query)
-			if err != nil {
-				return err
-			}
-			defer stmt.Close()
-			stmts[i] = stmt
+		for i, st := range s.commits.states {
+			stmts[i] = tx.StmtContext(ctx, st)
 		}
 		for _, st := range c.States {
 			rank, num, text, decimal := refColumns(st.Reference)
@@ -264,7 +248,7 @@ AND (?4 IS NULL OR spec = ?4)`,
 		}
 	}
 	if added != 0 {
-		if _, err := tx.ExecContext(ctx, `UPDATE definitions SET instances = instances + ? WHERE name = ?`, added, c.Name); err != nil {
+		if _, err := tx.StmtContext(ctx, s.commits.instances).ExecContext(ctx, added, c.Name); err != nil {
 			return err
 		}
 	}

@@ -103,6 +103,7 @@ type store struct {
 	// statements; used only while holding it (onWriteConn).
 	wc      *writeConn
 	reads   rawConns // statements of the read paths, per read connection
+	commits commitStmts
 	batcher *groupcommit.Batcher[*job, storage.AppendResult]
 
 	closed    atomic.Bool
@@ -220,7 +221,7 @@ func (s *store) Close() error {
 		s.closed.Store(true)
 		s.batcher.Close()
 		s.closeWriteConn()
-		s.closeErr = errors.Join(s.reads.close(), s.readDB.Close(), s.writeDB.Close())
+		s.closeErr = errors.Join(s.reads.close(), s.commits.close(), s.readDB.Close(), s.writeDB.Close())
 		if s.closeErr != nil {
 			s.closeErr = fmt.Errorf("sqlite: close %s: %w", s.path, s.closeErr)
 		}
