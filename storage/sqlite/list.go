@@ -77,7 +77,12 @@ func (s *store) LoadProjections(ctx context.Context, name string, ids []string) 
 		return nil, err
 	}
 	found := make(map[string]storage.ProjectionState, len(ids))
-	err := s.readTx(ctx, func(tx *sql.Tx) error {
+	// Before readTx: preparing takes a connection of the read pool.
+	small, err := s.loads.get(ctx, s.readDB, len(ids))
+	if err != nil {
+		return nil, s.fail(ctx, "get projection states", err)
+	}
+	err = s.readTx(ctx, func(tx *sql.Tx) error {
 		for start := 0; start < len(ids); start += maxParams {
 			chunk := ids[start:min(start+maxParams, len(ids))]
 			args := make([]any, 0, len(chunk)+1)
@@ -85,8 +90,13 @@ func (s *store) LoadProjections(ctx context.Context, name string, ids []string) 
 			for _, id := range chunk {
 				args = append(args, id)
 			}
-			rows, err := tx.QueryContext(ctx, `SELECT `+stateColumns+` FROM projection_states
-				WHERE name = ? AND instance_id IN (`+placeholders(len(chunk))+`)`, args...)
+			var rows *sql.Rows
+			var err error
+			if small != nil {
+				rows, err = tx.StmtContext(ctx, small).QueryContext(ctx, args...)
+			} else {
+				rows, err = tx.QueryContext(ctx, loadStatesQuery(len(chunk)), args...)
+			}
 			if err != nil {
 				return err
 			}

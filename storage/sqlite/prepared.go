@@ -96,3 +96,56 @@ func (c *commitStmts) close() error {
 	}
 	return errors.Join(errs...)
 }
+
+// loadStmtIDs is the most instance ids for which LoadProjections keeps a
+// prepared statement (one per count: the IN list differs); a projector
+// mostly loads one or a few instances per catch-up.
+const loadStmtIDs = 8
+
+// loadStmts are LoadProjections' statements for 1 to loadStmtIDs ids,
+// prepared once on the read pool; Tx.StmtContext reuses the statement
+// already prepared on a transaction's connection.
+type loadStmts struct {
+	mu    sync.Mutex
+	stmts [loadStmtIDs + 1]*sql.Stmt
+}
+
+// get returns the statement for n ids, preparing it on db when needed, or
+// nil when n is above loadStmtIDs. It must be called without holding a
+// connection of db: preparing takes one.
+func (l *loadStmts) get(ctx context.Context, db *sql.DB, n int) (*sql.Stmt, error) {
+	if n < 1 || n > loadStmtIDs {
+		return nil, nil
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if st := l.stmts[n]; st != nil {
+		return st, nil
+	}
+	st, err := db.PrepareContext(ctx, loadStatesQuery(n))
+	if err != nil {
+		return nil, err
+	}
+	l.stmts[n] = st
+	return st, nil
+}
+
+// close closes the statements.
+func (l *loadStmts) close() error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var errs []error
+	for i, st := range l.stmts {
+		if st != nil {
+			errs = append(errs, st.Close())
+			l.stmts[i] = nil
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// loadStatesQuery reads the states of n instances of a projection.
+func loadStatesQuery(n int) string {
+	return `SELECT ` + stateColumns + ` FROM projection_states
+				WHERE name = ? AND instance_id IN (` + placeholders(n) + `)`
+}
