@@ -20,18 +20,9 @@ import (
 //	go test ./storage/sqlite -run '^$' -bench CommitProjection -benchtime 5000x
 func BenchmarkCommitProjection(b *testing.B) {
 	ctx := context.Background()
-	st, err := sqlite.Open(filepath.Join(b.TempDir(), "commit.db"), nil)
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer st.Close()
-	spec := []byte(`{"projectionName":"n"}`)
-	if err := st.CreateDefinition(ctx, storage.DefinitionRecord{Name: "n", Spec: spec, CreatedAt: time.Now()}); err != nil {
-		b.Fatal(err)
-	}
+	st, spec := projectionStorage(b)
 	now := time.Now()
-	var ru0, ru1 syscall.Rusage
-	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru0)
+	cpu0 := processCPU()
 	b.ResetTimer()
 	for i := range b.N {
 		err := st.CommitProjection(ctx, storage.ProjectionCommit{
@@ -44,9 +35,7 @@ func BenchmarkCommitProjection(b *testing.B) {
 		}
 	}
 	b.StopTimer()
-	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru1)
-	cpu := time.Duration(ru1.Utime.Nano() + ru1.Stime.Nano() - ru0.Utime.Nano() - ru0.Stime.Nano())
-	b.ReportMetric(float64(cpu.Microseconds())/float64(b.N), "cpu-µs/commit")
+	b.ReportMetric(float64((processCPU()-cpu0).Microseconds())/float64(b.N), "cpu-µs/commit")
 }
 
 // BenchmarkLoadProjectionState: loading one instance's state, as a
@@ -56,23 +45,14 @@ func BenchmarkCommitProjection(b *testing.B) {
 //	go test ./storage/sqlite -run '^$' -bench LoadProjectionState -benchtime 5000x
 func BenchmarkLoadProjectionState(b *testing.B) {
 	ctx := context.Background()
-	st, err := sqlite.Open(filepath.Join(b.TempDir(), "load.db"), nil)
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer st.Close()
-	spec := []byte(`{"projectionName":"n"}`)
-	if err := st.CreateDefinition(ctx, storage.DefinitionRecord{Name: "n", Spec: spec, CreatedAt: time.Now()}); err != nil {
-		b.Fatal(err)
-	}
+	st, spec := projectionStorage(b)
 	now := time.Now()
-	err = st.CommitProjection(ctx, storage.ProjectionCommit{Name: "n", From: 0, To: 1, Spec: spec,
+	err := st.CommitProjection(ctx, storage.ProjectionCommit{Name: "n", From: 0, To: 1, Spec: spec,
 		States: []storage.ProjectionState{{Name: "n", InstanceID: "i", Data: []byte(`{"count":1}`), Position: 1, CreatedAt: now, UpdatedAt: now}}})
 	if err != nil {
 		b.Fatal(err)
 	}
-	var ru0, ru1 syscall.Rusage
-	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru0)
+	cpu0 := processCPU()
 	b.ResetTimer()
 	for range b.N {
 		states, err := st.LoadProjections(ctx, "n", []string{"i"})
@@ -81,7 +61,28 @@ func BenchmarkLoadProjectionState(b *testing.B) {
 		}
 	}
 	b.StopTimer()
-	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru1)
-	cpu := time.Duration(ru1.Utime.Nano() + ru1.Stime.Nano() - ru0.Utime.Nano() - ru0.Stime.Nano())
-	b.ReportMetric(float64(cpu.Microseconds())/float64(b.N), "cpu-µs/load")
+	b.ReportMetric(float64((processCPU()-cpu0).Microseconds())/float64(b.N), "cpu-µs/load")
+}
+
+// projectionStorage returns a SQLite storage in a temporary file, closed
+// at the end of the benchmark, with one definition "n", and its spec.
+func projectionStorage(b *testing.B) (storage.Storage, []byte) {
+	b.Helper()
+	st, err := sqlite.Open(filepath.Join(b.TempDir(), "projection.db"), nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { _ = st.Close() })
+	spec := []byte(`{"projectionName":"n"}`)
+	if err := st.CreateDefinition(context.Background(), storage.DefinitionRecord{Name: "n", Spec: spec, CreatedAt: time.Now()}); err != nil {
+		b.Fatal(err)
+	}
+	return st, spec
+}
+
+// processCPU returns the CPU time the process has used so far.
+func processCPU() time.Duration {
+	var ru syscall.Rusage
+	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
