@@ -45,7 +45,7 @@ func (s *store) ListAggregates(ctx context.Context, q storage.AggregateQuery) (s
 	}
 	ctx, cancel := s.readCtx(ctx)
 	defer cancel()
-	rows, err := s.pool.Query(ctx, qualify(s.schema, listAggregatesSQL), q.AggregateType, int64(max(q.Skip, 0)), int64(max(q.Limit, 0)))
+	rows, err := s.query(ctx, qualify(s.schema, listAggregatesSQL), q.AggregateType, int64(max(q.Skip, 0)), int64(max(q.Limit, 0)))
 	if err != nil {
 		return storage.AggregateList{}, s.fail(ctx, "list aggregates", err)
 	}

@@ -17,7 +17,7 @@ import (
 func TestListAggregatesPlan(t *testing.T) {
 	s := openBatchTest(t)
 	ctx := context.Background()
-	_, err := s.pool.Exec(ctx, qualify(s.schema, `
+	_, err := s.pool.Exec(ctx, qualify(s.schema, inDefaultTenant+`
 INSERT INTO {{schema}}.events (position, aggregate_type, aggregate_id, event_id, event_type, version, sequence, recorded_at, feed_sequence, tx)
 SELECT g + 1, CASE WHEN g % 2 = 0 THEN 'a' ELSE 'b' END, 'id-' || lpad((g / 6)::text, 5, '0'), 'e-' || g, 'T',
        CASE WHEN (g / 2) % 3 = 2 THEN 2 ELSE 1 END, (g / 2) % 3 + 1, 'epoch'::timestamptz + (1000 + g) * interval '1 microsecond', g + 1, 0
@@ -27,10 +27,10 @@ FROM generate_series(0, 119999) g`))
 	}
 	// As autovacuum would: the visibility map lets the count read the
 	// index alone.
-	if _, err := s.pool.Exec(ctx, qualify(s.schema, `VACUUM (ANALYZE) {{schema}}.events`)); err != nil {
+	if _, err := s.pool.Exec(ctx, qualify(s.schema, `VACUUM (ANALYZE) {{schema}}.events_rows`)); err != nil {
 		t.Fatal(err)
 	}
-	rows, err := s.pool.Query(ctx, "EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF, SUMMARY OFF) "+qualify(s.schema, listAggregatesSQL), "a", int64(100), int64(10))
+	rows, err := s.query(ctx, "EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF, SUMMARY OFF) "+qualify(s.schema, listAggregatesSQL), "a", int64(100), int64(10))
 	if err != nil {
 		t.Fatal(err)
 	}

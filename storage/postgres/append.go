@@ -363,11 +363,11 @@ func release(ctx context.Context, conn *pgxpool.Conn) error {
 	return err
 }
 
-// queueLock queues reserve, the start of an append of reqs: the locks of
-// their aggregates (in key order, so that writers of several aggregates
-// cannot deadlock), then, inside the append lock, the registration of the
-// transaction and a position for each event of reqs. It returns the number
-// of statements it queued.
+// queueLock queues the start of an append of reqs: the setting of the
+// tenant, then reserve: the locks of their aggregates (in key order, so
+// that writers of several aggregates cannot deadlock), then, inside the
+// append lock, the registration of the transaction and a position for each
+// event of reqs. It returns the number of statements it queued.
 func (s *store) queueLock(b *pgx.Batch, reqs []storage.AppendRequest) int {
 	keys := make([]int64, 0, len(reqs))
 	total := int64(0)
@@ -377,8 +377,9 @@ func (s *store) queueLock(b *pgx.Batch, reqs []storage.AppendRequest) int {
 	}
 	slices.Sort(keys)
 	keys = slices.Compact(keys)
+	b.Queue(setTenantSQL, s.tenant)
 	b.Queue(s.sql.reserve, keys, s.appendKey, max(total, 1), s.drainKey)
-	return 1
+	return 2
 }
 
 // aggregateKey is the key of the advisory lock of an aggregate.
@@ -386,6 +387,10 @@ func (s *store) aggregateKey(aggregateType, aggregateID string) int64 {
 	h := fnv.New64a()
 	h.Write([]byte(s.schema))
 	h.Write([]byte{0})
+	if s.tenant != DefaultTenant {
+		h.Write([]byte(s.tenant))
+		h.Write([]byte{0})
+	}
 	h.Write([]byte(aggregateType))
 	h.Write([]byte{0})
 	h.Write([]byte(aggregateID))

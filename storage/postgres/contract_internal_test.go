@@ -137,7 +137,7 @@ func TestInstanceCount(t *testing.T) {
 	check := func(step, name string, want int64) {
 		t.Helper()
 		var rows int64
-		if err := s.pool.QueryRow(ctx, qualify(s.schema, `SELECT count(*) FROM {{schema}}.projection_states WHERE name = $1`), name).Scan(&rows); err != nil {
+		if err := s.queryRow(ctx, qualify(s.schema, `SELECT count(*) FROM {{schema}}.projection_states WHERE name = $1`), name).Scan(&rows); err != nil {
 			t.Fatal(err)
 		}
 		list, err := s.ListProjections(ctx, storage.ProjectionQuery{Name: name})
@@ -178,12 +178,12 @@ func TestInstanceCount(t *testing.T) {
 func TestListPlansUseIndexes(t *testing.T) {
 	s := openBatchTest(t)
 	ctx := context.Background()
-	_, err := s.pool.Exec(ctx, qualify(s.schema, `
+	_, err := s.pool.Exec(ctx, qualify(s.schema, inDefaultTenant+`
 INSERT INTO {{schema}}.definitions (name, spec, created_at, instances) VALUES ('p', '{}', now(), 20000), ('q', '{}', now(), 20000);
 INSERT INTO {{schema}}.projection_states (name, instance_id, data, position, created_at, updated_at, ref_rank, ref_num, ref_text)
 SELECT n, 'i' || g, '{}', g, now() - g * interval '1 s', now(), g % 3, CASE WHEN g % 3 = 0 THEN g ELSE 0 END, CASE WHEN g % 3 = 1 THEN 'r' || g ELSE '' END
 FROM generate_series(1, 20000) g, (VALUES ('p'), ('q')) v(n);
-ANALYZE {{schema}}.projection_states;`))
+ANALYZE {{schema}}.projection_states_rows;`))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -191,7 +191,7 @@ ANALYZE {{schema}}.projection_states;`))
 		for _, desc := range []bool{false, true} {
 			q := storage.ProjectionQuery{Name: "p", Sort: sort, Descending: desc, Skip: 10, Limit: 100}
 			sql, args := s.listSQL(q)
-			rows, err := s.pool.Query(ctx, "EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF, SUMMARY OFF) "+sql, args...)
+			rows, err := s.query(ctx, "EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF, SUMMARY OFF) "+sql, args...)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -32,7 +32,7 @@ func (s *store) delete(ctx context.Context, op, what, sql string, args ...any) e
 		return err
 	}
 	errNone := errors.New("nothing deleted")
-	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+	err := s.beginFunc(ctx, pgx.TxOptions{}, func(tx pgx.Tx) error {
 		// The append lock holds new appends back until this commits; the
 		// drain lock waits for those in flight (registered, positions
 		// reserved, maybe not yet written), so that no append commits a

@@ -19,12 +19,12 @@ func TestDatedFeedPlansUseIndexes(t *testing.T) {
 	ctx := context.Background()
 	// Event g is recorded at g × 3.6 s, minus up to 4 s: 1,000 an hour,
 	// not rising with the position; types t0 and t1 alternate.
-	_, err := s.pool.Exec(ctx, qualify(s.schema, `
+	_, err := s.pool.Exec(ctx, qualify(s.schema, inDefaultTenant+`
 INSERT INTO {{schema}}.events (position, aggregate_type, aggregate_id, event_id, event_type, data, version, sequence, recorded_at, feed_sequence, tx)
 SELECT g, 't' || (g % 2), 'a' || g, 'e' || g, 'Happened', '{"n":1}', 1, 1,
        timestamptz '2026-01-01 00:00:00+00' + (g * 3600 - (g % 3) * 2000) * interval '1 ms', g / 2 + 1, 0
 FROM generate_series(1, 200000) g;
-ANALYZE {{schema}}.events;`))
+ANALYZE {{schema}}.events_rows;`))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -17,12 +17,18 @@ func xmins(t *testing.T, s *store, schema string, from, to int64) int {
 	t.Helper()
 	var n int
 	err := s.pool.QueryRow(context.Background(), qualify(schema,
-		`SELECT count(DISTINCT xmin::text) FROM {{schema}}.events WHERE position BETWEEN $1 AND $2`), from, to).Scan(&n)
+		`SELECT count(DISTINCT xmin::text) FROM {{schema}}.events_rows WHERE position BETWEEN $1 AND $2`), from, to).Scan(&n)
 	if err != nil {
 		t.Fatal(err)
 	}
 	return n
 }
+
+// inDefaultTenant starts a string of statements run with the simple
+// protocol (Exec without arguments, one implicit transaction) that reads
+// or writes the views of the tables: it sets the default tenant.
+const inDefaultTenant = `SELECT set_config('eventstore.tenant', '` + DefaultTenant + `', true);
+`
 
 // numbering maps the positions a test expects, numbered 1, 2, 3, ... as
 // if no append left a number unused, to those the store gave. Positions

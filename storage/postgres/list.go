@@ -21,7 +21,7 @@ func (s *store) ListProjections(ctx context.Context, q storage.ProjectionQuery) 
 	ctx, cancel := s.readCtx(ctx)
 	defer cancel()
 	sql, args := s.listSQL(q)
-	rows, err := s.pool.Query(ctx, sql, args...)
+	rows, err := s.query(ctx, sql, args...)
 	if err != nil {
 		return storage.ProjectionList{}, s.fail(ctx, "list projections", err)
 	}

@@ -34,11 +34,16 @@ type Listener struct {
 
 	mu     sync.Mutex
 	subs   map[string]map[*listenSub]struct{} // channel → subscribers
+	route  map[route]map[*listenSub]struct{}  // channel and tenant → subscribers
 	broken chan struct{}                      // closed when the current connection fails
 	closed bool
 	cancel context.CancelFunc // stops the connection's goroutine
 	done   chan struct{}      // closed when that goroutine returns; nil before it starts
 }
+
+// route is where a notification goes: its channel (a schema's) and its
+// payload (the tenant written to).
+type route struct{ channel, tenant string }
 
 // listenSub is one WatchAppends waiting on a Listener.
 type listenSub struct {
@@ -58,6 +63,7 @@ func NewListener(pool *pgxpool.Pool) *Listener {
 		pool:    pool,
 		control: "eventstore.listener." + hex.EncodeToString(b[:]),
 		subs:    map[string]map[*listenSub]struct{}{},
+		route:   map[route]map[*listenSub]struct{}{},
 		broken:  make(chan struct{}),
 	}
 }
@@ -76,15 +82,15 @@ func (l *Listener) Close() error {
 	return nil
 }
 
-// watch serves WatchAppends of a Storage on channel: notify is called once
-// the channel is listened to and on every notification, until ctx is done
-// (nil), stop is closed (ErrClosed) or the connection fails
+// watch serves WatchAppends of a Storage of tenant on channel: notify is
+// called once the channel is listened to and on every notification of
+// tenant's appends, until ctx is done (nil), stop is closed (ErrClosed) or the connection fails
 // (ErrUnavailable). As WatchAppends on a connection of its own does,
 // after notifications it waits until none has come for inFlightRecheck,
 // then asks inFlight (on the pool) whether appends are in flight, and
 // again every inFlightRecheck while some are; when none is, it notifies
 // once more (an append that rolled back notified nobody).
-func (l *Listener) watch(ctx context.Context, channel string, notify func(), stop <-chan struct{}, inFlight func(context.Context) (bool, error)) error {
+func (l *Listener) watch(ctx context.Context, channel, tenant string, notify func(), stop <-chan struct{}, inFlight func(context.Context) (bool, error)) error {
 	kick := make(chan struct{}, 1)
 	sub := &listenSub{notify: func() {
 		notify()
@@ -102,6 +108,11 @@ func (l *Listener) watch(ctx context.Context, channel string, notify func(), sto
 		l.subs[channel] = map[*listenSub]struct{}{}
 	}
 	l.subs[channel][sub] = struct{}{}
+	r := route{channel, tenant}
+	if l.route[r] == nil {
+		l.route[r] = map[*listenSub]struct{}{}
+	}
+	l.route[r][sub] = struct{}{}
 	broken := l.broken
 	if l.done == nil {
 		lctx, cancel := context.WithCancel(context.Background())
@@ -114,6 +125,10 @@ func (l *Listener) watch(ctx context.Context, channel string, notify func(), sto
 		delete(l.subs[channel], sub)
 		if len(l.subs[channel]) == 0 {
 			delete(l.subs, channel) // unlistened at the next wake-up
+		}
+		delete(l.route[r], sub)
+		if len(l.route[r]) == 0 {
+			delete(l.route, r)
 		}
 		l.mu.Unlock()
 	}()
@@ -222,7 +237,7 @@ func (l *Listener) serve(ctx context.Context) error {
 			continue
 		}
 		l.mu.Lock()
-		for sub := range l.subs[n.Channel] {
+		for sub := range l.route[route{n.Channel, n.Payload}] {
 			if sub.armed {
 				sub.notify()
 			}

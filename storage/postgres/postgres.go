@@ -128,6 +128,16 @@ type Options struct {
 	// each other use different schemas.
 	Schema string
 
+	// Tenant selects the data space within Schema that the Storage reads
+	// and writes: a UUID, or empty for the schema's own data
+	// (DefaultTenant). The tenants of a schema share its tables, with the
+	// tenant leading every key and index, so that a server holding many
+	// tenants prepares and plans each statement once for all of them; a
+	// Storage never reads or writes another tenant's rows, and every
+	// statement it runs fails rather than do so should the tenant not be
+	// set. DeleteTenant removes a tenant's data.
+	Tenant string
+
 	// MaxBatch caps how many concurrent Append calls are committed in one
 	// transaction (group commit). The default is DefaultMaxBatch; 1
 	// disables coalescing. Values above 64 make PostgreSQL's subtransaction
@@ -217,8 +227,11 @@ type store struct {
 	sql     statements
 	// schema is the quoted name of the schema.
 	schema string
+	// tenant is the canonical text of the tenant's UUID (Options.Tenant),
+	// the value of the setting eventstore.tenant in every transaction.
+	tenant string
 	// appendKey is the advisory lock key that serialises writers of this
-	// schema.
+	// tenant of the schema.
 	appendKey int64
 	// drainKey is the advisory lock key that every append in flight holds
 	// shared, and a deletion exclusively (see delete).
@@ -264,6 +277,10 @@ func open(ctx context.Context, pool *pgxpool.Pool, opts *Options) (*store, error
 			"default_query_exec_mode (\"exec\" suits PgBouncer in transaction mode): %w", storage.ErrInvalid)
 	}
 	schema := opts.schema()
+	tenant, err := tenantOf(opts)
+	if err != nil {
+		return nil, err
+	}
 	channel := channelName(schema)
 	// The watermark needs each feed read's statements to take their own
 	// snapshots, which only READ COMMITTED does.
@@ -286,8 +303,9 @@ func open(ctx context.Context, pool *pgxpool.Pool, opts *Options) (*store, error
 		sql: newStatements(pgx.Identifier{schema}.Sanitize(), quoteLiteral(channel),
 			int32(lockKey("register", schema)&0x7fffffff), db),
 		schema:       pgx.Identifier{schema}.Sanitize(),
-		appendKey:    lockKey("append", schema),
-		drainKey:     lockKey("drain", schema),
+		tenant:       tenant,
+		appendKey:    tenantLockKey("append", schema, tenant),
+		drainKey:     tenantLockKey("drain", schema, tenant),
 		channel:      channel,
 		writeTimeout: opts.writeTimeout(),
 		readTimeout:  opts.readTimeout(),
@@ -376,6 +394,16 @@ func lockKey(purpose, schema string) int64 {
 	return int64(h.Sum64())
 }
 
+// tenantLockKey is lockKey for the data of tenant in schema: that of the
+// schema for DefaultTenant, so that stores without tenants keep their keys.
+// Tenants do not order or hold back one another's appends and deletions.
+func tenantLockKey(purpose, schema, tenant string) int64 {
+	if tenant == DefaultTenant {
+		return lockKey(purpose, schema)
+	}
+	return lockKey(purpose, schema+"\x00"+tenant)
+}
+
 // channelName returns the LISTEN/NOTIFY channel of the appends to schema:
 // the schema's name followed by ".appends" when that fits in a PostgreSQL
 // identifier (63 bytes), else a name derived from a hash of it.
@@ -393,8 +421,9 @@ func quoteLiteral(s string) string {
 
 // qualify replaces {{schema}} in a statement with the quoted schema name,
 // and {{positions}} with the name of its sequence of positions as a string
-// literal (for nextval and setval).
+// literal (for nextval and setval), and {{tenant}} with tenantSQL.
 func qualify(schema, sql string) string {
+	sql = strings.ReplaceAll(sql, "{{tenant}}", tenantSQL)
 	sql = strings.ReplaceAll(sql, "{{positions}}", quoteLiteral(schema+".positions"))
 	return strings.ReplaceAll(sql, "{{schema}}", schema)
 }

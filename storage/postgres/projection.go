@@ -22,7 +22,7 @@ func (s *store) CreateDefinition(ctx context.Context, def storage.DefinitionReco
 	if spec == nil {
 		spec = []byte{}
 	}
-	if _, err := s.pool.Exec(ctx, s.sql.createDef, def.Name, spec, def.CreatedAt); err != nil {
+	if _, err := s.exec(ctx, s.sql.createDef, def.Name, spec, def.CreatedAt); err != nil {
 		err = s.fail(ctx, "create definition", err)
 		if errors.Is(err, storage.ErrConflict) {
 			return fmt.Errorf("projection %q exists: %w", def.Name, storage.ErrConflict)
@@ -40,7 +40,7 @@ func (s *store) Definition(ctx context.Context, name string) (storage.Definition
 	ctx, cancel := s.readCtx(ctx)
 	defer cancel()
 	var defs []storage.DefinitionRecord
-	err := pgx.BeginTxFunc(ctx, s.pool, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly}, func(tx pgx.Tx) error {
+	err := s.beginFunc(ctx, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly}, func(tx pgx.Tx) error {
 		var err error
 		defs, err = readDefinitions(ctx, tx, s.sql.def, s.sql.defErrors, name)
 		return err
@@ -62,7 +62,7 @@ func (s *store) Definitions(ctx context.Context) ([]storage.DefinitionRecord, er
 	ctx, cancel := s.readCtx(ctx)
 	defer cancel()
 	var defs []storage.DefinitionRecord
-	err := pgx.BeginTxFunc(ctx, s.pool, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly}, func(tx pgx.Tx) error {
+	err := s.beginFunc(ctx, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly}, func(tx pgx.Tx) error {
 		var err error
 		defs, err = readDefinitions(ctx, tx, s.sql.defs, s.sql.allErrors)
 		return err
@@ -129,7 +129,7 @@ func (s *store) LoadProjection(ctx context.Context, name, instanceID string) (st
 	}
 	ctx, cancel := s.readCtx(ctx)
 	defer cancel()
-	rows, err := s.pool.Query(ctx, s.sql.loadState, name, instanceID)
+	rows, err := s.query(ctx, s.sql.loadState, name, instanceID)
 	if err != nil {
 		return storage.ProjectionState{}, s.fail(ctx, "load projection", err)
 	}
@@ -154,7 +154,7 @@ func (s *store) LoadProjections(ctx context.Context, name string, ids []string) 
 	if len(ids) == 0 {
 		return []storage.ProjectionState{}, nil
 	}
-	rows, err := s.pool.Query(ctx, s.sql.loadStates, name, ids)
+	rows, err := s.query(ctx, s.sql.loadStates, name, ids)
 	if err != nil {
 		return nil, s.fail(ctx, "load projections", err)
 	}
@@ -261,6 +261,7 @@ func (s *store) CommitProjection(ctx context.Context, c storage.ProjectionCommit
 	// second query find out why.
 	b := &pgx.Batch{}
 	b.Queue("BEGIN")
+	b.Queue(setTenantSQL, s.tenant)
 	b.Queue(s.sql.commit, c.Name, c.From, c.To, c.Spec)
 	if len(c.States) > 0 {
 		n := len(c.States)
@@ -336,7 +337,7 @@ func (s *store) CommitProjection(ctx context.Context, c storage.ProjectionCommit
 // the checkpoint on conn, the connection of the refused commit.
 func (s *store) refusedCommit(ctx context.Context, conn *pgxpool.Conn, c storage.ProjectionCommit) error {
 	var checkpoint int64
-	err := conn.QueryRow(ctx, s.sql.checkpoint, c.Name).Scan(&checkpoint)
+	err := s.queryRowOn(ctx, conn, s.sql.checkpoint, c.Name).Scan(&checkpoint)
 	switch {
 	case errors.Is(err, pgx.ErrNoRows):
 		return fmt.Errorf("projection %q: %w", c.Name, storage.ErrNotFound)
@@ -359,7 +360,7 @@ func (s *store) UpdateSpec(ctx context.Context, name string, old, spec []byte) e
 	if spec == nil {
 		spec = []byte{}
 	}
-	tag, err := s.pool.Exec(ctx, s.sql.updateSpec, name, old, spec)
+	tag, err := s.exec(ctx, s.sql.updateSpec, name, old, spec)
 	if err != nil {
 		return s.fail(ctx, "update definition", err)
 	}
@@ -369,7 +370,7 @@ func (s *store) UpdateSpec(ctx context.Context, name string, old, spec []byte) e
 	// Nothing changed: find out why. The definition may have gone or
 	// changed since; either answer is one a caller retries from.
 	var checkpoint int64
-	err = s.pool.QueryRow(ctx, s.sql.checkpoint, name).Scan(&checkpoint)
+	err = s.queryRow(ctx, s.sql.checkpoint, name).Scan(&checkpoint)
 	switch {
 	case errors.Is(err, pgx.ErrNoRows):
 		return fmt.Errorf("projection %q: %w", name, storage.ErrNotFound)
@@ -396,7 +397,7 @@ func (s *store) changeDefinition(ctx context.Context, op, name, defSQL string, a
 	if err := s.check(ctx, op); err != nil {
 		return err
 	}
-	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+	err := s.beginFunc(ctx, pgx.TxOptions{}, func(tx pgx.Tx) error {
 		tag, err := tx.Exec(ctx, defSQL, args...)
 		if err != nil {
 			return err
@@ -422,7 +423,7 @@ func (s *store) RenameProjection(ctx context.Context, from, to string) error {
 	if err := s.check(ctx, "rename projection"); err != nil {
 		return err
 	}
-	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+	err := s.beginFunc(ctx, pgx.TxOptions{}, func(tx pgx.Tx) error {
 		// Lock from's definition first: a missing from changes nothing.
 		var checkpoint int64
 		err := tx.QueryRow(ctx, s.sql.checkpoint+" FOR UPDATE", from).Scan(&checkpoint)

@@ -44,7 +44,7 @@ func (s *store) CreateReactionDefinition(ctx context.Context, def storage.Reacti
 	if err := s.check(ctx, "create reaction definition"); err != nil {
 		return err
 	}
-	_, err := s.pool.Exec(ctx, s.q(`INSERT INTO {{schema}}.reaction_definitions (name, spec, created_at, checkpoint) VALUES ($1, $2, $3, $4)`),
+	_, err := s.exec(ctx, s.q(`INSERT INTO {{schema}}.reaction_definitions (name, spec, created_at, checkpoint) VALUES ($1, $2, $3, $4)`),
 		def.Name, nonNil(def.Spec), micros(def.CreatedAt), def.Checkpoint)
 	err = s.fail(ctx, "create reaction definition", err)
 	if errors.Is(err, storage.ErrConflict) {
@@ -66,7 +66,7 @@ func (s *store) execOne(ctx context.Context, op, what, sql string, args ...any) 
 	if err := s.check(ctx, op); err != nil {
 		return err
 	}
-	tag, err := s.pool.Exec(ctx, s.q(sql), args...)
+	tag, err := s.exec(ctx, s.q(sql), args...)
 	if err != nil {
 		return s.fail(ctx, op, err)
 	}
@@ -106,7 +106,7 @@ func (s *store) reactionDefs(ctx context.Context, name string) ([]storage.Reacti
 	}
 	ctx, cancel := s.readCtx(ctx)
 	defer cancel()
-	rows, err := s.pool.Query(ctx, s.q(`SELECT name, spec, created_at, checkpoint FROM {{schema}}.reaction_definitions
+	rows, err := s.query(ctx, s.q(`SELECT name, spec, created_at, checkpoint FROM {{schema}}.reaction_definitions
 		WHERE $1 = '' OR name = $1 ORDER BY name COLLATE "C"`), name)
 	if err != nil {
 		return nil, s.fail(ctx, "reaction definitions", err)
@@ -133,7 +133,7 @@ func (s *store) inTx(ctx context.Context, op string, fn func(tx pgx.Tx) error) e
 	}
 	ctx, cancel := context.WithTimeoutCause(ctx, s.writeTimeout, errOwnDeadline)
 	defer cancel()
-	return s.fail(ctx, op, pgx.BeginFunc(ctx, s.pool, fn))
+	return s.fail(ctx, op, s.beginFunc(ctx, pgx.TxOptions{}, fn))
 }
 
 // DeleteReactionDefinition implements storage.ReactionStorage.
@@ -332,7 +332,7 @@ func (s *store) Reaction(ctx context.Context, id string) (storage.Reaction, erro
 	}
 	ctx, cancel := s.readCtx(ctx)
 	defer cancel()
-	r, err := scanReaction(s.pool.QueryRow(ctx, s.q(`SELECT `+reactionCols+`, payload FROM {{schema}}.reactions WHERE id = $1`), id), true)
+	r, err := scanReaction(s.queryRow(ctx, s.q(`SELECT `+reactionCols+`, payload FROM {{schema}}.reactions WHERE id = $1`), id), true)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return r, fmt.Errorf("reaction %s: %w", id, storage.ErrNotFound)
 	}
@@ -385,7 +385,7 @@ func (s *store) ListReactions(ctx context.Context, q storage.ReactionQuery) (sto
 	ctx, cancel := s.readCtx(ctx)
 	defer cancel()
 	list := storage.ReactionList{Reactions: []storage.Reaction{}}
-	err := pgx.BeginTxFunc(ctx, s.pool, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly}, func(tx pgx.Tx) error {
+	err := s.beginFunc(ctx, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly}, func(tx pgx.Tx) error {
 		if err := tx.QueryRow(ctx, s.q(`SELECT count(*) FROM {{schema}}.reactions`+cond), args...).Scan(&list.Total); err != nil {
 			return err
 		}
@@ -439,7 +439,7 @@ func (s *store) DeleteAggregateReactions(ctx context.Context, aggregateType, agg
 	if err := s.check(ctx, "delete aggregate reactions"); err != nil {
 		return err
 	}
-	_, err := s.pool.Exec(ctx, s.q(`DELETE FROM {{schema}}.reactions WHERE aggregate_type = $1 AND ($2 = '' OR aggregate_id = $2)`),
+	_, err := s.exec(ctx, s.q(`DELETE FROM {{schema}}.reactions WHERE aggregate_type = $1 AND ($2 = '' OR aggregate_id = $2)`),
 		aggregateType, aggregateID)
 	return s.fail(ctx, "delete aggregate reactions", err)
 }
@@ -452,7 +452,7 @@ func (s *store) NextReactionDue(ctx context.Context) (time.Time, bool, error) {
 	ctx, cancel := s.readCtx(ctx)
 	defer cancel()
 	var due *int64
-	if err := s.pool.QueryRow(ctx, s.q(`SELECT min(due_at) FROM {{schema}}.reactions WHERE state IN (0, 1)`)).Scan(&due); err != nil {
+	if err := s.queryRow(ctx, s.q(`SELECT min(due_at) FROM {{schema}}.reactions WHERE state IN (0, 1)`)).Scan(&due); err != nil {
 		return time.Time{}, false, s.fail(ctx, "next reaction due", err)
 	}
 	if due == nil {

@@ -26,7 +26,7 @@ func (s *store) Load(ctx context.Context, q storage.LoadQuery) (storage.Aggregat
 	agg := storage.Aggregate{Type: q.AggregateType, ID: q.AggregateID}
 	after := max(q.AfterVersion, 0)
 	if after == 0 && q.Limit <= 0 && q.MaxBytes <= 0 {
-		rows, err := s.pool.Query(ctx, s.sql.load, q.AggregateType, q.AggregateID)
+		rows, err := s.query(ctx, s.sql.load, q.AggregateType, q.AggregateID)
 		if err != nil {
 			return storage.Aggregate{}, s.fail(ctx, "load", err)
 		}
@@ -44,7 +44,7 @@ func (s *store) Load(ctx context.Context, q storage.LoadQuery) (storage.Aggregat
 	if q.Limit > 0 && after <= upTo-q.Limit {
 		upTo = after + q.Limit
 	}
-	rows, err := s.pool.Query(ctx, s.sql.loadRange, q.AggregateType, q.AggregateID, after, upTo, q.Limit <= 0)
+	rows, err := s.query(ctx, s.sql.loadRange, q.AggregateType, q.AggregateID, after, upTo, q.Limit <= 0)
 	if err != nil {
 		return storage.Aggregate{}, s.fail(ctx, "load", err)
 	}
@@ -269,7 +269,7 @@ func (s *store) Feeds(ctx context.Context) ([]storage.FeedInfo, error) {
 	}
 	ctx, cancel := s.readCtx(ctx)
 	defer cancel()
-	rows, err := s.pool.Query(ctx, s.sql.feeds)
+	rows, err := s.query(ctx, s.sql.feeds)
 	if err != nil {
 		return nil, s.fail(ctx, "feeds", err)
 	}
@@ -285,15 +285,16 @@ func (s *store) Feeds(ctx context.Context) ([]storage.FeedInfo, error) {
 	return feeds, nil
 }
 
-// queryWM runs the watermark statement, then sql, in one pipeline (one
+// queryWM sets the tenant, runs the watermark statement, then sql, in one pipeline (one
 // round trip), and returns the rows of sql; the caller closes br after
 // reading them.
 func (s *store) queryWM(ctx context.Context, sql string, args ...any) (rows pgx.Rows, br pgx.BatchResults, err error) {
 	b := &pgx.Batch{}
+	b.Queue(setTenantSQL, s.tenant)
 	b.Queue(s.sql.watermark)
 	b.Queue(sql, args...)
 	br = s.pool.SendBatch(ctx, b)
-	if _, err := br.Exec(); err != nil {
+	if err := execN(br, 2); err != nil {
 		br.Close()
 		return nil, nil, err
 	}

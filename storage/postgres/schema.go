@@ -192,6 +192,102 @@ CREATE INDEX reactions_pending ON {{schema}}.reactions (definition, aggregate_id
 CREATE INDEX reactions_trigger ON {{schema}}.reactions (trigger_at, id COLLATE "C");
 CREATE INDEX reactions_aggregate ON {{schema}}.reactions (aggregate_type, aggregate_id);
 `,
+	// 8: tenants share the tables (docs/tenants-postgres.md). Each table
+	// becomes TABLE_rows with a first column tenant (the schema's own
+	// rows get DefaultTenant) leading every key and index, and TABLE a
+	// view of the rows of the tenant set in eventstore.tenant, which
+	// every statement goes through; the view checks that a row written
+	// through it is that tenant's, the column's default. Reading the
+	// setting without missing_ok makes a statement run without it fail.
+	// A migration that adds a column to a table must recreate its view.
+	// projection_states' view shows xmax as row_xmax, for upsertStates.
+	// The GIN index of search spans the tenants (a btree column cannot
+	// lead it without an extension); the rest of a search's condition
+	// picks the tenant's rows.
+	`
+ALTER TABLE {{schema}}.events RENAME TO events_rows;
+ALTER TABLE {{schema}}.events_rows ADD COLUMN tenant uuid NOT NULL DEFAULT '` + DefaultTenant + `';
+ALTER TABLE {{schema}}.events_rows ALTER COLUMN tenant SET DEFAULT {{tenant}},
+	DROP CONSTRAINT events_pkey,
+	DROP CONSTRAINT events_aggregate_type_aggregate_id_sequence_key,
+	DROP CONSTRAINT events_aggregate_type_aggregate_id_event_id_key,
+	ADD CONSTRAINT events_pkey PRIMARY KEY (tenant, position),
+	ADD CONSTRAINT events_aggregate_sequence_key UNIQUE (tenant, aggregate_type, aggregate_id, sequence),
+	ADD CONSTRAINT events_aggregate_event_id_key UNIQUE (tenant, aggregate_type, aggregate_id, event_id);
+DROP INDEX {{schema}}.events_type_position, {{schema}}.events_type_feed, {{schema}}.events_aggregates,
+	{{schema}}.events_recorded, {{schema}}.events_type_recorded;
+CREATE INDEX events_type_position ON {{schema}}.events_rows (tenant, aggregate_type, position);
+CREATE INDEX events_type_feed ON {{schema}}.events_rows (tenant, aggregate_type, feed_sequence);
+CREATE INDEX events_aggregates ON {{schema}}.events_rows (tenant, aggregate_type, aggregate_id COLLATE "C") INCLUDE (recorded_at)
+WHERE sequence = 1;
+CREATE INDEX events_recorded ON {{schema}}.events_rows (tenant, recorded_at, position);
+CREATE INDEX events_type_recorded ON {{schema}}.events_rows (tenant, aggregate_type, recorded_at, position);
+CREATE VIEW {{schema}}.events AS
+SELECT position, aggregate_type, aggregate_id, event_id, event_type, data, version, sequence, recorded_at,
+       feed_sequence, encrypted_data, tx, tenant
+FROM {{schema}}.events_rows WHERE tenant = {{tenant}} WITH CHECK OPTION;
+
+ALTER TABLE {{schema}}.definitions RENAME TO definitions_rows;
+ALTER TABLE {{schema}}.definitions_rows ADD COLUMN tenant uuid NOT NULL DEFAULT '` + DefaultTenant + `';
+ALTER TABLE {{schema}}.definitions_rows ALTER COLUMN tenant SET DEFAULT {{tenant}},
+	DROP CONSTRAINT definitions_pkey, ADD CONSTRAINT definitions_pkey PRIMARY KEY (tenant, name);
+CREATE VIEW {{schema}}.definitions AS
+SELECT name, spec, created_at, checkpoint, instances, tenant
+FROM {{schema}}.definitions_rows WHERE tenant = {{tenant}} WITH CHECK OPTION;
+
+ALTER TABLE {{schema}}.projection_states RENAME TO projection_states_rows;
+ALTER TABLE {{schema}}.projection_states_rows ADD COLUMN tenant uuid NOT NULL DEFAULT '` + DefaultTenant + `';
+ALTER TABLE {{schema}}.projection_states_rows ALTER COLUMN tenant SET DEFAULT {{tenant}},
+	DROP CONSTRAINT projection_states_pkey, ADD CONSTRAINT projection_states_pkey PRIMARY KEY (tenant, name, instance_id);
+DROP INDEX {{schema}}.projection_states_ref, {{schema}}.projection_states_created, {{schema}}.projection_states_updated;
+CREATE INDEX projection_states_ref ON {{schema}}.projection_states_rows (tenant, name, ref_rank, ref_num, ref_text, instance_id);
+CREATE INDEX projection_states_created ON {{schema}}.projection_states_rows (tenant, name, created_at, instance_id);
+CREATE INDEX projection_states_updated ON {{schema}}.projection_states_rows (tenant, name, updated_at, instance_id);
+CREATE VIEW {{schema}}.projection_states AS
+SELECT name, instance_id, data, position, updated_at, created_at, ref_rank, ref_num, ref_text, ref_number, search,
+       tenant, xmax AS row_xmax
+FROM {{schema}}.projection_states_rows WHERE tenant = {{tenant}} WITH CHECK OPTION;
+
+ALTER TABLE {{schema}}.projection_errors RENAME TO projection_errors_rows;
+ALTER TABLE {{schema}}.projection_errors_rows ADD COLUMN tenant uuid NOT NULL DEFAULT '` + DefaultTenant + `';
+ALTER TABLE {{schema}}.projection_errors_rows ALTER COLUMN tenant SET DEFAULT {{tenant}};
+DROP INDEX {{schema}}.projection_errors_name_id;
+CREATE INDEX projection_errors_name_id ON {{schema}}.projection_errors_rows (tenant, name, id);
+CREATE VIEW {{schema}}.projection_errors AS
+SELECT id, name, position, event_id, event_type, instance_id, message, tenant
+FROM {{schema}}.projection_errors_rows WHERE tenant = {{tenant}} WITH CHECK OPTION;
+
+ALTER TABLE {{schema}}.deleted_marks RENAME TO deleted_marks_rows;
+ALTER TABLE {{schema}}.deleted_marks_rows ADD COLUMN tenant uuid NOT NULL DEFAULT '` + DefaultTenant + `';
+ALTER TABLE {{schema}}.deleted_marks_rows ALTER COLUMN tenant SET DEFAULT {{tenant}},
+	DROP CONSTRAINT deleted_marks_pkey, ADD CONSTRAINT deleted_marks_pkey PRIMARY KEY (tenant, feed);
+CREATE VIEW {{schema}}.deleted_marks AS
+SELECT feed, mark, tenant
+FROM {{schema}}.deleted_marks_rows WHERE tenant = {{tenant}} WITH CHECK OPTION;
+
+ALTER TABLE {{schema}}.reaction_definitions RENAME TO reaction_definitions_rows;
+ALTER TABLE {{schema}}.reaction_definitions_rows ADD COLUMN tenant uuid NOT NULL DEFAULT '` + DefaultTenant + `';
+ALTER TABLE {{schema}}.reaction_definitions_rows ALTER COLUMN tenant SET DEFAULT {{tenant}},
+	DROP CONSTRAINT reaction_definitions_pkey, ADD CONSTRAINT reaction_definitions_pkey PRIMARY KEY (tenant, name);
+CREATE VIEW {{schema}}.reaction_definitions AS
+SELECT name, spec, created_at, checkpoint, tenant
+FROM {{schema}}.reaction_definitions_rows WHERE tenant = {{tenant}} WITH CHECK OPTION;
+
+ALTER TABLE {{schema}}.reactions RENAME TO reactions_rows;
+ALTER TABLE {{schema}}.reactions_rows ADD COLUMN tenant uuid NOT NULL DEFAULT '` + DefaultTenant + `';
+ALTER TABLE {{schema}}.reactions_rows ALTER COLUMN tenant SET DEFAULT {{tenant}},
+	DROP CONSTRAINT reactions_pkey, ADD CONSTRAINT reactions_pkey PRIMARY KEY (tenant, id);
+DROP INDEX {{schema}}.reactions_due, {{schema}}.reactions_pending, {{schema}}.reactions_trigger,
+	{{schema}}.reactions_aggregate;
+CREATE INDEX reactions_due ON {{schema}}.reactions_rows (tenant, due_at, id) WHERE state IN (0, 1);
+CREATE INDEX reactions_pending ON {{schema}}.reactions_rows (tenant, definition, aggregate_id) WHERE state = 0;
+CREATE INDEX reactions_trigger ON {{schema}}.reactions_rows (tenant, trigger_at, id COLLATE "C");
+CREATE INDEX reactions_aggregate ON {{schema}}.reactions_rows (tenant, aggregate_type, aggregate_id);
+CREATE VIEW {{schema}}.reactions AS
+SELECT id, definition, aggregate_type, aggregate_id, event_id, event_type, state, created_at, trigger_at, due_at,
+       finished_at, attempts, claim, last_error, payload, tenant
+FROM {{schema}}.reactions_rows WHERE tenant = {{tenant}} WITH CHECK OPTION;
+`,
 }
 
 // migrate creates schema and brings its tables to the latest version, in

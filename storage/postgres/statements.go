@@ -23,9 +23,10 @@ type statements struct {
 	// watermark (see newStatements).
 	reserve, watermark, inFlight string
 	// notify follows an append's COMMIT in its pipeline: when the append
-	// wrote, it notifies listeners of the channel, in a transaction of its
-	// own committed with synchronous_commit off (it stores nothing, and
-	// holds the server's notification lock for microseconds).
+	// wrote, it notifies listeners of the channel, with the tenant as the
+	// payload, in a transaction of its own committed with synchronous_commit
+	// off (it stores nothing, and holds the server's notification lock for
+	// microseconds).
 	notify string
 	// feedLag is the number of positions between the head a feed reader
 	// sees and the highest position committed (FeedLag).
@@ -93,12 +94,13 @@ func newStatements(schema, channel string, regKey int32, db uint32) statements {
 		return qualify(schema, strings.ReplaceAll(sql, "{{channel}}", channel))
 	}
 	// notify, a CTE, marks the session as having written (eventstore.wrote,
-	// a session setting, rolled back with the transaction), for notifySQL
-	// after the COMMIT. Not pg_notify itself: a transaction that notifies
+	// a session setting, rolled back with the transaction, holding the
+	// tenant written to), for notifySQL after the COMMIT, which sends the
+	// tenant as the notification's payload. Not pg_notify itself: a transaction that notifies
 	// takes a lock of the whole server at its commit and holds it until
 	// the commit is durable, which made the appends of every process
 	// commit one at a time.
-	const notify = `notify AS (SELECT set_config('eventstore.wrote', 'y', false) FROM ins LIMIT 1)`
+	const notify = `notify AS (SELECT set_config('eventstore.wrote', current_setting('eventstore.tenant'), false) FROM ins LIMIT 1)`
 	// registered selects from pg_locks the registrations of the appends
 	// in flight: a shared advisory lock (regKey, the low 32 bits of the
 	// transaction id) that each appending transaction takes inside the
@@ -156,9 +158,10 @@ FROM (
 	FROM (SELECT pg_snapshot_xmax(pg_current_snapshot())::text::bigint AS x) s
 	LEFT JOIN pg_locks l ON %s
 	GROUP BY s.x), true)`, strings.ReplaceAll(registered, "locktype", "l.locktype")),
-		notify: q(`SELECT pg_notify({{channel}}, ''), set_config('synchronous_commit', 'off', true),
+		notify: q(`SELECT pg_notify({{channel}}, w.tenant), set_config('synchronous_commit', 'off', true),
 	set_config('eventstore.wrote', '', false)
-WHERE current_setting('eventstore.wrote', true) = 'y'`),
+FROM (SELECT current_setting('eventstore.wrote', true) AS tenant OFFSET 0) w
+WHERE w.tenant <> ''`),
 		// inFlight reports whether an append is registered in flight.
 		inFlight: `SELECT EXISTS (SELECT 1 FROM pg_locks WHERE ` + registered + `)`,
 		// append checks and writes one request in one statement. It returns
@@ -515,11 +518,11 @@ WITH up AS (
 	FROM unnest($2::text[], $3::bytea[], $4::bigint[], $5::timestamptz[], $6::timestamptz[], $7::smallint[],
 		$8::float8[], $9::text[], $10::text[], $11::text[])
 		AS t(instance_id, data, position, created_at, updated_at, ref_rank, ref_num, ref_text, ref_number, search)
-	ON CONFLICT (name, instance_id) DO UPDATE
+	ON CONFLICT (tenant, name, instance_id) DO UPDATE
 	SET data = excluded.data, position = excluded.position, created_at = excluded.created_at,
 	    updated_at = excluded.updated_at, ref_rank = excluded.ref_rank, ref_num = excluded.ref_num,
 	    ref_text = excluded.ref_text, ref_number = excluded.ref_number, search = excluded.search
-	RETURNING xmax = 0 AS inserted
+	RETURNING row_xmax = 0 AS inserted
 )
 UPDATE {{schema}}.definitions SET instances = instances + (SELECT count(*) FROM up WHERE inserted)
 WHERE name = $1`),
@@ -560,7 +563,7 @@ WITH del AS (
 	SELECT '', max(position) FROM del HAVING count(*) > 0
 	UNION ALL
 	SELECT $1, max(feed_sequence) FROM del HAVING count(*) > 0
-	ON CONFLICT (feed) DO UPDATE SET mark = greatest({{schema}}.deleted_marks.mark, excluded.mark)
+	ON CONFLICT (tenant, feed) DO UPDATE SET mark = greatest({{schema}}.deleted_marks.mark, excluded.mark)
 )
 SELECT count(*) FROM del`
 }

@@ -26,7 +26,7 @@ func (s *store) WatchAppends(ctx context.Context, notify func()) error {
 		return fmt.Errorf("postgres: watch appends: %w", storage.ErrClosed)
 	}
 	if s.listener != nil {
-		return s.listener.watch(ctx, s.channel, notify, s.done, s.appendsInFlight)
+		return s.listener.watch(ctx, s.channel, s.tenant, notify, s.done, s.appendsInFlight)
 	}
 	parent := ctx
 	ctx, cancel := context.WithCancel(ctx)
@@ -77,9 +77,11 @@ func (s *store) WatchAppends(ctx context.Context, notify func()) error {
 		if pending {
 			wctx, cancel = context.WithTimeout(ctx, inFlightRecheck)
 		}
-		_, err := conn.WaitForNotification(wctx)
+		n, err := conn.WaitForNotification(wctx)
 		cancel()
 		switch {
+		case err == nil && n.Payload != s.tenant:
+			// another tenant's append
 		case err == nil:
 			pending = true
 			notify()

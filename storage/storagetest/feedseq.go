@@ -262,11 +262,11 @@ func testEncryptedData(t *testing.T, h *harness) {
 	}
 	feed, _ := mustReadAll(t, h, storage.FeedQuery{Limit: 2})
 	typed, _ := mustReadAll(t, h, storage.FeedQuery{Limit: 2, AggregateType: "vault"})
-	bySeq, _ := mustReadAll(t, h, storage.FeedQuery{Limit: 2, AggregateType: "vault", AfterFeedSequence: 1})
+	bySeq, _ := mustReadAll(t, h, storage.FeedQuery{Limit: 2, AggregateType: "vault", AfterFeedSequence: agg.Events[0].FeedSequence})
 	for name, events := range map[string][]storage.Event{
-		"the whole feed":                      filterType(feed, "vault"),
-		"the vault feed":                      typed,
-		"the vault feed after FeedSequence 1": append(slices.Clone(agg.Events[:3]), bySeq...),
+		"the whole feed":                       filterType(feed, "vault"),
+		"the vault feed":                       typed,
+		"the vault feed after its first batch": append(slices.Clone(agg.Events[:3]), bySeq...),
 	} {
 		if msg := sameEvents(events, append(agg.Events, mustLoad(t, h, "vault", "v2").Events...)); msg != "" {
 			t.Errorf("%s must carry each event's EncryptedData as Load does: %s", name, msg)
