@@ -560,17 +560,28 @@ func TestIsolationMatrixPostgres(t *testing.T) {
 	if err := stop(); err != nil {
 		t.Fatal(err)
 	}
-	exists := func(s string) bool {
+	// Tenants are rows of their project's tables (postgres.Options.Tenant),
+	// not schemas: a's deleted T2 has none left, b's T2 has its events.
+	events := func(project, tenant string) int {
 		var n int
-		if err := admin.QueryRow(ctx, "SELECT count(*) FROM information_schema.schemata WHERE schema_name = $1", s).Scan(&n); err != nil {
+		if err := admin.QueryRow(ctx, "SELECT count(*) FROM "+pgx.Identifier{project}.Sanitize()+".events_rows WHERE tenant = $1",
+			tenant).Scan(&n); err != nil {
 			t.Fatal(err)
 		}
-		return n == 1
+		return n
 	}
-	if exists(tenantStorage{schema: schema + "_a"}.tenantSchema(isoT2)) {
-		t.Error("a's deleted tenant T2 still has its schema")
+	if n := events(schema+"_a", isoT2); n != 0 {
+		t.Errorf("a's deleted tenant T2 still has %d events", n)
 	}
-	if !exists(tenantStorage{schema: schema + "_b"}.tenantSchema(isoT2)) {
-		t.Error("b's tenant T2 has no schema")
+	if events(schema+"_b", isoT2) == 0 {
+		t.Error("b's tenant T2 has no events")
+	}
+	var legacy int
+	if err := admin.QueryRow(ctx, "SELECT count(*) FROM information_schema.schemata WHERE schema_name = ANY($1)",
+		schemas).Scan(&legacy); err != nil {
+		t.Fatal(err)
+	}
+	if legacy != 4 { // the two projects' schemas and registries
+		t.Errorf("%d of the schemas of projects, registries and tenants exist, want 4: tenants keep no schema", legacy)
 	}
 }

@@ -31,14 +31,17 @@ import (
 //   - memory: a memory store per tenant and for the registry.
 //   - sqlite:DIR/BASE.EXT: the registry DIR/BASE+tenants.EXT, tenant ID
 //     DIR/BASE+t-ID.EXT (with its -wal and -shm files).
-//   - postgres: the registry schema SCHEMA+tenants, tenant ID the schema
-//     SCHEMA+t followed by the 32 hexadecimal digits of ID, or, when that
-//     is longer than 63 bytes, "t+" and 40 digits of a SHA-256 of both.
-//     The registry and every tenant share one pool and one LISTEN
-//     connection (pool, listener), so that a project holds a bounded
-//     number of connections however many tenants are open: a pool per
-//     tenant would need ten connections each, and PostgreSQL allows 100 by
-//     default.
+//   - postgres: the registry schema SCHEMA+tenants; tenant ID the tenant
+//     ID of the project's schema (postgres.Options.Tenant: the tenants
+//     share the project's tables, see docs/tenants-postgres.md). Tenants
+//     kept by earlier versions in a schema each (SCHEMA+t followed by the
+//     32 hexadecimal digits of ID, or, when that is longer than 63 bytes,
+//     "t+" and 40 digits of a SHA-256 of both) are moved into the
+//     project's tables when first opened (postgres.ImportTenant). The
+//     registry and every tenant share one pool and one LISTEN connection
+//     (pool, listener), so that a project holds a bounded number of
+//     connections however many tenants are open: a pool per tenant would
+//     need ten connections each, and PostgreSQL allows 100 by default.
 type tenantStorage struct {
 	spec, schema string
 	pool         *pgxpool.Pool      // postgres only
@@ -87,7 +90,8 @@ func (ts tenantStorage) registrySchema() string {
 	return s
 }
 
-// tenantSchema returns the PostgreSQL schema of tenant id.
+// tenantSchema returns the PostgreSQL schema in which versions before
+// schema version 8 kept tenant id.
 func (ts tenantStorage) tenantSchema(id string) string {
 	s := ts.schema + "+t" + strings.ReplaceAll(id, "-", "")
 	if len(s) > maxSchemaLen {
@@ -114,13 +118,18 @@ func (ts tenantStorage) open(ctx context.Context, id string) (storage.Storage, e
 	case "sqlite":
 		return sqlite.Open(ts.sqlitePath("+t-"+id), &tenantSQLite)
 	case "postgres":
-		return postgres.Open(ctx, ts.pool, &postgres.Options{Schema: ts.tenantSchema(id), Listener: ts.listener})
+		opts := &postgres.Options{Schema: ts.schema, Tenant: id, Listener: ts.listener}
+		if err := postgres.ImportTenant(ctx, ts.pool, ts.tenantSchema(id), opts); err != nil {
+			return nil, err
+		}
+		return postgres.Open(ctx, ts.pool, opts)
 	}
 	return memory.New(), nil
 }
 
-// remove deletes the storage of tenant id: its SQLite files or its
-// PostgreSQL schema. Nothing to delete is no error.
+// remove deletes the storage of tenant id: its SQLite files or its rows in
+// the project's PostgreSQL tables (and a schema of it an earlier version
+// kept). Nothing to delete is no error.
 func (ts tenantStorage) remove(ctx context.Context, id string) error {
 	switch ts.kind() {
 	case "sqlite":
@@ -131,6 +140,9 @@ func (ts tenantStorage) remove(ctx context.Context, id string) error {
 			}
 		}
 	case "postgres":
+		if err := postgres.DeleteTenant(ctx, ts.pool, ts.schema, id); err != nil {
+			return err
+		}
 		if _, err := ts.pool.Exec(ctx, "DROP SCHEMA IF EXISTS "+pgx.Identifier{ts.tenantSchema(id)}.Sanitize()+" CASCADE"); err != nil {
 			return fmt.Errorf("drop schema: %w", err)
 		}

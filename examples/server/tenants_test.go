@@ -8,8 +8,13 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/eventkit-go/eventstore/storage"
+	"github.com/eventkit-go/eventstore/storage/postgres"
 )
 
 const (
@@ -244,16 +249,82 @@ func TestTenantsPostgres(t *testing.T) {
 			_, _ = admin.Exec(ctx, "DROP SCHEMA IF EXISTS "+pgx.Identifier{s}.Sanitize()+" CASCADE")
 		}
 	})
+	// A tenant's storage is its rows in the project's tables; no tenant
+	// has a schema of its own.
 	exists := func(id string) bool {
-		var n int
-		if err := admin.QueryRow(ctx, "SELECT count(*) FROM information_schema.schemata WHERE schema_name = $1", ts.tenantSchema(id)).Scan(&n); err != nil {
+		q := pgx.Identifier{schema}.Sanitize()
+		var rows bool
+		if err := admin.QueryRow(ctx, "SELECT EXISTS (SELECT 1 FROM "+q+".events_rows WHERE tenant = $1) OR "+
+			"EXISTS (SELECT 1 FROM "+q+".definitions_rows WHERE tenant = $1)", id).Scan(&rows); err != nil {
 			t.Fatal(err)
 		}
-		return n == 1
+		var schemas int
+		if err := admin.QueryRow(ctx, "SELECT count(*) FROM information_schema.schemata WHERE schema_name = $1",
+			ts.tenantSchema(id)).Scan(&schemas); err != nil || schemas != 0 {
+			t.Errorf("tenant %s has a schema of its own (%d, %v)", id, schemas, err)
+		}
+		return rows
 	}
 	base, _, stop := start(t, []string{"-addr", "127.0.0.1:0", "-storage", url, "-postgres-schema", schema, "-log-requests=false"}, tenantEnv)
 	checkTenants(t, base, exists)
 	if err := stop(); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestTenantsPostgresUpgrade: a tenant that an earlier version kept in a
+// schema of its own is moved into the project's tables when the server
+// first opens it, with its events, and the schema is dropped.
+func TestTenantsPostgresUpgrade(t *testing.T) {
+	if testing.Short() {
+		t.Skip("PostgreSQL")
+	}
+	ctx := context.Background()
+	admin, url, schema := postgresAdmin(t, "es_tenants_up_")
+	ts := tenantStorage{spec: url, schema: schema}
+	t.Cleanup(func() {
+		for _, s := range []string{schema, ts.registrySchema(), ts.tenantSchema(tenantB)} {
+			_, _ = admin.Exec(ctx, "DROP SCHEMA IF EXISTS "+pgx.Identifier{s}.Sanitize()+" CASCADE")
+		}
+	})
+	args := []string{"-addr", "127.0.0.1:0", "-storage", url, "-postgres-schema", schema, "-log-requests=false"}
+	base, _, stop := start(t, args, tenantEnv)
+	if code, body := tcall(t, "POST", base+"/tenants", "", `{"tenantId":"`+tenantB+`"}`, false); code != 200 {
+		t.Fatalf("add tenant: %d %s", code, body)
+	}
+	if err := stop(); err != nil {
+		t.Fatal(err)
+	}
+	// The tenant's data where versions before schema version 8 kept it.
+	pool, err := pgxpool.New(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pool.Close()
+	legacy, err := postgres.Open(ctx, pool, &postgres.Options{Schema: ts.tenantSchema(tenantB)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := legacy.Append(ctx, storage.AppendRequest{AggregateType: "order", AggregateID: "o-1", Events: []storage.Event{
+		{ID: "9d0f7780-8536-41ef-955c-f18a02a01bf8", Type: "Placed", Data: []byte(`{"n":1}`), RecordedAt: time.Now().UTC()}}}); err != nil {
+		t.Fatal(err)
+	}
+	_ = legacy.Close()
+
+	base, _, stop = start(t, args, tenantEnv)
+	if code, body := tcall(t, "GET", base+"/aggregates/order/o-1", tenantB, "", false); code != 200 ||
+		!strings.Contains(body, `"aggregateVersion":1`) || !strings.Contains(body, "9d0f7780-8536-41ef-955c-f18a02a01bf8") {
+		t.Errorf("the upgraded tenant's aggregate: %d %s", code, body)
+	}
+	if code, body := tcall(t, "GET", base+"/aggregates/order/o-1", "", "", false); code != 404 {
+		t.Errorf("the project's own data after the upgrade: %d %s, want 404", code, body)
+	}
+	if err := stop(); err != nil {
+		t.Fatal(err)
+	}
+	var n int
+	if err := admin.QueryRow(ctx, "SELECT count(*) FROM information_schema.schemata WHERE schema_name = $1",
+		ts.tenantSchema(tenantB)).Scan(&n); err != nil || n != 0 {
+		t.Errorf("the tenant's old schema after the upgrade: %d, %v; want dropped", n, err)
 	}
 }
