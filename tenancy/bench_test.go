@@ -7,7 +7,6 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
-	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -183,8 +182,9 @@ func mkdir(b *testing.B, dir, name string) string {
 // BenchmarkSaveRoundRobin: the save rate across 1,000 open tenants, each
 // save to the next tenant, next to the rate of saves to one tenant, in one
 // run, on SQLite (a file per tenant, opened as the server opens them) and
-// PostgreSQL (a schema per tenant on one shared pool and Listener, as the
-// server opens them; skipped when PostgreSQL is unreachable).
+// PostgreSQL (tenants of the project's schema on one shared pool and
+// Listener, as the server opens them; skipped when PostgreSQL is
+// unreachable).
 //
 // Both sides are alike but for the tenant: one client saving after the
 // other, one event of the same size per save, each save through Set.Open
@@ -229,7 +229,7 @@ func BenchmarkSaveRoundRobin(b *testing.B) {
 			b.Fatal(err)
 		}
 		s := benchSetWith(b, project, registry, func(ctx context.Context, id string) (storage.Storage, error) {
-			return open(ctx, strings.ReplaceAll(id, "-", ""))
+			return postgres.Open(ctx, pool, &postgres.Options{Schema: prefix + "project", Tenant: id, Listener: l})
 		})
 		saveRoundRobin(b, s, 1)
 	})
