@@ -32,19 +32,15 @@ func (s *store) CreateDefinition(ctx context.Context, def storage.DefinitionReco
 	return nil
 }
 
-// Definition implements storage.Storage.
+// Definition implements storage.Storage. The definition and its errors
+// come from one statement, so from one snapshot and one round trip.
 func (s *store) Definition(ctx context.Context, name string) (storage.DefinitionRecord, error) {
 	if err := s.check(ctx, "definition"); err != nil {
 		return storage.DefinitionRecord{}, err
 	}
 	ctx, cancel := s.readCtx(ctx)
 	defer cancel()
-	var defs []storage.DefinitionRecord
-	err := s.beginFunc(ctx, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly}, func(tx pgx.Tx) error {
-		var err error
-		defs, err = readDefinitions(ctx, tx, s.sql.def, s.sql.defErrors, name)
-		return err
-	})
+	defs, err := s.readDefinitions(ctx, s.sql.def, name)
 	if err != nil {
 		return storage.DefinitionRecord{}, s.fail(ctx, "definition", err)
 	}
@@ -54,19 +50,15 @@ func (s *store) Definition(ctx context.Context, name string) (storage.Definition
 	return defs[0], nil
 }
 
-// Definitions implements storage.Storage.
+// Definitions implements storage.Storage, with one statement as
+// Definition.
 func (s *store) Definitions(ctx context.Context) ([]storage.DefinitionRecord, error) {
 	if err := s.check(ctx, "definitions"); err != nil {
 		return nil, err
 	}
 	ctx, cancel := s.readCtx(ctx)
 	defer cancel()
-	var defs []storage.DefinitionRecord
-	err := s.beginFunc(ctx, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly}, func(tx pgx.Tx) error {
-		var err error
-		defs, err = readDefinitions(ctx, tx, s.sql.defs, s.sql.allErrors)
-		return err
-	})
+	defs, err := s.readDefinitions(ctx, s.sql.defs)
 	if err != nil {
 		return nil, s.fail(ctx, "definitions", err)
 	}
@@ -76,47 +68,38 @@ func (s *store) Definitions(ctx context.Context) ([]storage.DefinitionRecord, er
 	return defs, nil
 }
 
-// readDefinitions reads definitions with defSQL and attaches their errors,
-// read with errSQL, in one snapshot (tx).
-func readDefinitions(ctx context.Context, tx pgx.Tx, defSQL, errSQL string, args ...any) ([]storage.DefinitionRecord, error) {
-	rows, err := tx.Query(ctx, defSQL, args...)
-	if err != nil {
-		return nil, err
-	}
-	var defs []storage.DefinitionRecord
-	index := make(map[string]int)
-	for rows.Next() {
-		var d storage.DefinitionRecord
-		var spec []byte
-		if err := rows.Scan(&d.Name, &spec, &d.CreatedAt, &d.Checkpoint); err != nil {
-			rows.Close()
-			return nil, err
-		}
-		d.Spec = spec
-		d.CreatedAt = d.CreatedAt.UTC()
-		index[d.Name] = len(defs)
-		defs = append(defs, d)
-	}
-	rows.Close()
-	if err := rows.Err(); err != nil {
-		return nil, err
-	}
-	if len(defs) == 0 {
-		return nil, nil
-	}
-	rows, err = tx.Query(ctx, errSQL, args...)
+// readDefinitions runs sql (def or defs), whose rows are the columns of a
+// definition followed by those of one of its errors (NULL for none),
+// ordered by definition and then error, and returns the definitions with
+// their errors.
+func (s *store) readDefinitions(ctx context.Context, sql string, args ...any) ([]storage.DefinitionRecord, error) {
+	rows, err := s.query(ctx, sql, args...)
 	if err != nil {
 		return nil, err
 	}
 	defer rows.Close()
+	var defs []storage.DefinitionRecord
 	for rows.Next() {
-		var name string
-		var e storage.ProjectionError
-		if err := rows.Scan(&name, &e.Position, &e.EventID, &e.EventType, &e.InstanceID, &e.Message); err != nil {
+		var (
+			d                            storage.DefinitionRecord
+			spec                         []byte
+			position                     *int64
+			eventID, eventType, instance *string
+			message                      *string
+		)
+		if err := rows.Scan(&d.Name, &spec, &d.CreatedAt, &d.Checkpoint,
+			&position, &eventID, &eventType, &instance, &message); err != nil {
 			return nil, err
 		}
-		if i, ok := index[name]; ok {
-			defs[i].Errors = append(defs[i].Errors, e)
+		if len(defs) == 0 || defs[len(defs)-1].Name != d.Name {
+			d.Spec = spec
+			d.CreatedAt = d.CreatedAt.UTC()
+			defs = append(defs, d)
+		}
+		if position != nil {
+			last := &defs[len(defs)-1]
+			last.Errors = append(last.Errors, storage.ProjectionError{Position: *position, EventID: *eventID,
+				EventType: *eventType, InstanceID: *instance, Message: *message})
 		}
 	}
 	return defs, rows.Err()

@@ -12,7 +12,7 @@ type statements struct {
 	load, loadRange, feed, feedType, feedSeq       string
 	feedDated, feedTypeDated                       string
 	head, typeHead, feeds, deleteAgg, deleteType   string
-	createDef, def, defs, defErrors, allErrors     string
+	createDef, def, defs                           string
 	deleteDef, resetDef, renameDef, updateSpec     string
 	loadState, loadStates                          string
 	commit, checkpoint, upsertStates, deleteStates string
@@ -473,12 +473,19 @@ FROM {{schema}}.events GROUP BY aggregate_type ORDER BY aggregate_type COLLATE "
 		deleteAgg:  q(deleteSQL("aggregate_type = $1 AND aggregate_id = $2")),
 		deleteType: q(deleteSQL("aggregate_type = $1")),
 		createDef:  q(`INSERT INTO {{schema}}.definitions (name, spec, created_at) VALUES ($1, $2, $3)`),
-		def:        q(`SELECT name, spec, created_at, checkpoint FROM {{schema}}.definitions WHERE name = $1`),
-		defs:       q(`SELECT name, spec, created_at, checkpoint FROM {{schema}}.definitions ORDER BY name COLLATE "C"`),
-		defErrors: q(`SELECT name, position, event_id, event_type, instance_id, message FROM {{schema}}.projection_errors
-WHERE name = $1 ORDER BY id`),
-		allErrors: q(`SELECT name, position, event_id, event_type, instance_id, message FROM {{schema}}.projection_errors
-ORDER BY name, id`),
+		// def and defs read definitions with their errors, one row per
+		// error (a row with NULL errors for a definition without any),
+		// ordered by definition and error (see readDefinitions).
+		def: q(`SELECT d.name, d.spec, d.created_at, d.checkpoint,
+	e.position, e.event_id, e.event_type, e.instance_id, e.message
+FROM {{schema}}.definitions d
+LEFT JOIN {{schema}}.projection_errors e ON e.name = d.name
+WHERE d.name = $1 ORDER BY e.id`),
+		defs: q(`SELECT d.name, d.spec, d.created_at, d.checkpoint,
+	e.position, e.event_id, e.event_type, e.instance_id, e.message
+FROM {{schema}}.definitions d
+LEFT JOIN {{schema}}.projection_errors e ON e.name = d.name
+ORDER BY d.name COLLATE "C", e.id`),
 		deleteDef:      q(`DELETE FROM {{schema}}.definitions WHERE name = $1`),
 		resetDef:       q(`UPDATE {{schema}}.definitions SET checkpoint = 0, instances = 0 WHERE name = $1`),
 		renameDef:      q(`UPDATE {{schema}}.definitions SET name = $2 WHERE name = $1`),
