@@ -32,22 +32,39 @@ func (p *Projector) catchUp(ctx context.Context, pr *proj, target int64, cache *
 	// records its progress only if none was in progress when it did, and
 	// none began or ended since it began.
 	gen := p.store.deletions.Load()
-	rec, err := p.storage.Definition(ctx, name)
-	if err != nil {
-		if errors.Is(err, ErrNotFound) {
-			p.forget(name)
-		}
-		return fmt.Errorf("projection %q: %w", name, err)
-	}
 	c := pr.c.Load()
-	if !bytes.Equal(rec.Spec, pr.spec) {
-		// Replaced or recreated, perhaps by another process.
-		if c, err = p.refresh(pr, rec); err != nil {
-			return err
+	var err error
+	var stored int64 // what the storage has committed
+	// read reads the definition: its checkpoint, and its spec when it was
+	// replaced (perhaps by another process).
+	read := func() error {
+		rec, err := p.storage.Definition(ctx, name)
+		if err != nil {
+			if errors.Is(err, ErrNotFound) {
+				p.forget(name)
+			}
+			return fmt.Errorf("projection %q: %w", name, err)
 		}
+		if !bytes.Equal(rec.Spec, pr.spec) {
+			if c, err = p.refresh(pr, rec); err != nil {
+				return err
+			}
+		}
+		stored = rec.Checkpoint
+		pr.remember(stored, gen)
+		return nil
 	}
-	stored := rec.Checkpoint // what the storage has committed
-	at := stored             // how far this call has verified the feed
+	// unverified is set while stored is what this Projector remembers
+	// (see proj.stored) rather than what it read: a commit verifies it
+	// (its compare-and-set refuses a stale one), and so does a read of the
+	// definition before the catch-up ends without committing.
+	unverified := pr.storedOK && pr.storedGen == gen && p.store.deleting.Load() == 0
+	if unverified {
+		stored = pr.stored
+	} else if err := read(); err != nil {
+		return err
+	}
+	at := stored // how far this call has verified the feed
 	wait := time.Millisecond
 	for {
 		limit := p.batch
@@ -65,6 +82,17 @@ func (p *Projector) catchUp(ctx context.Context, pr *proj, target int64, cache *
 		if err != nil {
 			return fmt.Errorf("projection %q: read feed: %w", name, err)
 		}
+		if len(page.Events) == 0 && unverified {
+			unverified = false
+			remembered := stored
+			if err := read(); err != nil {
+				return err
+			}
+			if stored != remembered {
+				at = stored // reset or moved elsewhere: start from there
+				continue
+			}
+		}
 		if len(page.Events) > 0 {
 			commit, err := p.apply(ctx, name, c, stored, page)
 			if err != nil {
@@ -76,25 +104,26 @@ func (p *Projector) catchUp(ctx context.Context, pr *proj, target int64, cache *
 			if !errors.Is(err, ErrConflict) {
 				p.store.noteWrite(err)
 			}
+			pr.storedOK = false
+			unverified = false
 			switch {
 			case errors.Is(err, ErrConflict):
-				// Another projector committed first: start again from its
-				// checkpoint.
-				rec, err := p.storage.Definition(ctx, name)
-				if err != nil {
-					return fmt.Errorf("projection %q: %w", name, err)
+				// Another projector committed first, the definition
+				// changed, or what this Projector remembered was stale:
+				// start again from what is stored.
+				if err := read(); err != nil {
+					return err
 				}
-				if !bytes.Equal(rec.Spec, pr.spec) {
-					if c, err = p.refresh(pr, rec); err != nil {
-						return err
-					}
-				}
-				stored, at = rec.Checkpoint, rec.Checkpoint
+				at = stored
 				continue
+			case errors.Is(err, ErrNotFound):
+				p.forget(name)
+				return fmt.Errorf("projection %q: commit: %w", name, err)
 			case err != nil:
 				return fmt.Errorf("projection %q: commit: %w", name, err)
 			}
 			stored = page.Head
+			pr.remember(stored, gen)
 			p.projected(name, len(page.Events), len(commit.Errors))
 		}
 		progressed := page.Head > at

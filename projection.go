@@ -97,6 +97,22 @@ type proj struct {
 	// checkpoint is the feed position up to which this Projector has seen
 	// the projection applied.
 	checkpoint atomic.Int64
+	// stored is the checkpoint the storage holds for spec as this
+	// Projector last committed or read it, valid while storedOK and no
+	// deletion has begun since the Store's deletion count was storedGen.
+	// A catch-up that starts from it reads no definition: should another
+	// process or call have moved the checkpoint or replaced the spec
+	// since, the commit's compare-and-set refuses and the catch-up reads
+	// the definition then. Guarded by mu.
+	stored    int64
+	storedGen int64
+	storedOK  bool
+}
+
+// remember records under pr.mu that the storage holds checkpoint for
+// pr.spec, as known while the Store's deletion count was gen.
+func (pr *proj) remember(checkpoint, gen int64) {
+	pr.stored, pr.storedGen, pr.storedOK = checkpoint, gen, true
 }
 
 // replacementSuffix marks the storage name of a definition being rebuilt
@@ -221,6 +237,7 @@ func (p *Projector) refresh(pr *proj, rec storage.DefinitionRecord) (*compiled, 
 	}
 	pr.c.Store(c)
 	pr.spec = rec.Spec
+	pr.storedOK = false
 	pr.checkpoint.Store(rec.Checkpoint)
 	return c, nil
 }

@@ -351,6 +351,40 @@ func TestProjectorsSharingStorageApplyOnce(t *testing.T) {
 	}
 }
 
+// A Projector that remembers where it committed (and so reads no
+// definition before applying new events) still notices a reset made by
+// another process: with nothing new to apply it checks the stored
+// checkpoint, and with new events its commit is refused and it reads it.
+func TestProjectorNoticesResetElsewhere(t *testing.T) {
+	ctx := context.Background()
+	mem := memory.New()
+	st1, err := eventstore.New(mem, nil)
+	require.NoError(t, err)
+	defer st1.Close()
+	st2, err := eventstore.New(mem, nil)
+	require.NoError(t, err)
+	p1, p2 := eventstore.NewProjector(st1, nil), eventstore.NewProjector(st2, nil)
+	createOrderDef(t, p1, "totals", true)
+	for range 3 {
+		save(t, st1, "order", "o1", ev("Placed", `{"total": 2}`))
+	}
+	got, err := p1.Aggregated(ctx, "totals")
+	require.NoError(t, err)
+	require.Equal(t, `"3"`, field(t, got, "count"))
+
+	require.NoError(t, p2.Reset(ctx, "totals"))
+	got, err = p1.Aggregated(ctx, "totals")
+	require.NoError(t, err, "rebuilt after a reset elsewhere, with nothing new")
+	assert.Equal(t, `"3"`, field(t, got, "count"))
+
+	require.NoError(t, p2.Reset(ctx, "totals"))
+	save(t, st1, "order", "o1", ev("Placed", `{"total": 2}`))
+	got, err = p1.Aggregated(ctx, "totals")
+	require.NoError(t, err, "rebuilt after a reset elsewhere, with a new event")
+	assert.Equal(t, `"4"`, field(t, got, "count"))
+	assert.Equal(t, `"8"`, field(t, got, "total"))
+}
+
 func TestRunKeepsProjectionsCurrent(t *testing.T) {
 	ctx := context.Background()
 	st, p := newProjector(t)
