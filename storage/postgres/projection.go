@@ -244,7 +244,7 @@ func (s *store) CommitProjection(ctx context.Context, c storage.ProjectionCommit
 	// second query find out why.
 	b := &pgx.Batch{}
 	b.Queue("BEGIN")
-	b.Queue(setTenantSQL, s.tenant)
+	b.Queue(setTenantLazySQL, s.tenant)
 	b.Queue(s.sql.commit, c.Name, c.From, c.To, c.Spec)
 	if len(c.States) > 0 {
 		n := len(c.States)

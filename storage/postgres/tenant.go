@@ -40,6 +40,16 @@ const tenantSQL = `current_setting('eventstore.tenant')::uuid`
 // setTenantSQL sets the tenant of the transaction it runs in.
 const setTenantSQL = `SELECT set_config('eventstore.tenant', $1, true)`
 
+// setTenantLazySQL is setTenantSQL for a transaction that commits without
+// waiting for its commit to be durable (synchronous_commit off): one that
+// stores only what can be computed again from what is durable, the states
+// of projections with their checkpoint. Should the server crash before the
+// commit reaches the disk, both are lost together, and the projector
+// applies the same events again from the checkpoint before; what it saves
+// is a flush of the log per commit, which the appends would otherwise
+// queue behind.
+const setTenantLazySQL = `SELECT set_config('eventstore.tenant', $1, true), set_config('synchronous_commit', 'off', true)`
+
 // tenantOf returns the canonical text of opts.Tenant, DefaultTenant when
 // it is empty, or an error wrapping storage.ErrInvalid when it is not a
 // UUID.
