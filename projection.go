@@ -86,7 +86,22 @@ type Projector struct {
 	projs map[string]*proj
 	// busy names the projections caught up apart (catchUpApart).
 	busy map[string]bool
+	// listed are the names of the stored definitions as Run last read
+	// them, at listedAt, when wake had been called changes times; Run
+	// reads them again after definitionsRelist, or at once after wake (a
+	// definition changed in this process). Guarded by mu.
+	listed   []string
+	listedAt time.Time
+	listedAs uint64
+	changes  uint64
 }
+
+// definitionsRelist is how long Run goes on with the definitions it
+// listed before it lists them again: the wake-ups of saves, many a second,
+// then cost no read of the definitions. A definition created or replaced
+// by another process is caught up by that process, and by this one's Run
+// within definitionsRelist (a query catches it up at once).
+const definitionsRelist = time.Second
 
 // proj is what a Projector knows of one stored definition.
 type proj struct {
@@ -163,6 +178,9 @@ func NewProjector(st *Store, opts *ProjectorOptions) *Projector {
 }
 
 func (p *Projector) wake() {
+	p.mu.Lock()
+	p.changes++
+	p.mu.Unlock()
 	select {
 	case p.kick <- struct{}{}:
 	default:

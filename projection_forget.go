@@ -39,10 +39,7 @@ func (p *Projector) forgetFeed(ctx context.Context, aggregateType string, reset 
 			return fmt.Errorf("reset projection %q: %w", rec.Name, err)
 		}
 	}
-	select {
-	case p.kick <- struct{}{}:
-	default:
-	}
+	p.wake()
 	return nil
 }
 

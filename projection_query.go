@@ -290,22 +290,22 @@ func (p *Projector) CatchUp(ctx context.Context) error {
 // functions are caught up by goroutines of their own, added to apart,
 // that it does not wait for (catchUpApart).
 func (p *Projector) catchUpAll(ctx context.Context, apart *sync.WaitGroup) error {
-	recs, err := p.storage.Definitions(ctx)
+	names, err := p.definitionNames(ctx, apart != nil)
 	if err != nil {
 		return fmt.Errorf("projections: %w", err)
 	}
 	cache := newPageCache(p.storage, p.store.deletions.Load)
-	names := make(chan string)
+	queue := make(chan string)
 	var (
 		mu   sync.Mutex
 		errs []error
 		wg   sync.WaitGroup
 	)
-	for range min(catchUpWorkers, len(recs)) {
+	for range min(catchUpWorkers, len(names)) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			for name := range names {
+			for name := range queue {
 				if apart != nil && p.catchUpApart(ctx, name, apart) {
 					continue
 				}
@@ -317,15 +317,40 @@ func (p *Projector) catchUpAll(ctx context.Context, apart *sync.WaitGroup) error
 			}
 		}()
 	}
-	for _, rec := range recs {
+	for _, name := range names {
 		select {
-		case names <- rec.Name:
+		case queue <- name:
 		case <-ctx.Done():
 		}
 	}
-	close(names)
+	close(queue)
 	wg.Wait()
 	return errors.Join(errs...)
+}
+
+// definitionNames returns the names of the stored definitions: for Run
+// (reuse), those it listed last if that was less than definitionsRelist
+// ago and no definition changed in this process since.
+func (p *Projector) definitionNames(ctx context.Context, reuse bool) ([]string, error) {
+	p.mu.Lock()
+	names, at, fresh, changes := p.listed, p.listedAt, p.listedAs == p.changes, p.changes
+	p.mu.Unlock()
+	if reuse && names != nil && fresh && time.Since(at) < definitionsRelist {
+		return names, nil
+	}
+	at = time.Now()
+	recs, err := p.storage.Definitions(ctx)
+	if err != nil {
+		return nil, err
+	}
+	names = make([]string, len(recs))
+	for i, rec := range recs {
+		names[i] = rec.Name
+	}
+	p.mu.Lock()
+	p.listed, p.listedAt, p.listedAs = names, at, changes
+	p.mu.Unlock()
+	return names, nil
 }
 
 // catchUpWorkers is how many projections CatchUp applies at once.
