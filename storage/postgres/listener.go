@@ -35,10 +35,48 @@ type Listener struct {
 	mu     sync.Mutex
 	subs   map[string]map[*listenSub]struct{} // channel → subscribers
 	route  map[route]map[*listenSub]struct{}  // channel and tenant → subscribers
+	recent map[string]*inFlightAnswer         // channel → its last answer of inFlight
 	broken chan struct{}                      // closed when the current connection fails
 	closed bool
 	cancel context.CancelFunc // stops the connection's goroutine
 	done   chan struct{}      // closed when that goroutine returns; nil before it starts
+}
+
+// inFlightAnswer is the last answer for a channel of whether appends are
+// in flight, shared by the subscriptions of the channel: they ask after
+// each notification (see watch), and with many tenants on one channel
+// each append notifies another one, so that asking each time would cost a
+// query per append.
+type inFlightAnswer struct {
+	mu      sync.Mutex
+	at      time.Time
+	pending bool
+}
+
+// inFlight answers ask (whether appends are in flight on channel), asking
+// the server at most once every half inFlightRecheck for all the
+// subscriptions of the channel: a subscription that asks meanwhile gets
+// the last answer. An answer that is out of date by then only makes a
+// subscription look again or wake its Store once more.
+func (l *Listener) inFlight(ctx context.Context, channel string, ask func(context.Context) (bool, error)) (bool, error) {
+	l.mu.Lock()
+	a := l.recent[channel]
+	if a == nil {
+		a = &inFlightAnswer{}
+		l.recent[channel] = a
+	}
+	l.mu.Unlock()
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if !a.at.IsZero() && time.Since(a.at) < inFlightRecheck/2 {
+		return a.pending, nil
+	}
+	pending, err := ask(ctx)
+	if err != nil {
+		return false, err
+	}
+	a.at, a.pending = time.Now(), pending
+	return pending, nil
 }
 
 // route is where a notification goes: its channel (a schema's) and its
@@ -64,6 +102,7 @@ func NewListener(pool *pgxpool.Pool) *Listener {
 		control: "eventstore.listener." + hex.EncodeToString(b[:]),
 		subs:    map[string]map[*listenSub]struct{}{},
 		route:   map[route]map[*listenSub]struct{}{},
+		recent:  map[string]*inFlightAnswer{},
 		broken:  make(chan struct{}),
 	}
 }
@@ -125,6 +164,7 @@ func (l *Listener) watch(ctx context.Context, channel, tenant string, notify fun
 		delete(l.subs[channel], sub)
 		if len(l.subs[channel]) == 0 {
 			delete(l.subs, channel) // unlistened at the next wake-up
+			delete(l.recent, channel)
 		}
 		delete(l.route[r], sub)
 		if len(l.route[r]) == 0 {
@@ -152,7 +192,7 @@ func (l *Listener) watch(ctx context.Context, channel, tenant string, notify fun
 		case <-kick:
 			recheck.Reset(inFlightRecheck)
 		case <-recheck.C:
-			pending, err := inFlight(ctx)
+			pending, err := l.inFlight(ctx, channel, inFlight)
 			switch {
 			case ctx.Err() != nil:
 				return nil
