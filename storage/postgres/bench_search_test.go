@@ -55,7 +55,7 @@ func BenchmarkSearch(b *testing.B) {
 			states = states[:0]
 		}
 	}
-	table := pgx.Identifier{schema, "projection_states"}.Sanitize()
+	table := pgx.Identifier{schema, "projection_states_rows"}.Sanitize() // under the view
 	for _, state := range []struct{ name, sql string }{
 		{"analyzed", "ANALYZE " + table},
 		{"vacuumed", "VACUUM ANALYZE " + table},

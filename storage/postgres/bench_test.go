@@ -66,8 +66,9 @@ func benchStore(b *testing.B, pool *pgxpool.Pool) (*eventstore.Store, storage.St
 	return store, s, schema
 }
 
-// rawWriter inserts events straight into an events table, numbering
-// positions and sequences itself.
+// rawWriter inserts events straight into an events table (the rows under
+// the store's view, with its indexes), numbering positions and sequences
+// itself.
 type rawWriter struct {
 	pool   *pgxpool.Pool
 	insert string
@@ -80,8 +81,8 @@ func newRawWriter(b *testing.B, pool *pgxpool.Pool) *rawWriter {
 	_, _, schema := benchStore(b, pool) // an identical, empty events table
 	return &rawWriter{
 		pool: pool,
-		insert: `INSERT INTO ` + pgx.Identifier{schema}.Sanitize() + `.events
-(position, aggregate_type, aggregate_id, event_id, event_type, data, version, sequence, recorded_at, feed_sequence, tx) VALUES `,
+		insert: `INSERT INTO ` + pgx.Identifier{schema}.Sanitize() + `.events_rows
+(position, aggregate_type, aggregate_id, event_id, event_type, data, version, sequence, recorded_at, feed_sequence, tx, tenant) VALUES `,
 		seq: make(map[string]int64),
 	}
 }
@@ -100,7 +101,7 @@ func (w *rawWriter) save(ctx context.Context, id string, n int) error {
 			sql += ","
 		}
 		j := len(args)
-		sql += fmt.Sprintf("($%d,'acct',$%d,$%d,'Deposited',$%d,$%d,$%d,$%d,$%d,0)", j+1, j+2, j+3, j+4, j+5, j+6, j+7, j+1)
+		sql += fmt.Sprintf("($%d,'acct',$%d,$%d,'Deposited',$%d,$%d,$%d,$%d,$%d,0,'"+postgres.DefaultTenant+"')", j+1, j+2, j+3, j+4, j+5, j+6, j+7, j+1)
 		args = append(args, w.pos.Add(1), id, uuid.NewString(), []byte(benchData), seq+1, seq+int64(k)+1, now)
 	}
 	_, err := w.pool.Exec(ctx, sql, args...)
@@ -188,18 +189,19 @@ func BenchmarkLoad1000(b *testing.B) {
 		b.Run(fmt.Sprintf("others=%d", others), func(b *testing.B) {
 			ctx := context.Background()
 			store, _, schema := benchStore(b, pool)
-			table := pgx.Identifier{schema}.Sanitize() + ".events"
+			// The rows under the store's view, of its default tenant.
+			table := pgx.Identifier{schema}.Sanitize() + ".events_rows"
 			_, err := pool.Exec(ctx, `INSERT INTO `+table+`
 SELECT g, 'acct', 'o' || ((g - 1) / 10), gen_random_uuid()::text, 'Deposited', convert_to($2, 'UTF8'),
-       (g - 1) % 10 + 1, (g - 1) % 10 + 1, now(), g, NULL, 0
-FROM generate_series(1, $1::bigint) g`, others, benchData)
+       (g - 1) % 10 + 1, (g - 1) % 10 + 1, now(), g, NULL, 0, $3::uuid
+FROM generate_series(1, $1::bigint) g`, others, benchData, postgres.DefaultTenant)
 			if err != nil {
 				b.Fatal(err)
 			}
 			_, err = pool.Exec(ctx, `INSERT INTO `+table+`
 SELECT $1::bigint + g, 'acct', 'target', gen_random_uuid()::text, 'Deposited', convert_to($2, 'UTF8'), g, g, now(),
-       $1::bigint + g, NULL, 0
-FROM generate_series(1, 1000) g`, others, benchData)
+       $1::bigint + g, NULL, 0, $3::uuid
+FROM generate_series(1, 1000) g`, others, benchData, postgres.DefaultTenant)
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -254,11 +256,11 @@ func BenchmarkRebuild1M(b *testing.B) {
 	ctx := context.Background()
 	pool := benchPool(b)
 	store, _, schema := benchStore(b, pool)
-	table := pgx.Identifier{schema}.Sanitize() + ".events"
+	table := pgx.Identifier{schema}.Sanitize() + ".events_rows" // of the default tenant
 	_, err := pool.Exec(ctx, `INSERT INTO `+table+`
 SELECT g, 'order', 'o' || ((g - 1) / 100), gen_random_uuid()::text, 'Placed',
-       convert_to('{"total": 12.5, "sku": "A-1"}', 'UTF8'), (g - 1) % 100 + 1, (g - 1) % 100 + 1, now(), g, NULL, 0
-FROM generate_series(1, $1::bigint) g`, events)
+       convert_to('{"total": 12.5, "sku": "A-1"}', 'UTF8'), (g - 1) % 100 + 1, (g - 1) % 100 + 1, now(), g, NULL, 0, $2::uuid
+FROM generate_series(1, $1::bigint) g`, events, postgres.DefaultTenant)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -343,19 +345,20 @@ func BenchmarkListProjections(b *testing.B) {
 			_, s, schema := benchStore(b, pool)
 			q := pgx.Identifier{schema}.Sanitize()
 			for _, sql := range []string{
-				`INSERT INTO ` + q + `.definitions (name, spec, created_at, instances)
-VALUES ('p', '{}', now(), $1), ('other', '{}', now(), 10000)`,
-				`INSERT INTO ` + q + `.projection_states (name, instance_id, data, position, created_at, updated_at, ref_rank, ref_num, ref_text, ref_number)
-SELECT 'p', 'i' || g, '{"total":12.5}', g, now() - g * interval '1 s', now(), g % 3,
+				// The rows under the store's views, of its default tenant.
+				`INSERT INTO ` + q + `.definitions_rows (tenant, name, spec, created_at, instances)
+VALUES ('` + postgres.DefaultTenant + `', 'p', '{}', now(), $1), ('` + postgres.DefaultTenant + `', 'other', '{}', now(), 10000)`,
+				`INSERT INTO ` + q + `.projection_states_rows (tenant, name, instance_id, data, position, created_at, updated_at, ref_rank, ref_num, ref_text, ref_number)
+SELECT '` + postgres.DefaultTenant + `', 'p', 'i' || g, '{"total":12.5}', g, now() - g * interval '1 s', now(), g % 3,
        CASE WHEN g % 3 = 0 THEN (g * 7919) % 100003 ELSE 0 END,
        CASE WHEN g % 3 = 1 THEN md5(g::text) ELSE '' END,
        CASE WHEN g % 3 = 0 THEN ((g * 7919) % 100003)::text END
 FROM generate_series(1, $1::bigint) g`,
-				`INSERT INTO ` + q + `.projection_states (name, instance_id, data, position, created_at, updated_at)
-SELECT 'other', 'i' || g, '{}', g, now(), now() FROM generate_series(1, 10000) g WHERE $1::bigint > 0`,
+				`INSERT INTO ` + q + `.projection_states_rows (tenant, name, instance_id, data, position, created_at, updated_at)
+SELECT '` + postgres.DefaultTenant + `', 'other', 'i' || g, '{}', g, now(), now() FROM generate_series(1, 10000) g WHERE $1::bigint > 0`,
 				// As autovacuum leaves it: statistics and the visibility map
 				// (for index-only scans) up to date.
-				`VACUUM ANALYZE ` + q + `.projection_states`,
+				`VACUUM ANALYZE ` + q + `.projection_states_rows`,
 			} {
 				var args []any
 				if strings.Contains(sql, "$1") {

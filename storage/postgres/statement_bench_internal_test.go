@@ -72,9 +72,9 @@ RETURNING position`)
 		`(SELECT coalesce(max(feed_sequence), 0) FROM {{schema}}.events WHERE aggregate_type = $1)`, version)
 	noHeads := lean(`$8::bigint`, `$8::bigint`, version)
 	noVersion := lean(headSQL, typeHeadSQL("$1"), `(SELECT $8::bigint AS v, $8::bigint AS s)`)
-	rawSQL := qualify(schema, `INSERT INTO {{schema}}.events
-(position, aggregate_type, aggregate_id, event_id, event_type, data, version, sequence, recorded_at, feed_sequence, tx)
-VALUES ($1, 'raw', $2, $3, 'Deposited', $4, $5, $5, $6, $1, 0)`)
+	rawSQL := qualify(schema, `INSERT INTO {{schema}}.events_rows
+(position, aggregate_type, aggregate_id, event_id, event_type, data, version, sequence, recorded_at, feed_sequence, tx, tenant)
+VALUES ($1, 'raw', $2, $3, 'Deposited', $4, $5, $5, $6, $1, 0, '`+DefaultTenant+`')`)
 
 	// Raw and noHeads number their rows below zero, out of the way of
 	// the others' max(position).
@@ -85,6 +85,7 @@ VALUES ($1, 'raw', $2, $3, 'Deposited', $4, $5, $5, $6, $1, 0)`)
 	locked := func(sql string, args ...any) error {
 		batch := &pgx.Batch{}
 		batch.Queue("SELECT pg_advisory_xact_lock($1)", s.appendKey)
+		batch.Queue(setTenantSQL, s.tenant)
 		batch.Queue(`SELECT set_config('eventstore.base', (nextval(` + quoteLiteral(schema+".positions") + `) - 1)::text, true)`)
 		batch.Queue(sql, args...)
 		return conn.SendBatch(ctx, batch).Close()
