@@ -16,11 +16,13 @@
 // Every process that opens the same database and schema sees one store: an
 // event id is stored at most once per aggregate, versions and sequences of an
 // aggregate grow without gaps, and the global feed is the same for everyone.
-// Writes are serialised by a transaction-scoped advisory lock taken before
-// positions are assigned, and that lock is released only after the commit
-// has made the rows visible; so positions are contiguous and become visible
-// in position order, and a reader of the feed never sees position p while a
-// lower position is still in flight, whichever process wrote it. Within one
+// An append takes its positions (strictly increasing, never reused, with
+// gaps where an append rolled back) under an advisory lock held for
+// microseconds, and commits side by side with the appends of every other
+// process; a reader of the feed reads only below a watermark of the
+// appends in flight, so it never sees position p while a lower position is
+// still in flight, whichever process wrote it (docs/appends-side-by-side.md
+// gives the argument). Within one
 // process, concurrent Appends are coalesced into one transaction (group
 // commit), usually written by one statement per round of requests on
 // distinct aggregates, which decides each request's checks itself (a
@@ -38,8 +40,8 @@
 // projection read there shows it once that process's projector has caught up
 // with the feed.
 //
-// The same lock numbers each aggregate type's batches (FeedSequence) and
-// serialises DeleteAggregate and DeleteAggregateType with the writers.
+// A batch's FeedSequence is its first position. DeleteAggregate and
+// DeleteAggregateType hold the writers back while they run.
 // Deletion records the highest position and FeedSequence it removed in a
 // deleted_marks table, and writers continue after the higher of what is
 // stored and those marks, so no number is ever given twice; the append
@@ -47,9 +49,23 @@
 // writes all its batches in one transaction, usually with one statement.
 //
 // Every transaction that appends notifies the channel "<schema>.appends" (a
-// name derived from a hash for long schema names) once when it commits;
-// WatchAppends listens on it with a connection of its own, so that Stores in
-// every process learn of appends at once (see storage.AppendWatcher).
+// name derived from a hash for long schema names) once when it commits,
+// with its tenant as the payload; WatchAppends listens on it with a
+// connection of its own, or a Listener shared by many Storages, so that
+// Stores in every process learn of appends at once (see
+// storage.AppendWatcher).
+//
+// # Tenants
+//
+// A schema holds any number of tenants, each a separate store: open one
+// with Options.Tenant (a UUID), delete its data with DeleteTenant. They
+// share the schema's tables, whose every key and index leads with the
+// tenant, and every statement goes through views that show one tenant's
+// rows, the one set for its transaction; a statement run without a tenant
+// set fails instead of reading any. So a server holding many tenants
+// prepares and plans each statement once for all of them, and a Storage
+// cannot read or write another tenant's rows. ImportTenant moves a store
+// kept in a schema of its own into a tenant (docs/tenants-postgres.md).
 //
 // ListProjections is served by indexes on (name, sort key, instance_id) for
 // each order, and the definitions table keeps each projection's count of
