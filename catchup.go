@@ -94,7 +94,7 @@ func (p *Projector) catchUp(ctx context.Context, pr *proj, target int64, cache *
 			}
 		}
 		if len(page.Events) > 0 {
-			commit, err := p.apply(ctx, name, c, stored, page)
+			commit, err := p.apply(ctx, pr, c, stored, page, gen)
 			if err != nil {
 				return err
 			}
@@ -106,6 +106,9 @@ func (p *Projector) catchUp(ctx context.Context, pr *proj, target int64, cache *
 			}
 			pr.storedOK = false
 			unverified = false
+			if err != nil {
+				pr.recent = nil
+			}
 			switch {
 			case errors.Is(err, ErrConflict):
 				// Another projector committed first, the definition
@@ -124,6 +127,7 @@ func (p *Projector) catchUp(ctx context.Context, pr *proj, target int64, cache *
 			}
 			stored = page.Head
 			pr.remember(stored, gen)
+			pr.keepRecent(commit, gen)
 			p.projected(name, len(page.Events), len(commit.Errors))
 		}
 		progressed := page.Head > at
@@ -159,10 +163,12 @@ func (pr *proj) advance(to int64) {
 	}
 }
 
-// apply computes the commit that moves the projection from checkpoint from
-// over page. The instances the page touches are loaded in one call,
-// changed as trees, and encoded once.
-func (p *Projector) apply(ctx context.Context, name string, c *compiled, from int64, page storage.FeedPage) (storage.ProjectionCommit, error) {
+// apply computes the commit that moves the projection pr from checkpoint
+// from over page, while the Store's deletion count is gen. The instances
+// the page touches are taken from what pr committed last (proj.recent) or
+// loaded in one call, changed as trees, and encoded once.
+func (p *Projector) apply(ctx context.Context, pr *proj, c *compiled, from int64, page storage.FeedPage, gen int64) (storage.ProjectionCommit, error) {
+	name := pr.name
 	commit := storage.ProjectionCommit{Name: name, From: from, To: page.Head, Indexed: len(c.indexed) > 0}
 	type item struct {
 		e  *Event
@@ -193,7 +199,18 @@ func (p *Projector) apply(ctx context.Context, name string, c *compiled, from in
 		return commit, nil
 	}
 	insts := make(map[string]*instance, len(ids))
-	for chunk := range slices.Chunk(ids, 1000) {
+	load := ids
+	if pr.recent != nil && pr.recentAt == from && pr.recentGen == gen && p.store.deleting.Load() == 0 {
+		load = nil
+		for _, id := range ids {
+			if st, ok := pr.recent[id]; ok {
+				insts[id] = &instance{id: id, root: parseObject(st.Data), state: st, stored: true, size: len(st.Data)}
+			} else {
+				load = append(load, id)
+			}
+		}
+	}
+	for chunk := range slices.Chunk(load, 1000) {
 		states, err := p.storage.LoadProjections(ctx, name, chunk)
 		if err != nil {
 			return storage.ProjectionCommit{}, fmt.Errorf("projection %q: load instances: %w", name, err)

@@ -122,6 +122,38 @@ type proj struct {
 	stored    int64
 	storedGen int64
 	storedOK  bool
+	// recent are instances as this Projector last committed them, when
+	// that commit moved the checkpoint to recentAt while the Store's
+	// deletion count was recentGen: a catch-up from recentAt takes them
+	// instead of loading them, since its commit's compare-and-set only
+	// succeeds if nobody committed since (the states are then the stored
+	// ones). At most maxRecent of them; nil when unknown. Guarded by mu.
+	recent    map[string]storage.ProjectionState
+	recentAt  int64
+	recentGen int64
+}
+
+// maxRecent bounds proj.recent: an aggregated projection needs one
+// instance, a projection of a few busy aggregates a few.
+const maxRecent = 64
+
+// keepRecent records the states of commit, made while the Store's
+// deletion count was gen, in pr.recent; pr.mu is held.
+func (pr *proj) keepRecent(commit storage.ProjectionCommit, gen int64) {
+	if pr.recent == nil || pr.recentAt != commit.From || pr.recentGen != gen || len(pr.recent)+len(commit.States) > maxRecent {
+		pr.recent = make(map[string]storage.ProjectionState, min(len(commit.States), maxRecent))
+	}
+	if len(commit.States) > maxRecent {
+		pr.recent = nil
+		return
+	}
+	for _, st := range commit.States {
+		pr.recent[st.InstanceID] = st
+	}
+	for _, id := range commit.Deletes {
+		delete(pr.recent, id)
+	}
+	pr.recentAt, pr.recentGen = commit.To, gen
 }
 
 // remember records under pr.mu that the storage holds checkpoint for
@@ -256,6 +288,7 @@ func (p *Projector) refresh(pr *proj, rec storage.DefinitionRecord) (*compiled, 
 	pr.c.Store(c)
 	pr.spec = rec.Spec
 	pr.storedOK = false
+	pr.recent = nil
 	pr.checkpoint.Store(rec.Checkpoint)
 	return c, nil
 }

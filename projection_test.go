@@ -385,6 +385,37 @@ func TestProjectorNoticesResetElsewhere(t *testing.T) {
 	assert.Equal(t, `"8"`, field(t, got, "total"))
 }
 
+// A Projector that keeps the states it committed does not apply new
+// events to them once another process has committed since: its commit is
+// refused and it starts again from the stored states.
+func TestProjectorRecentStatesAfterCommitElsewhere(t *testing.T) {
+	ctx := context.Background()
+	mem := memory.New()
+	st1, err := eventstore.New(mem, nil)
+	require.NoError(t, err)
+	defer st1.Close()
+	st2, err := eventstore.New(mem, nil)
+	require.NoError(t, err)
+	p1, p2 := eventstore.NewProjector(st1, nil), eventstore.NewProjector(st2, nil)
+	createOrderDef(t, p1, "totals", true)
+	save(t, st1, "order", "o1", ev("Placed", `{"total": 2}`))
+	got, err := p1.Aggregated(ctx, "totals")
+	require.NoError(t, err)
+	require.Equal(t, `"1"`, field(t, got, "count"))
+
+	// Another process applies the next event: p1's kept state is stale.
+	save(t, st2, "order", "o1", ev("Placed", `{"total": 2}`))
+	got, err = p2.Aggregated(ctx, "totals")
+	require.NoError(t, err)
+	require.Equal(t, `"2"`, field(t, got, "count"))
+
+	save(t, st1, "order", "o1", ev("Placed", `{"total": 2}`))
+	got, err = p1.Aggregated(ctx, "totals")
+	require.NoError(t, err)
+	assert.Equal(t, `"3"`, field(t, got, "count"), "every event applied once, to the stored state")
+	assert.Equal(t, `"6"`, field(t, got, "total"))
+}
+
 func TestRunKeepsProjectionsCurrent(t *testing.T) {
 	ctx := context.Background()
 	st, p := newProjector(t)
