@@ -363,8 +363,8 @@ func release(ctx context.Context, conn *pgxpool.Conn) error {
 	return err
 }
 
-// queueLock queues the start of an append of reqs: the setting of the
-// tenant, then reserve: the locks of their aggregates (in key order, so
+// queueLock queues reserve, the start of an append of reqs, which also
+// sets the tenant: the locks of their aggregates (in key order, so
 // that writers of several aggregates cannot deadlock), then, inside the
 // append lock, the registration of the transaction and a position for each
 // event of reqs. It returns the number of statements it queued.
@@ -377,9 +377,8 @@ func (s *store) queueLock(b *pgx.Batch, reqs []storage.AppendRequest) int {
 	}
 	slices.Sort(keys)
 	keys = slices.Compact(keys)
-	b.Queue(setTenantSQL, s.tenant)
-	b.Queue(s.sql.reserve, keys, s.appendKey, max(total, 1), s.drainKey)
-	return 2
+	b.Queue(s.sql.reserve, keys, s.appendKey, max(total, 1), s.drainKey, s.tenant)
+	return 1
 }
 
 // aggregateKey is the key of the advisory lock of an aggregate.

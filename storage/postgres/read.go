@@ -285,16 +285,15 @@ func (s *store) Feeds(ctx context.Context) ([]storage.FeedInfo, error) {
 	return feeds, nil
 }
 
-// queryWM sets the tenant, runs the watermark statement, then sql, in one pipeline (one
+// queryWM runs the watermark statement (which sets the tenant), then sql, in one pipeline (one
 // round trip), and returns the rows of sql; the caller closes br after
 // reading them.
 func (s *store) queryWM(ctx context.Context, sql string, args ...any) (rows pgx.Rows, br pgx.BatchResults, err error) {
 	b := &pgx.Batch{}
-	b.Queue(setTenantSQL, s.tenant)
-	b.Queue(s.sql.watermark)
+	b.Queue(s.sql.watermark, s.tenant)
 	b.Queue(sql, args...)
 	br = s.pool.SendBatch(ctx, b)
-	if err := execN(br, 2); err != nil {
+	if _, err := br.Exec(); err != nil {
 		br.Close()
 		return nil, nil, err
 	}

@@ -108,7 +108,8 @@ func newStatements(schema, channel string, regKey int32, db uint32) statements {
 	registered := fmt.Sprintf(`locktype = 'advisory' AND database = %d::oid AND classid = %d::oid AND objsubid = 2`,
 		db, regKey)
 	return statements{
-		// reserve is the first statement of an append's transaction. In
+		// reserve is the first statement of an append's transaction; it
+		// sets the tenant ($5) for the statements after it. In
 		// this order (each level of the statement is evaluated before the
 		// one around it; OFFSET 0 keeps the planner from merging them):
 		// it takes the transaction locks of the aggregates written ($1,
@@ -127,7 +128,8 @@ func newStatements(schema, channel string, regKey int32, db uint32) statements {
 		// the transaction commits side by side with the others; feed
 		// readers stay behind it until it ends (see watermark). The
 		// numbers of a block that are not written stay unused.
-		reserve: q(fmt.Sprintf(`SELECT set_config('eventstore.base', r.base::text, true), pg_advisory_unlock($2)
+		reserve: q(fmt.Sprintf(`SELECT set_config('eventstore.base', r.base::text, true), pg_advisory_unlock($2),
+	set_config('eventstore.tenant', $5, true)
 FROM (
 	SELECT CASE WHEN $3::bigint = 1 THEN nextval({{positions}})
 	            ELSE setval({{positions}}, nextval({{positions}}) + $3::bigint - 1) END - $3::bigint AS base,
@@ -140,8 +142,8 @@ FROM (
 	) b
 	OFFSET 0
 ) r`, regKey)),
-		// watermark sets eventstore.wm (wmSQL) for the feed read that
-		// follows it in the same pipeline: the lowest id of the appends
+		// watermark sets the tenant ($1) and eventstore.wm (wmSQL) for the
+		// feed read that follows it in the same pipeline: the lowest id of the appends
 		// registered in flight, or, with none, the first id not yet
 		// given (xmax, of this statement's snapshot). Ids are rebuilt
 		// from their low 32 bits by their signed distance to xmax, which
@@ -157,7 +159,7 @@ FROM (
 	SELECT least(s.x, min(s.x - (((s.x - l.objid::bigint) + 2147483648) & 4294967295) + 2147483648))::text
 	FROM (SELECT pg_snapshot_xmax(pg_current_snapshot())::text::bigint AS x) s
 	LEFT JOIN pg_locks l ON %s
-	GROUP BY s.x), true)`, strings.ReplaceAll(registered, "locktype", "l.locktype")),
+	GROUP BY s.x), true), set_config('eventstore.tenant', $1, true)`, strings.ReplaceAll(registered, "locktype", "l.locktype")),
 		notify: q(`SELECT pg_notify({{channel}}, w.tenant), set_config('synchronous_commit', 'off', true),
 	set_config('eventstore.wrote', '', false)
 FROM (SELECT current_setting('eventstore.wrote', true) AS tenant OFFSET 0) w
