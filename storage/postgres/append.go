@@ -28,6 +28,9 @@ func (s *store) Append(ctx context.Context, req storage.AppendRequest) (storage.
 	qctx, cancel := context.WithTimeoutCause(ctx, s.writeTimeout, errOwnDeadline)
 	defer cancel()
 	res, err := s.batcher.Do(qctx, req)
+	if err == nil && !res.Duplicate {
+		s.noteAppended(len(req.Events))
+	}
 	if err != nil {
 		if errors.Is(err, storage.ErrClosed) {
 			return storage.AppendResult{}, fmt.Errorf("postgres: append: %w", storage.ErrClosed)

@@ -67,6 +67,9 @@ func (s *store) AppendAll(ctx context.Context, reqs []storage.AppendRequest) ([]
 	out := make([]storage.AppendResult, len(reqs))
 	for i, r := range results {
 		out[i] = r.Value
+		if !r.Value.Duplicate {
+			s.noteAppended(len(reqs[i].Events))
+		}
 	}
 	return out, nil
 }

@@ -264,6 +264,10 @@ type store struct {
 	done chan struct{}
 	// listener is Options.Listener: nil when WatchAppends connects itself.
 	listener *Listener
+	// appended counts the events this Storage appended, and analyzed how
+	// many stages of analyzeAfter it has reached (see noteAppended).
+	appended atomic.Int64
+	analyzed atomic.Int32
 }
 
 var _ storage.Storage = (*store)(nil)
