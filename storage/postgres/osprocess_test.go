@@ -25,6 +25,7 @@ const (
 	writerSchemaEnv = "EVENTSTORE_TEST_WRITER_SCHEMA"
 	writerNameEnv   = "EVENTSTORE_TEST_WRITER_NAME"
 	writerForEnv    = "EVENTSTORE_TEST_WRITER_FOR"
+	writerTenantEnv = "EVENTSTORE_TEST_WRITER_TENANT"
 )
 
 // TestOSProcessWriter is not a test of its own: run by
@@ -44,7 +45,7 @@ func TestOSProcessWriter(t *testing.T) {
 		t.Fatal(err)
 	}
 	ctx := context.Background()
-	s, err := postgres.OpenURL(ctx, databaseURL(), &postgres.Options{Schema: schema})
+	s, err := postgres.OpenURL(ctx, databaseURL(), &postgres.Options{Schema: schema, Tenant: os.Getenv(writerTenantEnv)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -119,11 +120,31 @@ type ackedEvent struct {
 // transaction must not hold the followers back (the watermark is the
 // store's own, not the server's).
 func TestFeedAcrossOSProcesses(t *testing.T) {
+	feedAcrossOSProcesses(t, []string{""})
+}
+
+// TestFeedAcrossOSProcessesTenants is TestFeedAcrossOSProcesses with the
+// writers in two tenants of the schema (writers 0 and 2 in the first, 1 in
+// the second) and the followers reading the first: they must see every
+// event acknowledged in it, and none of the other's.
+func TestFeedAcrossOSProcessesTenants(t *testing.T) {
+	feedAcrossOSProcesses(t, []string{"5b1e0c2a-7d3f-4c1e-9a2b-1f2e3d4c5b6a", "6c2f1d3b-8e4a-4d2f-8b3c-2a3b4c5d6e7f"})
+}
+
+// feedAcrossOSProcesses runs TestFeedAcrossOSProcesses with writer w in
+// tenants[w % len(tenants)] and the followers in tenants[0].
+func feedAcrossOSProcesses(t *testing.T, tenants []string) {
 	if testing.Short() {
 		t.Skip("starts processes; -short")
 	}
 	schema := newSchema(t)
-	s := openURLIn(t, schema) // creates the schema before the writers start
+	testPool(t)
+	s, err := postgres.OpenURL(context.Background(), databaseURL(), &postgres.Options{Schema: schema, Tenant: tenants[0]})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = s.Close() }) // opened before the writers start: creates the schema
+	tenantOf := func(w int) string { return tenants[w%len(tenants)] }
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
 
@@ -136,7 +157,7 @@ func TestFeedAcrossOSProcesses(t *testing.T) {
 	for w := range writers {
 		cmd := exec.CommandContext(ctx, os.Args[0], "-test.run=^TestOSProcessWriter$", "-test.count=1")
 		cmd.Env = append(os.Environ(), writerSchemaEnv+"="+schema, writerNameEnv+"="+fmt.Sprint("writer", w),
-			writerForEnv+"="+load.String())
+			writerForEnv+"="+load.String(), writerTenantEnv+"="+tenantOf(w))
 		stdout, err := cmd.StdoutPipe()
 		if err != nil {
 			t.Fatal(err)
@@ -295,6 +316,8 @@ func TestFeedAcrossOSProcesses(t *testing.T) {
 				// Only the killed writer may have committed an append it
 				// never acknowledged.
 				continue
+			} else if tenantOf(a.writer) != tenants[0] {
+				t.Errorf("feed %q: event %s of writer %d, of another tenant", f.typ, e.ID, a.writer)
 			} else if a.typ != e.AggregateType || a.id != e.AggregateID || a.version != e.Version {
 				t.Errorf("feed %q: event %s is %s/%s version %d, acknowledged as %s/%s version %d",
 					f.typ, e.ID, e.AggregateType, e.AggregateID, e.Version, a.typ, a.id, a.version)
@@ -302,7 +325,7 @@ func TestFeedAcrossOSProcesses(t *testing.T) {
 		}
 		missing := 0
 		for id, a := range acked {
-			if (f.typ == "" || a.typ == f.typ) && seen[id] == 0 {
+			if (f.typ == "" || a.typ == f.typ) && tenantOf(a.writer) == tenants[0] && seen[id] == 0 {
 				missing++
 			}
 		}
