@@ -5,7 +5,6 @@ import (
 	"fmt"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgxpool"
 )
 
 // migrations are the schema versions, in order: migrations[i] brings the
@@ -293,9 +292,12 @@ FROM {{schema}}.reactions_rows WHERE tenant = {{tenant}} WITH CHECK OPTION;
 // migrate creates schema and brings its tables to the latest version, in
 // one transaction under an advisory lock, so that several processes opening
 // the same schema at once do not trip over each other.
-func migrate(ctx context.Context, pool *pgxpool.Pool, schema string) error {
+// db is a pool, or a transaction, in which migrate runs in a savepoint.
+func migrate(ctx context.Context, db interface {
+	Begin(context.Context) (pgx.Tx, error)
+}, schema string) error {
 	quoted := pgx.Identifier{schema}.Sanitize()
-	return pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
+	return pgx.BeginFunc(ctx, db, func(tx pgx.Tx) error {
 		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1)`, lockKey("migrate", schema)); err != nil {
 			return err
 		}

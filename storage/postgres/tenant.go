@@ -284,20 +284,22 @@ func ImportTenant(ctx context.Context, pool *pgxpool.Pool, from string, opts *Op
 		}
 		return fmt.Errorf("postgres: import tenant: %w", err)
 	}
-	var exists bool
-	if err := pool.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM pg_namespace WHERE nspname = $1)`, from).Scan(&exists); err != nil {
-		return fail(err)
-	}
-	if !exists {
-		return nil
-	}
-	for _, schema := range []string{from, into} {
-		if err := migrate(ctx, pool, schema); err != nil {
-			return fail(err)
-		}
-	}
 	src, dst := pgx.Identifier{from}.Sanitize(), pgx.Identifier{into}.Sanitize()
 	err = pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
+		// Processes opening the tenant at once import it once: the
+		// others wait here, then find the schema gone.
+		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1)`, tenantLockKey("import", into, tenant)); err != nil {
+			return err
+		}
+		var exists bool
+		if err := tx.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM pg_namespace WHERE nspname = $1)`, from).Scan(&exists); err != nil || !exists {
+			return err
+		}
+		for _, schema := range []string{from, into} {
+			if err := migrate(ctx, tx, schema); err != nil {
+				return err
+			}
+		}
 		for _, purpose := range []string{"append", "drain"} {
 			if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1)`, tenantLockKey(purpose, into, tenant)); err != nil {
 				return err
