@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"net/http"
 	"os"
@@ -10,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
@@ -326,5 +328,73 @@ func TestTenantsPostgresUpgrade(t *testing.T) {
 	if err := admin.QueryRow(ctx, "SELECT count(*) FROM information_schema.schemata WHERE schema_name = $1",
 		ts.tenantSchema(tenantB)).Scan(&n); err != nil || n != 0 {
 		t.Errorf("the tenant's old schema after the upgrade: %d, %v; want dropped", n, err)
+	}
+}
+
+// TestTenantsTwoServerProcessesPostgres: two server processes on one
+// PostgreSQL schema serve one tenant. Saves through either reach the
+// tenant's projection and feed on both (appends of another process are
+// announced to that tenant's projector, across processes), and the
+// project's own data stays apart.
+func TestTenantsTwoServerProcessesPostgres(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts server processes")
+	}
+	ctx := context.Background()
+	admin, url, schema := postgresAdmin(t, "es_tenants_two_")
+	t.Cleanup(func() {
+		for _, s := range []string{schema, schema + "+tenants"} {
+			_, _ = admin.Exec(ctx, "DROP SCHEMA IF EXISTS "+pgx.Identifier{s}.Sanitize()+" CASCADE")
+		}
+	})
+	env := []string{"EVENTSTORE_ACCESS_KEY=ak_t", "EVENTSTORE_SECRET_ACCESS_KEY=sk_t"}
+	args := []string{"-addr", "127.0.0.1:0", "-storage", url, "-postgres-schema", schema, "-log-requests=false"}
+	a, b := startProcess(t, env, args...), startProcess(t, env, args...)
+	if code, body := tcall(t, "POST", a.base+"/projections/definitions", "",
+		`{"projectionName":"n","feedName":"order","aggregated":true,"handlers":[{"eventType":"Placed","functions":[{"function":"inc","targetSelector":"$.projection.count"}]}]}`,
+		false); code != 200 {
+		t.Fatalf("create definition: %d %s", code, body)
+	}
+	if code, body := tcall(t, "POST", a.base+"/tenants", "", `{"tenantId":"`+tenantA+`"}`, false); code != 200 {
+		t.Fatalf("add tenant: %d %s", code, body)
+	}
+	// Both servers serve the tenant (b learns of it from the registry);
+	// one save and a read of the count on each first, so that the
+	// tenant's projector runs in both processes before the load.
+	count := func(base, tenant, want string) {
+		t.Helper()
+		waitFor(t, base+" count of tenant "+tenant, func() string {
+			if code, body := tcall(t, "GET", base+"/projections/aggregated/n", tenant, "", false); code != 200 || !strings.Contains(body, `"count":"`+want+`"`) {
+				return fmt.Sprintf("%d %s", code, body)
+			}
+			return ""
+		})
+	}
+	save := func(base, tenant, id string) {
+		t.Helper()
+		body := `{"events":[{"eventId":"` + uuid.NewString() + `","eventType":"Placed","data":{"n":1}}]}`
+		if code, resp := tcall(t, "POST", base+"/aggregates/order/"+id+"/events", tenant, body, false); code != 200 {
+			t.Fatalf("save %s as %q: %d %s", id, tenant, code, resp)
+		}
+	}
+	save(a.base, tenantA, "o-first")
+	count(a.base, tenantA, "1")
+	count(b.base, tenantA, "1")
+	for i := range 20 {
+		srv := a.base
+		if i%2 == 1 {
+			srv = b.base
+		}
+		save(srv, tenantA, fmt.Sprint("o-", i))
+	}
+	for i := range 5 {
+		save(b.base, "", fmt.Sprint("p-", i))
+	}
+	for _, base := range []string{a.base, b.base} {
+		count(base, tenantA, "21")
+		count(base, "", "5")
+		if code, body := tcall(t, "GET", base+"/feeds/order?limit=1000", tenantA, "", false); code != 200 || strings.Count(body, `"eventType":"Placed"`) != 21 {
+			t.Errorf("%s: the tenant's feed: %d, %d events; want 21", base, code, strings.Count(body, `"eventType":"Placed"`))
+		}
 	}
 }
