@@ -311,16 +311,24 @@ func TestReadYourWritesUnderConcurrency(t *testing.T) {
 	assert.Equal(t, fmt.Sprintf(`"%d"`, writers*saves), field(t, got, "count"), "every event applied exactly once")
 }
 
+// twoStores returns two Stores on one memory storage, as two processes on
+// one database; the storage is closed when the test ends.
+func twoStores(t *testing.T) (*eventstore.Store, *eventstore.Store) {
+	t.Helper()
+	mem := memory.New()
+	st1, err := eventstore.New(mem, nil)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = st1.Close() })
+	st2, err := eventstore.New(mem, nil)
+	require.NoError(t, err)
+	return st1, st2
+}
+
 // Two Projectors (as in two processes) sharing one storage apply every
 // event exactly once.
 func TestProjectorsSharingStorageApplyOnce(t *testing.T) {
 	ctx := context.Background()
-	mem := memory.New()
-	st1, err := eventstore.New(mem, nil)
-	require.NoError(t, err)
-	defer st1.Close()
-	st2, err := eventstore.New(mem, nil)
-	require.NoError(t, err)
+	st1, st2 := twoStores(t)
 	p1 := eventstore.NewProjector(st1, &eventstore.ProjectorOptions{BatchSize: 3})
 	p2 := eventstore.NewProjector(st2, &eventstore.ProjectorOptions{BatchSize: 5})
 	createOrderDef(t, p1, "totals", true)
@@ -357,12 +365,7 @@ func TestProjectorsSharingStorageApplyOnce(t *testing.T) {
 // checkpoint, and with new events its commit is refused and it reads it.
 func TestProjectorNoticesResetElsewhere(t *testing.T) {
 	ctx := context.Background()
-	mem := memory.New()
-	st1, err := eventstore.New(mem, nil)
-	require.NoError(t, err)
-	defer st1.Close()
-	st2, err := eventstore.New(mem, nil)
-	require.NoError(t, err)
+	st1, st2 := twoStores(t)
 	p1, p2 := eventstore.NewProjector(st1, nil), eventstore.NewProjector(st2, nil)
 	createOrderDef(t, p1, "totals", true)
 	for range 3 {
@@ -390,12 +393,7 @@ func TestProjectorNoticesResetElsewhere(t *testing.T) {
 // refused and it starts again from the stored states.
 func TestProjectorRecentStatesAfterCommitElsewhere(t *testing.T) {
 	ctx := context.Background()
-	mem := memory.New()
-	st1, err := eventstore.New(mem, nil)
-	require.NoError(t, err)
-	defer st1.Close()
-	st2, err := eventstore.New(mem, nil)
-	require.NoError(t, err)
+	st1, st2 := twoStores(t)
 	p1, p2 := eventstore.NewProjector(st1, nil), eventstore.NewProjector(st2, nil)
 	createOrderDef(t, p1, "totals", true)
 	save(t, st1, "order", "o1", ev("Placed", `{"total": 2}`))

@@ -47,13 +47,8 @@ func (s *store) noteAppended(n int) {
 func (s *store) analyze() {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	go func() {
-		select {
-		case <-s.done:
-			cancel()
-		case <-ctx.Done():
-		}
-	}()
+	ctx, stop := s.untilClosed(ctx)
+	defer stop()
 	for _, t := range tenantTables {
 		if _, err := s.pool.Exec(ctx, "ANALYZE "+s.schema+"."+pgx.Identifier{t.name + "_rows"}.Sanitize()); err != nil {
 			return

@@ -395,6 +395,20 @@ func (s *store) Close() error {
 	return nil
 }
 
+// untilClosed returns ctx, also cancelled when the Storage is closed, for
+// work that must not outlive it.
+func (s *store) untilClosed(ctx context.Context) (context.Context, context.CancelFunc) {
+	ctx, cancel := context.WithCancel(ctx)
+	go func() {
+		select {
+		case <-s.done:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	return ctx, cancel
+}
+
 // check returns an error when the Storage is closed or ctx is done.
 func (s *store) check(ctx context.Context, op string) error {
 	if s.closed.Load() {

@@ -248,13 +248,19 @@ func DeleteTenant(ctx context.Context, pool *pgxpool.Pool, schema, tenant string
 		}
 		return nil
 	})
-	if err != nil {
-		if sentinel := classify(err); sentinel != nil {
-			return fmt.Errorf("postgres: delete tenant: %v: %w", err, sentinel)
-		}
-		return fmt.Errorf("postgres: delete tenant: %w", err)
+	return tenantFail("delete tenant", err)
+}
+
+// tenantFail wraps err, of op on a tenant, with its sentinel (see
+// classify); nil stays nil.
+func tenantFail(op string, err error) error {
+	if err == nil {
+		return nil
 	}
-	return nil
+	if sentinel := classify(err); sentinel != nil && !errors.Is(err, sentinel) {
+		return fmt.Errorf("postgres: %s: %v: %w", op, err, sentinel)
+	}
+	return fmt.Errorf("postgres: %s: %w", op, err)
 }
 
 // ImportTenant moves the data of the schema from, a store of its own as
@@ -277,12 +283,6 @@ func ImportTenant(ctx context.Context, pool *pgxpool.Pool, from string, opts *Op
 	into := opts.schema()
 	if from == into {
 		return fmt.Errorf("postgres: import tenant: schema %s into itself: %w", from, storage.ErrInvalid)
-	}
-	fail := func(err error) error {
-		if sentinel := classify(err); sentinel != nil {
-			return fmt.Errorf("postgres: import tenant: %v: %w", err, sentinel)
-		}
-		return fmt.Errorf("postgres: import tenant: %w", err)
 	}
 	src, dst := pgx.Identifier{from}.Sanitize(), pgx.Identifier{into}.Sanitize()
 	err = pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
@@ -327,11 +327,5 @@ SELECT $1, `+t.cols+` FROM `+src+`.`+t.name+`_rows WHERE tenant = $2 ORDER BY `+
 		_, err := tx.Exec(ctx, `DROP SCHEMA `+src+` CASCADE`)
 		return err
 	})
-	if errors.Is(err, storage.ErrConflict) {
-		return fmt.Errorf("postgres: import tenant: %w", err)
-	}
-	if err != nil {
-		return fail(err)
-	}
-	return nil
+	return tenantFail("import tenant", err)
 }

@@ -29,15 +29,8 @@ func (s *store) WatchAppends(ctx context.Context, notify func()) error {
 		return s.listener.watch(ctx, s.channel, s.tenant, notify, s.done, s.appendsInFlight)
 	}
 	parent := ctx
-	ctx, cancel := context.WithCancel(ctx)
+	ctx, cancel := s.untilClosed(ctx)
 	defer cancel()
-	go func() {
-		select {
-		case <-s.done:
-			cancel()
-		case <-ctx.Done():
-		}
-	}()
 	stopped := func(err error) error {
 		switch {
 		case parent.Err() != nil:
