@@ -25,6 +25,16 @@ type ProjectorOptions struct {
 	// Functions calls handlers' FunctionURIs; without it they are refused
 	// (and, stored by another process, recorded as errors).
 	Functions FunctionCaller
+	// DefinitionsPoll is how often Run reads the list of stored
+	// definitions again when it wakes, to learn of definitions that other
+	// processes created, replaced or deleted: it catches those up within
+	// about that time (their creator catches them up at once, and a query
+	// of one catches it up by itself). Changes through this Projector take
+	// effect at once. The default is one second; a program that passes
+	// definition changes on by itself (as package tenancy does) may make it
+	// longer, saving a read of the definitions per wake-up of a Projector
+	// that wakes about once a second.
+	DefinitionsPoll time.Duration
 }
 
 // batchSize defaults to DefaultBatchSize, 1,000 events per commit: a
@@ -44,6 +54,13 @@ func (o *ProjectorOptions) pollInterval() time.Duration {
 		return time.Second
 	}
 	return o.PollInterval
+}
+
+func (o *ProjectorOptions) definitionsPoll() time.Duration {
+	if o == nil || o.DefinitionsPoll <= 0 {
+		return defaultDefinitionsPoll
+	}
+	return o.DefinitionsPoll
 }
 
 func (o *ProjectorOptions) maxInstance() int {
@@ -76,6 +93,7 @@ type Projector struct {
 	log         *slog.Logger
 	batch       int
 	poll        time.Duration
+	relist      time.Duration // ProjectorOptions.DefinitionsPoll
 	maxInstance int
 	maxDefs     int
 	functions   FunctionCaller
@@ -88,20 +106,20 @@ type Projector struct {
 	busy map[string]bool
 	// listed are the names of the stored definitions as Run last read
 	// them, at listedAt, when wake had been called changes times; Run
-	// reads them again after definitionsRelist, or at once after wake (a
-	// definition changed in this process). Guarded by mu.
+	// reads them again after relist, or at once after wake (a definition
+	// changed in this process). Guarded by mu.
 	listed   []string
 	listedAt time.Time
 	listedAs uint64
 	changes  uint64
 }
 
-// definitionsRelist is how long Run goes on with the definitions it
-// listed before it lists them again: the wake-ups of saves, many a second,
-// then cost no read of the definitions. A definition created or replaced
-// by another process is caught up by that process, and by this one's Run
-// within definitionsRelist (a query catches it up at once).
-const definitionsRelist = time.Second
+// defaultDefinitionsPoll is how long Run goes on by default with the
+// definitions it listed before it lists them again: the wake-ups of saves,
+// many a second, then cost no read of the definitions. A definition
+// created or replaced by another process is caught up by that process, and
+// by this one's Run within that time (a query catches it up at once).
+const defaultDefinitionsPoll = time.Second
 
 // proj is what a Projector knows of one stored definition.
 type proj struct {
@@ -200,6 +218,7 @@ func NewProjector(st *Store, opts *ProjectorOptions) *Projector {
 		log:         st.log,
 		batch:       opts.batchSize(),
 		poll:        opts.pollInterval(),
+		relist:      opts.definitionsPoll(),
 		maxInstance: opts.maxInstance(),
 		maxDefs:     opts.maxDefinitions(),
 		functions:   opts.functionCaller(),

@@ -329,13 +329,13 @@ func (p *Projector) catchUpAll(ctx context.Context, apart *sync.WaitGroup) error
 }
 
 // definitionNames returns the names of the stored definitions: for Run
-// (reuse), those it listed last if that was less than definitionsRelist
+// (reuse), those it listed last if that was less than p.relist
 // ago and no definition changed in this process since.
 func (p *Projector) definitionNames(ctx context.Context, reuse bool) ([]string, error) {
 	p.mu.Lock()
 	names, at, fresh, changes := p.listed, p.listedAt, p.listedAs == p.changes, p.changes
 	p.mu.Unlock()
-	if reuse && names != nil && fresh && time.Since(at) < definitionsRelist {
+	if reuse && names != nil && fresh && time.Since(at) < p.relist {
 		return names, nil
 	}
 	at = time.Now()

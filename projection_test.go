@@ -449,3 +449,36 @@ func TestUpdatedAtIsEventTime(t *testing.T) {
 	assert.Equal(t, at, got.UpdatedAt)
 	assert.Equal(t, res.Position, got.Position)
 }
+
+// ProjectorOptions.DefinitionsPoll is how soon Run applies a definition
+// that another process created: within about that time, and not before.
+func TestProjectorDefinitionsPoll(t *testing.T) {
+	ctx := context.Background()
+	// applied runs a Projector with poll on one of two Stores sharing a
+	// storage, creates a definition through the other (a process not
+	// running its Projector), saves through the first for d, and reports
+	// whether the running Projector applied the definition meanwhile.
+	applied := func(poll, d time.Duration) bool {
+		st1, st2 := twoStores(t)
+		p := eventstore.NewProjector(st2, &eventstore.ProjectorOptions{DefinitionsPoll: poll})
+		runCtx, stop := context.WithCancel(ctx)
+		done := make(chan struct{})
+		go func() { _ = p.Run(runCtx); close(done) }()
+		defer func() { stop(); <-done }()
+		save(t, st2, "order", "o0", ev("Placed", `{"total": 2}`)) // Run has listed the definitions
+		time.Sleep(50 * time.Millisecond)
+		other := eventstore.NewProjector(st1, nil)
+		createOrderDef(t, other, "totals", true)
+		for deadline := time.Now().Add(d); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+			save(t, st2, "order", "o1", ev("Placed", `{"total": 2}`))
+			s, err := other.Status(ctx, "totals")
+			require.NoError(t, err)
+			if s.Checkpoint > 0 {
+				return true
+			}
+		}
+		return false
+	}
+	assert.True(t, applied(200*time.Millisecond, 5*time.Second), "polling every 200ms, Run never applied the new definition")
+	assert.False(t, applied(time.Hour, time.Second), "polling every hour, Run applied the new definition within a second")
+}

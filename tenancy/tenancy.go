@@ -20,7 +20,12 @@
 // Projection definitions are shared: those of Options.Definitions, the
 // project's Projector, are put into every tenant's Projector when the
 // tenant is opened, and DefinitionChanged passes a later change on to every
-// open tenant. Each tenant's projections see only its own events.
+// open tenant at once. A change that another process made to the project's
+// definitions (servers sharing one database) reaches this process's open
+// tenants within definitionsEvery: a Set reads the project's definitions
+// once a second while it has open tenants, and brings those of every open
+// tenant up to date when they changed. Each tenant's projections see only
+// their own events.
 package tenancy
 
 import (
@@ -122,6 +127,10 @@ type Set struct {
 	ctx  context.Context // parent of the tenants' projectors
 	stop context.CancelFunc
 
+	// defsMu orders the changes of open tenants' definitions: those of
+	// DefinitionChanged and those of followDefinitions. Taken before mu.
+	defsMu sync.Mutex
+
 	mu        sync.Mutex // guards the fields below; held while a tenant opens
 	byID      map[string]*entry
 	order     []*entry
@@ -150,6 +159,9 @@ type instance struct {
 	p    *eventstore.Projector
 	stop context.CancelFunc
 	done chan struct{}
+	// defs is the fingerprint of the project's definitions the tenant's
+	// were last made equal to (definitionsPrint). Guarded by Set.mu.
+	defs string
 	// inflight is held for reading by every user of the instance; it is
 	// taken for writing before the instance is closed.
 	inflight sync.RWMutex
@@ -173,6 +185,17 @@ func New(ctx context.Context, opts Options) (*Set, error) {
 	if err != nil {
 		return nil, err
 	}
+	if opts.Projector == nil || opts.Projector.DefinitionsPoll == 0 {
+		// The Set passes definition changes on (definitionsEvery): the
+		// tenants' Projectors need not list their definitions at every
+		// wake-up, about one a save when saves go round many tenants.
+		po := eventstore.ProjectorOptions{}
+		if opts.Projector != nil {
+			po = *opts.Projector
+		}
+		po.DefinitionsPoll = tenantDefinitionsPoll
+		opts.Projector = &po
+	}
 	s := &Set{opts: opts, reg: reg, log: log, byID: map[string]*entry{}}
 	s.ctx, s.stop = context.WithCancel(context.WithoutCancel(ctx))
 	if err := s.refresh(ctx); err != nil {
@@ -187,6 +210,11 @@ func New(ctx context.Context, opts Options) (*Set, error) {
 			}
 		}
 	}
+	s.running.Add(1)
+	go func() {
+		defer s.running.Done()
+		s.followDefinitions()
+	}()
 	return s, nil
 }
 
@@ -409,12 +437,13 @@ func (s *Set) openTenant(ctx context.Context, id string) (*instance, error) {
 		return nil, err
 	}
 	p := eventstore.NewProjector(st, s.opts.Projector)
-	if err := s.syncDefinitions(ctx, p); err != nil {
+	defs, err := s.syncDefinitions(ctx, p)
+	if err != nil {
 		_ = st.Close()
 		return nil, fmt.Errorf("tenancy: tenant %s: %w", id, err)
 	}
 	pctx, stop := context.WithCancel(s.ctx)
-	in := &instance{st: st, p: p, stop: stop, done: make(chan struct{})}
+	in := &instance{st: st, p: p, stop: stop, done: make(chan struct{}), defs: defs}
 	s.running.Add(1)
 	go func() {
 		defer s.running.Done()
@@ -424,67 +453,6 @@ func (s *Set) openTenant(ctx context.Context, id string) (*instance, error) {
 		}
 	}()
 	return in, nil
-}
-
-// syncDefinitions makes p's definitions those of the project.
-func (s *Set) syncDefinitions(ctx context.Context, p *eventstore.Projector) error {
-	want, err := s.opts.Definitions.Definitions(ctx)
-	if err != nil {
-		return err
-	}
-	names := map[string]bool{}
-	for _, d := range want {
-		names[d.Name] = true
-		if _, err := p.Put(ctx, d); err != nil {
-			return fmt.Errorf("put definition %s: %w", d.Name, err)
-		}
-	}
-	have, err := p.Definitions(ctx)
-	if err != nil {
-		return err
-	}
-	for _, d := range have {
-		if !names[d.Name] {
-			if err := p.Delete(ctx, d.Name); err != nil && !errors.Is(err, eventstore.ErrNotFound) {
-				return fmt.Errorf("delete definition %s: %w", d.Name, err)
-			}
-		}
-	}
-	return nil
-}
-
-// DefinitionChanged passes a change of the project's definition name on
-// to every open tenant: it is put, or deleted when the project has no
-// such definition any more; with reset, the tenants' instances of it are
-// reset instead. Tenants opened later get the definitions at open. It
-// tries every tenant and returns the first error.
-func (s *Set) DefinitionChanged(ctx context.Context, name string, reset bool) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	d, derr := s.opts.Definitions.Definition(ctx, name)
-	if derr != nil && !errors.Is(derr, eventstore.ErrNotFound) {
-		return derr
-	}
-	var first error
-	for _, e := range s.order {
-		if e.open == nil {
-			continue
-		}
-		p := e.open.p
-		var err error
-		switch {
-		case reset:
-			err = p.Reset(ctx, name)
-		case derr != nil:
-			err = p.Delete(ctx, name)
-		default:
-			_, err = p.Put(ctx, d)
-		}
-		if err != nil && !errors.Is(err, eventstore.ErrNotFound) && first == nil {
-			first = fmt.Errorf("tenancy: tenant %s: definition %s: %w", e.t.ID, name, err)
-		}
-	}
-	return first
 }
 
 // Delete deletes tenant id: it is marked deleted in the registry at once,

@@ -3,7 +3,9 @@ package tenancy_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -243,4 +245,114 @@ func TestEachOpenAndDeleted(t *testing.T) {
 	if len(deleted) != 1 || deleted[0] != b {
 		t.Errorf("Deleted heard %v, want [%s]", deleted, b)
 	}
+}
+
+// TestDefinitionsFromElsewhere: a change of the project's definitions made
+// through another process (here another Set on the same files, as servers
+// on one database are) reaches the tenants this Set has open and the other
+// has not: a new definition, a replacement and a deletion, each within a
+// few seconds.
+func TestDefinitionsFromElsewhere(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	open := func() (*tenancy.Set, *eventstore.Projector) {
+		projectStorage, err := sqlite.Open(filepath.Join(dir, "project.db"), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		project, err := eventstore.New(projectStorage, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = project.Close() })
+		defs := eventstore.NewProjector(project, nil)
+		reg, err := sqlite.Open(filepath.Join(dir, "registry.db"), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		s, err := tenancy.New(ctx, tenancy.Options{
+			Registry: reg,
+			Open: func(_ context.Context, id string) (storage.Storage, error) {
+				return sqlite.Open(filepath.Join(dir, id+".db"), nil)
+			},
+			Definitions: defs,
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = s.Close() })
+		return s, defs
+	}
+	s1, defs1 := open()
+	s2, _ := open()
+	if _, err := s1.Add(ctx, a, ""); err != nil {
+		t.Fatal(err)
+	}
+	st, p, release, err := s2.Open(ctx, a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer release()
+	for i := range 2 {
+		if _, err := st.Save(ctx, "order", fmt.Sprint("o-", i), []eventstore.NewEvent{{ID: eventstore.NewEventID(), Type: "Placed", Data: []byte(`{"amount":5}`)}}, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	change := func(def string) {
+		t.Helper()
+		if def == "" {
+			if err := defs1.Delete(ctx, "n"); err != nil {
+				t.Fatal(err)
+			}
+		} else {
+			d, err := eventstore.DecodeDefinition([]byte(def))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := defs1.Put(ctx, d); err != nil {
+				t.Fatal(err)
+			}
+		}
+		// What a server does after a change: s1 has no tenant open.
+		if err := s1.DefinitionChanged(ctx, "n", false); err != nil {
+			t.Fatal(err)
+		}
+	}
+	await := func(what string, check func() error) {
+		t.Helper()
+		deadline := time.Now().Add(10 * time.Second)
+		for {
+			err := check()
+			if err == nil {
+				return
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("%s: %v", what, err)
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+	aggregated := func(want string) func() error {
+		return func() error {
+			pr, err := p.Aggregated(ctx, "n")
+			if err != nil {
+				return err
+			}
+			if !strings.Contains(string(pr.Data), want) {
+				return fmt.Errorf("data %s, want %s in it", pr.Data, want)
+			}
+			return nil
+		}
+	}
+	change(`{"projectionName":"n","feedName":"order","aggregated":true,"handlers":[{"eventType":"Placed","functions":[{"function":"inc","targetSelector":"$.projection.count"}]}]}`)
+	await("the new definition", aggregated(`"count":"2"`))
+	change(`{"projectionName":"n","feedName":"order","aggregated":true,"handlers":[{"eventType":"Placed","functions":[{"function":"add","targetSelector":"$.projection.total","eventSelector":"$.event.amount"}]}]}`)
+	await("the replaced definition", aggregated(`"total":"10"`))
+	change("")
+	await("the deletion", func() error {
+		if _, err := p.Definition(ctx, "n"); !errors.Is(err, eventstore.ErrNotFound) {
+			return fmt.Errorf("Definition: %v, want ErrNotFound", err)
+		}
+		return nil
+	})
 }

@@ -397,4 +397,34 @@ func TestTenantsTwoServerProcessesPostgres(t *testing.T) {
 			t.Errorf("%s: the tenant's feed: %d, %d events; want 21", base, code, strings.Count(body, `"eventType":"Placed"`))
 		}
 	}
+
+	// A definition made through one process reaches the tenants the other
+	// process has open and this one has not: tenant B is served by b only.
+	if code, body := tcall(t, "POST", a.base+"/tenants", "", `{"tenantId":"`+tenantB+`"}`, false); code != 200 {
+		t.Fatalf("add tenant: %d %s", code, body)
+	}
+	save(b.base, tenantB, "o-b1")
+	count(b.base, tenantB, "1")
+	if code, body := tcall(t, "POST", a.base+"/projections/definitions", "",
+		`{"projectionName":"m","feedName":"order","aggregated":true,"handlers":[{"eventType":"Placed","functions":[{"function":"inc","targetSelector":"$.projection.placed"}]}]}`,
+		false); code != 200 {
+		t.Fatalf("create definition m: %d %s", code, body)
+	}
+	save(b.base, tenantB, "o-b2")
+	waitFor(t, "b: definition m of tenant B", func() string {
+		if code, body := tcall(t, "GET", b.base+"/projections/aggregated/m", tenantB, "", false); code != 200 || !strings.Contains(body, `"placed":"2"`) {
+			return fmt.Sprintf("%d %s", code, body)
+		}
+		return ""
+	})
+	// And so does its deletion.
+	if code, body := tcall(t, "DELETE", a.base+"/projections/definitions/m", "", "", false); code != 200 {
+		t.Fatalf("delete definition m: %d %s", code, body)
+	}
+	waitFor(t, "b: definition m of tenant B deleted", func() string {
+		if code, body := tcall(t, "GET", b.base+"/projections/aggregated/m", tenantB, "", false); code != 404 {
+			return fmt.Sprintf("%d %s", code, body)
+		}
+		return ""
+	})
 }

@@ -1,0 +1,183 @@
+package tenancy
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/eventkit-go/eventstore"
+)
+
+// definitionsEvery is how often a Set that has open tenants reads the
+// project's definitions, to pass on to them the changes that other
+// processes made (followDefinitions).
+const definitionsEvery = time.Second
+
+// tenantDefinitionsPoll is the ProjectorOptions.DefinitionsPoll of the
+// tenants' Projectors when Options.Projector does not set it: the Set
+// passes every change of the project's definitions on to its open tenants
+// (at once when made through it, else within definitionsEvery), so that a
+// tenant's Projector lists its definitions again only as a safety net. Left
+// at the default of a second, each tenant's Projector read its definitions
+// at nearly every save when saves went round a thousand tenants.
+const tenantDefinitionsPoll = 30 * time.Second
+
+// followDefinitions passes on, every definitionsEvery until the Set
+// closes, the changes of the project's definitions that this process did
+// not make to every open tenant (passDefinitionsOn).
+func (s *Set) followDefinitions() {
+	t := time.NewTicker(definitionsEvery)
+	defer t.Stop()
+	for {
+		select {
+		case <-s.ctx.Done():
+			return
+		case <-t.C:
+		}
+		if err := s.passDefinitionsOn(s.ctx); err != nil && s.ctx.Err() == nil {
+			s.log.Warn("tenancy: passing the project's definitions on to open tenants failed; trying again", "err", err)
+		}
+	}
+}
+
+// passDefinitionsOn makes the definitions of every open tenant those of
+// the project, for the tenants whose definitions were last made equal to
+// other ones than the project has now. It reads nothing while no tenant
+// is open, and only the project's definitions while none changed.
+func (s *Set) passDefinitionsOn(ctx context.Context) error {
+	s.defsMu.Lock()
+	defer s.defsMu.Unlock()
+	s.mu.Lock()
+	open := 0
+	for _, e := range s.order {
+		if e.open != nil {
+			open++
+		}
+	}
+	s.mu.Unlock()
+	if open == 0 {
+		return nil
+	}
+	want, err := s.opts.Definitions.Definitions(ctx)
+	if err != nil {
+		return fmt.Errorf("read the project's definitions: %w", err)
+	}
+	fp := definitionsPrint(want)
+	s.mu.Lock()
+	var stale []*entry
+	for _, e := range s.order {
+		if e.open != nil && e.open.defs != fp {
+			stale = append(stale, e)
+		}
+	}
+	s.mu.Unlock()
+	var first error
+	for _, e := range stale {
+		// Hold the instance as a user does, one at a time, so that a
+		// Delete or Close waits for one tenant at most.
+		s.mu.Lock()
+		in := e.open
+		if in != nil {
+			in.inflight.RLock() // attached, so no closer waits on it
+		}
+		s.mu.Unlock()
+		if in == nil {
+			continue
+		}
+		err := putDefinitions(ctx, in.p, want)
+		if err == nil {
+			s.mu.Lock()
+			in.defs = fp
+			s.mu.Unlock()
+		}
+		in.inflight.RUnlock()
+		if err != nil && first == nil {
+			first = fmt.Errorf("tenant %s: %w", e.t.ID, err)
+		}
+	}
+	return first
+}
+
+// definitionsPrint is a fingerprint of defs: equal for equal definitions
+// in the same order, signing secrets included.
+func definitionsPrint(defs []eventstore.Definition) string {
+	h := sha256.New()
+	for _, d := range defs {
+		b, _ := json.Marshal(d) // a Definition always encodes
+		fmt.Fprintf(h, "%d:%s%d:%s", len(b), b, len(d.SigningSecret), d.SigningSecret)
+	}
+	return hex.EncodeToString(h.Sum(nil))
+}
+
+// syncDefinitions makes p's definitions those of the project, and returns
+// the fingerprint of the project's definitions it made them equal to.
+func (s *Set) syncDefinitions(ctx context.Context, p *eventstore.Projector) (string, error) {
+	want, err := s.opts.Definitions.Definitions(ctx)
+	if err != nil {
+		return "", err
+	}
+	return definitionsPrint(want), putDefinitions(ctx, p, want)
+}
+
+// putDefinitions makes p's definitions want.
+func putDefinitions(ctx context.Context, p *eventstore.Projector, want []eventstore.Definition) error {
+	names := map[string]bool{}
+	for _, d := range want {
+		names[d.Name] = true
+		if _, err := p.Put(ctx, d); err != nil {
+			return fmt.Errorf("put definition %s: %w", d.Name, err)
+		}
+	}
+	have, err := p.Definitions(ctx)
+	if err != nil {
+		return err
+	}
+	for _, d := range have {
+		if !names[d.Name] {
+			if err := p.Delete(ctx, d.Name); err != nil && !errors.Is(err, eventstore.ErrNotFound) {
+				return fmt.Errorf("delete definition %s: %w", d.Name, err)
+			}
+		}
+	}
+	return nil
+}
+
+// DefinitionChanged passes a change of the project's definition name on
+// to every open tenant: it is put, or deleted when the project has no
+// such definition any more; with reset, the tenants' instances of it are
+// reset instead. Tenants opened later get the definitions at open. It
+// tries every tenant and returns the first error.
+func (s *Set) DefinitionChanged(ctx context.Context, name string, reset bool) error {
+	s.defsMu.Lock() // no round of followDefinitions puts what it read before
+	defer s.defsMu.Unlock()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	d, derr := s.opts.Definitions.Definition(ctx, name)
+	if derr != nil && !errors.Is(derr, eventstore.ErrNotFound) {
+		return derr
+	}
+	var first error
+	for _, e := range s.order {
+		if e.open == nil {
+			continue
+		}
+		p := e.open.p
+		var err error
+		switch {
+		case reset:
+			err = p.Reset(ctx, name)
+		case derr != nil:
+			err = p.Delete(ctx, name)
+		default:
+			_, err = p.Put(ctx, d)
+		}
+		if err != nil && !errors.Is(err, eventstore.ErrNotFound) && first == nil {
+			first = fmt.Errorf("tenancy: tenant %s: definition %s: %w", e.t.ID, name, err)
+		}
+	}
+	return first
+}
