@@ -295,25 +295,34 @@ func (p *Projector) catchUpAll(ctx context.Context, apart *sync.WaitGroup) error
 		return fmt.Errorf("projections: %w", err)
 	}
 	cache := newPageCache(p.storage, p.store.deletions.Load)
-	queue := make(chan string)
 	var (
 		mu   sync.Mutex
 		errs []error
 		wg   sync.WaitGroup
 	)
+	one := func(name string) {
+		if apart != nil && p.catchUpApart(ctx, name, apart) {
+			return
+		}
+		if err := p.catchUpStored(ctx, name, cache); err != nil && !errors.Is(err, ErrNotFound) {
+			mu.Lock()
+			errs = append(errs, err)
+			mu.Unlock()
+		}
+	}
+	if len(names) == 1 {
+		// No goroutine for a lone projection: an idle Projector wakes
+		// once a poll interval, and a thousand tenants' do.
+		one(names[0])
+		return errors.Join(errs...)
+	}
+	queue := make(chan string)
 	for range min(catchUpWorkers, len(names)) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			for name := range queue {
-				if apart != nil && p.catchUpApart(ctx, name, apart) {
-					continue
-				}
-				if err := p.catchUpStored(ctx, name, cache); err != nil && !errors.Is(err, ErrNotFound) {
-					mu.Lock()
-					errs = append(errs, err)
-					mu.Unlock()
-				}
+				one(name)
 			}
 		}()
 	}
