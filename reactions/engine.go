@@ -1,6 +1,7 @@
 package reactions
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -67,6 +68,10 @@ type Options struct {
 	// PollInterval is how often Run looks for events and due reactions
 	// written by other processes when nothing woke it; one second when 0.
 	PollInterval time.Duration
+	// Tenant, when set, is the id of the tenant whose Store the Engine
+	// serves: every delivery's metadata then carries it as tenantId, so
+	// that one receiver can serve every tenant (package tenancy sets it).
+	Tenant string
 }
 
 // Defaults of Options.
@@ -114,6 +119,8 @@ type Engine struct {
 
 	schedDefs     []storage.ReactionDefinitionRecord // the definitions, for scheduling rounds
 	schedDefsRead time.Time                          // when schedDefs was read; zero: read again
+
+	opts Options // as given to New, for Options
 }
 
 // New returns an Engine scheduling the events of st into rs, which must be
@@ -147,6 +154,7 @@ func New(st *eventstore.Store, s storage.Storage, opts *Options) (*Engine, error
 		specs:       make(map[string]cachedSpec),
 		scanned:     make(map[string]scanned),
 	}
+	e.opts = *opts
 	if opts.Now == nil {
 		e.now = time.Now
 	}
@@ -159,6 +167,14 @@ func New(st *eventstore.Store, s storage.Storage, opts *Options) (*Engine, error
 	e.lease = 2*e.timeout + time.Minute
 	e.http = e.out.client(e.timeout)
 	return e, nil
+}
+
+// Options returns a copy of the options e was made with, as given to New
+// (zero values not filled in): what an Engine of another Store that is to
+// behave alike is made with, as package tenancy makes one per tenant.
+func (e *Engine) Options() *Options {
+	o := e.opts
+	return &o
 }
 
 func wake(c chan struct{}) {
@@ -285,6 +301,89 @@ func (e *Engine) Delete(ctx context.Context, name string) error {
 	}
 	e.forgetDefinitions()
 	return nil
+}
+
+// SyncDefinitions makes e's definitions exactly defs, as package tenancy
+// gives every tenant's Engine the project's: it creates those e lacks
+// (starting at the head of their feed, as Create does), replaces those
+// whose spec differs (as Put does) and deletes those defs lacks, cancelling
+// their pending reactions. Each definition is validated as Create does,
+// except that targets are not looked up: every connection of a delivery
+// checks its address against the outbound policy anyway. It reports
+// whether it changed anything; it tries every definition and returns the
+// first error.
+func (e *Engine) SyncDefinitions(ctx context.Context, defs []Definition) (changed bool, err error) {
+	have, err := e.rs.ReactionDefinitions(ctx)
+	if err != nil {
+		return false, fmt.Errorf("sync reaction definitions: %w", err)
+	}
+	byName := make(map[string]storage.ReactionDefinitionRecord, len(have))
+	for _, rec := range have {
+		byName[rec.Name] = rec
+	}
+	var first error
+	keep := make(map[string]bool, len(defs))
+	for _, d := range defs {
+		keep[d.Name] = true
+		c, err := compile(d, "sync reaction definition", nil)
+		if err == nil {
+			var did bool
+			did, err = e.syncOne(ctx, c, byName)
+			changed = changed || did
+		}
+		if err != nil && first == nil {
+			first = fmt.Errorf("sync reaction definition %s: %w", d.Name, err)
+		}
+	}
+	for _, rec := range have {
+		if keep[rec.Name] {
+			continue
+		}
+		err := e.rs.DeleteReactionDefinition(ctx, rec.Name, e.now())
+		if err == nil {
+			changed = true
+		} else if !errors.Is(err, eventstore.ErrNotFound) && first == nil {
+			first = fmt.Errorf("sync reaction definitions: delete %s: %w", rec.Name, err)
+		}
+	}
+	if changed {
+		e.forgetDefinitions()
+		wake(e.wakeSched)
+	}
+	return changed, first
+}
+
+// syncOne creates or replaces the definition c in e, given e's stored
+// definitions by name, and reports whether it did.
+func (e *Engine) syncOne(ctx context.Context, c *compiled, byName map[string]storage.ReactionDefinitionRecord) (bool, error) {
+	d := c.def
+	old, ok := byName[d.Name]
+	if ok && bytes.Equal(old.Spec, c.spec) {
+		return false, nil
+	}
+	if !ok {
+		head, err := e.head(ctx, d.FeedName)
+		if err != nil {
+			return false, err
+		}
+		err = e.rs.CreateReactionDefinition(ctx, storage.ReactionDefinitionRecord{Name: d.Name, Spec: c.spec, CreatedAt: e.now(), Checkpoint: head})
+		if errors.Is(err, eventstore.ErrConflict) {
+			return false, nil // created meanwhile, by another process syncing it
+		}
+		return err == nil, err
+	}
+	var prev Definition
+	checkpoint := int64(-1)
+	if json.Unmarshal(old.Spec, &prev) != nil || prev.FeedName != d.FeedName {
+		var err error
+		if checkpoint, err = e.head(ctx, d.FeedName); err != nil {
+			return false, err
+		}
+	}
+	if err := e.rs.UpdateReactionDefinition(ctx, d.Name, c.spec, checkpoint); err != nil {
+		return false, err
+	}
+	return true, nil
 }
 
 // ForgetAggregate removes every reaction of the aggregate, of every state,

@@ -326,7 +326,7 @@ func (e *Engine) newReaction(c *compiled, ev *eventstore.Event, seq int64, now t
 	at, err := c.trigger(ev)
 	if err == nil {
 		r.TriggerAt, r.DueAt = at, at
-		r.Payload, err = payload(&r, ev, seq)
+		r.Payload, err = payload(&r, ev, seq, e.opts.Tenant)
 	}
 	if err != nil {
 		r.State, r.FinishedAt, r.LastError, r.Payload = storage.ReactionFailed, now, err.Error(), nil
@@ -395,6 +395,7 @@ type body struct {
 type metadata struct {
 	ReactionID       string `json:"reactionId"`
 	ReactionName     string `json:"reactionName"`
+	TenantID         string `json:"tenantId,omitempty"`
 	AggregateID      string `json:"aggregateId"`
 	AggregateType    string `json:"aggregateType"`
 	FeedName         string `json:"feedName"`
@@ -411,10 +412,11 @@ type eventBody struct {
 	EncryptedData string          `json:"encryptedData,omitempty"`
 }
 
-// payload encodes the body of r's deliveries.
-func payload(r *storage.Reaction, ev *eventstore.Event, seq int64) ([]byte, error) {
+// payload encodes the body of r's deliveries; tenant, when not empty, is
+// the tenant the Engine serves.
+func payload(r *storage.Reaction, ev *eventstore.Event, seq int64, tenant string) ([]byte, error) {
 	b, err := json.Marshal(body{
-		Metadata: metadata{ReactionID: r.ID, ReactionName: r.Definition, AggregateID: ev.AggregateID,
+		Metadata: metadata{ReactionID: r.ID, ReactionName: r.Definition, TenantID: tenant, AggregateID: ev.AggregateID,
 			AggregateType: ev.AggregateType, FeedName: ev.AggregateType, Timestamp: ev.RecordedAt.UnixMilli(),
 			SequenceNumber: seq, AggregateVersion: ev.Version, TriggerAt: r.TriggerAt.UnixMilli()},
 		Event: eventBody{EventID: ev.ID, EventType: ev.Type, Data: ev.Data, EncryptedData: ev.EncryptedData},

@@ -1,0 +1,80 @@
+package reactions_test
+
+import (
+	"encoding/json"
+	"errors"
+	"testing"
+
+	"github.com/eventkit-go/eventstore"
+	"github.com/eventkit-go/eventstore/reactions"
+	"github.com/eventkit-go/eventstore/storage/memory"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// SyncDefinitions gives an Engine another's definitions: created at the
+// head of the feed (earlier events never fire), replaced, deleted with
+// their pending reactions cancelled; nothing changes when they are equal.
+// Options.Tenant reaches every delivery's metadata.
+func TestSyncDefinitions(t *testing.T) {
+	ctx := t.Context()
+	rc, srv := newReceiver(t, "s3cret")
+	_, project := setup(t, memory.New(), nil)
+	st, e := setup(t, memory.New(), &reactions.Options{Tenant: "1b4e28ba-2fa1-41d2-883f-0016d3cca427"})
+	require.Equal(t, "1b4e28ba-2fa1-41d2-883f-0016d3cca427", e.Options().Tenant)
+
+	d := def(srv.URL)
+	require.NoError(t, project.Create(ctx, d))
+	later := def(srv.URL)
+	later.Name, later.Offset = "later", "PT1H"
+	require.NoError(t, project.Create(ctx, later))
+	defs, err := project.Definitions(ctx)
+	require.NoError(t, err)
+
+	save(t, st, "o-0", "placed", `{}`) // before the sync: never fires
+	changed, err := e.SyncDefinitions(ctx, defs)
+	require.NoError(t, err)
+	assert.True(t, changed)
+	got, err := e.Definitions(ctx)
+	require.NoError(t, err)
+	assert.Equal(t, defs, got)
+	changed, err = e.SyncDefinitions(ctx, defs)
+	require.NoError(t, err)
+	assert.False(t, changed, "equal definitions change nothing")
+
+	stop := run(t, e)
+	defer stop()
+	save(t, st, "o-1", "placed", `{}`)
+	<-rc.got
+	rc.mu.Lock()
+	var b struct {
+		Metadata map[string]any `json:"metadata"`
+	}
+	require.NoError(t, json.Unmarshal(rc.bodies[0], &b))
+	assert.Equal(t, "o-1", b.Metadata["aggregateId"], "the event before the sync fired nothing")
+	assert.Equal(t, "1b4e28ba-2fa1-41d2-883f-0016d3cca427", b.Metadata["tenantId"])
+	rc.mu.Unlock()
+	waitFor(t, "the later one scheduled", func() bool { return statuses(t, e)[reactions.StatusScheduled] == 1 })
+
+	// Replaced: the description changes; deleted: "later" goes, its pending
+	// reaction cancelled.
+	d.Description = "now described"
+	changed, err = e.SyncDefinitions(ctx, []reactions.Definition{d})
+	require.NoError(t, err)
+	assert.True(t, changed)
+	got1, err := e.Definition(ctx, d.Name)
+	require.NoError(t, err)
+	assert.Equal(t, "now described", got1.Description)
+	_, err = e.Definition(ctx, "later")
+	assert.True(t, errors.Is(err, eventstore.ErrNotFound), "%v", err)
+	assert.Equal(t, 1, statuses(t, e)[reactions.StatusCanceled])
+
+	// A bad definition is refused, the others still synced.
+	bad := def(srv.URL)
+	bad.Name, bad.ReactOnEventType = "bad", ""
+	_, err = e.SyncDefinitions(ctx, []reactions.Definition{bad, d})
+	var v *eventstore.ValidationError
+	assert.True(t, errors.As(err, &v), "%v", err)
+	_, err = e.Definition(ctx, d.Name)
+	assert.NoError(t, err)
+}
