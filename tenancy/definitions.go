@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/eventkit-go/eventstore"
+	"github.com/eventkit-go/eventstore/reactions"
 )
 
 // definitionsEvery is how often a Set that has open tenants reads the
@@ -25,6 +26,13 @@ const definitionsEvery = time.Second
 // at the default of a second, each tenant's Projector read its definitions
 // at nearly every save when saves went round a thousand tenants.
 const tenantDefinitionsPoll = 30 * time.Second
+
+// tenantReactionsPoll is the reactions.Options.PollInterval of tenants'
+// Engines when the project's Engine was made with none: how often an
+// Engine looks for events and due reactions that no wake-up told it of
+// (those of other processes), which with a thousand open tenants would
+// otherwise cost a thousand reads a second.
+const tenantReactionsPoll = 30 * time.Second
 
 // followDefinitions passes on, every definitionsEvery until the Set
 // closes, the changes of the project's definitions that this process did
@@ -62,15 +70,14 @@ func (s *Set) passDefinitionsOn(ctx context.Context) error {
 	if open == 0 {
 		return nil
 	}
-	want, err := s.opts.Definitions.Definitions(ctx)
+	pd, err := s.projectDefinitions(ctx)
 	if err != nil {
-		return fmt.Errorf("read the project's definitions: %w", err)
+		return err
 	}
-	fp := definitionsPrint(want)
 	s.mu.Lock()
 	var stale []*entry
 	for _, e := range s.order {
-		if e.open != nil && e.open.defs != fp {
+		if e.open != nil && e.open.defs != pd.print {
 			stale = append(stale, e)
 		}
 	}
@@ -88,10 +95,10 @@ func (s *Set) passDefinitionsOn(ctx context.Context) error {
 		if in == nil {
 			continue
 		}
-		err := putDefinitions(ctx, in.p, want)
+		err := s.applyDefinitions(ctx, in, pd)
 		if err == nil {
 			s.mu.Lock()
-			in.defs = fp
+			in.defs = pd.print
 			s.mu.Unlock()
 		}
 		in.inflight.RUnlock()
@@ -102,25 +109,81 @@ func (s *Set) passDefinitionsOn(ctx context.Context) error {
 	return first
 }
 
-// definitionsPrint is a fingerprint of defs: equal for equal definitions
-// in the same order, signing secrets included.
-func definitionsPrint(defs []eventstore.Definition) string {
-	h := sha256.New()
-	for _, d := range defs {
-		b, _ := json.Marshal(d) // a Definition always encodes
-		fmt.Fprintf(h, "%d:%s%d:%s", len(b), b, len(d.SigningSecret), d.SigningSecret)
+// ReactionDefinitionsChanged passes the reaction definitions of the
+// project (Options.Reactions) on to every open tenant at once; call it
+// after creating, replacing or deleting one (the HTTP API does). Without
+// the call they reach the tenants within definitionsEvery. Tenants opened
+// later get them at open.
+func (s *Set) ReactionDefinitionsChanged(ctx context.Context) error {
+	if err := s.passDefinitionsOn(ctx); err != nil {
+		return fmt.Errorf("tenancy: %w", err)
 	}
-	return hex.EncodeToString(h.Sum(nil))
+	return nil
 }
 
-// syncDefinitions makes p's definitions those of the project, and returns
-// the fingerprint of the project's definitions it made them equal to.
-func (s *Set) syncDefinitions(ctx context.Context, p *eventstore.Projector) (string, error) {
-	want, err := s.opts.Definitions.Definitions(ctx)
-	if err != nil {
-		return "", err
+// definitions are the project's definitions, as a tenant gets them.
+type definitions struct {
+	projections []eventstore.Definition
+	reactions   []reactions.Definition // nil without Options.Reactions
+	print       string                 // a fingerprint of both
+}
+
+// projectDefinitions reads the project's definitions.
+func (s *Set) projectDefinitions(ctx context.Context) (definitions, error) {
+	var pd definitions
+	var err error
+	if pd.projections, err = s.opts.Definitions.Definitions(ctx); err != nil {
+		return pd, fmt.Errorf("read the project's definitions: %w", err)
 	}
-	return definitionsPrint(want), putDefinitions(ctx, p, want)
+	if s.opts.Reactions != nil {
+		if pd.reactions, err = s.opts.Reactions.Definitions(ctx); err != nil {
+			return pd, fmt.Errorf("read the project's reaction definitions: %w", err)
+		}
+	}
+	h := sha256.New()
+	for _, d := range pd.projections {
+		b, _ := json.Marshal(d) // a Definition always encodes
+		fmt.Fprintf(h, "p%d:%s%d:%s", len(b), b, len(d.SigningSecret), d.SigningSecret)
+	}
+	for _, d := range pd.reactions {
+		b, _ := json.Marshal(d) // signing secrets included
+		fmt.Fprintf(h, "r%d:%s", len(b), b)
+	}
+	pd.print = hex.EncodeToString(h.Sum(nil))
+	return pd, nil
+}
+
+// applyDefinitions makes the definitions of in those of pd, and runs its
+// reactions Engine while there is a reaction definition (an Engine
+// without any would only poll). Either in is not shared yet, or the
+// caller holds defsMu and in.inflight for reading.
+func (s *Set) applyDefinitions(ctx context.Context, in *instance, pd definitions) error {
+	if err := putDefinitions(ctx, in.p, pd.projections); err != nil {
+		return err
+	}
+	if in.r == nil {
+		return nil
+	}
+	if _, err := in.r.SyncDefinitions(ctx, pd.reactions); err != nil {
+		return err
+	}
+	switch {
+	case len(pd.reactions) > 0 && in.rdone == nil:
+		rctx, stop := context.WithCancel(in.ctx)
+		done := make(chan struct{})
+		in.rstop, in.rdone = stop, done
+		s.running.Add(1)
+		go func() {
+			defer s.running.Done()
+			defer close(done)
+			_ = in.r.Run(rctx)
+		}()
+	case len(pd.reactions) == 0 && in.rdone != nil:
+		in.rstop()
+		<-in.rdone
+		in.rstop, in.rdone = nil, nil
+	}
+	return nil
 }
 
 // putDefinitions makes p's definitions want.

@@ -39,6 +39,7 @@ import (
 	"time"
 
 	"github.com/eventkit-go/eventstore"
+	"github.com/eventkit-go/eventstore/reactions"
 	"github.com/eventkit-go/eventstore/storage"
 )
 
@@ -101,6 +102,15 @@ type Options struct {
 	Remove func(ctx context.Context, id string) error
 	// Definitions is the Projector whose definitions every tenant shares.
 	Definitions *eventstore.Projector
+	// Reactions, when set, is the project's reactions Engine, whose
+	// definitions every tenant shares as it shares projection definitions:
+	// each open tenant gets an Engine of its own on its Store and storage
+	// (made with Reactions.Options, Tenant set to the tenant's id and, when
+	// it is zero, PollInterval to 30 s: saves through this process wake it
+	// at once), which runs while the project has a reaction definition.
+	// Each tenant's events schedule reactions in that tenant's storage
+	// only. OpenReactions returns a tenant's Engine.
+	Reactions *reactions.Engine
 	// Store configures each tenant's Store (nil: defaults).
 	Store *eventstore.Options
 	// Projector configures each tenant's Projector (nil: defaults).
@@ -159,9 +169,16 @@ type instance struct {
 	p    *eventstore.Projector
 	stop context.CancelFunc
 	done chan struct{}
+	ctx  context.Context // of the projector and the reactions Engine; stop cancels it
 	// defs is the fingerprint of the project's definitions the tenant's
-	// were last made equal to (definitionsPrint). Guarded by Set.mu.
+	// were last made equal to (definitions.print). Guarded by Set.mu.
 	defs string
+	// r is the tenant's reactions Engine (nil without Options.Reactions);
+	// while it runs, rstop stops it and rdone is closed when it has. They
+	// change under Set.defsMu with inflight held (applyDefinitions).
+	r     *reactions.Engine
+	rstop context.CancelFunc
+	rdone chan struct{}
 	// inflight is held for reading by every user of the instance; it is
 	// taken for writing before the instance is closed.
 	inflight sync.RWMutex
@@ -408,20 +425,48 @@ func (s *Set) Update(ctx context.Context, id, reference string) error {
 // on first use. Call release once done with them: Delete and Close wait for
 // it. A deleted or unknown tenant is an error wrapping ErrUnknownTenant.
 func (s *Set) Open(ctx context.Context, id string) (st *eventstore.Store, p *eventstore.Projector, release func(), err error) {
+	in, err := s.hold(ctx, id)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	return in.st, in.p, in.inflight.RUnlock, nil
+}
+
+// hold returns the open instance of tenant id, opening it first if need
+// be, held for reading (in.inflight) until the caller releases it.
+func (s *Set) hold(ctx context.Context, id string) (*instance, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	e, err := s.liveEntry(ctx, id, false)
 	if err != nil {
-		return nil, nil, nil, err
+		return nil, err
 	}
 	if e.open == nil {
 		if e.open, err = s.openTenant(ctx, id); err != nil {
-			return nil, nil, nil, err
+			return nil, err
 		}
 	}
-	in := e.open
-	in.inflight.RLock()
-	return in.st, in.p, in.inflight.RUnlock, nil
+	e.open.inflight.RLock()
+	return e.open, nil
+}
+
+// OpenReactions returns the reactions Engine of tenant id, opening its
+// storage on first use, with release, as Open does. It fails when the Set
+// has no Options.Reactions (or the tenant's storage cannot keep
+// reactions), and with ErrUnknownTenant as Open does.
+func (s *Set) OpenReactions(ctx context.Context, id string) (*reactions.Engine, func(), error) {
+	if s.opts.Reactions == nil {
+		return nil, nil, fmt.Errorf("tenancy: tenant %s: %w", id, reactions.ErrUnsupported)
+	}
+	in, err := s.hold(ctx, id)
+	if err != nil {
+		return nil, nil, err
+	}
+	if in.r == nil {
+		in.inflight.RUnlock()
+		return nil, nil, fmt.Errorf("tenancy: tenant %s: %w", id, reactions.ErrUnsupported)
+	}
+	return in.r, in.inflight.RUnlock, nil
 }
 
 // openTenant opens the storage of tenant id, puts the shared definitions
@@ -437,13 +482,37 @@ func (s *Set) openTenant(ctx context.Context, id string) (*instance, error) {
 		return nil, err
 	}
 	p := eventstore.NewProjector(st, s.opts.Projector)
-	defs, err := s.syncDefinitions(ctx, p)
-	if err != nil {
+	pctx, stop := context.WithCancel(s.ctx)
+	in := &instance{st: st, p: p, ctx: pctx, stop: stop, done: make(chan struct{})}
+	fail := func(err error) (*instance, error) {
+		stop()
+		if in.rdone != nil {
+			<-in.rdone
+		}
 		_ = st.Close()
 		return nil, fmt.Errorf("tenancy: tenant %s: %w", id, err)
 	}
-	pctx, stop := context.WithCancel(s.ctx)
-	in := &instance{st: st, p: p, stop: stop, done: make(chan struct{}), defs: defs}
+	if s.opts.Reactions != nil {
+		ro := s.opts.Reactions.Options()
+		ro.Tenant = id
+		if ro.PollInterval == 0 {
+			ro.PollInterval = tenantReactionsPoll
+		}
+		switch in.r, err = reactions.New(st, stg, ro); {
+		case errors.Is(err, reactions.ErrUnsupported):
+			s.log.Warn("tenancy: the tenant's storage cannot keep reactions; its events schedule none", "tenant", id)
+		case err != nil:
+			return fail(err)
+		}
+	}
+	pd, err := s.projectDefinitions(ctx)
+	if err == nil {
+		err = s.applyDefinitions(ctx, in, pd)
+	}
+	if err != nil {
+		return fail(err)
+	}
+	in.defs = pd.print
 	s.running.Add(1)
 	go func() {
 		defer s.running.Done()
@@ -528,6 +597,9 @@ func (s *Set) closeInstance(in *instance) {
 	defer in.inflight.Unlock()
 	in.stop()
 	<-in.done
+	if in.rdone != nil {
+		<-in.rdone
+	}
 	if err := in.st.Close(); err != nil {
 		s.log.Error("close tenant storage", "err", err)
 	}
