@@ -324,10 +324,14 @@ type Options struct {
 	// header are answered with 400 (unsupported).
 	Tenants Tenants
 	// Reactions, when set, serves the reactions API (/reactions) with this
-	// Engine, for the default data space (requests with a tenant header
-	// are answered with 400, unsupported), and removes an aggregate's or a
-	// type's reactions when its events are deleted. Without it /reactions
-	// answers 404. The handler does not run the Engine: call its Run.
+	// Engine for the default data space, and removes an aggregate's or a
+	// type's reactions when its events are deleted. With a tenant header
+	// the reactions of the tenant are served when Tenants implements
+	// TenantReactions (a *tenancy.Set made with Options.Reactions set to
+	// this Engine), else the request is answered with 400 (unsupported);
+	// reaction definitions are shared and refuse the header. Without it
+	// /reactions answers 404. The handler does not run the Engine: call
+	// its Run.
 	Reactions *reactions.Engine
 }
 

@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -16,16 +17,50 @@ import (
 // maxReactionDefinitionBytes bounds the body of a reaction definition.
 const maxReactionDefinitionBytes = 64 << 10
 
-// reactionsOf returns the Engine that serves r, or an error: reactions
-// are served for the default data space only, without a tenant.
+// TenantReactions is implemented by Tenants whose tenants have reactions
+// of their own (a *tenancy.Set with Options.Reactions). With it, the
+// reactions API (GET /reactions, DELETE /reactions/{id}, POST
+// /reactions/{id}/execute) serves the tenant a request names, and the
+// handler passes changes of reaction definitions on to the tenants; the
+// definitions themselves are shared, as projection definitions are.
+// Without it, a tenant header on the reactions API is answered with 400.
+type TenantReactions interface {
+	// OpenReactions returns the reactions Engine of tenant id, with
+	// release, which the handler calls once the request is served.
+	OpenReactions(ctx context.Context, id string) (*reactions.Engine, func(), error)
+	// ReactionDefinitionsChanged is called after a reaction definition
+	// was created, replaced or deleted in Options.Reactions.
+	ReactionDefinitionsChanged(ctx context.Context) error
+}
+
+// reactionsOf returns the Engine that serves r, or an error: the
+// project's, or its tenant's when the Tenants have reactions
+// (TenantReactions).
 func (h *handler) reactionsOf(r *http.Request) (*reactions.Engine, error) {
 	if h.reactions == nil {
 		return nil, apiErr(eventstore.ErrNotFound, "reactions are not enabled on this server")
 	}
-	if tenantOf(r) != "" {
-		return nil, apiErr(errUnsupported, "reactions are not supported per tenant: send the request without the tenant header")
+	if d, ok := r.Context().Value(dataKey{}).(*tenantData); ok {
+		if d.r == nil {
+			return nil, apiErr(errUnsupported, "reactions are not supported per tenant: send the request without the tenant header")
+		}
+		return d.r, nil
 	}
 	return h.reactions, nil
+}
+
+// reactionDefinitionsChanged passes a change of the reaction definitions
+// on to the tenants, when they have reactions. A failure is logged, not
+// answered: the change is made, and tenants get it within a second anyway
+// (package tenancy looks for changes once a second).
+func (h *handler) reactionDefinitionsChanged(r *http.Request) {
+	tr, ok := h.tenants.(TenantReactions)
+	if !ok {
+		return
+	}
+	if err := tr.ReactionDefinitionsChanged(r.Context()); err != nil {
+		h.log.Warn("httpapi: passing a reaction definition on to the tenants failed; they get it within a second", "err", err)
+	}
 }
 
 // decodeReactionDefinition decodes a reaction definition strictly: bad
@@ -104,6 +139,7 @@ func (h *handler) createReactionDefinition(w http.ResponseWriter, r *http.Reques
 		h.fail(w, r, err)
 		return
 	}
+	h.reactionDefinitionsChanged(r)
 	h.sendValue(w, r, redacted(d))
 }
 
@@ -131,6 +167,7 @@ func (h *handler) putReactionDefinition(w http.ResponseWriter, r *http.Request) 
 		h.fail(w, r, err)
 		return
 	}
+	h.reactionDefinitionsChanged(r)
 	h.sendValue(w, r, redacted(d))
 }
 
@@ -166,6 +203,7 @@ func (h *handler) deleteReactionDefinition(w http.ResponseWriter, r *http.Reques
 		h.fail(w, r, err)
 		return
 	}
+	h.reactionDefinitionsChanged(r)
 	h.send(w, r, nil, false)
 }
 
@@ -364,10 +402,11 @@ func (h *handler) executeReaction(w http.ResponseWriter, r *http.Request) {
 // forgetReactions removes the reactions of deleted events, after a
 // deletion in the default data space.
 func (h *handler) forgetReactions(r *http.Request, aggregateType, aggregateID string) error {
-	if h.reactions == nil || tenantOf(r) != "" {
-		return nil
+	e, err := h.reactionsOf(r)
+	if err != nil {
+		return nil // no reactions here
 	}
-	return h.reactions.ForgetAggregate(r.Context(), aggregateType, aggregateID)
+	return e.ForgetAggregate(r.Context(), aggregateType, aggregateID)
 }
 
 // muxPattern is the pattern pattern is registered with. The mux would

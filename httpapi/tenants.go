@@ -11,6 +11,7 @@ import (
 	"github.com/tidwall/gjson"
 
 	"github.com/eventkit-go/eventstore"
+	"github.com/eventkit-go/eventstore/reactions"
 	"github.com/eventkit-go/eventstore/tenancy"
 )
 
@@ -55,11 +56,13 @@ type Tenants interface {
 // dataKey is the context key of a request's tenant data.
 type dataKey struct{}
 
-// tenantData is the Store and Projector of the tenant a request names.
+// tenantData is the Store, Projector and reactions Engine (nil when the
+// tenants have none) of the tenant a request names.
 type tenantData struct {
 	id string
 	st *eventstore.Store
 	p  *eventstore.Projector
+	r  *reactions.Engine
 }
 
 // tenantOf returns the tenant id a request is served for, "" for the
@@ -143,13 +146,18 @@ func canonicalUUID(s string) (string, bool) {
 }
 
 // tenantScoped reports whether the endpoint at path serves a tenant's
-// data: aggregates, feeds and projection queries. Definitions and the
-// tenants API are shared by the project's tenants.
+// data: aggregates, feeds, projection queries and reactions. Projection
+// and reaction definitions and the tenants API are shared by the
+// project's tenants.
 func tenantScoped(path string) bool {
 	switch {
 	case strings.HasPrefix(path, "/aggregates/"), path == "/feeds", strings.HasPrefix(path, "/feeds/"),
 		strings.HasPrefix(path, "/projections/single/"), strings.HasPrefix(path, "/projections/aggregated/"),
 		path == "/projections":
+		return true
+	case path == "/reactions", strings.HasPrefix(path, "/reactions/") && !strings.HasPrefix(path, "/reactions/definitions"):
+		// Served for the tenant when the tenants have reactions, else
+		// refused by reactionsOf.
 		return true
 	}
 	return false
@@ -174,10 +182,25 @@ func (h *handler) serveTenant(w http.ResponseWriter, r *http.Request, id string)
 		return
 	}
 	defer release()
+	d := &tenantData{id: id, st: st, p: p}
+	if tr, ok := h.tenants.(TenantReactions); ok && h.reactions != nil &&
+		(strings.HasPrefix(r.URL.Path, "/reactions") || r.Method == http.MethodDelete) {
+		// The reactions API, and deletions, which remove the reactions of
+		// what they delete.
+		e, release, err := tr.OpenReactions(r.Context(), id)
+		switch {
+		case err == nil:
+			defer release()
+			d.r = e
+		case !errors.Is(err, reactions.ErrUnsupported):
+			h.fail(w, r, err)
+			return
+		}
+	}
 	if rc, ok := w.(*recorder); ok {
 		rc.tenant = id
 	}
-	r = r.WithContext(context.WithValue(r.Context(), dataKey{}, &tenantData{id: id, st: st, p: p}))
+	r = r.WithContext(context.WithValue(r.Context(), dataKey{}, d))
 	h.mux.ServeHTTP(w, r)
 }
 
@@ -364,3 +387,9 @@ func tenantNotFound(id string, err error) error {
 	}
 	return err
 }
+
+// A *tenancy.Set serves both interfaces.
+var (
+	_ Tenants         = (*tenancy.Set)(nil)
+	_ TenantReactions = (*tenancy.Set)(nil)
+)

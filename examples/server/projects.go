@@ -223,15 +223,13 @@ func (rt *projectRouter) open(ctx context.Context, name string) (*project, error
 	if postgres.PoolConns(s) > 0 {
 		p.pg = s
 	}
-	if p.tenants, p.release, err = openTenants(ctx, spec, schema, p.proj, rt.cfg, log, rt.metrics, func(id string) { rt.metrics.forgetTenant(name, id) }); err != nil {
-		_ = st.Close()
-		return nil, err
-	}
 	ropts := rt.cfg.reactions.options()
 	ropts.Logger = log
 	if p.reactions, err = reactions.New(st, s, ropts); err != nil {
-		_ = p.tenants.Close()
-		p.release()
+		_ = st.Close()
+		return nil, err
+	}
+	if p.tenants, p.release, err = openTenants(ctx, spec, schema, p.proj, p.reactions, rt.cfg, log, rt.metrics, func(id string) { rt.metrics.forgetTenant(name, id) }); err != nil {
 		_ = st.Close()
 		return nil, err
 	}

@@ -16,6 +16,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/eventkit-go/eventstore"
+	"github.com/eventkit-go/eventstore/reactions"
 	"github.com/eventkit-go/eventstore/storage"
 	"github.com/eventkit-go/eventstore/storage/memory"
 	"github.com/eventkit-go/eventstore/storage/postgres"
@@ -154,7 +155,7 @@ func (ts tenantStorage) remove(ctx context.Context, id string) error {
 // schema and whose definitions are those of proj; deleted is called with
 // the id of each tenant deleted. Call release after closing the Set: it
 // closes what the tenants share.
-func openTenants(ctx context.Context, spec, schema string, proj *eventstore.Projector, cfg *config, log *slog.Logger, metrics eventstore.Metrics, deleted func(id string)) (set *tenancy.Set, release func(), err error) {
+func openTenants(ctx context.Context, spec, schema string, proj *eventstore.Projector, rx *reactions.Engine, cfg *config, log *slog.Logger, metrics eventstore.Metrics, deleted func(id string)) (set *tenancy.Set, release func(), err error) {
 	if schema == "" {
 		schema = postgres.DefaultSchema
 	}
@@ -190,6 +191,7 @@ func openTenants(ctx context.Context, spec, schema string, proj *eventstore.Proj
 		Open:        ts.open,
 		Remove:      ts.remove,
 		Definitions: proj,
+		Reactions:   rx,
 		Store:       &eventstore.Options{Logger: log, Metrics: metrics},
 		Projector:   &cfg.projector,
 		Logger:      log,

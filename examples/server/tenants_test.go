@@ -167,6 +167,8 @@ func checkTenants(t *testing.T, base string, exists func(id string) bool) {
 		t.Error("an unknown tenant's storage was created")
 	}
 
+	checkTenantReactions(t, base)
+
 	// Deleting a tenant deletes its data and leaves the other's.
 	if exists != nil && !exists(tenantA) {
 		t.Error("tenant A's storage does not exist")
@@ -190,7 +192,7 @@ func checkTenants(t *testing.T, base string, exists func(id string) bool) {
 }
 
 func TestTenantsMemory(t *testing.T) {
-	base, _, stop := start(t, []string{"-addr", "127.0.0.1:0", "-storage", "memory", "-log-requests=false"}, tenantEnv)
+	base, _, stop := start(t, append([]string{"-addr", "127.0.0.1:0", "-storage", "memory", "-log-requests=false"}, outboundLoopback...), tenantEnv)
 	checkTenants(t, base, nil)
 	if err := stop(); err != nil {
 		t.Fatal(err)
@@ -199,7 +201,7 @@ func TestTenantsMemory(t *testing.T) {
 
 func TestTenantsSQLite(t *testing.T) {
 	dir := t.TempDir()
-	args := []string{"-addr", "127.0.0.1:0", "-storage", "sqlite:" + filepath.Join(dir, "events.db"), "-log-requests=false"}
+	args := append([]string{"-addr", "127.0.0.1:0", "-storage", "sqlite:" + filepath.Join(dir, "events.db"), "-log-requests=false"}, outboundLoopback...)
 	base, _, stop := start(t, args, tenantEnv)
 	exists := func(id string) bool {
 		_, err := os.Stat(filepath.Join(dir, "events+t-"+id+".db"))
@@ -267,7 +269,7 @@ func TestTenantsPostgres(t *testing.T) {
 		}
 		return rows
 	}
-	base, _, stop := start(t, []string{"-addr", "127.0.0.1:0", "-storage", url, "-postgres-schema", schema, "-log-requests=false"}, tenantEnv)
+	base, _, stop := start(t, append([]string{"-addr", "127.0.0.1:0", "-storage", url, "-postgres-schema", schema, "-log-requests=false"}, outboundLoopback...), tenantEnv)
 	checkTenants(t, base, exists)
 	if err := stop(); err != nil {
 		t.Fatal(err)

@@ -559,6 +559,38 @@ await step('reactionsClient', async () => {
   await rejects(() => reactions.executeReaction({ reactionId: randomUUID() }), status(404), 'an unknown reaction');
 });
 
+await step('reactionsClient tenantId options', async () => {
+  // The definition js-reminder of the step before applies to every
+  // tenant's events, each tenant's reactions its own.
+  const reactions = pointed(serialized.reactionsClient());
+  const tenants = pointed(serialized.tenantClient());
+  const a = randomUUID(), b = randomUUID();
+  await tenants.addTenant({ tenantId: a });
+  await tenants.addTenant({ tenantId: b });
+  await orders.create('t-react', (o) => o.place('Tia'), { tenantId: a });
+  let scheduled;
+  for (let i = 0; i < 100 && !scheduled; i++) {
+    const page = await reactions.listReactions({ tenantId: a, status: 'SCHEDULED' });
+    scheduled = page.reactions.find((r) => r.aggregateId === 't-react');
+    if (!scheduled) await new Promise((r) => setTimeout(r, 50));
+  }
+  assert.ok(scheduled, "the tenant's OrderPlaced scheduled a reaction of the tenant");
+  const ofB = await reactions.listReactions({ tenantId: b, status: 'ALL' });
+  assert.equal(ofB.reactions.length, 0, JSON.stringify(ofB));
+  const ofProject = await reactions.listReactions({ status: 'ALL' });
+  assert.ok(!ofProject.reactions.some((r) => r.aggregateId === 't-react'), JSON.stringify(ofProject));
+  await rejects(() => reactions.deleteReaction({ reactionId: scheduled.reactionId }, { tenantId: b }), status(404),
+    "another tenant's reaction");
+  await reactions.deleteReaction({ reactionId: scheduled.reactionId }, { tenantId: a });
+  const cancelled = await reactions.listReactions({ tenantId: a, status: 'CANCELED' });
+  assert.ok(cancelled.reactions.some((r) => r.reactionId === scheduled.reactionId), JSON.stringify(cancelled));
+  await reactions.executeReaction({ reactionId: scheduled.reactionId }, { tenantId: a });
+  await rejects(() => reactions.executeReaction({ reactionId: scheduled.reactionId }, { tenantId: b }), status(404),
+    "executing another tenant's reaction");
+  await tenants.deleteTenant({ tenantId: a });
+  await tenants.deleteTenant({ tenantId: b });
+});
+
 await step('wrong keys', async () => {
   const bad = Serialized.create({ accessKey, secretAccessKey: 'wrong' });
   const c = bad.feedsClient();
