@@ -120,7 +120,7 @@ type Engine struct {
 	schedDefs     []storage.ReactionDefinitionRecord // the definitions, for scheduling rounds
 	schedDefsRead time.Time                          // when schedDefs was read; zero: read again
 
-	opts Options // as given to New, for Options
+	opts Options // as given to New, for ForTenant
 }
 
 // New returns an Engine scheduling the events of st into rs, which must be
@@ -169,13 +169,32 @@ func New(st *eventstore.Store, s storage.Storage, opts *Options) (*Engine, error
 	return e, nil
 }
 
-// Options returns a copy of the options e was made with, as given to New
-// (zero values not filled in): what an Engine of another Store that is to
-// behave alike is made with, as package tenancy makes one per tenant.
-func (e *Engine) Options() *Options {
+// ForTenant returns an Engine for the Store of a tenant, st on s, with
+// e's options but Tenant (which every delivery's metadata carries), as
+// package tenancy makes one per open tenant. It shares e's HTTP
+// connections, so that a thousand tenants' Engines calling one receiver
+// keep one pool of connections to it, not one each. Its PollInterval is
+// 30 s unless e's options set one: saves through its Store wake it at
+// once, and the poll only finds the work of other processes, which do it
+// themselves while they run (a thousand tenants polling every second
+// would cost a thousand reads a second). Each tenant's Engine attempts up
+// to Concurrency reactions at once.
+func (e *Engine) ForTenant(st *eventstore.Store, s storage.Storage, tenant string) (*Engine, error) {
 	o := e.opts
-	return &o
+	o.Tenant = tenant
+	if o.PollInterval == 0 {
+		o.PollInterval = tenantPoll
+	}
+	t, err := New(st, s, &o)
+	if err != nil {
+		return nil, err
+	}
+	t.http = e.http
+	return t, nil
 }
+
+// tenantPoll is the PollInterval of ForTenant's Engines by default.
+const tenantPoll = 30 * time.Second
 
 func wake(c chan struct{}) {
 	select {

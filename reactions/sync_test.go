@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"testing"
+	"time"
 
 	"github.com/eventkit-go/eventstore"
 	"github.com/eventkit-go/eventstore/reactions"
@@ -15,13 +16,17 @@ import (
 // SyncDefinitions gives an Engine another's definitions: created at the
 // head of the feed (earlier events never fire), replaced, deleted with
 // their pending reactions cancelled; nothing changes when they are equal.
-// Options.Tenant reaches every delivery's metadata.
+// ForTenant's Engine puts the tenant into every delivery's metadata.
 func TestSyncDefinitions(t *testing.T) {
 	ctx := t.Context()
 	rc, srv := newReceiver(t, "s3cret")
-	_, project := setup(t, memory.New(), nil)
-	st, e := setup(t, memory.New(), &reactions.Options{Tenant: "1b4e28ba-2fa1-41d2-883f-0016d3cca427"})
-	require.Equal(t, "1b4e28ba-2fa1-41d2-883f-0016d3cca427", e.Options().Tenant)
+	_, project := setup(t, memory.New(), &reactions.Options{PollInterval: 20 * time.Millisecond})
+	tenantStorage := memory.New()
+	st, err := eventstore.New(tenantStorage, nil)
+	require.NoError(t, err)
+	defer st.Close()
+	e, err := project.ForTenant(st, tenantStorage, "1b4e28ba-2fa1-41d2-883f-0016d3cca427")
+	require.NoError(t, err)
 
 	d := def(srv.URL)
 	require.NoError(t, project.Create(ctx, d))

@@ -27,13 +27,6 @@ const definitionsEvery = time.Second
 // at nearly every save when saves went round a thousand tenants.
 const tenantDefinitionsPoll = 30 * time.Second
 
-// tenantReactionsPoll is the reactions.Options.PollInterval of tenants'
-// Engines when the project's Engine was made with none: how often an
-// Engine looks for events and due reactions that no wake-up told it of
-// (those of other processes), which with a thousand open tenants would
-// otherwise cost a thousand reads a second.
-const tenantReactionsPoll = 30 * time.Second
-
 // followDefinitions passes on, every definitionsEvery until the Set
 // closes, the changes of the project's definitions that this process did
 // not make to every open tenant (passDefinitionsOn).

@@ -105,9 +105,8 @@ type Options struct {
 	// Reactions, when set, is the project's reactions Engine, whose
 	// definitions every tenant shares as it shares projection definitions:
 	// each open tenant gets an Engine of its own on its Store and storage
-	// (made with Reactions.Options, Tenant set to the tenant's id and, when
-	// it is zero, PollInterval to 30 s: saves through this process wake it
-	// at once), which runs while the project has a reaction definition.
+	// (Reactions.ForTenant), which runs while the project has a reaction
+	// definition.
 	// Each tenant's events schedule reactions in that tenant's storage
 	// only. OpenReactions returns a tenant's Engine.
 	Reactions *reactions.Engine
@@ -493,12 +492,7 @@ func (s *Set) openTenant(ctx context.Context, id string) (*instance, error) {
 		return nil, fmt.Errorf("tenancy: tenant %s: %w", id, err)
 	}
 	if s.opts.Reactions != nil {
-		ro := s.opts.Reactions.Options()
-		ro.Tenant = id
-		if ro.PollInterval == 0 {
-			ro.PollInterval = tenantReactionsPoll
-		}
-		switch in.r, err = reactions.New(st, stg, ro); {
+		switch in.r, err = s.opts.Reactions.ForTenant(st, stg, id); {
 		case errors.Is(err, reactions.ErrUnsupported):
 			s.log.Warn("tenancy: the tenant's storage cannot keep reactions; its events schedule none", "tenant", id)
 		case err != nil:
