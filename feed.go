@@ -38,6 +38,11 @@ type FeedOptions struct {
 	// feed order, which concurrent saves may make differ from time order.
 	From, To time.Time
 	Wait     time.Duration // how long ReadFeed waits for an entry after the cursor (a long poll)
+	// Poll is how often, while it waits, ReadFeed reads the feed again to
+	// find saves of other processes that nothing reported; the Store's
+	// Options.PollInterval when 0. Saves through this Store end the wait
+	// at once, and so do those the Storage's AppendWatcher reports.
+	Poll time.Duration
 }
 
 // FeedEntry is one saved batch: the events one Save (or one batch of a
@@ -75,9 +80,9 @@ func (s *Store) ReadFeed(ctx context.Context, aggregateType string, after int64,
 	if err != nil {
 		return FeedResult{}, err
 	}
-	var wait time.Duration
+	var wait, poll time.Duration
 	if opts != nil {
-		wait = opts.Wait
+		wait, poll = opts.Wait, max(opts.Poll, 0)
 	}
 	if wait <= 0 {
 		return s.readFeed(ctx, q)
@@ -90,7 +95,7 @@ func (s *Store) ReadFeed(ctx context.Context, aggregateType string, after int64,
 			return res, err
 		}
 		q.after = res.Next
-		if !s.waitChange(ctx, changed, nil, 0, deadline) {
+		if !s.waitChange(ctx, changed, nil, poll, deadline) {
 			if err := ctx.Err(); err != nil {
 				return FeedResult{}, fmt.Errorf("%s: %w", q.name(), err)
 			}

@@ -531,3 +531,23 @@ func TestCloseLeavesNoGoroutines(t *testing.T) {
 		t.Fatalf("goroutines: %d before, %d after Close\n%s", before, n, buf[:runtime.Stack(buf, true)])
 	}
 }
+
+// FeedOptions.Poll: a waiting ReadFeed finds a save made through another
+// Store on the same storage (which no watcher reports) within about Poll.
+func TestReadFeedPoll(t *testing.T) {
+	ctx := context.Background()
+	st1, st2 := twoStores(t)
+	save(t, st1, "order", "o1", ev("Placed", `{}`))
+	head, err := st2.FeedHead(ctx, "")
+	require.NoError(t, err)
+	go func() {
+		time.Sleep(50 * time.Millisecond)
+		_, _ = st1.Save(ctx, "order", "o2", []eventstore.NewEvent{ev("Placed", `{}`)}, nil)
+	}()
+	start := time.Now()
+	res, err := st2.ReadFeed(ctx, "", head, &eventstore.FeedOptions{Wait: 10 * time.Second, Poll: 20 * time.Millisecond})
+	require.NoError(t, err)
+	require.Len(t, res.Entries, 1)
+	assert.Equal(t, "o2", res.Entries[0].AggregateID)
+	assert.Less(t, time.Since(start), 500*time.Millisecond, "found by polling every 20ms, not after the Store's poll of a second")
+}

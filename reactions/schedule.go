@@ -34,7 +34,8 @@ func (e *Engine) Run(ctx context.Context) error {
 }
 
 // watch wakes the scheduler when events are saved. It waits on the
-// Store's own notifications of appends (ReadFeed with a Wait), and after
+// Store's own notifications of appends (ReadFeed with a Wait, reading the
+// feed again every PollInterval when nothing reports saves), and after
 // each wake-up lets schedulePace pass, so that a client saving thousands
 // of events a second wakes the scheduler at most once per schedulePace
 // instead of once per save.
@@ -49,7 +50,7 @@ func (e *Engine) watch(ctx context.Context) {
 			}
 			after = h
 		}
-		res, err := e.st.ReadFeed(ctx, "", after, &eventstore.FeedOptions{Limit: 1, Wait: 30 * time.Second})
+		res, err := e.st.ReadFeed(ctx, "", after, &eventstore.FeedOptions{Limit: 1, Wait: 30 * time.Second, Poll: e.poll})
 		switch {
 		case err != nil:
 			sleep(ctx, e.poll)

@@ -15,6 +15,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/eventkit-go/eventstore/reactions"
 	"github.com/eventkit-go/eventstore/storage"
 	"github.com/eventkit-go/eventstore/storage/postgres"
 	"github.com/eventkit-go/eventstore/storage/sqlite"
@@ -276,6 +277,12 @@ func benchSetWith(b *testing.B, project, registry storage.Storage, open func(con
 // openSetWith is benchSetWith with the function that closes the Set and
 // its project.
 func openSetWith(b *testing.B, project, registry storage.Storage, open func(context.Context, string) (storage.Storage, error)) (*tenancy.Set, func()) {
+	return openSetReactions(b, project, registry, open, false)
+}
+
+// openSetReactions is openSetWith, with the project's reactions Engine
+// and one reaction definition when withReactions is set.
+func openSetReactions(b *testing.B, project, registry storage.Storage, open func(context.Context, string) (storage.Storage, error), withReactions bool) (*tenancy.Set, func()) {
 	b.Helper()
 	ctx := context.Background()
 	st, err := eventstore.New(project, nil)
@@ -290,7 +297,22 @@ func openSetWith(b *testing.B, project, registry storage.Storage, open func(cont
 	if _, err := defs.Put(ctx, d); err != nil {
 		b.Fatal(err)
 	}
-	s, err := tenancy.New(ctx, tenancy.Options{Registry: registry, Open: open, Definitions: defs})
+	opts := tenancy.Options{Registry: registry, Open: open, Definitions: defs}
+	if withReactions {
+		// The project's reactions Engine with one definition, a day after
+		// each Placed event, so that every tenant's Engine runs and nothing
+		// falls due.
+		e, err := reactions.New(st, project, &reactions.Options{Outbound: &reactions.Outbound{AllowAll: true}})
+		if err != nil {
+			b.Fatal(err)
+		}
+		if err := e.Create(ctx, reactions.Definition{Name: "r", FeedName: "order", ReactOnEventType: "Placed", Offset: "P1D",
+			Action: reactions.Action{Type: reactions.ActionHTTPPost, TargetURI: "http://127.0.0.1:9/never"}}); err != nil {
+			b.Fatal(err)
+		}
+		opts.Reactions = e
+	}
+	s, err := tenancy.New(ctx, opts)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -362,15 +384,29 @@ func saveRoundRobin(b *testing.B, s *tenancy.Set, warm int) {
 //
 //	go test -run '^$' -bench IdleOpenTenants -benchtime 30x ./tenancy/
 func BenchmarkIdleOpenTenants(b *testing.B) {
-	b.Run("sqlite", func(b *testing.B) {
-		dir := b.TempDir()
-		s := benchSetWith(b, mustSQLite(b, filepath.Join(dir, "project.db")), mustSQLite(b, filepath.Join(dir, "tenants.db")),
-			func(_ context.Context, id string) (storage.Storage, error) {
-				return sqlite.Open(filepath.Join(dir, "t-"+id+".db"), &benchTenantSQLite)
-			})
-		idleOpenTenants(b, s)
-	})
-	b.Run("postgres", func(b *testing.B) {
+	for _, rx := range []bool{false, true} {
+		name := map[bool]string{false: "", true: "-reactions"}[rx]
+		b.Run("sqlite"+name, func(b *testing.B) { idleOpenSQLite(b, rx) })
+		b.Run("postgres"+name, func(b *testing.B) { idleOpenPostgres(b, rx) })
+	}
+}
+
+// idleOpenSQLite is BenchmarkIdleOpenTenants on SQLite files, with a
+// reaction definition when rx is set.
+func idleOpenSQLite(b *testing.B, rx bool) {
+	dir := b.TempDir()
+	s, closeSet := openSetReactions(b, mustSQLite(b, filepath.Join(dir, "project.db")), mustSQLite(b, filepath.Join(dir, "tenants.db")),
+		func(_ context.Context, id string) (storage.Storage, error) {
+			return sqlite.Open(filepath.Join(dir, "t-"+id+".db"), &benchTenantSQLite)
+		}, rx)
+	b.Cleanup(closeSet)
+	idleOpenTenants(b, s)
+}
+
+// idleOpenPostgres is BenchmarkIdleOpenTenants on PostgreSQL, with a
+// reaction definition when rx is set.
+func idleOpenPostgres(b *testing.B, rx bool) {
+	{
 		pool := benchPostgres(b)
 		l := postgres.NewListener(pool)
 		b.Cleanup(func() { _ = l.Close() })
@@ -391,11 +427,12 @@ func BenchmarkIdleOpenTenants(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		s := benchSetWith(b, project, registry, func(ctx context.Context, id string) (storage.Storage, error) {
+		s, closeSet := openSetReactions(b, project, registry, func(ctx context.Context, id string) (storage.Storage, error) {
 			return open(ctx, "project", id)
-		})
+		}, rx)
+		b.Cleanup(closeSet)
 		idleOpenTenants(b, s)
-	})
+	}
 }
 
 // idleOpenTenants is BenchmarkIdleOpenTenants on s.
