@@ -2,12 +2,15 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -15,6 +18,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/eventkit-go/eventstore/reactions"
 	"github.com/eventkit-go/eventstore/storage"
 	"github.com/eventkit-go/eventstore/storage/postgres"
 )
@@ -350,12 +354,36 @@ func TestTenantsTwoServerProcessesPostgres(t *testing.T) {
 		}
 	})
 	env := []string{"EVENTSTORE_ACCESS_KEY=ak_t", "EVENTSTORE_SECRET_ACCESS_KEY=sk_t"}
-	args := []string{"-addr", "127.0.0.1:0", "-storage", url, "-postgres-schema", schema, "-log-requests=false"}
+	args := append([]string{"-addr", "127.0.0.1:0", "-storage", url, "-postgres-schema", schema, "-log-requests=false"}, outboundLoopback...)
 	a, b := startProcess(t, env, args...), startProcess(t, env, args...)
 	if code, body := tcall(t, "POST", a.base+"/projections/definitions", "",
 		`{"projectionName":"n","feedName":"order","aggregated":true,"handlers":[{"eventType":"Placed","functions":[{"function":"inc","targetSelector":"$.projection.count"}]}]}`,
 		false); code != 200 {
 		t.Fatalf("create definition: %d %s", code, body)
+	}
+	// A reaction to every Placed, of the project and of each tenant,
+	// which both processes run.
+	var rmu sync.Mutex
+	delivered := map[string]map[string]int{} // tenantId ("" for the project) → reaction id → deliveries
+	receiver := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var body struct {
+			Metadata struct {
+				TenantID string `json:"tenantId"`
+			} `json:"metadata"`
+		}
+		_ = json.NewDecoder(r.Body).Decode(&body)
+		rmu.Lock()
+		defer rmu.Unlock()
+		if delivered[body.Metadata.TenantID] == nil {
+			delivered[body.Metadata.TenantID] = map[string]int{}
+		}
+		delivered[body.Metadata.TenantID][r.Header.Get(reactions.HeaderReactionID)]++
+	}))
+	defer receiver.Close()
+	if code, body := tcall(t, "POST", a.base+"/reactions/definitions", "",
+		`{"reactionName":"placed","feedName":"order","reactOnEventType":"Placed","action":{"actionType":"HTTP_POST","targetUri":"`+receiver.URL+`"}}`,
+		false); code != 200 {
+		t.Fatalf("create reaction definition: %d %s", code, body)
 	}
 	if code, body := tcall(t, "POST", a.base+"/tenants", "", `{"tenantId":"`+tenantA+`"}`, false); code != 200 {
 		t.Fatalf("add tenant: %d %s", code, body)
@@ -399,6 +427,26 @@ func TestTenantsTwoServerProcessesPostgres(t *testing.T) {
 			t.Errorf("%s: the tenant's feed: %d, %d events; want 21", base, code, strings.Count(body, `"eventType":"Placed"`))
 		}
 	}
+
+	// Every reaction delivered once, by one of the two processes.
+	waitFor(t, "the reactions of 21 saves of tenant A and 5 of the project", func() string {
+		rmu.Lock()
+		defer rmu.Unlock()
+		if len(delivered[tenantA]) != 21 || len(delivered[""]) != 5 {
+			return fmt.Sprintf("tenant A %d, project %d", len(delivered[tenantA]), len(delivered[""]))
+		}
+		return ""
+	})
+	time.Sleep(500 * time.Millisecond) // a repeat would come meanwhile
+	rmu.Lock()
+	for tenant, ids := range delivered {
+		for id, n := range ids {
+			if n != 1 {
+				t.Errorf("reaction %s of tenant %q delivered %d times", id, tenant, n)
+			}
+		}
+	}
+	rmu.Unlock()
 
 	// A definition made through one process reaches the tenants the other
 	// process has open and this one has not: tenant B is served by b only.
