@@ -38,6 +38,14 @@
 // each time (at most a day), until Options.Attempts attempts have been
 // made; the reaction is then FAILED. Engine.Execute runs a reaction again.
 //
+// # Tenants
+//
+// A program with tenants (package tenancy) keeps one Engine for its
+// project's definitions and one per open tenant (Engine.ForTenant), whose
+// definitions are the project's (Engine.SyncDefinitions) and whose
+// reactions are kept in the tenant's storage, each delivery carrying the
+// tenant's id in its metadata.
+//
 // # Outbound calls
 //
 // Deliveries leave the server: see Outbound for the addresses refused by

@@ -22,10 +22,13 @@
 // tenant is opened, and DefinitionChanged passes a later change on to every
 // open tenant at once. A change that another process made to the project's
 // definitions (servers sharing one database) reaches this process's open
-// tenants within definitionsEvery: a Set reads the project's definitions
+// tenants within a second: a Set reads the project's definitions
 // once a second while it has open tenants, and brings those of every open
 // tenant up to date when they changed. Each tenant's projections see only
-// their own events.
+// their own events. With Options.Reactions, reaction definitions are
+// shared the same way, and each open tenant runs a reactions Engine of
+// its own, so that a tenant's events schedule reactions of that tenant
+// only (OpenReactions).
 package tenancy
 
 import (
