@@ -52,15 +52,18 @@ func (s *Set) followDefinitions() {
 func (s *Set) passDefinitionsOn(ctx context.Context) error {
 	s.defsMu.Lock()
 	defer s.defsMu.Unlock()
+	// The open tenants first, the definitions after: a tenant opened
+	// before this list got the definitions earlier than they are read
+	// below, so that a round never puts older ones than a tenant has.
 	s.mu.Lock()
-	open := 0
+	var open []*entry
 	for _, e := range s.order {
 		if e.open != nil {
-			open++
+			open = append(open, e)
 		}
 	}
 	s.mu.Unlock()
-	if open == 0 {
+	if len(open) == 0 {
 		return nil
 	}
 	pd, err := s.projectDefinitions(ctx)
@@ -69,7 +72,7 @@ func (s *Set) passDefinitionsOn(ctx context.Context) error {
 	}
 	s.mu.Lock()
 	var stale []*entry
-	for _, e := range s.order {
+	for _, e := range open {
 		if e.open != nil && e.open.defs != pd.print {
 			stale = append(stale, e)
 		}
