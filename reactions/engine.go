@@ -170,9 +170,9 @@ func New(st *eventstore.Store, s storage.Storage, opts *Options) (*Engine, error
 }
 
 // ForTenant returns an Engine for the Store of a tenant, st on s, with
-// e's options but Tenant (which every delivery's metadata carries), as
-// package tenancy makes one per open tenant. It shares e's HTTP
-// connections, so that a thousand tenants' Engines calling one receiver
+// e's options but Tenant (which every delivery's metadata carries, and
+// every line it logs), as package tenancy makes one per open tenant. It
+// shares e's HTTP connections, so that a thousand tenants' Engines calling one receiver
 // keep one pool of connections to it, not one each. Its PollInterval is
 // 30 s unless e's options set one: saves through its Store wake it at
 // once, and the poll only finds the work of other processes, which do it
@@ -182,6 +182,9 @@ func New(st *eventstore.Store, s storage.Storage, opts *Options) (*Engine, error
 func (e *Engine) ForTenant(st *eventstore.Store, s storage.Storage, tenant string) (*Engine, error) {
 	o := e.opts
 	o.Tenant = tenant
+	if o.Logger != nil {
+		o.Logger = o.Logger.With("tenant", tenant)
+	}
 	if o.PollInterval == 0 {
 		o.PollInterval = tenantPoll
 	}
