@@ -17,8 +17,9 @@ import (
 
 // The isolation matrix over HTTP: two projects, each with its default data
 // space and two tenants, write the same aggregate ids, event ids and event
-// types; every read, query, list, count, overview and deletion of each
-// space is checked to see that space's data only, and every combination of
+// types, and each project has a reaction definition; every read, query,
+// list (reactions too), count, overview and deletion of each space is
+// checked to see that space's data only, and every combination of
 // keys and tenant header either answers 4xx or the caller's own data.
 
 // Tenant ids of the matrix: isoT2 is a tenant of both projects.
@@ -106,6 +107,23 @@ func isoEventID(n int) string { return fmt.Sprintf("e0e0e0e0-0000-4000-8000-%012
 
 func isoEvent(sp isoSpace, n int) string {
 	return `{"eventId":"` + isoEventID(n) + `","eventType":"Placed","data":{` + sp.marker() + `}}`
+}
+
+// isoReaction is each project's reaction definition: a reaction a day
+// after every Placed, so that each space has one per event it saved and
+// none is delivered.
+const isoReaction = `{"reactionName":"r","feedName":"order","reactOnEventType":"Placed","offset":"P1D",` +
+	`"action":{"actionType":"HTTP_POST","targetUri":"https://hooks.example.com/iso"}}`
+
+// foreignReaction returns the name of another space one of whose
+// reactions body lists (by its private aggregate), or "".
+func foreignReaction(sp isoSpace, body string) string {
+	for _, o := range isoSpaces {
+		if o.name != sp.name && strings.Contains(body, `"aggregateId":"`+o.private()+`"`) {
+			return o.name
+		}
+	}
+	return ""
 }
 
 const (
@@ -215,6 +233,9 @@ func (m *isoMatrix) write() {
 				t.Fatalf("project %s: definition: %d %s", p.name, code, body)
 			}
 		}
+		if code, body := isoCall(t, m.base, p.keys, nil, "POST", "/reactions/definitions", isoReaction); code != 200 {
+			t.Fatalf("project %s: reaction definition: %d %s", p.name, code, body)
+		}
 		for _, id := range p.tenants {
 			if code, body := isoCall(t, m.base, p.keys, nil, "POST", "/tenants", `{"tenantId":"`+id+`","reference":"`+p.name+`"}`); code != 200 {
 				t.Fatalf("project %s: add tenant %s: %d %s", p.name, id, code, body)
@@ -238,6 +259,9 @@ func (m *isoMatrix) write() {
 			}
 			if code, body := m.do(sp, "GET", "/projections/single/s/"+sp.private(), ""); code != 200 {
 				return fmt.Sprintf("single s/%s: %d %s", sp.private(), code, body)
+			}
+			if code, body := m.do(sp, "GET", "/reactions?status=SCHEDULED", ""); code != 200 || !strings.Contains(body, fmt.Sprintf(`"totalCount":%d`, sp.k+1)) {
+				return fmt.Sprintf("reactions: %d %s, want %d", code, clipBody(body), sp.k+1)
 			}
 			return ""
 		})
@@ -315,6 +339,11 @@ func (m *isoMatrix) verifySpace(sp isoSpace) {
 		m.t.Errorf("space %s: GET /projections/single/s lists %d instances, want 2: %s", sp.name, n, slist)
 	}
 	m.expect(sp, "GET", "/projections/single/s/_count", "", 200, `"count":2`)
+	// Reactions: the space's own, one per event it saved.
+	rl := m.expect(sp, "GET", "/reactions?status=ALL", "", 200, fmt.Sprintf(`"totalCount":%d`, k+1), `"aggregateId":"`+sp.private()+`"`)
+	if f := foreignReaction(sp, rl); f != "" {
+		m.t.Errorf("space %s: GET /reactions lists a reaction of space %s: %s", sp.name, f, clipBody(rl))
+	}
 	ov := m.expect(sp, "GET", "/projections", "", 200, `"projectionName":"only-`+project+`"`,
 		`"projectionName":"s","feedName":"order","aggregated":false,"projectionsCount":2,`)
 	if strings.Contains(ov, "only-"+other) {
@@ -341,7 +370,8 @@ func (m *isoMatrix) verifySpace(sp isoSpace) {
 func (m *isoMatrix) verifyDeleted(sp isoSpace) {
 	for _, path := range []string{"/aggregates/order/o-1", "/aggregates/order/" + sp.private(), "/aggregates/order",
 		"/feeds", "/feeds/order", "/feeds/_all", "/feeds/_all?since=1", "/feeds/_all?partitionCount=2&partitionNumber=0",
-		"/projections/single/s/o-1", "/projections/aggregated/n", "/projections/single/s", "/projections/single/s/_count", "/projections"} {
+		"/projections/single/s/o-1", "/projections/aggregated/n", "/projections/single/s", "/projections/single/s/_count", "/projections",
+		"/reactions"} {
 		m.expect(sp, "GET", path, "", 400, "unknown_tenant")
 	}
 	m.expect(sp, "HEAD", "/aggregates/order/o-1", "", 400)
@@ -389,7 +419,7 @@ func (m *isoMatrix) swaps() {
 				}
 			}
 			reads := []string{"/aggregates/order/o-1", "/aggregates/order", "/feeds/_all", "/feeds/order?partitionCount=2&partitionNumber=1",
-				"/projections/aggregated/n", "/projections/single/s/o-1", "/projections/single/s/_count", "/projections"}
+				"/projections/aggregated/n", "/projections/single/s/o-1", "/projections/single/s/_count", "/projections", "/reactions?status=ALL"}
 			for _, path := range reads {
 				code, body := isoCall(t, m.base, keys, h.h, "GET", path, "")
 				switch {
@@ -400,6 +430,9 @@ func (m *isoMatrix) swaps() {
 				case sp != nil:
 					if f := foreign(*sp, body); f != "" {
 						t.Errorf("%s: GET %s answers space %s's data, want %s's only: %s", combo, path, f, sp.name, clipBody(body))
+					}
+					if f := foreignReaction(*sp, body); f != "" {
+						t.Errorf("%s: GET %s lists a reaction of space %s, want %s's only: %s", combo, path, f, sp.name, clipBody(body))
 					}
 				}
 				if sp != nil && path == "/aggregates/order/o-1" && !strings.Contains(body, fmt.Sprintf(`"aggregateVersion":%d,`, sp.k)) {
