@@ -24,21 +24,75 @@ import (
 // maxBackoff caps the delay between two attempts.
 const maxBackoff = 24 * time.Hour
 
+// budget bounds the deliveries of a group of Engines: one made with New
+// and those made from it with ForTenant, so that Options.Concurrency
+// bounds the attempts of the process, not of each tenant. held holds a
+// token for every reaction claimed and not yet recorded (at most twice
+// the concurrency: a claimed reaction waits in the process for a free slot
+// for at most about one Timeout, well within its lease), slots one for
+// every attempt in progress.
+type budget struct {
+	held, slots chan struct{}
+
+	mu    sync.Mutex
+	freed chan struct{} // closed when tokens are given back, then replaced
+}
+
+func newBudget(concurrency int) *budget {
+	return &budget{held: make(chan struct{}, 2*concurrency), slots: make(chan struct{}, concurrency),
+		freed: make(chan struct{})}
+}
+
+// take takes up to n tokens of held without waiting, and returns how many
+// it took.
+func (b *budget) take(n int) int {
+	for k := 0; k < n; k++ {
+		select {
+		case b.held <- struct{}{}:
+		default:
+			return k
+		}
+	}
+	return n
+}
+
+// give gives n tokens back and wakes those waiting for one.
+func (b *budget) give(n int) {
+	if n <= 0 {
+		return
+	}
+	for range n {
+		<-b.held
+	}
+	b.mu.Lock()
+	close(b.freed)
+	b.freed = make(chan struct{})
+	b.mu.Unlock()
+}
+
+// released returns a channel closed when tokens are next given back.
+func (b *budget) released() <-chan struct{} {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.freed
+}
+
 // deliverLoop claims due reactions and attempts them, at most
-// e.concurrency at once. A claim takes up to twice as many as that (the
-// second half wait in this process for a free slot), so that at a steady
-// rate one claim serves a whole claimPace. While reactions are due faster
-// than they can be attempted it claims again as soon as no more than
-// e.concurrency claimed ones are left. Otherwise it sleeps until the
-// earliest due time (an index read), a wake-up, or the poll interval,
-// whichever comes first, but claims at most once per claimPace: reactions
-// falling due one by one are claimed together, up to claimPace after they
-// fell due, in one write instead of one each.
+// e.concurrency at once across the Engines sharing e.budget. A claim takes
+// up to twice as many as that (the second half wait in this process for a
+// free slot), so that at a steady rate one claim serves a whole claimPace;
+// it first takes a token of the budget for each reaction it may claim, so
+// that the Engines of a group never hold more claimed reactions than that
+// together. While reactions are due faster than they can be attempted it
+// claims again as soon as no more than e.concurrency claimed ones are
+// left. Otherwise it sleeps until the earliest due time (an index read), a
+// wake-up, or the poll interval, whichever comes first, but claims at most
+// once per claimPace: reactions falling due one by one are claimed
+// together, up to claimPace after they fell due, in one write instead of
+// one each.
 func (e *Engine) deliverLoop(ctx context.Context) {
 	var wg sync.WaitGroup
-	held := make(chan struct{}, 2*e.concurrency) // claimed and not yet recorded
-	slots := make(chan struct{}, e.concurrency)  // being attempted
-	freed := make(chan struct{}, 1)
+	b := e.budget
 	outcomes := make(chan storage.ReactionOutcome, 2*e.concurrency)
 	finished := make(chan struct{})
 	go func() { e.record(ctx, outcomes); close(finished) }()
@@ -49,13 +103,15 @@ func (e *Engine) deliverLoop(ctx context.Context) {
 	}()
 	var lastClaim time.Time
 	for ctx.Err() == nil {
-		free := cap(held) - len(held)
+		freed := b.released()
+		free := b.take(cap(b.held))
 		claimed := 0
 		if free > 0 {
 			now := e.now()
 			lastClaim = time.Now()
 			rs, err := e.rs.ClaimReactions(ctx, storage.ReactionClaim{Now: now, Until: now.Add(e.lease),
 				Claim: uuid.NewString(), Limit: free})
+			b.give(free - len(rs))
 			if err != nil && ctx.Err() == nil {
 				e.log.Warn("reactions: claiming due reactions failed, retrying", "err", err)
 				sleep(ctx, e.poll)
@@ -63,16 +119,15 @@ func (e *Engine) deliverLoop(ctx context.Context) {
 			}
 			claimed = len(rs)
 			for _, r := range rs {
-				held <- struct{}{}
 				wg.Go(func() {
-					defer func() { <-held; wake(freed) }()
+					defer b.give(1)
 					select {
-					case slots <- struct{}{}:
+					case b.slots <- struct{}{}:
 					case <-ctx.Done():
 						return // not attempted: the lease ends and it is claimed again
 					}
 					o, ok := e.attempt(ctx, r)
-					<-slots
+					<-b.slots
 					if ok {
 						outcomes <- o
 					}
@@ -80,14 +135,16 @@ func (e *Engine) deliverLoop(ctx context.Context) {
 			}
 		}
 		if claimed == free {
-			// More may be due (or nothing could be claimed): claim again
-			// once no more than e.concurrency are held, so that a claim
-			// takes many at once and the slots never run dry.
-			for ctx.Err() == nil && len(held) > e.concurrency {
+			// More may be due (or nothing could be claimed, the budget
+			// being in use): claim again once no more than e.concurrency
+			// are held, so that a claim takes many at once and the slots
+			// never run dry.
+			for ctx.Err() == nil && len(b.held) > e.concurrency {
 				select {
 				case <-ctx.Done():
 				case <-freed:
 				}
+				freed = b.released()
 			}
 			if claimed > 0 {
 				continue

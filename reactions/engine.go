@@ -111,6 +111,7 @@ type Engine struct {
 	poll           time.Duration
 
 	wakeSched, wakeDeliver chan struct{}
+	budget                 *budget // shared with the Engines of ForTenant
 
 	mu      sync.Mutex
 	defs    map[string]*compiled  // by spec, for deliveries
@@ -165,6 +166,7 @@ func New(st *eventstore.Store, s storage.Storage, opts *Options) (*Engine, error
 		e.out = &Outbound{}
 	}
 	e.lease = 2*e.timeout + time.Minute
+	e.budget = newBudget(e.concurrency)
 	e.http = e.out.client(e.timeout)
 	return e, nil
 }
@@ -177,8 +179,8 @@ func New(st *eventstore.Store, s storage.Storage, opts *Options) (*Engine, error
 // 30 s unless e's options set one: saves through its Store wake it at
 // once, and the poll only finds the work of other processes, which do it
 // themselves while they run (a thousand tenants polling every second
-// would cost a thousand reads a second). Each tenant's Engine attempts up
-// to Concurrency reactions at once.
+// would cost a thousand reads a second). Concurrency bounds the attempts
+// of e and all its tenants' Engines together, not of each.
 func (e *Engine) ForTenant(st *eventstore.Store, s storage.Storage, tenant string) (*Engine, error) {
 	o := e.opts
 	o.Tenant = tenant
@@ -192,7 +194,7 @@ func (e *Engine) ForTenant(st *eventstore.Store, s storage.Storage, tenant strin
 	if err != nil {
 		return nil, err
 	}
-	t.http = e.http
+	t.http, t.budget = e.http, e.budget
 	return t, nil
 }
 

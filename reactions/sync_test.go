@@ -1,8 +1,11 @@
 package reactions_test
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
+	"sync"
 	"testing"
 	"time"
 
@@ -82,4 +85,57 @@ func TestSyncDefinitions(t *testing.T) {
 	assert.True(t, errors.As(err, &v), "%v", err)
 	_, err = e.Definition(ctx, d.Name)
 	assert.NoError(t, err)
+}
+
+// Options.Concurrency bounds the attempts of an Engine and its tenants'
+// Engines together.
+func TestForTenantSharesConcurrency(t *testing.T) {
+	ctx := t.Context()
+	var mu sync.Mutex
+	inFlight, most, done := 0, 0, 0
+	slow := func(context.Context, reactions.Delivery) error {
+		mu.Lock()
+		inFlight++
+		most = max(most, inFlight)
+		mu.Unlock()
+		time.Sleep(50 * time.Millisecond)
+		mu.Lock()
+		inFlight--
+		done++
+		mu.Unlock()
+		return nil
+	}
+	_, project := setup(t, memory.New(), &reactions.Options{Concurrency: 2, PollInterval: 10 * time.Millisecond,
+		Funcs: map[string]reactions.Func{"slow": slow}})
+	d := reactions.Definition{Name: "r", FeedName: "order", ReactOnEventType: "placed",
+		Action: reactions.Action{Type: reactions.ActionFunc, Function: "slow"}}
+	var stops []func()
+	for _, tenant := range []string{"1b4e28ba-2fa1-41d2-883f-0016d3cca427", "2c5f39cb-3ab2-42e3-994a-1127e4ddb538"} {
+		s := memory.New()
+		st, err := eventstore.New(s, nil)
+		require.NoError(t, err)
+		defer st.Close()
+		e, err := project.ForTenant(st, s, tenant)
+		require.NoError(t, err)
+		_, err = e.SyncDefinitions(ctx, []reactions.Definition{d})
+		require.NoError(t, err)
+		for i := range 6 {
+			save(t, st, fmt.Sprint("o-", i), "placed", `{}`)
+		}
+		stops = append(stops, run(t, e))
+	}
+	defer func() {
+		for _, stop := range stops {
+			stop()
+		}
+	}()
+	waitFor(t, "12 deliveries", func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return done == 12
+	})
+	mu.Lock()
+	assert.LessOrEqual(t, most, 2, "at most Concurrency attempts at once across the tenants' Engines")
+	assert.Equal(t, 2, most, "both slots used")
+	mu.Unlock()
 }
