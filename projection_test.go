@@ -460,14 +460,24 @@ func TestProjectorDefinitionsPoll(t *testing.T) {
 	// whether the running Projector applied the definition meanwhile.
 	applied := func(poll, d time.Duration) bool {
 		st1, st2 := twoStores(t)
+		other := eventstore.NewProjector(st1, nil)
+		// A definition Run finds at its first listing: once Run has
+		// applied it, it has listed the definitions.
+		createOrderDef(t, other, "first", true)
 		p := eventstore.NewProjector(st2, &eventstore.ProjectorOptions{DefinitionsPoll: poll})
 		runCtx, stop := context.WithCancel(ctx)
 		done := make(chan struct{})
 		go func() { _ = p.Run(runCtx); close(done) }()
 		defer func() { stop(); <-done }()
-		save(t, st2, "order", "o0", ev("Placed", `{"total": 2}`)) // Run has listed the definitions
-		time.Sleep(50 * time.Millisecond)
-		other := eventstore.NewProjector(st1, nil)
+		save(t, st2, "order", "o0", ev("Placed", `{"total": 2}`))
+		for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+			s, err := other.Status(ctx, "first")
+			require.NoError(t, err)
+			if s.Checkpoint > 0 {
+				break
+			}
+			require.True(t, time.Now().Before(deadline), "Run never applied the definition it found at start")
+		}
 		createOrderDef(t, other, "totals", true)
 		for deadline := time.Now().Add(d); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
 			save(t, st2, "order", "o1", ev("Placed", `{"total": 2}`))

@@ -98,7 +98,7 @@ func TestForTenantSharesConcurrency(t *testing.T) {
 		inFlight++
 		most = max(most, inFlight)
 		mu.Unlock()
-		time.Sleep(50 * time.Millisecond)
+		time.Sleep(150 * time.Millisecond)
 		mu.Lock()
 		inFlight--
 		done++
