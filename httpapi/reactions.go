@@ -400,7 +400,8 @@ func (h *handler) executeReaction(w http.ResponseWriter, r *http.Request) {
 }
 
 // forgetReactions removes the reactions of deleted events, after a
-// deletion in the default data space.
+// deletion in the data space r is served with (the project's, or its
+// tenant's when the tenants have reactions).
 func (h *handler) forgetReactions(r *http.Request, aggregateType, aggregateID string) error {
 	e, err := h.reactionsOf(r)
 	if err != nil {

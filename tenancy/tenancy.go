@@ -109,9 +109,8 @@ type Options struct {
 	// definitions every tenant shares as it shares projection definitions:
 	// each open tenant gets an Engine of its own on its Store and storage
 	// (Reactions.ForTenant), which runs while the project has a reaction
-	// definition.
-	// Each tenant's events schedule reactions in that tenant's storage
-	// only. OpenReactions returns a tenant's Engine.
+	// definition, so that each tenant's events schedule reactions in that
+	// tenant's storage only. OpenReactions returns a tenant's Engine.
 	Reactions *reactions.Engine
 	// Store configures each tenant's Store (nil: defaults).
 	Store *eventstore.Options
