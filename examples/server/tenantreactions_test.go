@@ -115,6 +115,23 @@ func checkTenantReactions(t *testing.T, base string) {
 	expect("POST", "/reactions/"+id+"/execute", tenantA, "", 200, "", "")
 	delivered(tenantA + "/p-a2")
 
+	// Deleting a tenant's aggregate removes its reactions, not the other
+	// tenant's of the same id.
+	ship(tenantB, "p-a2")
+	waitFor(t, "B's reaction of p-a2", func() string {
+		if _, resp := tcall(t, "GET", base+"/reactions?status=ALL&aggregateId=p-a2", tenantB, "", false); !strings.Contains(resp, `"aggregateId":"p-a2"`) {
+			return resp
+		}
+		return ""
+	})
+	var tok struct {
+		DeleteToken string `json:"deleteToken"`
+	}
+	_ = json.Unmarshal([]byte(expect("DELETE", "/aggregates/parcel/p-a2", tenantA, "", 200, "deleteToken", "")), &tok)
+	expect("DELETE", "/aggregates/parcel/p-a2?deleteToken="+tok.DeleteToken, tenantA, "", 204, "", "")
+	expect("GET", "/reactions?status=ALL", tenantA, "", 200, `"aggregateId":"p-a"`, "p-a2")
+	expect("GET", "/reactions?status=ALL&aggregateId=p-a2", tenantB, "", 200, `"aggregateId":"p-a2"`, "")
+
 	// Deleting the definitions in the project stops them in every tenant.
 	expect("DELETE", "/reactions/definitions/now", "", "", 200, "", "")
 	expect("DELETE", "/reactions/definitions/later", "", "", 200, "", "")
