@@ -452,9 +452,12 @@ func (s *Set) hold(ctx context.Context, id string) (*instance, error) {
 }
 
 // OpenReactions returns the reactions Engine of tenant id, opening its
-// storage on first use, with release, as Open does. It fails when the Set
-// has no Options.Reactions (or the tenant's storage cannot keep
-// reactions), and with ErrUnknownTenant as Open does.
+// storage on first use, with release, as Open does: its reactions are the
+// tenant's, its definitions the project's (change them through
+// Options.Reactions and call ReactionDefinitionsChanged; a definition
+// changed through a tenant's Engine is put back at the next pass). It
+// fails when the Set has no Options.Reactions (or the tenant's storage
+// cannot keep reactions), and with ErrUnknownTenant as Open does.
 func (s *Set) OpenReactions(ctx context.Context, id string) (*reactions.Engine, func(), error) {
 	if s.opts.Reactions == nil {
 		return nil, nil, fmt.Errorf("tenancy: tenant %s: %w", id, reactions.ErrUnsupported)
