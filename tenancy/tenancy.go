@@ -454,8 +454,9 @@ func (s *Set) hold(ctx context.Context, id string) (*instance, error) {
 // OpenReactions returns the reactions Engine of tenant id, opening its
 // storage on first use, with release, as Open does: its reactions are the
 // tenant's, its definitions the project's (change them through
-// Options.Reactions and call ReactionDefinitionsChanged; a definition
-// changed through a tenant's Engine is put back at the next pass). It
+// Options.Reactions and call ReactionDefinitionsChanged; one changed
+// through a tenant's Engine is put back when the project's definitions
+// next change or the tenant is next opened). It
 // fails when the Set has no Options.Reactions (or the tenant's storage
 // cannot keep reactions), and with ErrUnknownTenant as Open does.
 func (s *Set) OpenReactions(ctx context.Context, id string) (*reactions.Engine, func(), error) {
