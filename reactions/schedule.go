@@ -49,6 +49,9 @@ func (e *Engine) watch(ctx context.Context) {
 				continue
 			}
 			after = h
+			// Events saved before this head but after the scheduling
+			// round Run began with would otherwise wait for the poll.
+			wake(e.wakeSched)
 		}
 		res, err := e.st.ReadFeed(ctx, "", after, &eventstore.FeedOptions{Limit: 1, Wait: 30 * time.Second, Poll: e.poll})
 		switch {

@@ -11,6 +11,7 @@ import (
 
 	"github.com/eventkit-go/eventstore"
 	"github.com/eventkit-go/eventstore/reactions"
+	"github.com/eventkit-go/eventstore/storage"
 	"github.com/eventkit-go/eventstore/storage/memory"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -138,4 +139,43 @@ func TestForTenantSharesConcurrency(t *testing.T) {
 	assert.LessOrEqual(t, most, 2, "at most Concurrency attempts at once across the tenants' Engines")
 	assert.Equal(t, 2, most, "both slots used")
 	mu.Unlock()
+}
+
+// gatedStorage blocks the first read of the head of all types until gate
+// is closed: the feed watch of Run takes its starting point late.
+type gatedStorage struct {
+	storage.Storage
+	storage.ReactionStorage
+	gate chan struct{}
+	once sync.Once
+}
+
+func (g *gatedStorage) FeedHead(ctx context.Context, aggregateType string) (int64, error) {
+	if aggregateType == "" {
+		g.once.Do(func() { <-g.gate })
+	}
+	return g.Storage.FeedHead(ctx, aggregateType)
+}
+
+// An event saved after Run's first scheduling round and before its feed
+// watch took its starting point is scheduled at once, not at the next
+// poll.
+func TestRunSchedulesEventsSavedWhileStarting(t *testing.T) {
+	ctx := t.Context()
+	ms := memory.New()
+	g := &gatedStorage{Storage: ms, ReactionStorage: ms.(storage.ReactionStorage), gate: make(chan struct{})}
+	st, err := eventstore.New(g, nil)
+	require.NoError(t, err)
+	defer st.Close()
+	e, err := reactions.New(st, g, &reactions.Options{PollInterval: time.Hour,
+		Funcs: map[string]reactions.Func{"f": func(context.Context, reactions.Delivery) error { return nil }}})
+	require.NoError(t, err)
+	require.NoError(t, e.Create(ctx, reactions.Definition{Name: "r", FeedName: "order", ReactOnEventType: "placed",
+		Offset: "PT1H", Action: reactions.Action{Type: reactions.ActionFunc, Function: "f"}}))
+	stop := run(t, e)
+	defer stop()
+	time.Sleep(100 * time.Millisecond) // the first round ran; the watch waits at the gate
+	save(t, st, "o-1", "placed", `{}`)
+	close(g.gate)
+	waitFor(t, "the reaction scheduled", func() bool { return statuses(t, e)[reactions.StatusScheduled] == 1 })
 }
