@@ -141,24 +141,7 @@ func TestSharedRegistry(t *testing.T) {
 	project, _ := eventstore.New(memory.New(), nil)
 	defer project.Close()
 	defs := eventstore.NewProjector(project, nil)
-	open := func() *tenancy.Set {
-		reg, err := sqlite.Open(filepath.Join(dir, "registry.db"), nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		s, err := tenancy.New(ctx, tenancy.Options{
-			Registry: reg,
-			Open: func(_ context.Context, id string) (storage.Storage, error) {
-				return sqlite.Open(filepath.Join(dir, id+".db"), nil)
-			},
-			Definitions: defs,
-		})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { _ = s.Close() })
-		return s
-	}
+	open := func() *tenancy.Set { return sqliteSet(t, dir, defs) }
 	s1, s2 := open(), open()
 	if created, err := s1.Add(ctx, a, ""); !created || err != nil {
 		t.Fatal(created, err)
@@ -266,21 +249,7 @@ func TestDefinitionsFromElsewhere(t *testing.T) {
 		}
 		t.Cleanup(func() { _ = project.Close() })
 		defs := eventstore.NewProjector(project, nil)
-		reg, err := sqlite.Open(filepath.Join(dir, "registry.db"), nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		s, err := tenancy.New(ctx, tenancy.Options{
-			Registry: reg,
-			Open: func(_ context.Context, id string) (storage.Storage, error) {
-				return sqlite.Open(filepath.Join(dir, id+".db"), nil)
-			},
-			Definitions: defs,
-		})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { _ = s.Close() })
+		s := sqliteSet(t, dir, defs)
 		return s, defs
 	}
 	s1, defs1 := open()
@@ -355,4 +324,27 @@ func TestDefinitionsFromElsewhere(t *testing.T) {
 		}
 		return nil
 	})
+}
+
+// sqliteSet opens a Set whose registry and tenants are SQLite files in
+// dir, with defs' definitions, closed at the end of the test. Two of them
+// on one dir are as two servers on one database.
+func sqliteSet(t *testing.T, dir string, defs *eventstore.Projector) *tenancy.Set {
+	t.Helper()
+	reg, err := sqlite.Open(filepath.Join(dir, "registry.db"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := tenancy.New(context.Background(), tenancy.Options{
+		Registry: reg,
+		Open: func(_ context.Context, id string) (storage.Storage, error) {
+			return sqlite.Open(filepath.Join(dir, id+".db"), nil)
+		},
+		Definitions: defs,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = s.Close() })
+	return s
 }
