@@ -287,6 +287,19 @@ SELECT id, definition, aggregate_type, aggregate_id, event_id, event_type, state
        finished_at, attempts, claim, last_error, payload, tenant
 FROM {{schema}}.reactions_rows WHERE tenant = {{tenant}} WITH CHECK OPTION;
 `,
+	// 9: one index less per appended event. Since version 6 a batch's
+	// FeedSequence is its first position, so within a type FeedSequences
+	// follow positions and every row has position >= feed_sequence:
+	// reading a type's feed after a FeedSequence scans events_type_position
+	// from that number on. Rows older than version 6 (tx = 0) were
+	// numbered per type (1, 2, 3, ...), far below their positions; a
+	// partial index of those rows alone, which appends never write to,
+	// finds where a cursor among them starts.
+	`
+DROP INDEX {{schema}}.events_type_feed;
+CREATE INDEX events_type_feed_before_v6 ON {{schema}}.events_rows (tenant, aggregate_type, feed_sequence)
+WHERE tx = 0;
+`,
 }
 
 // migrate creates schema and brings its tables to the latest version, in

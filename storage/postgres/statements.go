@@ -420,22 +420,28 @@ LEFT JOIN LATERAL (
 ) e ON true
 ORDER BY e.position`),
 		// feedSeq is feedType after a FeedSequence ($1) instead of a
-		// position. Within a type positions grow with FeedSequences, so
-		// the events wanted are those of the type from the first position
-		// of batch $1 + 1 on: found through events_type_feed, read
-		// through events_type_position, never touching other types. A
-		// position $4 other than 0 restricts them further.
+		// position. Within a type FeedSequences follow positions, and a
+		// batch's FeedSequence is its first position (since schema
+		// version 6), so the events wanted are those of the type with
+		// feed_sequence > $1 and they all have position > $1: a scan of
+		// events_type_position from there, which skips at most the rest
+		// of batch $1. Rows older than version 6 (tx = 0) were numbered
+		// 1, 2, 3, ... per type, below their positions: the partial index
+		// events_type_feed_before_v6 gives the position of the first of
+		// them after $1 when there is one (the scan starts there), else
+		// that of the last of them (nothing after it is older), so that
+		// no read scans the older rows it does not return. A position $4
+		// other than 0 restricts them further.
 		feedSeq: q(`
 SELECT h.head, ` + joinedCols + `
 FROM (SELECT ` + headSQL + ` AS head) h
 LEFT JOIN LATERAL (
 	SELECT * FROM {{schema}}.events
-	WHERE aggregate_type = $3 AND position > $4 AND tx < ` + wmSQL + ` AND position >= (
-		SELECT min(position) FROM {{schema}}.events
-		WHERE aggregate_type = $3 AND feed_sequence = (
-			SELECT min(feed_sequence) FROM {{schema}}.events WHERE aggregate_type = $3 AND feed_sequence > $1
-		)
-	)
+	WHERE aggregate_type = $3 AND feed_sequence > $1 AND tx < ` + wmSQL + ` AND position > greatest($4, coalesce(
+		(SELECT position - 1 FROM {{schema}}.events
+		 WHERE aggregate_type = $3 AND tx = 0 AND feed_sequence > $1 ORDER BY feed_sequence LIMIT 1),
+		greatest($1, (SELECT position FROM {{schema}}.events
+		 WHERE aggregate_type = $3 AND tx = 0 ORDER BY feed_sequence DESC LIMIT 1))))
 	ORDER BY position LIMIT $2
 ) e ON true
 ORDER BY e.position`),
@@ -464,7 +470,7 @@ ORDER BY e.position`),
 		head:    q(`SELECT ` + headSQL),
 		feedLag: q(`SELECT greatest(0, coalesce((SELECT max(position) FROM {{schema}}.events), 0) - ` + headSQL + `)`),
 		typeHead: q(`SELECT (SELECT feed_sequence FROM {{schema}}.events WHERE aggregate_type = $1 AND tx < ` + wmSQL + `
-	ORDER BY feed_sequence DESC LIMIT 1), (SELECT mark FROM {{schema}}.deleted_marks WHERE feed = $1)`),
+	ORDER BY position DESC LIMIT 1), (SELECT mark FROM {{schema}}.deleted_marks WHERE feed = $1)`),
 		feeds: q(`
 SELECT aggregate_type, count(DISTINCT aggregate_id), count(DISTINCT feed_sequence), count(*)
 FROM {{schema}}.events GROUP BY aggregate_type ORDER BY aggregate_type COLLATE "C"`),
