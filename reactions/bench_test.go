@@ -1,16 +1,21 @@
 package reactions_test
 
 import (
+	"bufio"
 	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"runtime"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -202,7 +207,11 @@ func saveDue(b *testing.B, st *eventstore.Store, from, n int, first time.Time) {
 // scheduler reads every event saved, as any follower of that feed does)
 // or to another feed (other: what deliveries alone cost); other-func
 // delivers to a Go function instead of over HTTP (what the storage side
-// of deliveries costs, without the HTTP round trip and the receiver).
+// of deliveries costs, without the HTTP round trip and the receiver). The
+// receiver runs in a process of its own, as a user's receiver does (on
+// the same machine, sharing its cores); other-inprocess runs it in the
+// benchmark's process instead, where its CPU and garbage count as the
+// store's.
 //
 // Each iteration is one pair of windows of deliveryWindow, in alternating
 // order: the client saving alone (the Engine stopped), and the client
@@ -222,16 +231,19 @@ func saveDue(b *testing.B, st *eventstore.Store, from, n int, first time.Time) {
 // much.
 func BenchmarkDeliveriesWhileSaving(b *testing.B) {
 	for name, open := range backends(b) {
-		for _, c := range []string{"followed", "other", "other-func"} {
-			b.Run(name+"/"+c, func(b *testing.B) { deliveriesWhileSaving(b, open, c == "followed", c == "other-func") })
+		for _, c := range []string{"followed", "other", "other-func", "other-inprocess"} {
+			b.Run(name+"/"+c, func(b *testing.B) {
+				deliveriesWhileSaving(b, open, c == "followed", c == "other-func", c == "other-inprocess")
+			})
 		}
 	}
 }
 
 // deliveriesWhileSaving is BenchmarkDeliveriesWhileSaving on one storage,
 // the client saving to the feed the definition follows or to another, the
-// action an HTTP POST or (goFunc) a Go function.
-func deliveriesWhileSaving(b *testing.B, open func() storage.Storage, followed, goFunc bool) {
+// action an HTTP POST or (goFunc) a Go function, the receiver of the POSTs
+// in a process of its own or (inProcess) in the benchmark's.
+func deliveriesWhileSaving(b *testing.B, open func() storage.Storage, followed, goFunc, inProcess bool) {
 	const deliveryWindow = 500 * time.Millisecond
 	const perWindow = int(deliveryWindow / time.Millisecond)
 	saveType := "customer"
@@ -243,18 +255,27 @@ func deliveriesWhileSaving(b *testing.B, open func() storage.Storage, followed, 
 		times []time.Time
 		late  []float64 // milliseconds from the trigger time to the delivery
 	)
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		now := time.Now()
-		var body struct {
-			Metadata struct{ TriggerAt int64 } `json:"metadata"`
-		}
-		_ = json.NewDecoder(r.Body).Decode(&body)
+	record := func(now time.Time, triggerAt int64) {
 		mu.Lock()
 		times = append(times, now)
-		late = append(late, float64(now.Sub(time.UnixMilli(body.Metadata.TriggerAt)))/float64(time.Millisecond))
+		late = append(late, float64(now.Sub(time.UnixMilli(triggerAt)))/float64(time.Millisecond))
 		mu.Unlock()
-	}))
-	defer srv.Close()
+	}
+	target, collect := "", func() {}
+	if inProcess {
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			now := time.Now()
+			var body struct {
+				Metadata struct{ TriggerAt int64 } `json:"metadata"`
+			}
+			_ = json.NewDecoder(r.Body).Decode(&body)
+			record(now, body.Metadata.TriggerAt)
+		}))
+		defer srv.Close()
+		target = srv.URL
+	} else if !goFunc {
+		target, collect = startReceiver(b, record)
+	}
 	s := open()
 	st, _ := eventstore.New(s, nil)
 	defer st.Close()
@@ -268,7 +289,7 @@ func deliveriesWhileSaving(b *testing.B, open func() storage.Storage, followed, 
 	}
 	e, _ := reactions.New(st, cs, &reactions.Options{Outbound: &reactions.Outbound{AllowAll: true}, Funcs: map[string]reactions.Func{"f": fn}})
 	ctx := context.Background()
-	action := reactions.Action{Type: reactions.ActionHTTPPost, TargetURI: srv.URL}
+	action := reactions.Action{Type: reactions.ActionHTTPPost, TargetURI: target}
 	if goFunc {
 		action = reactions.Action{Type: reactions.ActionFunc, Function: "f"}
 	}
@@ -313,6 +334,7 @@ func deliveriesWhileSaving(b *testing.B, open func() storage.Storage, followed, 
 		end := time.Now()
 		cpuWith, writes = cpuTime()-c0, cs.writes.Load()-w0
 		for {
+			collect()
 			mu.Lock()
 			n := len(times)
 			mu.Unlock()
@@ -404,4 +426,89 @@ func median(v []float64) float64 {
 		return v[len(v)/2]
 	}
 	return (v[len(v)/2-1] + v[len(v)/2]) / 2
+}
+
+// receiverEnv makes the test binary, run with -test.run
+// '^TestHelperReceiver$', the receiver of BenchmarkDeliveriesWhileSaving.
+const receiverEnv = "REACTIONS_BENCH_RECEIVER"
+
+// startReceiver starts the receiver of deliveries in a process of its own
+// (a receiver is the user's program, not the store's): it answers every
+// POST with 200 and notes when it arrived and the reaction's trigger time.
+// It returns the receiver's address and a function that passes the
+// deliveries noted since its last call to record. The process ends with
+// the benchmark.
+func startReceiver(b *testing.B, record func(at time.Time, triggerAt int64)) (string, func()) {
+	cmd := exec.Command(os.Args[0], "-test.run=^TestHelperReceiver$", "-test.count=1")
+	cmd.Env = append(os.Environ(), receiverEnv+"=1")
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		b.Fatal(err)
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { _ = stdin.Close(); _ = cmd.Wait() })
+	addr, err := bufio.NewReader(stdout).ReadString('\n')
+	if err != nil {
+		b.Fatalf("the receiver process did not start: %v", err)
+	}
+	base := "http://" + strings.TrimSpace(addr)
+	return base + "/deliver", func() {
+		resp, err := http.Get(base + "/noted")
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer resp.Body.Close()
+		var noted [][2]int64
+		if err := json.NewDecoder(resp.Body).Decode(&noted); err != nil {
+			b.Fatal(err)
+		}
+		for _, n := range noted {
+			record(time.Unix(0, n[0]), n[1])
+		}
+	}
+}
+
+// TestHelperReceiver is the receiver process of startReceiver; it does
+// nothing unless started by it. It prints its address, answers POST
+// /deliver with 200 noting the arrival, GET /noted with the arrivals noted
+// since the last GET, and ends when its standard input closes.
+func TestHelperReceiver(t *testing.T) {
+	if os.Getenv(receiverEnv) != "1" {
+		return
+	}
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var (
+		mu    sync.Mutex
+		noted = [][2]int64{}
+	)
+	mux := http.NewServeMux()
+	mux.HandleFunc("POST /deliver", func(w http.ResponseWriter, r *http.Request) {
+		now := time.Now().UnixNano()
+		var body struct {
+			Metadata struct{ TriggerAt int64 } `json:"metadata"`
+		}
+		_ = json.NewDecoder(r.Body).Decode(&body)
+		mu.Lock()
+		noted = append(noted, [2]int64{now, body.Metadata.TriggerAt})
+		mu.Unlock()
+	})
+	mux.HandleFunc("GET /noted", func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		n := noted
+		noted = [][2]int64{}
+		mu.Unlock()
+		_ = json.NewEncoder(w).Encode(n)
+	})
+	go func() { _ = http.Serve(l, mux) }()
+	fmt.Println(l.Addr().String())
+	_, _ = io.Copy(io.Discard, os.Stdin)
 }
