@@ -82,6 +82,11 @@ type Definition struct {
 	Offset string `json:"offset,omitempty"`
 	// Action is what the reaction does.
 	Action Action `json:"action"`
+	// CreatedAt is when the definition was created in the Engine it was
+	// read from (Engine.Definition, Engine.Definitions); Create and Put
+	// ignore it, and it is not part of the JSON form. SyncDefinitions uses
+	// it: see there.
+	CreatedAt time.Time `json:"-"`
 }
 
 // Action is what a reaction does when it is due.

@@ -297,6 +297,7 @@ func (e *Engine) Definition(ctx context.Context, name string) (Definition, error
 	if err := json.Unmarshal(rec.Spec, &d); err != nil {
 		return Definition{}, fmt.Errorf("reaction definition %s: stored spec: %v", name, err)
 	}
+	d.CreatedAt = rec.CreatedAt
 	return d, nil
 }
 
@@ -312,6 +313,7 @@ func (e *Engine) Definitions(ctx context.Context) ([]Definition, error) {
 		if err := json.Unmarshal(rec.Spec, &d); err != nil {
 			return nil, fmt.Errorf("reaction definition %s: stored spec: %v", rec.Name, err)
 		}
+		d.CreatedAt = rec.CreatedAt
 		out = append(out, d)
 	}
 	return out, nil
@@ -328,10 +330,14 @@ func (e *Engine) Delete(ctx context.Context, name string) error {
 }
 
 // SyncDefinitions makes e's definitions exactly defs, as package tenancy
-// gives every tenant's Engine the project's: it creates those e lacks
-// (starting at the head of their feed, as Create does), replaces those
-// whose spec differs (as Put does) and deletes those defs lacks, cancelling
-// their pending reactions. Each definition is validated as Create does,
+// gives every tenant's Engine the project's: it creates those e lacks,
+// replaces those whose spec differs (as Put does) and deletes those defs
+// lacks, cancelling their pending reactions. A definition it creates
+// starts, as Create's do, with the events stored after it was created:
+// after its CreatedAt (as read from the Engine it comes from) when that
+// was at most a minute ago, so that events stored in e's feed between its
+// creation elsewhere and this call still schedule their reactions, else
+// (or without CreatedAt) at the head of its feed. Each definition is validated as Create does,
 // except that targets are not looked up: every connection of a delivery
 // checks its address against the outbound policy anyway. It reports
 // whether it changed anything; it tries every definition and returns the
@@ -386,11 +392,15 @@ func (e *Engine) syncOne(ctx context.Context, c *compiled, byName map[string]sto
 		return false, nil
 	}
 	if !ok {
-		head, err := e.head(ctx, d.FeedName)
+		start, err := e.syncStart(ctx, d)
 		if err != nil {
 			return false, err
 		}
-		err = e.rs.CreateReactionDefinition(ctx, storage.ReactionDefinitionRecord{Name: d.Name, Spec: c.spec, CreatedAt: e.now(), Checkpoint: head})
+		created := d.CreatedAt
+		if created.IsZero() {
+			created = e.now()
+		}
+		err = e.rs.CreateReactionDefinition(ctx, storage.ReactionDefinitionRecord{Name: d.Name, Spec: c.spec, CreatedAt: created, Checkpoint: start})
 		if errors.Is(err, eventstore.ErrConflict) {
 			return false, nil // created meanwhile, by another process syncing it
 		}
@@ -408,6 +418,34 @@ func (e *Engine) syncOne(ctx context.Context, c *compiled, byName map[string]sto
 		return false, err
 	}
 	return true, nil
+}
+
+// syncWindow bounds how long after its creation elsewhere a definition
+// that SyncDefinitions creates starts from its creation time rather than
+// from the feed's head (see SyncDefinitions).
+const syncWindow = time.Minute
+
+// syncStart is the checkpoint a definition that SyncDefinitions creates
+// starts from: before the first event of its feed recorded at or after
+// d.CreatedAt when that was at most syncWindow ago, else the feed's head.
+func (e *Engine) syncStart(ctx context.Context, d Definition) (int64, error) {
+	head, err := e.head(ctx, d.FeedName)
+	if err != nil || d.CreatedAt.IsZero() || e.now().Sub(d.CreatedAt) > syncWindow {
+		return head, err
+	}
+	res, err := e.st.ReadFeed(ctx, d.FeedName, 0, &eventstore.FeedOptions{From: d.CreatedAt, Limit: 1})
+	if errors.Is(err, eventstore.ErrNotFound) {
+		return head, nil
+	}
+	if err != nil {
+		return 0, err
+	}
+	if len(res.Entries) == 0 {
+		return head, nil
+	}
+	// Reading after the cursor before the entry's returns the entry: a
+	// type's cursors are FeedSequences, strictly increasing.
+	return min(head, res.Entries[0].Cursor-1), nil
 }
 
 // ForgetAggregate removes every reaction of the aggregate, of every state,

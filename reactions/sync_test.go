@@ -17,9 +17,10 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// SyncDefinitions gives an Engine another's definitions: created at the
-// head of the feed (earlier events never fire), replaced, deleted with
-// their pending reactions cancelled; nothing changes when they are equal.
+// SyncDefinitions gives an Engine another's definitions: created from
+// their creation elsewhere (earlier events never fire, those stored
+// between the creation and the sync do), replaced, deleted with their
+// pending reactions cancelled; nothing changes when they are equal.
 // ForTenant's Engine puts the tenant into every delivery's metadata.
 func TestSyncDefinitions(t *testing.T) {
 	ctx := t.Context()
@@ -32,6 +33,8 @@ func TestSyncDefinitions(t *testing.T) {
 	e, err := project.ForTenant(st, tenantStorage, "1b4e28ba-2fa1-41d2-883f-0016d3cca427")
 	require.NoError(t, err)
 
+	save(t, st, "o-before", "placed", `{}`) // before the definitions: never fires
+	time.Sleep(2 * time.Millisecond)        // recorded strictly before them
 	d := def(srv.URL)
 	require.NoError(t, project.Create(ctx, d))
 	later := def(srv.URL)
@@ -39,14 +42,16 @@ func TestSyncDefinitions(t *testing.T) {
 	require.NoError(t, project.Create(ctx, later))
 	defs, err := project.Definitions(ctx)
 	require.NoError(t, err)
+	require.Len(t, defs, 2)
+	assert.False(t, defs[0].CreatedAt.IsZero(), "Definitions gives the creation time")
 
-	save(t, st, "o-0", "placed", `{}`) // before the sync: never fires
+	save(t, st, "o-0", "placed", `{}`) // after the creation, before the sync: fires
 	changed, err := e.SyncDefinitions(ctx, defs)
 	require.NoError(t, err)
 	assert.True(t, changed)
 	got, err := e.Definitions(ctx)
 	require.NoError(t, err)
-	assert.Equal(t, defs, got)
+	assert.Equal(t, defs, got, "the same definitions, created at the same time")
 	changed, err = e.SyncDefinitions(ctx, defs)
 	require.NoError(t, err)
 	assert.False(t, changed, "equal definitions change nothing")
@@ -55,15 +60,20 @@ func TestSyncDefinitions(t *testing.T) {
 	defer stop()
 	save(t, st, "o-1", "placed", `{}`)
 	<-rc.got
+	<-rc.got
+	waitFor(t, "the later ones scheduled", func() bool { return statuses(t, e)[reactions.StatusScheduled] == 2 })
 	rc.mu.Lock()
-	var b struct {
-		Metadata map[string]any `json:"metadata"`
+	var aggs []string
+	for _, body := range rc.bodies {
+		var b struct {
+			Metadata map[string]any `json:"metadata"`
+		}
+		require.NoError(t, json.Unmarshal(body, &b))
+		aggs = append(aggs, fmt.Sprint(b.Metadata["aggregateId"]))
+		assert.Equal(t, "1b4e28ba-2fa1-41d2-883f-0016d3cca427", b.Metadata["tenantId"])
 	}
-	require.NoError(t, json.Unmarshal(rc.bodies[0], &b))
-	assert.Equal(t, "o-1", b.Metadata["aggregateId"], "the event before the sync fired nothing")
-	assert.Equal(t, "1b4e28ba-2fa1-41d2-883f-0016d3cca427", b.Metadata["tenantId"])
 	rc.mu.Unlock()
-	waitFor(t, "the later one scheduled", func() bool { return statuses(t, e)[reactions.StatusScheduled] == 1 })
+	assert.ElementsMatch(t, []string{"o-0", "o-1"}, aggs, "the events after the creation fired, the one before did not")
 
 	// Replaced: the description changes; deleted: "later" goes, its pending
 	// reaction cancelled.
@@ -76,7 +86,7 @@ func TestSyncDefinitions(t *testing.T) {
 	assert.Equal(t, "now described", got1.Description)
 	_, err = e.Definition(ctx, "later")
 	assert.True(t, errors.Is(err, eventstore.ErrNotFound), "%v", err)
-	assert.Equal(t, 1, statuses(t, e)[reactions.StatusCanceled])
+	assert.Equal(t, 2, statuses(t, e)[reactions.StatusCanceled])
 
 	// A bad definition is refused, the others still synced.
 	bad := def(srv.URL)
@@ -86,6 +96,44 @@ func TestSyncDefinitions(t *testing.T) {
 	assert.True(t, errors.As(err, &v), "%v", err)
 	_, err = e.Definition(ctx, d.Name)
 	assert.NoError(t, err)
+}
+
+// A definition that SyncDefinitions creates without a creation time, or
+// with one more than a minute ago, starts at its feed's head: an Engine
+// that learns of a definition late (a tenant first opened long after)
+// does not fire for the events stored since.
+func TestSyncDefinitionsStartAtHead(t *testing.T) {
+	for name, createdAt := range map[string]time.Time{"no creation time": {}, "created long ago": time.Now().Add(-2 * time.Minute)} {
+		t.Run(name, func(t *testing.T) {
+			ctx := t.Context()
+			rc, srv := newReceiver(t, "s3cret")
+			_, project := setup(t, memory.New(), &reactions.Options{PollInterval: 20 * time.Millisecond})
+			tenantStorage := memory.New()
+			st, err := eventstore.New(tenantStorage, nil)
+			require.NoError(t, err)
+			defer st.Close()
+			e, err := project.ForTenant(st, tenantStorage, "1b4e28ba-2fa1-41d2-883f-0016d3cca427")
+			require.NoError(t, err)
+			save(t, st, "o-0", "placed", `{}`)
+			d := def(srv.URL)
+			d.CreatedAt = createdAt
+			_, err = e.SyncDefinitions(ctx, []reactions.Definition{d})
+			require.NoError(t, err)
+			stop := run(t, e)
+			defer stop()
+			save(t, st, "o-1", "placed", `{}`)
+			<-rc.got
+			time.Sleep(100 * time.Millisecond) // five poll intervals for a stray delivery
+			rc.mu.Lock()
+			defer rc.mu.Unlock()
+			require.Len(t, rc.bodies, 1)
+			var b struct {
+				Metadata map[string]any `json:"metadata"`
+			}
+			require.NoError(t, json.Unmarshal(rc.bodies[0], &b))
+			assert.Equal(t, "o-1", b.Metadata["aggregateId"], "the event stored before the sync fired nothing")
+		})
+	}
 }
 
 // Options.Concurrency bounds the attempts of an Engine and its tenants'
