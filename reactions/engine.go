@@ -337,11 +337,11 @@ func (e *Engine) Delete(ctx context.Context, name string) error {
 // after its CreatedAt (as read from the Engine it comes from) when that
 // was at most a minute ago, so that events stored in e's feed between its
 // creation elsewhere and this call still schedule their reactions, else
-// (or without CreatedAt) at the head of its feed. Each definition is validated as Create does,
-// except that targets are not looked up: every connection of a delivery
-// checks its address against the outbound policy anyway. It reports
-// whether it changed anything; it tries every definition and returns the
-// first error.
+// (or without CreatedAt) at the head of its feed. Each definition is
+// validated as Create does, except that targets are not looked up: every
+// connection of a delivery checks its address against the outbound policy
+// anyway. It reports whether it changed anything; it tries every
+// definition and returns the first error.
 func (e *Engine) SyncDefinitions(ctx context.Context, defs []Definition) (changed bool, err error) {
 	have, err := e.rs.ReactionDefinitions(ctx)
 	if err != nil {
