@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"testing"
+	"time"
 
 	"github.com/eventkit-go/eventstore/storage"
 	"github.com/jackc/pgx/v5"
@@ -89,15 +90,20 @@ FROM generate_series(1, 3000) p;`))
 	}
 	newFirst := cursors[1000] // the first batch appended after the migration
 	for c, most := range map[int64]float64{1: 0, 500: 0, 999: 0, 1000: 0, newFirst: 0, cursors[1001]: 1} {
-		if removed := feedSeqRowsRemoved(t, m, c); removed > most {
-			t.Errorf("reading a after FeedSequence %d scanned %v rows it dropped, want at most %v", c, removed, most)
+		for _, generic := range []bool{false, true} {
+			if removed := feedSeqRowsRemoved(t, m, c, generic); removed > most {
+				t.Errorf("reading a after FeedSequence %d (generic plan %v) scanned %v rows it dropped, want at most %v",
+					c, generic, removed, most)
+			}
 		}
 	}
 }
 
 // feedSeqRowsRemoved runs feedSeq for type a after FeedSequence after
-// under EXPLAIN ANALYZE and returns the rows its plan read and dropped.
-func feedSeqRowsRemoved(t *testing.T, m *store, after int64) float64 {
+// under EXPLAIN ANALYZE, planned for the arguments or (generic) as a
+// prepared statement's generic plan, which is what the Storage runs after
+// a few executions, and returns the rows its plan read and dropped.
+func feedSeqRowsRemoved(t *testing.T, m *store, after int64, generic bool) float64 {
 	t.Helper()
 	ctx := context.Background()
 	tx, err := m.pool.Begin(ctx)
@@ -112,7 +118,23 @@ func feedSeqRowsRemoved(t *testing.T, m *store, after int64) float64 {
 		t.Fatal(err)
 	}
 	var plan []struct{ Plan map[string]any }
-	if err := tx.QueryRow(ctx, "EXPLAIN (ANALYZE, FORMAT JSON) "+m.sql.feedSeq, after, 5000, "a", 0).Scan(&plan); err != nil {
+	if generic {
+		if _, err := tx.Exec(ctx, "SET LOCAL plan_cache_mode = force_generic_plan"); err != nil {
+			t.Fatal(err)
+		}
+		// PREPARE outlives the transaction: a name of its own, deallocated
+		// on the same connection (not DEALLOCATE ALL: pgx's own statements
+		// are prepared on it too).
+		name := fmt.Sprintf("feed_seq_plan_%d", time.Now().UnixNano())
+		if _, err := tx.Exec(ctx, "PREPARE "+name+" AS "+m.sql.feedSeq); err != nil {
+			t.Fatal(err)
+		}
+		defer func() { _, _ = tx.Exec(ctx, "DEALLOCATE "+name) }()
+		q := fmt.Sprintf("EXPLAIN (ANALYZE, FORMAT JSON) EXECUTE %s(%d, 5000, 'a', 0)", name, after)
+		if err := tx.QueryRow(ctx, q).Scan(&plan); err != nil {
+			t.Fatal(err)
+		}
+	} else if err := tx.QueryRow(ctx, "EXPLAIN (ANALYZE, FORMAT JSON) "+m.sql.feedSeq, after, 5000, "a", 0).Scan(&plan); err != nil {
 		t.Fatal(err)
 	}
 	var removed float64
