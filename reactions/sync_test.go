@@ -25,13 +25,7 @@ import (
 func TestSyncDefinitions(t *testing.T) {
 	ctx := t.Context()
 	rc, srv := newReceiver(t, "s3cret")
-	_, project := setup(t, memory.New(), &reactions.Options{PollInterval: 20 * time.Millisecond})
-	tenantStorage := memory.New()
-	st, err := eventstore.New(tenantStorage, nil)
-	require.NoError(t, err)
-	defer st.Close()
-	e, err := project.ForTenant(st, tenantStorage, "1b4e28ba-2fa1-41d2-883f-0016d3cca427")
-	require.NoError(t, err)
+	project, st, e := tenantEngine(t)
 
 	save(t, st, "o-before", "placed", `{}`) // before the definitions: never fires
 	time.Sleep(2 * time.Millisecond)        // recorded strictly before them
@@ -107,17 +101,11 @@ func TestSyncDefinitionsStartAtHead(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			ctx := t.Context()
 			rc, srv := newReceiver(t, "s3cret")
-			_, project := setup(t, memory.New(), &reactions.Options{PollInterval: 20 * time.Millisecond})
-			tenantStorage := memory.New()
-			st, err := eventstore.New(tenantStorage, nil)
-			require.NoError(t, err)
-			defer st.Close()
-			e, err := project.ForTenant(st, tenantStorage, "1b4e28ba-2fa1-41d2-883f-0016d3cca427")
-			require.NoError(t, err)
+			_, st, e := tenantEngine(t)
 			save(t, st, "o-0", "placed", `{}`)
 			d := def(srv.URL)
 			d.CreatedAt = createdAt
-			_, err = e.SyncDefinitions(ctx, []reactions.Definition{d})
+			_, err := e.SyncDefinitions(ctx, []reactions.Definition{d})
 			require.NoError(t, err)
 			stop := run(t, e)
 			defer stop()
@@ -134,6 +122,21 @@ func TestSyncDefinitionsStartAtHead(t *testing.T) {
 			assert.Equal(t, "o-1", b.Metadata["aggregateId"], "the event stored before the sync fired nothing")
 		})
 	}
+}
+
+// tenantEngine returns a project's Engine on memory, polling every 20 ms,
+// and the Store and Engine (ForTenant) of a tenant of it, closed after
+// the test.
+func tenantEngine(t *testing.T) (project *reactions.Engine, st *eventstore.Store, e *reactions.Engine) {
+	t.Helper()
+	_, project = setup(t, memory.New(), &reactions.Options{PollInterval: 20 * time.Millisecond})
+	tenantStorage := memory.New()
+	st, err := eventstore.New(tenantStorage, nil)
+	require.NoError(t, err)
+	t.Cleanup(func() { st.Close() })
+	e, err = project.ForTenant(st, tenantStorage, "1b4e28ba-2fa1-41d2-883f-0016d3cca427")
+	require.NoError(t, err)
+	return project, st, e
 }
 
 // Options.Concurrency bounds the attempts of an Engine and its tenants'

@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/eventkit-go/eventstore/storage"
-	"github.com/jackc/pgx/v5"
 )
 
 // TestTypeFeedAfterSequencesOfEveryVersion reads a type's feed after
@@ -24,22 +23,11 @@ import (
 // among or after the old numbers, at most the rest of the cursor's batch
 // for new ones.
 func TestTypeFeedAfterSequencesOfEveryVersion(t *testing.T) {
-	s, quoted := openBatchTestSchema(t)
-	ctx := context.Background()
-	schema := "v1fs_" + quoted[1:len(quoted)-1]
-	q := pgx.Identifier{schema}.Sanitize()
-	t.Cleanup(func() { _, _ = s.pool.Exec(context.Background(), "DROP SCHEMA IF EXISTS "+q+" CASCADE") })
-	_, err := s.pool.Exec(ctx, qualify(q, `
-CREATE SCHEMA {{schema}};
-CREATE TABLE {{schema}}.schema_migrations (version integer PRIMARY KEY, applied_at timestamptz NOT NULL DEFAULT now());
-`+migrations[0]+`
-INSERT INTO {{schema}}.schema_migrations (version) VALUES (1);
+	s, schema, _ := version1Schema(t, "v1fs_", `
 INSERT INTO {{schema}}.events (position, aggregate_type, aggregate_id, event_id, event_type, data, version, sequence, recorded_at)
 SELECT p, CASE WHEN p % 3 = 0 THEN 'a' ELSE 'b' END, 'x' || p, gen_random_uuid()::text, 'E', NULL, 1, 1, now()
-FROM generate_series(1, 3000) p;`))
-	if err != nil {
-		t.Fatal(err)
-	}
+FROM generate_series(1, 3000) p;`)
+	ctx := context.Background()
 	m, err := open(ctx, s.pool, &Options{Schema: schema})
 	if err != nil {
 		t.Fatalf("open a version 1 schema: %v", err)

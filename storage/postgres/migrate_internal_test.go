@@ -15,20 +15,9 @@ import (
 // states a CreatedAt and no reference, definitions their instance counts,
 // and appends go on after the existing numbers.
 func TestMigrateFromVersion1(t *testing.T) {
-	s, quoted := openBatchTestSchema(t)
+	s, schema, q := version1Schema(t, "v1_", "")
 	ctx := context.Background()
-	schema := "v1_" + quoted[1:len(quoted)-1]
-	q := pgx.Identifier{schema}.Sanitize()
-	t.Cleanup(func() { _, _ = s.pool.Exec(context.Background(), "DROP SCHEMA IF EXISTS "+q+" CASCADE") })
 	at := time.Date(2026, 1, 2, 3, 4, 5, 6000, time.UTC)
-	_, err := s.pool.Exec(ctx, qualify(q, `
-CREATE SCHEMA {{schema}};
-CREATE TABLE {{schema}}.schema_migrations (version integer PRIMARY KEY, applied_at timestamptz NOT NULL DEFAULT now());
-`+migrations[0]+`
-INSERT INTO {{schema}}.schema_migrations (version) VALUES (1);`))
-	if err != nil {
-		t.Fatal(err)
-	}
 	// Batches in position order: a/x v1 (1, 2), b/y v1 (3), a/z v1 (4),
 	// a/x v2 (5, 6, 7), b/y v2 (8).
 	rows := []struct {
@@ -43,7 +32,7 @@ VALUES ($1, $2, $3, gen_random_uuid()::text, 'E', NULL, $4, $5, $6)`), i+1, r.ty
 			t.Fatal(err)
 		}
 	}
-	_, err = s.pool.Exec(ctx, qualify(q, `
+	_, err := s.pool.Exec(ctx, qualify(q, `
 INSERT INTO {{schema}}.definitions (name, spec, created_at, checkpoint) VALUES ('p', '{}', now(), 8), ('empty', '{}', now(), 0);
 INSERT INTO {{schema}}.projection_states (name, instance_id, data, position, updated_at)
 VALUES ('p', 'x', '{"n":1}', 7, '2026-01-02 03:04:05+00'), ('p', 'z', '{"n":2}', 4, '2026-01-02 03:04:05+00');`))
@@ -120,4 +109,26 @@ VALUES ('p', 'x', '{"n":1}', 7, '2026-01-02 03:04:05+00'), ('p', 'z', '{"n":2}',
 	if err := s.pool.QueryRow(ctx, qualify(q, `SELECT max(version) FROM {{schema}}.schema_migrations`)).Scan(&version); err != nil || version != len(migrations) {
 		t.Errorf("schema version after Open = %d, %v; want %d", version, err, len(migrations))
 	}
+}
+
+// version1Schema creates a schema, named prefix and a random suffix and
+// dropped after the test, as the first version of the package left it,
+// then runs rows (SQL with {{schema}}, may be empty) in it. It returns a
+// Storage on another schema of the same database, for its pool, and the
+// schema's name and quoted name.
+func version1Schema(t *testing.T, prefix, rows string) (s *store, schema, quoted string) {
+	t.Helper()
+	s, other := openBatchTestSchema(t)
+	schema = prefix + other[1:len(other)-1]
+	quoted = pgx.Identifier{schema}.Sanitize()
+	t.Cleanup(func() { _, _ = s.pool.Exec(context.Background(), "DROP SCHEMA IF EXISTS "+quoted+" CASCADE") })
+	if _, err := s.pool.Exec(context.Background(), qualify(quoted, `
+CREATE SCHEMA {{schema}};
+CREATE TABLE {{schema}}.schema_migrations (version integer PRIMARY KEY, applied_at timestamptz NOT NULL DEFAULT now());
+`+migrations[0]+`
+INSERT INTO {{schema}}.schema_migrations (version) VALUES (1);
+`+rows)); err != nil {
+		t.Fatal(err)
+	}
+	return s, schema, quoted
 }
