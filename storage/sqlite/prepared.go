@@ -149,3 +149,66 @@ func loadStatesQuery(n int) string {
 	return `SELECT ` + stateColumns + ` FROM projection_states
 				WHERE name = ? AND instance_id IN (` + placeholders(n) + `)`
 }
+
+// reactionStmts are the statements of ClaimReactions and FinishReactions,
+// prepared once on the write pool and bound to each transaction with
+// Tx.StmtContext. Their text is the same whatever the number of
+// reactions (the ids and outcomes go in one JSON argument), so SQLite
+// parses them once: parsing a statement of a hundred arguments per claim
+// cost as much as running it, all of it while saves wait for the write
+// connection.
+type reactionStmts struct {
+	mu     sync.Mutex
+	due    *sql.Stmt // the ids due, earliest first
+	claim  *sql.Stmt // claims the ids of a JSON array
+	finish *sql.Stmt // applies the outcomes of a JSON array
+}
+
+// The statements of reactionStmts.
+const (
+	claimDueQuery = `SELECT id FROM reactions WHERE state IN (0, 1) AND due_at <= ? ORDER BY due_at, id LIMIT ?`
+	claimQuery    = `UPDATE reactions SET state = 1, due_at = ?1, claim = ?2, attempts = attempts + 1
+		WHERE id IN (SELECT value FROM json_each(?3)) RETURNING ` + reactionCols + `, payload`
+	// finishQuery takes an array of [id, claim, state, due, finished,
+	// error] arrays of distinct ids.
+	finishQuery = `UPDATE reactions SET state = v.state,
+		due_at = CASE WHEN v.due >= 0 THEN v.due ELSE reactions.due_at END,
+		finished_at = v.finished, last_error = v.error, claim = ''
+		FROM (SELECT value ->> 0 AS id, value ->> 1 AS claim, value ->> 2 AS state, value ->> 3 AS due,
+			value ->> 4 AS finished, value ->> 5 AS error FROM json_each(?)) AS v
+		WHERE reactions.id = v.id AND reactions.state = 1 AND reactions.claim = v.claim
+		RETURNING reactions.id`
+)
+
+// get returns the statements, preparing them on db when needed. It must be
+// called without holding db's connection: db has one, which preparing
+// takes.
+func (r *reactionStmts) get(ctx context.Context, db *sql.DB) (due, claim, finish *sql.Stmt, err error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.due == nil {
+		var stmts [3]*sql.Stmt
+		for i, q := range []string{claimDueQuery, claimQuery, finishQuery} {
+			if stmts[i], err = db.PrepareContext(ctx, q); err != nil {
+				for _, st := range stmts[:i] {
+					_ = st.Close()
+				}
+				return nil, nil, nil, err
+			}
+		}
+		r.due, r.claim, r.finish = stmts[0], stmts[1], stmts[2]
+	}
+	return r.due, r.claim, r.finish, nil
+}
+
+// close closes the statements.
+func (r *reactionStmts) close() error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.due == nil {
+		return nil
+	}
+	err := errors.Join(r.due.Close(), r.claim.Close(), r.finish.Close())
+	r.due, r.claim, r.finish = nil, nil, nil
+	return err
+}

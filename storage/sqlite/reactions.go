@@ -3,6 +3,7 @@ package sqlite
 import (
 	"context"
 	"database/sql"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -184,22 +185,25 @@ func scanReaction(rows interface{ Scan(...any) error }, withPayload bool) (stora
 }
 
 // ClaimReactions implements storage.ReactionStorage in one transaction
-// of two statements: the ids due, read from the index of the active
-// reactions, then one UPDATE of them all. It holds the write connection,
-// which saves wait for, as briefly as it can.
+// of two prepared statements: the ids due, read from the index of the
+// active reactions, then one UPDATE of them all. It holds the write
+// connection, which saves wait for, as briefly as it can.
 func (s *store) ClaimReactions(ctx context.Context, c storage.ReactionClaim) ([]storage.Reaction, error) {
 	if err := s.check(ctx, "claim reactions"); err != nil {
 		return nil, err
 	}
+	due, claim, _, err := s.reacts.get(ctx, s.writeDB)
+	if err != nil {
+		return nil, s.fail(ctx, "claim reactions", err)
+	}
 	var out []storage.Reaction
-	err := s.inTx(ctx, func(tx *txn) error {
+	err = s.inTx(ctx, func(tx *txn) error {
 		out = out[:0]
-		rows, err := tx.QueryContext(ctx, `SELECT id FROM reactions WHERE state IN (0, 1) AND due_at <= ?
-			ORDER BY due_at, id LIMIT ?`, micros(c.Now), c.Limit)
+		rows, err := tx.StmtContext(ctx, due).QueryContext(ctx, micros(c.Now), c.Limit)
 		if err != nil {
 			return err
 		}
-		args := []any{micros(c.Until), c.Claim}
+		var ids []string
 		order := make(map[string]int)
 		for rows.Next() {
 			var id string
@@ -207,20 +211,23 @@ func (s *store) ClaimReactions(ctx context.Context, c storage.ReactionClaim) ([]
 				rows.Close()
 				return err
 			}
-			order[id] = len(order)
-			args = append(args, id)
+			order[id] = len(ids)
+			ids = append(ids, id)
 		}
 		rows.Close()
-		if err := rows.Err(); err != nil || len(order) == 0 {
+		if err := rows.Err(); err != nil || len(ids) == 0 {
 			return err
 		}
-		rows, err = tx.QueryContext(ctx, `UPDATE reactions SET state = 1, due_at = ?, claim = ?, attempts = attempts + 1
-			WHERE id IN (?`+strings.Repeat(", ?", len(order)-1)+`) RETURNING `+reactionCols+`, payload`, args...)
+		list, err := json.Marshal(ids)
+		if err != nil {
+			return err
+		}
+		rows, err = tx.StmtContext(ctx, claim).QueryContext(ctx, micros(c.Until), c.Claim, string(list))
 		if err != nil {
 			return err
 		}
 		defer rows.Close()
-		out = make([]storage.Reaction, len(order))
+		out = make([]storage.Reaction, len(ids))
 		for rows.Next() {
 			r, err := scanReaction(rows, true)
 			if err != nil {
@@ -237,26 +244,30 @@ func (s *store) ClaimReactions(ctx context.Context, c storage.ReactionClaim) ([]
 }
 
 // finishChunk bounds the outcomes one statement of FinishReactions
-// updates (six arguments each).
-const finishChunk = 128
+// updates.
+const finishChunk = 256
 
 // FinishReactions implements storage.ReactionStorage in one transaction,
-// one UPDATE statement for up to finishChunk outcomes of distinct
-// reactions: the ids it returns are those applied. (An outcome for a
-// reaction that another outcome of the batch names too, which takes an
-// Execute between two attempts, is applied by a statement of its own.)
+// one prepared UPDATE statement for up to finishChunk outcomes of
+// distinct reactions: the ids it returns are those applied. (An outcome
+// for a reaction that another outcome of the batch names too, which takes
+// an Execute between two attempts, is applied by a statement of its own.)
 func (s *store) FinishReactions(ctx context.Context, outcomes []storage.ReactionOutcome) ([]error, error) {
 	if err := s.check(ctx, "finish reactions"); err != nil {
 		return nil, err
 	}
+	_, _, finish, err := s.reacts.get(ctx, s.writeDB)
+	if err != nil {
+		return nil, s.fail(ctx, "finish reactions", err)
+	}
 	var errs []error
-	err := s.inTx(ctx, func(tx *txn) error {
+	err = s.inTx(ctx, func(tx *txn) error {
 		errs = make([]error, len(outcomes))
 		applied := make([]bool, len(outcomes))
 		var alone []int
 		for lo := 0; lo < len(outcomes); {
-			byID := make(map[string]int, finishChunk)
-			args := make([]any, 0, 6*finishChunk)
+			byID := make(map[string]int, min(finishChunk, len(outcomes)))
+			var list []any
 			for ; lo < len(outcomes) && len(byID) < finishChunk; lo++ {
 				o := outcomes[lo]
 				if _, dup := byID[o.ID]; dup {
@@ -265,17 +276,16 @@ func (s *store) FinishReactions(ctx context.Context, outcomes []storage.Reaction
 				}
 				byID[o.ID] = lo
 				due, finished := finishTimes(o)
-				args = append(args, o.ID, o.Claim, int(o.State), due, finished, safetext.Clean(o.Error))
+				list = append(list, [6]any{o.ID, o.Claim, int(o.State), due, finished, safetext.Clean(o.Error)})
 			}
 			if len(byID) == 0 {
 				continue
 			}
-			rows, err := tx.QueryContext(ctx, `WITH v (id, claim, state, due, finished, error) AS (
-				VALUES (?, ?, ?, ?, ?, ?)`+strings.Repeat(", (?, ?, ?, ?, ?, ?)", len(byID)-1)+`)
-				UPDATE reactions SET state = v.state, due_at = CASE WHEN v.due >= 0 THEN v.due ELSE reactions.due_at END,
-				finished_at = v.finished, last_error = v.error, claim = ''
-				FROM v WHERE reactions.id = v.id AND reactions.state = 1 AND reactions.claim = v.claim
-				RETURNING reactions.id`, args...)
+			arg, err := json.Marshal(list)
+			if err != nil {
+				return err
+			}
+			rows, err := tx.StmtContext(ctx, finish).QueryContext(ctx, string(arg))
 			if err != nil {
 				return err
 			}

@@ -105,6 +105,7 @@ type store struct {
 	reads   rawConns // statements of the read paths, per read connection
 	commits commitStmts
 	loads   loadStmts
+	reacts  reactionStmts
 	batcher *groupcommit.Batcher[*job, storage.AppendResult]
 
 	closed    atomic.Bool
@@ -222,7 +223,7 @@ func (s *store) Close() error {
 		s.closed.Store(true)
 		s.batcher.Close()
 		s.closeWriteConn()
-		s.closeErr = errors.Join(s.reads.close(), s.commits.close(), s.loads.close(), s.readDB.Close(), s.writeDB.Close())
+		s.closeErr = errors.Join(s.reads.close(), s.commits.close(), s.loads.close(), s.reacts.close(), s.readDB.Close(), s.writeDB.Close())
 		if s.closeErr != nil {
 			s.closeErr = fmt.Errorf("sqlite: close %s: %w", s.path, s.closeErr)
 		}

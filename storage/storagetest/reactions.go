@@ -20,6 +20,7 @@ func reactionCases() []testCase {
 		{"ScheduleReactionsChecksCheckpoint", "ScheduleReactions writes nothing and fails with ErrConflict unless the checkpoint and spec are those stored", testScheduleCAS},
 		{"ScheduleReactionsCancels", "a schedule cancels the definition's pending reactions of the aggregates in Cancel before inserting its own", testScheduleCancel},
 		{"ClaimReactionsDueFirst", "claims take due reactions earliest first, up to the limit, with a lease; an ended lease is claimed again; only the current claim may finish", testClaim},
+		{"ClaimAndFinishManyReactions", "a claim of hundreds of reactions returns them earliest first, whole, and one FinishReactions records hundreds of outcomes, each with its own state, times and error text byte for byte", testClaimFinishMany},
 		{"ClaimReactionsConcurrent", "concurrent claims never take the same reaction twice", testClaimConcurrent},
 		{"ListReactions", "ListReactions filters, orders by trigger time then id, pages and counts", testListReactions},
 		{"CancelAndExecuteReaction", "only a pending reaction can be cancelled; any but a leased one can be executed anew", testCancelExecute},
@@ -257,6 +258,81 @@ func testClaim(t *testing.T, h *harness) {
 	}
 	if r := mustReaction(t, s, "d"); r.State != storage.ReactionPending || !r.DueAt.Equal(retry) || r.LastError != "answered 503" {
 		t.Errorf("d after the current claim's outcome: %+v", r)
+	}
+}
+
+func testClaimFinishMany(t *testing.T, h *harness) {
+	s := reactionStorage(t, h)
+	ctx := t.Context()
+	const n = 600
+	var rs []storage.Reaction
+	for i := range n {
+		// Inserted out of due order, ids not in due order either.
+		j := (i * 7) % n
+		r := newReaction(fmt.Sprintf("m-%03d", (j*13)%n), "r", fmt.Sprint("a-", j), rt0.Add(time.Duration(j)*time.Millisecond))
+		r.Payload = []byte(fmt.Sprintf(`{"n":%d,"text":"\u00e9 \"quoted\""}`, j))
+		rs = append(rs, r)
+	}
+	mustSchedule(t, s, "r", rs...)
+	now := rt0.Add(time.Hour)
+	got, err := s.ClaimReactions(ctx, storage.ReactionClaim{Now: now, Until: now.Add(time.Minute), Claim: "big", Limit: n + 10})
+	if err != nil || len(got) != n {
+		t.Fatalf("claiming %d: got %d, %v", n, len(got), err)
+	}
+	for i, r := range got {
+		want := rt0.Add(time.Duration(i) * time.Millisecond)
+		if r.TriggerAt.Compare(want) != 0 || r.State != storage.ReactionOngoing || r.Claim != "big" || r.Attempts != 1 ||
+			!r.DueAt.Equal(now.Add(time.Minute)) || r.AggregateID != fmt.Sprint("a-", i) ||
+			string(r.Payload) != fmt.Sprintf(`{"n":%d,"text":"\u00e9 \"quoted\""}`, i) {
+			t.Fatalf("claimed reaction %d: %+v (payload %s), want the one triggered at %v, ongoing under the claim", i, r, r.Payload, want)
+		}
+	}
+	odd := "quote \" \\ back, tab\t newline\n, ünïcode ✓, percent %s, nul-free"
+	outcomes := make([]storage.ReactionOutcome, 0, n)
+	for i, r := range got {
+		o := storage.ReactionOutcome{ID: r.ID, Claim: "big", At: now.Add(time.Duration(i) * time.Microsecond)}
+		switch i % 3 {
+		case 0:
+			o.State = storage.ReactionCompleted
+		case 1:
+			o.State, o.Error = storage.ReactionFailed, fmt.Sprint(odd, " #", i)
+		case 2:
+			o.State, o.DueAt, o.Error = storage.ReactionPending, now.Add(time.Duration(i)*time.Second), fmt.Sprint("retry #", i)
+		}
+		outcomes = append(outcomes, o)
+	}
+	errs, err := s.FinishReactions(ctx, outcomes)
+	if err != nil || len(errs) != n {
+		t.Fatalf("FinishReactions of %d: %d errors, %v", n, len(errs), err)
+	}
+	for i, e := range errs {
+		if e != nil {
+			t.Fatalf("outcome %d: %v", i, e)
+		}
+	}
+	for i, r := range got {
+		g := mustReaction(t, s, r.ID)
+		o := outcomes[i]
+		ok := g.State == o.State && g.LastError == o.Error && g.Claim == ""
+		switch o.State {
+		case storage.ReactionPending:
+			ok = ok && g.DueAt.Equal(o.DueAt) && g.FinishedAt.IsZero()
+		default:
+			ok = ok && g.FinishedAt.Equal(o.At)
+		}
+		if !ok {
+			t.Fatalf("reaction %d after its outcome %+v: %+v", i, o, g)
+		}
+	}
+	// The same outcomes again: the claim is spent, nothing applies.
+	errs, err = s.FinishReactions(ctx, outcomes)
+	if err != nil || len(errs) != n {
+		t.Fatalf("FinishReactions again: %d errors, %v", len(errs), err)
+	}
+	for i, e := range errs {
+		if !errors.Is(e, storage.ErrConflict) {
+			t.Fatalf("outcome %d again: %v, want ErrConflict", i, e)
+		}
 	}
 }
 
