@@ -362,21 +362,12 @@ func deliveriesWhileSaving(b *testing.B, open func() storage.Storage, followed, 
 		cpuAlone = cpuTime() - c0
 		return a
 	}
-	var alone, during, ratio, rates, cpu, writeRates, aloneCores []float64
-	for i := 0; b.Loop(); i++ {
-		var a, d, r float64
-		if i%2 == 0 {
-			a = alonePaced()
-			d, r = withDeliveries()
-		} else {
-			d, r = withDeliveries()
-			a = alonePaced()
-		}
-		alone, during, ratio, rates = append(alone, a), append(during, d), append(ratio, d/a*100), append(rates, r)
+	var cpu, writeRates, aloneCores []float64
+	alone, during, ratio, rates := alternate(b, alonePaced, withDeliveries, func(_, _, r float64) {
 		cpu = append(cpu, float64(cpuWith-cpuAlone)/float64(time.Microsecond)/(r*deliveryWindow.Seconds()))
 		writeRates = append(writeRates, float64(writes)/deliveryWindow.Seconds())
 		aloneCores = append(aloneCores, cpuAlone.Seconds()/deliveryWindow.Seconds())
-	}
+	})
 	b.ReportMetric(median(alone), "saves/s-alone")
 	b.ReportMetric(median(during), "saves/s-meanwhile")
 	b.ReportMetric(median(ratio), "%saverate")
