@@ -36,9 +36,9 @@ func (e *Engine) Run(ctx context.Context) error {
 // watch wakes the scheduler when events are saved. It waits on the
 // Store's own notifications of appends (ReadFeed with a Wait, reading the
 // feed again every PollInterval when nothing reports saves), and after
-// each wake-up lets schedulePace pass, so that a client saving thousands
-// of events a second wakes the scheduler at most once per schedulePace
-// instead of once per save.
+// each wake-up lets schedulePace pass and reads the feed's head, so that
+// a client saving thousands of events a second wakes the scheduler at
+// most once per schedulePace instead of once per save.
 func (e *Engine) watch(ctx context.Context) {
 	after := int64(-1)
 	for ctx.Err() == nil {
@@ -52,6 +52,15 @@ func (e *Engine) watch(ctx context.Context) {
 			// Events saved before this head but after the scheduling
 			// round Run began with would otherwise wait for the poll.
 			wake(e.wakeSched)
+		}
+		// While saves keep coming the head tells, at the cost of one
+		// index read; ReadFeed, which reads a page of events, is only
+		// for waiting.
+		if h, err := e.st.FeedHead(ctx, ""); err == nil && h > after {
+			after = h
+			wake(e.wakeSched)
+			sleep(ctx, e.pace(schedulePace))
+			continue
 		}
 		res, err := e.st.ReadFeed(ctx, "", after, &eventstore.FeedOptions{Limit: 1, Wait: 30 * time.Second, Poll: e.poll})
 		switch {

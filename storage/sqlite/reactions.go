@@ -473,8 +473,17 @@ func (s *store) NextReactionDue(ctx context.Context) (time.Time, bool, error) {
 	if err := s.check(ctx, "next reaction due"); err != nil {
 		return time.Time{}, false, err
 	}
+	// A statement cached on the read connection: an Engine asks after
+	// every claim, many times a second while reactions keep falling due.
 	var due sql.NullInt64
-	err := s.readDB.QueryRowContext(ctx, `SELECT min(due_at) FROM reactions WHERE state IN (0, 1)`).Scan(&due)
+	err := s.reads.with(ctx, s.readDB, func(rc *rawConn) error {
+		return rawQuery(ctx, rc, `SELECT min(due_at) FROM reactions WHERE state IN (0, 1)`, nil, func(r *rawRow) error {
+			if v, ok := r.dest[0].(int64); ok {
+				due = sql.NullInt64{Int64: v, Valid: true}
+			}
+			return nil
+		})
+	})
 	if err != nil {
 		return time.Time{}, false, s.fail(ctx, "next reaction due", err)
 	}
