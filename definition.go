@@ -31,6 +31,13 @@ type Definition struct {
 	// SigningSecret keys the signature of FunctionURI calls (else the
 	// Name does); stored, never in the JSON form.
 	SigningSecret string `json:"-"`
+	// Resets counts the resets (Projector.Reset) of the projection in the
+	// store it was read from; Projector.Definition and Definitions set it,
+	// never in the JSON form. Put with a Resets above every one it applied
+	// before resets the projection: that is how package tenancy passes a
+	// project's reset on to every tenant, open or not, in any process.
+	// Leave it 0 otherwise (Put keeps the stored counts).
+	Resets int64 `json:"-"`
 }
 
 // Handler applies Functions, in order, to the projection instance of every
@@ -184,7 +191,7 @@ func compile(d Definition) (*compiled, error) {
 	if len(c.feeds) == 1 {
 		c.feed = c.feeds[0]
 	}
-	spec, err := json.Marshal(storedSpec{d, d.SigningSecret})
+	spec, err := json.Marshal(storedSpec{Definition: withoutResets(d), Secret: d.SigningSecret})
 	if err != nil {
 		return nil, fmt.Errorf("projection definition: %w", err)
 	}

@@ -76,6 +76,40 @@ func checkFunctionURI(v *validation, hf string, h Handler) {
 type storedSpec struct {
 	Definition
 	Secret string `json:"signingSecret,omitempty"`
+	// Resets counts this store's resets of the projection (Reset);
+	// Applied is the highest Definition.Resets a Put applied.
+	Resets  int64 `json:"resets,omitempty"`
+	Applied int64 `json:"appliedResets,omitempty"`
+}
+
+// withoutResets returns d with Resets 0: a compiled definition's spec
+// carries no counts, a stored one carries them beside it (specWith).
+func withoutResets(d Definition) Definition {
+	d.Resets = 0
+	return d
+}
+
+// specWith returns c's spec with the reset counts a stored definition
+// keeps.
+func specWith(c *compiled, resets, applied int64) []byte {
+	if resets == 0 && applied == 0 {
+		return c.spec
+	}
+	b, err := json.Marshal(storedSpec{Definition: withoutResets(c.def), Secret: c.def.SigningSecret, Resets: resets, Applied: applied})
+	if err != nil {
+		return c.spec // c.spec encoded the same definition: unreachable
+	}
+	return b
+}
+
+// specCounts returns the reset counts of a stored spec.
+func specCounts(spec []byte) (resets, applied int64) {
+	var s struct {
+		Resets  int64 `json:"resets"`
+		Applied int64 `json:"appliedResets"`
+	}
+	_ = json.Unmarshal(spec, &s) // an unreadable spec counts none
+	return s.Resets, s.Applied
 }
 
 // decodeSpec reads a stored spec.
@@ -85,6 +119,7 @@ func decodeSpec(spec []byte) (Definition, error) {
 		return Definition{}, err
 	}
 	s.Definition.SigningSecret = s.Secret
+	s.Definition.Resets = s.Resets
 	return s.Definition, nil
 }
 

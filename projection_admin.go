@@ -28,7 +28,9 @@ func (p *Projector) Create(ctx context.Context, d Definition) error {
 	if err := p.checkCount(ctx); err != nil {
 		return err
 	}
-	if err := p.storage.CreateDefinition(ctx, p.record(d.Name, c)); err != nil {
+	// Built from the start, a new projection has every reset of its
+	// source's definition behind it.
+	if err := p.storage.CreateDefinition(ctx, p.record(d.Name, c, 0, d.Resets)); err != nil {
 		return fmt.Errorf("create projection %q: %w", d.Name, err)
 	}
 	p.wake()
@@ -112,6 +114,17 @@ func (p *Projector) put(ctx context.Context, d Definition, c *compiled) (PutResu
 	case err != nil:
 		return 0, fmt.Errorf("put projection %q: %w", d.Name, err)
 	}
+	resets, applied := specCounts(rec.Spec)
+	if d.Resets > applied {
+		// A reset of the definition d was read from, not applied here yet.
+		if err := p.applyReset(ctx, d.Name, d.Resets); err != nil {
+			return 0, err
+		}
+		if rec, err = p.storage.Definition(ctx, d.Name); err != nil {
+			return 0, fmt.Errorf("put projection %q: %w", d.Name, err)
+		}
+		resets, applied = specCounts(rec.Spec)
+	}
 	shadow := d.Name + replacementSuffix
 	if diff := compareSpec(rec.Spec, c); diff != specOther {
 		// Back to the current definition: drop a pending replacement.
@@ -122,7 +135,7 @@ func (p *Projector) put(ctx context.Context, d Definition, c *compiled) (PutResu
 		if diff == specSame {
 			return PutUnchanged, nil
 		}
-		if err := p.updateSpec(ctx, d.Name, rec.Spec, c.spec); err != nil {
+		if err := p.updateSpec(ctx, d.Name, rec.Spec, specWith(c, resets, applied)); err != nil {
 			return 0, err
 		}
 		return PutUpdated, nil
@@ -132,7 +145,7 @@ func (p *Projector) put(ctx context.Context, d Definition, c *compiled) (PutResu
 		case specSame:
 			return PutReplacing, nil
 		case specDescription:
-			if err := p.updateSpec(ctx, shadow, pending.Spec, c.spec); err != nil {
+			if err := p.updateSpec(ctx, shadow, pending.Spec, specWith(c, resets, applied)); err != nil {
 				return 0, err
 			}
 			return PutReplacing, nil
@@ -142,7 +155,7 @@ func (p *Projector) put(ctx context.Context, d Definition, c *compiled) (PutResu
 		return 0, fmt.Errorf("put projection %q: %w", d.Name, err)
 	}
 	p.forget(shadow)
-	if err := p.storage.CreateDefinition(ctx, p.record(shadow, c)); err != nil {
+	if err := p.storage.CreateDefinition(ctx, p.record(shadow, c, resets, applied)); err != nil {
 		return 0, fmt.Errorf("put projection %q: %w", d.Name, err)
 	}
 	p.wake()
@@ -194,8 +207,10 @@ func compareSpec(stored []byte, c *compiled) specDiff {
 	return specDescription
 }
 
-func (p *Projector) record(name string, c *compiled) storage.DefinitionRecord {
-	return storage.DefinitionRecord{Name: name, Spec: c.spec, CreatedAt: p.store.now().UTC().Truncate(time.Microsecond)}
+// record is the stored definition name of c, with the reset counts
+// (specWith).
+func (p *Projector) record(name string, c *compiled, resets, applied int64) storage.DefinitionRecord {
+	return storage.DefinitionRecord{Name: name, Spec: specWith(c, resets, applied), CreatedAt: p.store.now().UTC().Truncate(time.Microsecond)}
 }
 
 func (p *Projector) checkOpen(op, name string) error {
@@ -263,7 +278,56 @@ func (p *Projector) Reset(ctx context.Context, name string) error {
 	}
 	pr.checkpoint.Store(0)
 	p.wake()
+	// Count the reset in the stored definition, and in a replacement being
+	// built (which keeps its spec when it takes over), so that Put passes
+	// it on to projections built from this definition (Definition.Resets).
+	for _, n := range []string{name, name + replacementSuffix} {
+		if err := p.countReset(ctx, n, 1, 0); err != nil && (n == name || !errors.Is(err, ErrNotFound)) {
+			return fmt.Errorf("reset projection %q: the projection is reset, its reset not counted: %w", name, err)
+		}
+	}
 	return nil
+}
+
+// applyReset resets projection name for a reset of the definition it was
+// put from (Definition.Resets), and records that one as applied.
+func (p *Projector) applyReset(ctx context.Context, name string, applied int64) error {
+	pr, err := p.lookup(ctx, name)
+	if err != nil {
+		return err
+	}
+	pr.mu.Lock()
+	defer pr.mu.Unlock()
+	if err := p.storage.ResetProjection(ctx, name); err != nil {
+		return wrapNotFound(fmt.Sprintf("projection %q", name), err)
+	}
+	pr.checkpoint.Store(0)
+	p.wake()
+	if err := p.countReset(ctx, name, 0, applied); err != nil {
+		return fmt.Errorf("put projection %q: the projection is reset, its reset not recorded: %w", name, err)
+	}
+	return nil
+}
+
+// countReset adds add to the stored definition name's count of resets and
+// raises its applied count to at least applied, keeping its spec
+// otherwise (a compare-and-set, tried again when the spec moved).
+func (p *Projector) countReset(ctx context.Context, name string, add, applied int64) error {
+	for attempt := 1; ; attempt++ {
+		rec, err := p.storage.Definition(ctx, name)
+		if err != nil {
+			return err
+		}
+		c, err := decodeStored(rec)
+		if err != nil {
+			return err
+		}
+		r, a := specCounts(rec.Spec)
+		err = p.storage.UpdateSpec(ctx, name, rec.Spec, specWith(c, r+add, max(a, applied)))
+		if err == nil || !errors.Is(err, ErrConflict) || attempt == maxPutAttempts {
+			return err
+		}
+	}
 }
 
 func checkProjectionName(name string) error {

@@ -139,7 +139,7 @@ func (s *Set) projectDefinitions(ctx context.Context) (definitions, error) {
 	h := sha256.New()
 	for _, d := range pd.projections {
 		b, _ := json.Marshal(d) // a Definition always encodes
-		fmt.Fprintf(h, "p%d:%s%d:%s", len(b), b, len(d.SigningSecret), d.SigningSecret)
+		fmt.Fprintf(h, "p%d:%s%d:%s%d", len(b), b, len(d.SigningSecret), d.SigningSecret, d.Resets)
 	}
 	for _, d := range pd.reactions {
 		b, _ := json.Marshal(d) // signing secrets included
@@ -207,9 +207,12 @@ func putDefinitions(ctx context.Context, p *eventstore.Projector, want []eventst
 
 // DefinitionChanged passes a change of the project's definition name on
 // to every open tenant: it is put, or deleted when the project has no
-// such definition any more; with reset, the tenants' instances of it are
-// reset instead. Tenants opened later get the definitions at open. It
-// tries every tenant and returns the first error.
+// such definition any more; reset says the project's projection was
+// reset (Projector.Reset), which the definition then counts: each tenant
+// resets its instances once for each reset counted. Tenants opened later,
+// and those open in other processes (within definitionsEvery), get the
+// definitions, resets included, the same way. It tries every tenant and
+// returns the first error.
 func (s *Set) DefinitionChanged(ctx context.Context, name string, reset bool) error {
 	s.defsMu.Lock() // no round of followDefinitions puts what it read before
 	defer s.defsMu.Unlock()
@@ -227,11 +230,14 @@ func (s *Set) DefinitionChanged(ctx context.Context, name string, reset bool) er
 		p := e.open.p
 		var err error
 		switch {
-		case reset:
-			err = p.Reset(ctx, name)
-		case derr != nil:
+		case derr != nil && !reset:
 			err = p.Delete(ctx, name)
+		case derr != nil:
+			err = derr
 		default:
+			// A reset comes as the project's definition with one more
+			// reset counted (Definition.Resets), which Put applies once,
+			// whichever process or tenant open passes it on first.
 			_, err = p.Put(ctx, d)
 		}
 		if err != nil && !errors.Is(err, eventstore.ErrNotFound) && first == nil {
