@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -95,6 +96,109 @@ func TestFinishReactionsPlan(t *testing.T) {
 		if tree[0].Plan["Actual Rows"] != 50.0 || dropped > 100 {
 			t.Errorf("plan_cache_mode %s: updated %v reactions, read and dropped %v more; want 50 found by primary key:\n%s",
 				mode, tree[0].Plan["Actual Rows"], dropped, plan)
+		}
+	}
+}
+
+// TestClaimReactionsPlan checks that ClaimReactions' statement reads the
+// due reactions from their index and updates them by primary key, reading
+// no other row of the table, planned for its arguments and as a generic
+// plan, with statistics taken while every reaction was pending and a
+// table that then filled with finished ones (and, without vacuum, their
+// dead versions). (The join the statement replaced read the whole table in
+// some benchmark runs under such statistics; this test did not make the
+// planner choose that, so it guards the statement as it is rather than
+// the difference.)
+func TestClaimReactionsPlan(t *testing.T) {
+	s := openBatchTest(t)
+	ctx := context.Background()
+	t0 := time.Now().Add(-time.Hour)
+	def := storage.ReactionDefinitionRecord{Name: "r", Spec: []byte(`{}`), CreatedAt: t0}
+	if err := s.CreateReactionDefinition(ctx, def); err != nil {
+		t.Fatal(err)
+	}
+	// Payloads of a usual event's size: how many rows fit a page weighs
+	// in the planner's choice.
+	payload := []byte(`{"metadata":{"aggregateId":"o-1","aggregateType":"order"},"event":{"data":{"note":"` + strings.Repeat("x", 300) + `"}}}`)
+	schedule := func(from, n int, checkpoint int64) {
+		var in []storage.Reaction
+		for i := from; i < from+n; i++ {
+			due := t0.Add(time.Duration(i) * time.Millisecond)
+			in = append(in, storage.Reaction{ID: fmt.Sprintf("r-%05d", i), Definition: "r", AggregateType: "order",
+				AggregateID: fmt.Sprint("o-", i), EventID: fmt.Sprint("e-", i), EventType: "placed",
+				CreatedAt: due, TriggerAt: due, DueAt: due, Payload: payload})
+		}
+		if err := s.ScheduleReactions(ctx, storage.ReactionSchedule{Definition: "r", Spec: def.Spec, From: checkpoint, To: checkpoint + 1, Insert: in, At: t0}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	schedule(0, 2000, 0)
+	if _, err := s.pool.Exec(ctx, "ANALYZE "+s.q("{{schema}}.reactions_rows")); err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now()
+	for {
+		got, err := s.ClaimReactions(ctx, storage.ReactionClaim{Now: now, Until: now.Add(time.Minute), Claim: "k", Limit: 500})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(got) == 0 {
+			break
+		}
+		var outcomes []storage.ReactionOutcome
+		for _, r := range got {
+			outcomes = append(outcomes, storage.ReactionOutcome{ID: r.ID, Claim: "k", State: storage.ReactionCompleted, At: now})
+		}
+		if _, err := s.FinishReactions(ctx, outcomes); err != nil {
+			t.Fatal(err)
+		}
+	}
+	schedule(2000, 200, 1)
+	for _, mode := range []string{"auto", "force_generic_plan"} {
+		tx, err := s.pool.Begin(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := tx.Exec(ctx, setTenantSQL, s.tenant); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := tx.Exec(ctx, "SET LOCAL plan_cache_mode = "+mode); err != nil {
+			t.Fatal(err)
+		}
+		var plan json.RawMessage
+		if err := tx.QueryRow(ctx, "EXPLAIN (ANALYZE, FORMAT JSON) "+s.q(claimReactionsSQL),
+			time.Now().UnixMicro(), 64, time.Now().Add(time.Minute).UnixMicro(), "x").Scan(&plan); err != nil {
+			t.Fatal(err)
+		}
+		_ = tx.Rollback(ctx)
+		var tree []struct{ Plan map[string]any }
+		if err := json.Unmarshal(plan, &tree); err != nil {
+			t.Fatal(err)
+		}
+		// Rows read beyond those claimed, at any scan of the table.
+		read := 0.0
+		var walk func(n map[string]any)
+		walk = func(n map[string]any) {
+			if n["Relation Name"] == "reactions_rows" && n["Node Type"] != "ModifyTable" {
+				if v, ok := n["Actual Rows"].(float64); ok {
+					read += v * n["Actual Loops"].(float64)
+				}
+				for _, k := range []string{"Rows Removed by Filter", "Rows Removed by Index Recheck"} {
+					if v, ok := n[k].(float64); ok {
+						read += v
+					}
+				}
+			}
+			if kids, ok := n["Plans"].([]any); ok {
+				for _, k := range kids {
+					walk(k.(map[string]any))
+				}
+			}
+		}
+		walk(tree[0].Plan)
+		if tree[0].Plan["Actual Rows"] != 64.0 || read > 2*64 {
+			t.Errorf("plan_cache_mode %s: claimed %v reactions reading %v rows of the table; want 64 reading 128 at most:\n%s",
+				mode, tree[0].Plan["Actual Rows"], read, plan)
 		}
 	}
 }
