@@ -267,31 +267,35 @@ func (p *Projector) Delete(ctx context.Context, name string) error {
 // Reset drops every instance of the projection, to be rebuilt from the
 // start of the feed (by the next query, Sync, CatchUp or Run).
 func (p *Projector) Reset(ctx context.Context, name string) error {
-	pr, err := p.lookup(ctx, name)
-	if err != nil {
-		return err
-	}
-	pr.mu.Lock()
-	defer pr.mu.Unlock()
-	if err := p.storage.ResetProjection(ctx, name); err != nil {
-		return wrapNotFound(fmt.Sprintf("projection %q", name), err)
-	}
-	pr.checkpoint.Store(0)
-	p.wake()
-	// Count the reset in the stored definition, and in a replacement being
-	// built (which keeps its spec when it takes over), so that Put passes
-	// it on to projections built from this definition (Definition.Resets).
-	for _, n := range []string{name, name + replacementSuffix} {
-		if err := p.countReset(ctx, n, 1, 0); err != nil && (n == name || !errors.Is(err, ErrNotFound)) {
-			return fmt.Errorf("reset projection %q: the projection is reset, its reset not counted: %w", name, err)
+	return p.reset(ctx, name, func() error {
+		// Count the reset in the stored definition, and in a replacement
+		// being built (which keeps its spec when it takes over), so that
+		// Put passes it on to projections built from this definition
+		// (Definition.Resets).
+		for _, n := range []string{name, name + replacementSuffix} {
+			if err := p.countReset(ctx, n, 1, 0); err != nil && (n == name || !errors.Is(err, ErrNotFound)) {
+				return fmt.Errorf("reset projection %q: the projection is reset, its reset not counted: %w", name, err)
+			}
 		}
-	}
-	return nil
+		return nil
+	})
 }
 
 // applyReset resets projection name for a reset of the definition it was
 // put from (Definition.Resets), and records that one as applied.
 func (p *Projector) applyReset(ctx context.Context, name string, applied int64) error {
+	return p.reset(ctx, name, func() error {
+		if err := p.countReset(ctx, name, 0, applied); err != nil {
+			return fmt.Errorf("put projection %q: the projection is reset, its reset not recorded: %w", name, err)
+		}
+		return nil
+	})
+}
+
+// reset drops the instances of projection name in the storage and its
+// checkpoint in this Projector, then runs count, the projection still
+// held so that no catch-up of this process commits in between.
+func (p *Projector) reset(ctx context.Context, name string, count func() error) error {
 	pr, err := p.lookup(ctx, name)
 	if err != nil {
 		return err
@@ -303,10 +307,7 @@ func (p *Projector) applyReset(ctx context.Context, name string, applied int64) 
 	}
 	pr.checkpoint.Store(0)
 	p.wake()
-	if err := p.countReset(ctx, name, 0, applied); err != nil {
-		return fmt.Errorf("put projection %q: the projection is reset, its reset not recorded: %w", name, err)
-	}
-	return nil
+	return count()
 }
 
 // countReset adds add to the stored definition name's count of resets and

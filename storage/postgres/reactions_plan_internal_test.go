@@ -109,22 +109,8 @@ func TestClaimReactionsPlan(t *testing.T) {
 	}
 	schedule(2000, 200, 1)
 	for _, mode := range []string{"auto", "force_generic_plan"} {
-		tx, err := s.pool.Begin(ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if _, err := tx.Exec(ctx, setTenantSQL, s.tenant); err != nil {
-			t.Fatal(err)
-		}
-		if _, err := tx.Exec(ctx, "SET LOCAL plan_cache_mode = "+mode); err != nil {
-			t.Fatal(err)
-		}
-		var plan json.RawMessage
-		if err := tx.QueryRow(ctx, "EXPLAIN (ANALYZE, FORMAT JSON) "+s.q(claimReactionsSQL),
-			time.Now().UnixMicro(), 64, time.Now().Add(time.Minute).UnixMicro(), "x").Scan(&plan); err != nil {
-			t.Fatal(err)
-		}
-		_ = tx.Rollback(ctx)
+		plan := explainReactions(t, s, mode, claimReactionsSQL,
+			time.Now().UnixMicro(), 64, time.Now().Add(time.Minute).UnixMicro(), "x")
 		claimed, read := tableRowsRead(t, plan)
 		if claimed != 64 || read > 2*64 {
 			t.Errorf("plan_cache_mode %s: claimed %v reactions reading %v rows of the table; want 64 reading 128 at most:\n%s",
@@ -177,7 +163,6 @@ func tableRowsRead(t *testing.T, plan json.RawMessage) (updated, read float64) {
 // many rows of the table.
 func checkFinishPlan(t *testing.T, s *store, rs []storage.Reaction, claim string) {
 	t.Helper()
-	ctx := context.Background()
 	now := time.Now()
 	n := len(rs)
 	ids, claims, states, dues, finished, errs := make([]string, n), make([]string, n), make([]int16, n), make([]int64, n), make([]int64, n), make([]string, n)
@@ -185,26 +170,35 @@ func checkFinishPlan(t *testing.T, s *store, rs []storage.Reaction, claim string
 		ids[i], claims[i], states[i], dues[i], finished[i] = r.ID, claim, int16(storage.ReactionCompleted), -1, now.UnixMicro()
 	}
 	for _, mode := range []string{"auto", "force_generic_plan"} {
-		tx, err := s.pool.Begin(ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if _, err := tx.Exec(ctx, setTenantSQL, s.tenant); err != nil {
-			t.Fatal(err)
-		}
-		if _, err := tx.Exec(ctx, "SET LOCAL plan_cache_mode = "+mode); err != nil {
-			t.Fatal(err)
-		}
-		var plan json.RawMessage
-		if err := tx.QueryRow(ctx, "EXPLAIN (ANALYZE, FORMAT JSON) "+s.q(finishReactionsSQL),
-			ids, claims, states, dues, finished, errs).Scan(&plan); err != nil {
-			t.Fatal(err)
-		}
-		_ = tx.Rollback(ctx)
+		plan := explainReactions(t, s, mode, finishReactionsSQL, ids, claims, states, dues, finished, errs)
 		updated, read := tableRowsRead(t, plan)
 		if updated != float64(n) || read > float64(2*n) {
 			t.Errorf("plan_cache_mode %s: updated %v reactions reading %v rows of the table; want %d reading %d at most:\n%s",
 				mode, updated, read, n, 2*n, plan)
 		}
 	}
+}
+
+// explainReactions runs statement sql of this package with args under
+// EXPLAIN (ANALYZE, FORMAT JSON) with plan_cache_mode mode, in s's tenant,
+// in a transaction it rolls back, and returns the plan.
+func explainReactions(t *testing.T, s *store, mode, sql string, args ...any) json.RawMessage {
+	t.Helper()
+	ctx := context.Background()
+	tx, err := s.pool.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = tx.Rollback(ctx) }()
+	if _, err := tx.Exec(ctx, setTenantSQL, s.tenant); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tx.Exec(ctx, "SET LOCAL plan_cache_mode = "+mode); err != nil {
+		t.Fatal(err)
+	}
+	var plan json.RawMessage
+	if err := tx.QueryRow(ctx, "EXPLAIN (ANALYZE, FORMAT JSON) "+s.q(sql), args...).Scan(&plan); err != nil {
+		t.Fatal(err)
+	}
+	return plan
 }
