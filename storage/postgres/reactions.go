@@ -144,7 +144,7 @@ func (s *store) DeleteReactionDefinition(ctx context.Context, name string, at ti
 		if tag.RowsAffected() == 0 {
 			return fmt.Errorf("reaction definition %q: %w", name, storage.ErrNotFound)
 		}
-		_, err = tx.Exec(ctx, s.q(`UPDATE {{schema}}.reactions SET state = 3, finished_at = $1 WHERE definition = $2 AND state = 0`), micros(at), name)
+		_, err = tx.Exec(ctx, s.q(cancelPendingSQL+`definition = $2 AND state = 0`+cancelPendingEnd), micros(at), name)
 		return err
 	})
 }
@@ -165,8 +165,8 @@ func (s *store) ScheduleReactions(ctx context.Context, sc storage.ReactionSchedu
 			return fmt.Errorf("reaction definition %q moved on: %w", sc.Definition, storage.ErrConflict)
 		}
 		if len(sc.Cancel) > 0 {
-			if _, err := tx.Exec(ctx, s.q(`UPDATE {{schema}}.reactions SET state = 3, finished_at = $1
-				WHERE definition = $2 AND aggregate_id = ANY($3) AND state = 0`), micros(sc.At), sc.Definition, sc.Cancel); err != nil {
+			if _, err := tx.Exec(ctx, s.q(cancelPendingSQL+`definition = $2 AND aggregate_id = ANY ($3) AND state = 0`+cancelPendingEnd),
+				micros(sc.At), sc.Definition, sc.Cancel); err != nil {
 				return err
 			}
 		}
@@ -176,14 +176,40 @@ func (s *store) ScheduleReactions(ctx context.Context, sc storage.ReactionSchedu
 		var b pgx.Batch
 		insert := s.q(`INSERT INTO {{schema}}.reactions (` + reactionCols + `, payload)
 			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15)`)
+		var ids, defs, aggs []string
+		var states []int16
+		var dues []int64
 		for _, r := range sc.Insert {
 			b.Queue(insert, r.ID, r.Definition, r.AggregateType, r.AggregateID, r.EventID, r.EventType, int16(r.State),
 				micros(r.CreatedAt), micros(r.TriggerAt), micros(r.DueAt), micros(r.FinishedAt), int32(r.Attempts), r.Claim,
 				text(r.LastError), nonNil(r.Payload))
+			if queued(r.State) {
+				ids, defs, aggs = append(ids, r.ID), append(defs, r.Definition), append(aggs, r.AggregateID)
+				states, dues = append(states, int16(r.State)), append(dues, micros(r.DueAt))
+			}
+		}
+		if len(ids) > 0 {
+			b.Queue(s.q(`INSERT INTO {{schema}}.reaction_queue (id, definition, aggregate_id, state, due_at)
+				SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::int2[], $5::bigint[])`), ids, defs, aggs, states, dues)
 		}
 		return tx.SendBatch(ctx, &b).Close()
 	})
 }
+
+// queued reports whether a reaction in state st has a row in the queue.
+func queued(st storage.ReactionState) bool {
+	return st == storage.ReactionPending || st == storage.ReactionOngoing
+}
+
+// cancelPendingSQL and cancelPendingEnd, around a condition on the queue
+// ($2 on), make a statement that cancels the pending reactions it
+// selects, at $1: it takes them out of the queue, which it locks first,
+// then marks them cancelled, found by primary key.
+const (
+	cancelPendingSQL = `WITH q AS (DELETE FROM {{schema}}.reaction_queue WHERE `
+	cancelPendingEnd = ` RETURNING id)
+	UPDATE {{schema}}.reactions SET state = 3, finished_at = $1 WHERE id = ANY (ARRAY(SELECT id FROM q))`
+)
 
 const reactionCols = `id, definition, aggregate_type, aggregate_id, event_id, event_type, state, created_at, trigger_at, due_at, finished_at, attempts, claim, last_error`
 
@@ -296,7 +322,7 @@ func (s *store) ListReactions(ctx context.Context, q storage.ReactionQuery) (sto
 // CancelReaction implements storage.ReactionStorage.
 func (s *store) CancelReaction(ctx context.Context, id string, at time.Time) error {
 	return s.inTx(ctx, "cancel reaction", func(tx pgx.Tx) error {
-		tag, err := tx.Exec(ctx, s.q(`UPDATE {{schema}}.reactions SET state = 3, finished_at = $1 WHERE id = $2 AND state = 0`), micros(at), id)
+		tag, err := tx.Exec(ctx, s.q(cancelPendingSQL+`id = $2 AND state = 0`+cancelPendingEnd), micros(at), id)
 		if err != nil || tag.RowsAffected() == 1 {
 			return err
 		}
@@ -307,9 +333,24 @@ func (s *store) CancelReaction(ctx context.Context, id string, at time.Time) err
 // ExecuteReaction implements storage.ReactionStorage.
 func (s *store) ExecuteReaction(ctx context.Context, id string, now time.Time) error {
 	return s.inTx(ctx, "execute reaction", func(tx pgx.Tx) error {
+		// The queue's row first (when the reaction is queued), then the
+		// reaction's, then the queue's again: updated, or inserted for
+		// a finished reaction.
+		if _, err := tx.Exec(ctx, s.q(lockQueuedSQL), []string{id}); err != nil {
+			return err
+		}
 		tag, err := tx.Exec(ctx, s.q(`UPDATE {{schema}}.reactions SET state = 0, due_at = $1, attempts = 0, finished_at = 0,
 			claim = '', last_error = '' WHERE id = $2 AND NOT (state = 1 AND due_at > $1)`), micros(now), id)
-		if err != nil || tag.RowsAffected() == 1 {
+		if err != nil {
+			return err
+		}
+		if tag.RowsAffected() == 1 {
+			tag, err := tx.Exec(ctx, s.q(`UPDATE {{schema}}.reaction_queue SET state = 0, due_at = $1 WHERE id = $2`), micros(now), id)
+			if err != nil || tag.RowsAffected() == 1 {
+				return err
+			}
+			_, err = tx.Exec(ctx, s.q(`INSERT INTO {{schema}}.reaction_queue (id, definition, aggregate_id, state, due_at)
+				SELECT id, definition, aggregate_id, 0, $1 FROM {{schema}}.reactions WHERE id = $2`), micros(now), id)
 			return err
 		}
 		return s.missingOr(ctx, tx, id, fmt.Errorf("reaction %s is being attempted: %w", id, storage.ErrConflict))
@@ -318,12 +359,27 @@ func (s *store) ExecuteReaction(ctx context.Context, id string, now time.Time) e
 
 // DeleteAggregateReactions implements storage.ReactionStorage.
 func (s *store) DeleteAggregateReactions(ctx context.Context, aggregateType, aggregateID string) error {
-	if err := s.check(ctx, "delete aggregate reactions"); err != nil {
+	// The queue's rows first, so that a claim, which locks them first,
+	// skips them; then the reactions; then, in a statement that sees
+	// what committed meanwhile, the rows of the queue of those among
+	// them that an Execute queued again while the deletion waited for
+	// them. (A reaction scheduled for the aggregate and claimed between
+	// the first two statements can make this deadlock with the claim;
+	// the server then ends one of the two with an error.)
+	return s.inTx(ctx, "delete aggregate reactions", func(tx pgx.Tx) error {
+		const which = `aggregate_type = $1 AND ($2 = '' OR aggregate_id = $2)`
+		if _, err := tx.Exec(ctx, s.q(`DELETE FROM {{schema}}.reaction_queue
+			WHERE id = ANY (ARRAY(SELECT id FROM {{schema}}.reactions WHERE `+which+`))`), aggregateType, aggregateID); err != nil {
+			return err
+		}
+		var ids []string
+		if err := tx.QueryRow(ctx, s.q(`WITH r AS (DELETE FROM {{schema}}.reactions WHERE `+which+` RETURNING id)
+			SELECT coalesce(array_agg(id), '{}') FROM r`), aggregateType, aggregateID).Scan(&ids); err != nil {
+			return err
+		}
+		_, err := tx.Exec(ctx, s.q(`DELETE FROM {{schema}}.reaction_queue WHERE id = ANY ($1::text[])`), ids)
 		return err
-	}
-	_, err := s.exec(ctx, s.q(`DELETE FROM {{schema}}.reactions WHERE aggregate_type = $1 AND ($2 = '' OR aggregate_id = $2)`),
-		aggregateType, aggregateID)
-	return s.fail(ctx, "delete aggregate reactions", err)
+	})
 }
 
 // NextReactionDue implements storage.ReactionStorage.
@@ -334,7 +390,7 @@ func (s *store) NextReactionDue(ctx context.Context) (time.Time, bool, error) {
 	ctx, cancel := s.readCtx(ctx)
 	defer cancel()
 	var due *int64
-	if err := s.queryRow(ctx, s.q(`SELECT min(due_at) FROM {{schema}}.reactions WHERE state IN (0, 1)`)).Scan(&due); err != nil {
+	if err := s.queryRow(ctx, s.q(`SELECT min(due_at) FROM {{schema}}.reaction_queue`)).Scan(&due); err != nil {
 		return time.Time{}, false, s.fail(ctx, "next reaction due", err)
 	}
 	if due == nil {

@@ -17,19 +17,22 @@ import (
 
 // claimReactionsSQL claims at most $2 reactions due at $1 with lease end
 // $3 and claim $4, returning first each one's place in due order (1, 2,
-// ...). The ids go through an array, so that the UPDATE finds them by
-// primary key whatever the statistics say. Joined with the due rows
-// instead, the planner sometimes chose to hash them against a scan of
-// the whole table (seen with auto_explain in benchmark runs where
-// statistics had been taken while nearly every reaction was pending),
-// which read every reaction, dead versions included, at each claim: 16.5
-// and 22 ms a claim on average in such runs, 2.5-3 ms in others. Alone,
-// a claim of 40 among 6,000 rows ran in 1 ms against 2.1-2.3 ms for the
-// join.
+// ...). The due ones are taken from the queue (schema version 10), whose
+// rows it locks first, as every statement that changes a reaction's row
+// of the queue and of reactions does. The ids go through an array, so
+// that the UPDATE finds them by primary key whatever the statistics say.
+// Joined with the due rows instead, the planner sometimes chose to hash
+// them against a scan of the whole table (seen with auto_explain in
+// benchmark runs where statistics had been taken while nearly every
+// reaction was pending), which read every reaction, dead versions
+// included, at each claim: 16.5 and 22 ms a claim on average in such
+// runs, 2.5-3 ms in others. Alone, a claim of 40 among 6,000 rows ran in
+// 1 ms against 2.1-2.3 ms for the join.
 var claimReactionsSQL = `WITH due AS MATERIALIZED (
 		SELECT array_agg(id ORDER BY due_at, id) AS ids FROM (
-			SELECT id, due_at FROM {{schema}}.reactions WHERE state IN (0, 1) AND due_at <= $1
-			ORDER BY due_at, id LIMIT $2 FOR UPDATE SKIP LOCKED) d)
+			SELECT id, due_at FROM {{schema}}.reaction_queue WHERE due_at <= $1
+			ORDER BY due_at, id LIMIT $2 FOR UPDATE SKIP LOCKED) d),
+	queued AS (UPDATE {{schema}}.reaction_queue q SET state = 1, due_at = $3 FROM due WHERE q.id = ANY (due.ids))
 	UPDATE {{schema}}.reactions r SET state = 1, due_at = $3, claim = $4, attempts = r.attempts + 1
 	FROM due WHERE r.id = ANY (due.ids)
 	RETURNING array_position(due.ids, r.id)::bigint, ` + withPrefix("r.", reactionCols) + `, r.payload`
@@ -85,78 +88,68 @@ func (p prefixRow) Scan(dest ...any) error { return p.row.Scan(append([]any{p.fi
 // withPrefix puts p before every column of cols.
 func withPrefix(p, cols string) string { return p + strings.ReplaceAll(cols, ", ", ", "+p) }
 
+// lockQueuedSQL locks the rows of the queue of the reactions $1, in the
+// order of their ids, before finishReactionsSQL changes them.
+const lockQueuedSQL = `SELECT count(*) FROM (
+	SELECT 1 FROM {{schema}}.reaction_queue WHERE id = ANY ($1::text[]) ORDER BY id FOR UPDATE) l`
+
 // finishReactionsSQL applies outcomes of distinct reactions, given as
 // arrays of ids, claims, states, due times (-1 keeps the lease's), finish
-// times and errors, and returns the ids it applied to.
-const finishReactionsSQL = `UPDATE {{schema}}.reactions r SET state = v.state,
-	due_at = CASE WHEN v.due >= 0 THEN v.due ELSE r.due_at END,
-	finished_at = v.finished, last_error = v.error, claim = ''
+// times and errors, and returns the ids it applied to. A reaction it
+// finishes leaves the queue; one it puts back to pending (a retry) is
+// queued again at its new due time. Only the updated reactions' ids reach
+// the queue's statements, through arrays, so that each finds its rows by
+// primary key.
+const finishReactionsSQL = `WITH done AS (
+	UPDATE {{schema}}.reactions r SET state = v.state,
+		due_at = CASE WHEN v.due >= 0 THEN v.due ELSE r.due_at END,
+		finished_at = v.finished, last_error = v.error, claim = ''
 	FROM unnest($1::text[], $2::text[], $3::int2[], $4::bigint[], $5::bigint[], $6::text[])
 		AS v (id, claim, state, due, finished, error)
 	WHERE r.id = v.id AND r.state = 1 AND r.claim = v.claim
-	RETURNING r.id`
+	RETURNING r.id, r.state, r.due_at),
+gone AS (DELETE FROM {{schema}}.reaction_queue
+	WHERE id = ANY (ARRAY(SELECT id FROM done WHERE state <> 0))),
+back AS (UPDATE {{schema}}.reaction_queue q SET state = 0, due_at = d.due_at
+	FROM done d WHERE q.id = d.id AND d.state = 0)
+SELECT id FROM done`
 
 // FinishReactions implements storage.ReactionStorage in one transaction
-// and, for outcomes of distinct reactions, one UPDATE statement: the
-// outcomes go as arrays (unnest) and the ids it returns are those applied.
-// One statement instead of one per outcome spares the server an executor
-// start-up per delivery. On 5,000 due reactions claimed and finished 50
-// at a time, three rounds (a scratch test, twice): a statement per outcome
-// took 9 to 15 ms per 50 in the first round and 28 to 35 ms in the third
-// (its plan, without statistics, read the growing index of active
-// reactions), this one 3.6 to 5.0 ms in every round. TestFinishReactionsPlan
-// checks its plan. (An outcome for a reaction that another outcome
-// of the batch names too, which takes an Execute between two attempts, is
-// applied by a statement of its own, after the others and in order.)
+// and, for outcomes of distinct reactions, one pipeline of two statements
+// (lockQueuedSQL, finishReactionsSQL): the outcomes go as arrays (unnest)
+// and the ids it returns are those applied. One statement instead of one
+// per outcome spares the server an executor start-up per delivery. On
+// 5,000 due reactions claimed and finished 50 at a time, three rounds (a
+// scratch test, twice): a statement per outcome took 9 to 15 ms per 50 in
+// the first round and 28 to 35 ms in the third (its plan, without
+// statistics, read the growing index of active reactions), one statement
+// 3.6 to 5.0 ms in every round. TestFinishReactionsPlan checks its plan.
+// (An outcome for a reaction that another outcome of the batch names
+// too, which takes an Execute between two attempts, is applied by a
+// pipeline of its own, after the others and in order.)
 func (s *store) FinishReactions(ctx context.Context, outcomes []storage.ReactionOutcome) ([]error, error) {
 	var errs []error
 	err := s.inTx(ctx, "finish reactions", func(tx pgx.Tx) error {
 		errs = make([]error, len(outcomes))
 		applied := make([]bool, len(outcomes))
 		byID := make(map[string]int, len(outcomes))
+		var first []int
 		var alone []int
-		var ids, claims, msgs []string
-		var states []int16
-		var dues, finisheds []int64
 		for i, o := range outcomes {
 			if _, dup := byID[o.ID]; dup {
 				alone = append(alone, i)
 				continue
 			}
 			byID[o.ID] = i
-			due, finished := finishTimes(o)
-			ids, claims, states = append(ids, o.ID), append(claims, o.Claim), append(states, int16(o.State))
-			dues, finisheds, msgs = append(dues, due), append(finisheds, finished), append(msgs, text(o.Error))
+			first = append(first, i)
 		}
-		if len(ids) > 0 {
-			rows, err := tx.Query(ctx, s.q(finishReactionsSQL), ids, claims, states, dues, finisheds, msgs)
-			if err != nil {
-				return err
-			}
-			for rows.Next() {
-				var id string
-				if err := rows.Scan(&id); err != nil {
-					rows.Close()
-					return err
-				}
-				applied[byID[id]] = true
-			}
-			rows.Close()
-			if err := rows.Err(); err != nil {
-				return err
-			}
+		if err := s.finish(ctx, tx, outcomes, first, applied); err != nil {
+			return err
 		}
 		for _, i := range alone {
-			o := outcomes[i]
-			due, finished := finishTimes(o)
-			tag, err := tx.Exec(ctx, s.q(`UPDATE {{schema}}.reactions SET state = $1,
-				due_at = CASE WHEN $2::bigint >= 0 THEN $2::bigint ELSE due_at END,
-				finished_at = $3, last_error = $4, claim = '' WHERE id = $5 AND state = 1 AND claim = $6`),
-				int16(o.State), due, finished, text(o.Error), o.ID, o.Claim)
-			if err != nil {
+			if err := s.finish(ctx, tx, outcomes, []int{i}, applied); err != nil {
 				return err
 			}
-			applied[i] = tag.RowsAffected() > 0
 		}
 		for i, o := range outcomes {
 			if applied[i] {
@@ -174,6 +167,51 @@ func (s *store) FinishReactions(ctx context.Context, outcomes []storage.Reaction
 		return nil, err
 	}
 	return errs, nil
+}
+
+// finish applies outcomes[i] for every i of which (of distinct reactions)
+// with lockQueuedSQL and finishReactionsSQL in one round trip, and marks
+// those applied.
+func (s *store) finish(ctx context.Context, tx pgx.Tx, outcomes []storage.ReactionOutcome, which []int, applied []bool) error {
+	if len(which) == 0 {
+		return nil
+	}
+	n := len(which)
+	ids, claims, msgs := make([]string, 0, n), make([]string, 0, n), make([]string, 0, n)
+	states, dues, finisheds := make([]int16, 0, n), make([]int64, 0, n), make([]int64, 0, n)
+	at := make(map[string]int, n)
+	for _, i := range which {
+		o := outcomes[i]
+		due, finished := finishTimes(o)
+		at[o.ID] = i
+		ids, claims, states = append(ids, o.ID), append(claims, o.Claim), append(states, int16(o.State))
+		dues, finisheds, msgs = append(dues, due), append(finisheds, finished), append(msgs, text(o.Error))
+	}
+	var b pgx.Batch
+	b.Queue(s.q(lockQueuedSQL), ids)
+	b.Queue(s.q(finishReactionsSQL), ids, claims, states, dues, finisheds, msgs)
+	br := tx.SendBatch(ctx, &b)
+	defer br.Close()
+	if _, err := br.Exec(); err != nil {
+		return err
+	}
+	rows, err := br.Query()
+	if err != nil {
+		return err
+	}
+	for rows.Next() {
+		var id string
+		if err := rows.Scan(&id); err != nil {
+			rows.Close()
+			return err
+		}
+		applied[at[id]] = true
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return err
+	}
+	return br.Close()
 }
 
 // finishTimes returns the due_at (-1 to keep the lease's) and finished_at

@@ -300,6 +300,36 @@ DROP INDEX {{schema}}.events_type_feed;
 CREATE INDEX events_type_feed_before_v6 ON {{schema}}.events_rows (tenant, aggregate_type, feed_sequence)
 WHERE tx = 0;
 `,
+	// 10: deliveries write fewer index entries (docs/reactions-save-rate.md).
+	// The pending and ongoing reactions are queued in reaction_queue,
+	// a narrow table that claims scan, and reactions keeps no index on
+	// a column a delivery changes (state, due_at, claim, attempts,
+	// finished_at, last_error), so that a claim and an outcome record
+	// update a reaction in place (a HOT update: no index entry, a WAL
+	// record of the changed bytes) where its page has room, which the
+	// fill factor leaves. A row of the queue exists exactly while its
+	// reaction's state is 0 or 1, with the same state and due_at; every
+	// statement that changes both locks the row of the queue first.
+	`
+CREATE TABLE {{schema}}.reaction_queue_rows (
+	tenant       uuid     NOT NULL DEFAULT {{tenant}},
+	id           text     NOT NULL,
+	definition   text     NOT NULL,
+	aggregate_id text     NOT NULL,
+	state        smallint NOT NULL,
+	due_at       bigint   NOT NULL,
+	PRIMARY KEY (tenant, id)
+);
+INSERT INTO {{schema}}.reaction_queue_rows (tenant, id, definition, aggregate_id, state, due_at)
+SELECT tenant, id, definition, aggregate_id, state, due_at FROM {{schema}}.reactions_rows WHERE state IN (0, 1);
+CREATE INDEX reaction_queue_due ON {{schema}}.reaction_queue_rows (tenant, due_at, id);
+CREATE INDEX reaction_queue_pending ON {{schema}}.reaction_queue_rows (tenant, definition, aggregate_id) WHERE state = 0;
+CREATE VIEW {{schema}}.reaction_queue AS
+SELECT id, definition, aggregate_id, state, due_at, tenant
+FROM {{schema}}.reaction_queue_rows WHERE tenant = {{tenant}} WITH CHECK OPTION;
+DROP INDEX {{schema}}.reactions_due, {{schema}}.reactions_pending;
+ALTER TABLE {{schema}}.reactions_rows SET (fillfactor = 70);
+`,
 }
 
 // migrate creates schema and brings its tables to the latest version, in

@@ -208,6 +208,9 @@ var tenantTables = []struct{ name, cols, order string }{
 	{"projection_errors", `name, position, event_id, event_type, instance_id, message`, "id"},
 	{"deleted_marks", `feed, mark`, "feed"},
 	{"reaction_definitions", `name, spec, created_at, checkpoint`, "name"},
+	// Before reactions: a deletion locks a reaction's row of the queue
+	// first, as every statement that changes both does.
+	{"reaction_queue", `id, definition, aggregate_id, state, due_at`, "id"},
 	{"reactions", `id, definition, aggregate_type, aggregate_id, event_id, event_type, state, created_at, trigger_at,
 	due_at, finished_at, attempts, claim, last_error, payload`, "id"},
 }

@@ -19,6 +19,7 @@ func reactionCases() []testCase {
 		{"ClaimReactionsDueFirst", "claims take due reactions earliest first, up to the limit, with a lease; an ended lease is claimed again; only the current claim may finish", testClaim},
 		{"ClaimAndFinishManyReactions", "a claim of hundreds of reactions returns them earliest first, whole, and one FinishReactions records hundreds of outcomes, each with its own state, times and error text byte for byte", testClaimFinishMany},
 		{"ClaimReactionsConcurrent", "concurrent claims never take the same reaction twice", testClaimConcurrent},
+		{"ReactionsRace", "claims, outcome records, executes, cancels and deletions on the same reactions at once fail with nothing but ErrConflict or ErrNotFound, and every reaction left is then delivered to the end", testReactionsRace},
 		{"ListReactions", "ListReactions filters, orders by trigger time then id, pages and counts", testListReactions},
 		{"CancelAndExecuteReaction", "only a pending reaction can be cancelled; any but a leased one can be executed anew", testCancelExecute},
 		{"DeleteReactionDefinitionCancelsPending", "deleting a definition cancels its pending reactions and keeps the others", testDeleteReactionDef},
