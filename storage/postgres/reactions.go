@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -264,6 +265,11 @@ func (s *store) ListReactions(ctx context.Context, q storage.ReactionQuery) (sto
 			states[i] = int16(st)
 		}
 		add("state = ANY($)", states)
+		if !slices.ContainsFunc(q.States, func(st storage.ReactionState) bool { return !queued(st) }) {
+			// Active reactions only: found through the queue (a few,
+			// usually, among many finished ones), by primary key.
+			add("id = ANY (ARRAY(SELECT id FROM {{schema}}.reaction_queue WHERE state = ANY ($)))", states)
+		}
 	}
 	if !q.DueBefore.IsZero() {
 		add("due_at <= $", micros(q.DueBefore))
@@ -365,7 +371,8 @@ func (s *store) DeleteAggregateReactions(ctx context.Context, aggregateType, agg
 	// them that an Execute queued again while the deletion waited for
 	// them. (A reaction scheduled for the aggregate and claimed between
 	// the first two statements can make this deadlock with the claim;
-	// the server then ends one of the two with an error.)
+	// the server then ends one of the two, which fails with
+	// ErrUnavailable and may be retried.)
 	return s.inTx(ctx, "delete aggregate reactions", func(tx pgx.Tx) error {
 		const which = `aggregate_type = $1 AND ($2 = '' OR aggregate_id = $2)`
 		if _, err := tx.Exec(ctx, s.q(`DELETE FROM {{schema}}.reaction_queue
