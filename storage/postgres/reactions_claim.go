@@ -37,15 +37,18 @@ var claimReactionsSQL = `WITH due AS MATERIALIZED (
 	FROM due WHERE r.id = ANY (due.ids)
 	RETURNING array_position(due.ids, r.id)::bigint, ` + withPrefix("r.", reactionCols) + `, r.payload`
 
-// ClaimReactions implements storage.ReactionStorage with one statement:
-// the due rows are locked with SKIP LOCKED, so concurrent claims (of this
-// or another process) take different reactions without waiting.
+// ClaimReactions implements storage.ReactionStorage with one statement,
+// sent with the tenant's setting in one round trip (one implicit
+// transaction): the due rows are locked with SKIP LOCKED, so concurrent
+// claims (of this or another process) take different reactions without
+// waiting.
 func (s *store) ClaimReactions(ctx context.Context, c storage.ReactionClaim) ([]storage.Reaction, error) {
 	var out []storage.Reaction
 	var order []int64
-	err := s.inTx(ctx, "claim reactions", func(tx pgx.Tx) error {
-		out, order = out[:0], order[:0]
-		rows, err := tx.Query(ctx, s.q(claimReactionsSQL), micros(c.Now), c.Limit, micros(c.Until), c.Claim)
+	err := s.inPipeline(ctx, "claim reactions", func(b *pgx.Batch) {
+		b.Queue(s.q(claimReactionsSQL), micros(c.Now), c.Limit, micros(c.Until), c.Claim)
+	}, func(br pgx.BatchResults) error {
+		rows, err := br.Query()
 		if err != nil {
 			return err
 		}
@@ -114,51 +117,45 @@ back AS (UPDATE {{schema}}.reaction_queue q SET state = 0, due_at = d.due_at
 	FROM done d WHERE q.id = d.id AND d.state = 0)
 SELECT id FROM done`
 
-// FinishReactions implements storage.ReactionStorage in one transaction
-// and, for outcomes of distinct reactions, one pipeline of two statements
-// (lockQueuedSQL, finishReactionsSQL): the outcomes go as arrays (unnest)
-// and the ids it returns are those applied. One statement instead of one
-// per outcome spares the server an executor start-up per delivery. On
-// 5,000 due reactions claimed and finished 50 at a time, three rounds (a
-// scratch test, twice): a statement per outcome took 9 to 15 ms per 50 in
-// the first round and 28 to 35 ms in the third (its plan, without
-// statistics, read the growing index of active reactions), one statement
-// 3.6 to 5.0 ms in every round. TestFinishReactionsPlan checks its plan.
-// (An outcome for a reaction that another outcome of the batch names
-// too, which takes an Execute between two attempts, is applied by a
-// pipeline of its own, after the others and in order.)
+// FinishReactions implements storage.ReactionStorage in one round trip
+// and one (implicit) transaction: for outcomes of distinct reactions, two
+// statements (lockQueuedSQL, finishReactionsSQL), the outcomes going as
+// arrays (unnest) and the ids it returns being those applied. One
+// statement instead of one per outcome spares the server an executor
+// start-up per delivery. On 5,000 due reactions claimed and finished 50
+// at a time, three rounds (a scratch test, twice): a statement per
+// outcome took 9 to 15 ms per 50 in the first round and 28 to 35 ms in the
+// third (its plan, without statistics, read the growing index of active
+// reactions), one statement 3.6 to 5.0 ms in every round.
+// TestFinishReactionsPlan checks its plan. (An outcome for a reaction that
+// another outcome of the batch names too, which takes an Execute between
+// two attempts, is applied by statements of their own, after the others
+// and in order.) Whether a reaction not applied to is missing
+// (ErrNotFound) or claimed anew (ErrConflict) is read afterwards.
 func (s *store) FinishReactions(ctx context.Context, outcomes []storage.ReactionOutcome) ([]error, error) {
-	var errs []error
-	err := s.inTx(ctx, "finish reactions", func(tx pgx.Tx) error {
-		errs = make([]error, len(outcomes))
-		applied := make([]bool, len(outcomes))
-		byID := make(map[string]int, len(outcomes))
-		var first []int
-		var alone []int
-		for i, o := range outcomes {
-			if _, dup := byID[o.ID]; dup {
-				alone = append(alone, i)
-				continue
-			}
-			byID[o.ID] = i
-			first = append(first, i)
+	errs := make([]error, len(outcomes))
+	applied := make([]bool, len(outcomes))
+	byID := make(map[string]int, len(outcomes))
+	groups := [][]int{nil}
+	for i, o := range outcomes {
+		if _, dup := byID[o.ID]; dup {
+			groups = append(groups, []int{i})
+			continue
 		}
-		if err := s.finish(ctx, tx, outcomes, first, applied); err != nil {
-			return err
+		byID[o.ID] = i
+		groups[0] = append(groups[0], i)
+	}
+	if len(outcomes) == 0 {
+		return errs, nil
+	}
+	err := s.inPipeline(ctx, "finish reactions", func(b *pgx.Batch) {
+		for _, g := range groups {
+			s.queueFinish(b, outcomes, g)
 		}
-		for _, i := range alone {
-			if err := s.finish(ctx, tx, outcomes, []int{i}, applied); err != nil {
+	}, func(br pgx.BatchResults) error {
+		for _, g := range groups {
+			if err := readFinish(br, outcomes, g, applied); err != nil {
 				return err
-			}
-		}
-		for i, o := range outcomes {
-			if applied[i] {
-				continue
-			}
-			errs[i] = s.missingOr(ctx, tx, o.ID,
-				fmt.Errorf("reaction %s is no longer claimed by this attempt: %w", o.ID, storage.ErrConflict))
-			if !errors.Is(errs[i], storage.ErrConflict) && !errors.Is(errs[i], storage.ErrNotFound) {
-				return errs[i]
 			}
 		}
 		return nil
@@ -166,32 +163,37 @@ func (s *store) FinishReactions(ctx context.Context, outcomes []storage.Reaction
 	if err != nil {
 		return nil, err
 	}
+	for i, o := range outcomes {
+		if applied[i] {
+			continue
+		}
+		errs[i] = s.notApplied(ctx, o.ID)
+		if !errors.Is(errs[i], storage.ErrConflict) && !errors.Is(errs[i], storage.ErrNotFound) {
+			return nil, errs[i]
+		}
+	}
 	return errs, nil
 }
 
-// finish applies outcomes[i] for every i of which (of distinct reactions)
-// with lockQueuedSQL and finishReactionsSQL in one round trip, and marks
-// those applied.
-func (s *store) finish(ctx context.Context, tx pgx.Tx, outcomes []storage.ReactionOutcome, which []int, applied []bool) error {
-	if len(which) == 0 {
-		return nil
-	}
+// queueFinish queues lockQueuedSQL and finishReactionsSQL for
+// outcomes[i] for every i of which (of distinct reactions).
+func (s *store) queueFinish(b *pgx.Batch, outcomes []storage.ReactionOutcome, which []int) {
 	n := len(which)
 	ids, claims, msgs := make([]string, 0, n), make([]string, 0, n), make([]string, 0, n)
 	states, dues, finisheds := make([]int16, 0, n), make([]int64, 0, n), make([]int64, 0, n)
-	at := make(map[string]int, n)
 	for _, i := range which {
 		o := outcomes[i]
 		due, finished := finishTimes(o)
-		at[o.ID] = i
 		ids, claims, states = append(ids, o.ID), append(claims, o.Claim), append(states, int16(o.State))
 		dues, finisheds, msgs = append(dues, due), append(finisheds, finished), append(msgs, text(o.Error))
 	}
-	var b pgx.Batch
 	b.Queue(s.q(lockQueuedSQL), ids)
 	b.Queue(s.q(finishReactionsSQL), ids, claims, states, dues, finisheds, msgs)
-	br := tx.SendBatch(ctx, &b)
-	defer br.Close()
+}
+
+// readFinish reads the results of queueFinish's statements for
+// outcomes[i], i in which, and marks those applied.
+func readFinish(br pgx.BatchResults, outcomes []storage.ReactionOutcome, which []int, applied []bool) error {
 	if _, err := br.Exec(); err != nil {
 		return err
 	}
@@ -199,19 +201,58 @@ func (s *store) finish(ctx context.Context, tx pgx.Tx, outcomes []storage.Reacti
 	if err != nil {
 		return err
 	}
+	defer rows.Close()
+	at := make(map[string]int, len(which))
+	for _, i := range which {
+		at[outcomes[i].ID] = i
+	}
 	for rows.Next() {
 		var id string
 		if err := rows.Scan(&id); err != nil {
-			rows.Close()
 			return err
 		}
 		applied[at[id]] = true
 	}
-	rows.Close()
-	if err := rows.Err(); err != nil {
+	return rows.Err()
+}
+
+// notApplied returns why an outcome of reaction id was not applied:
+// ErrNotFound when the reaction does not exist, else ErrConflict (another
+// attempt claimed it, or it was executed anew).
+func (s *store) notApplied(ctx context.Context, id string) error {
+	var one int
+	err := s.queryRow(ctx, s.q(`SELECT 1 FROM {{schema}}.reactions WHERE id = $1`), id).Scan(&one)
+	switch {
+	case errors.Is(err, pgx.ErrNoRows):
+		return fmt.Errorf("reaction %s: %w", id, storage.ErrNotFound)
+	case err != nil:
+		return s.fail(ctx, "finish reactions", err)
+	}
+	return fmt.Errorf("reaction %s is no longer claimed by this attempt: %w", id, storage.ErrConflict)
+}
+
+// inPipeline sends the tenant's setting and the statements queue queues
+// in one round trip, which the server runs as one implicit transaction
+// (the statements of a pipeline before its Sync), and passes their results
+// to read (the setting's read already).
+func (s *store) inPipeline(ctx context.Context, op string, queue func(*pgx.Batch), read func(pgx.BatchResults) error) error {
+	if err := s.check(ctx, op); err != nil {
 		return err
 	}
-	return br.Close()
+	ctx, cancel := context.WithTimeoutCause(ctx, s.writeTimeout, errOwnDeadline)
+	defer cancel()
+	b := &pgx.Batch{}
+	b.Queue(setTenantSQL, s.tenant)
+	queue(b)
+	br := s.pool.SendBatch(ctx, b)
+	_, err := br.Exec()
+	if err == nil {
+		err = read(br)
+	}
+	if cerr := br.Close(); err == nil {
+		err = cerr
+	}
+	return s.fail(ctx, op, err)
 }
 
 // finishTimes returns the due_at (-1 to keep the lease's) and finished_at
