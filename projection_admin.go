@@ -267,6 +267,10 @@ func (p *Projector) Delete(ctx context.Context, name string) error {
 // Reset drops every instance of the projection, to be rebuilt from the
 // start of the feed (by the next query, Sync, CatchUp or Run).
 func (p *Projector) Reset(ctx context.Context, name string) error {
+	// The reset is counted before the instances are dropped: should the
+	// drop fail, the caller gets the error and tries again, and stores
+	// the definition is passed on to (Definition.Resets) reset once more,
+	// rather than miss a reset that happened here.
 	return p.reset(ctx, name, func() error {
 		// Count the reset in the stored definition, and in a replacement
 		// being built (which keeps its spec when it takes over), so that
@@ -274,17 +278,18 @@ func (p *Projector) Reset(ctx context.Context, name string) error {
 		// (Definition.Resets).
 		for _, n := range []string{name, name + replacementSuffix} {
 			if err := p.countReset(ctx, n, 1, 0); err != nil && (n == name || !errors.Is(err, ErrNotFound)) {
-				return fmt.Errorf("reset projection %q: the projection is reset, its reset not counted: %w", name, err)
+				return wrapNotFound(fmt.Sprintf("reset projection %q: counting the reset", name), err)
 			}
 		}
 		return nil
-	})
+	}, nil)
 }
 
 // applyReset resets projection name for a reset of the definition it was
-// put from (Definition.Resets), and records that one as applied.
+// put from (Definition.Resets), and records that one as applied once the
+// instances are dropped.
 func (p *Projector) applyReset(ctx context.Context, name string, applied int64) error {
-	return p.reset(ctx, name, func() error {
+	return p.reset(ctx, name, nil, func() error {
 		if err := p.countReset(ctx, name, 0, applied); err != nil {
 			return fmt.Errorf("put projection %q: the projection is reset, its reset not recorded: %w", name, err)
 		}
@@ -292,22 +297,31 @@ func (p *Projector) applyReset(ctx context.Context, name string, applied int64) 
 	})
 }
 
-// reset drops the instances of projection name in the storage and its
-// checkpoint in this Projector, then runs count, the projection still
-// held so that no catch-up of this process commits in between.
-func (p *Projector) reset(ctx context.Context, name string, count func() error) error {
+// reset runs before (when not nil), drops the instances of projection
+// name in the storage and its checkpoint in this Projector, then runs
+// after (when not nil), the projection held throughout so that no
+// catch-up of this process commits in between.
+func (p *Projector) reset(ctx context.Context, name string, before, after func() error) error {
 	pr, err := p.lookup(ctx, name)
 	if err != nil {
 		return err
 	}
 	pr.mu.Lock()
 	defer pr.mu.Unlock()
+	if before != nil {
+		if err := before(); err != nil {
+			return err
+		}
+	}
 	if err := p.storage.ResetProjection(ctx, name); err != nil {
 		return wrapNotFound(fmt.Sprintf("projection %q", name), err)
 	}
 	pr.checkpoint.Store(0)
 	p.wake()
-	return count()
+	if after != nil {
+		return after()
+	}
+	return nil
 }
 
 // countReset adds add to the stored definition name's count of resets and

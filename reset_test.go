@@ -3,9 +3,13 @@ package eventstore_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
+	"sync/atomic"
 	"testing"
 
 	"github.com/eventkit-go/eventstore"
+	"github.com/eventkit-go/eventstore/storage"
+	"github.com/eventkit-go/eventstore/storage/memory"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -106,4 +110,54 @@ func TestResetPassesOnThroughPut(t *testing.T) {
 	b, err := json.Marshal(d)
 	require.NoError(t, err)
 	assert.NotContains(t, string(b), "resets")
+}
+
+// TestResetCountedBeforeDrop: a reset whose drop of the instances fails
+// returns the error with the reset already counted, so that the stores
+// the definition is passed on to reset rather than miss it; tried again,
+// it resets here too and counts once more.
+func TestResetCountedBeforeDrop(t *testing.T) {
+	ctx := context.Background()
+	fs := &failingResetStorage{Storage: memory.New()}
+	st, err := eventstore.New(fs, nil)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = st.Close() })
+	p := eventstore.NewProjector(st, nil)
+	require.NoError(t, p.Create(ctx, countDef("n", eventstore.Function{Name: "inc", TargetSelector: "$.projection.count"})))
+	save(t, st, "order", "o1", pev(1, "Placed", `{}`))
+	require.NoError(t, p.Sync(ctx, "n"))
+
+	fs.fail.Store(true)
+	err = p.Reset(ctx, "n")
+	require.ErrorIs(t, err, errDropFailed)
+	d, err := p.Definition(ctx, "n")
+	require.NoError(t, err)
+	assert.Equal(t, int64(1), d.Resets, "counted although the drop failed")
+	s, err := p.Status(ctx, "n")
+	require.NoError(t, err)
+	assert.Equal(t, int64(1), s.Instances, "not reset here")
+
+	fs.fail.Store(false)
+	require.NoError(t, p.Reset(ctx, "n"))
+	d, err = p.Definition(ctx, "n")
+	require.NoError(t, err)
+	assert.Equal(t, int64(2), d.Resets)
+	s, err = p.Status(ctx, "n")
+	require.NoError(t, err)
+	assert.Zero(t, s.Instances, "reset here on the second try")
+}
+
+var errDropFailed = errors.New("drop failed")
+
+// failingResetStorage fails ResetProjection while fail is set.
+type failingResetStorage struct {
+	storage.Storage
+	fail atomic.Bool
+}
+
+func (s *failingResetStorage) ResetProjection(ctx context.Context, name string) error {
+	if s.fail.Load() {
+		return errDropFailed
+	}
+	return s.Storage.ResetProjection(ctx, name)
 }
