@@ -32,7 +32,7 @@ func testPGURL() string {
 	if u := os.Getenv("EVENTSTORE_BENCH_PG_URL"); u != "" {
 		return u
 	}
-	return "postgres://postgres@127.0.0.1:5432/test"
+	return "postgres://postgres@127.0.0.1:5432/test?sslmode=disable"
 }
 
 // TestWorkloads runs every workload of every subject once at tiny sizes and

@@ -97,7 +97,7 @@ func mainErr(args []string, out io.Writer) error {
 	quick := fs.Bool("quick", false, "smaller sizes: a run of every backend in a few minutes on 2 cores")
 	reps := fs.Int("reps", 3, "measurements per cell; the median is printed")
 	appendFor := fs.Duration("append-for", 0, "how long one append measurement runs (default 1s, 250ms with -quick)")
-	pgURL := fs.String("pg-url", "postgres://postgres@127.0.0.1:5432/test", "PostgreSQL database; each subject gets a fresh schema, dropped at the end")
+	pgURL := fs.String("pg-url", "postgres://postgres@127.0.0.1:5432/test?sslmode=disable", "PostgreSQL database; each subject gets a fresh schema, dropped at the end")
 	pgConns := fs.Int("pg-conns", 16, "connections in each PostgreSQL subject's pool")
 	pgStores := fs.Int("pg-stores", 1, "Storages \"ours\" opens on one PostgreSQL schema, standing for that many server processes (writes spread by aggregate)")
 	procs := fs.String("procs", "1,8", "OS process counts of the procs workload: ours and raw each in that many worker processes of this binary")
