@@ -26,21 +26,7 @@ import (
 //	go test ./reactions -run X -bench DeliveryCPU -benchtime 10x
 func BenchmarkDeliveryCPU(b *testing.B) {
 	const perWindow = 500
-	var (
-		mu   sync.Mutex
-		seen int
-	)
-	target, collect := startReceiver(b, func(time.Time, int64) {
-		mu.Lock()
-		seen++
-		mu.Unlock()
-	})
-	delivered := func() int {
-		collect()
-		mu.Lock()
-		defer mu.Unlock()
-		return seen
-	}
+	target, delivered := countingReceiver(b)
 	total := 0 // deliveries expected so far
 	// measure runs run from first until the receiver has seen want
 	// deliveries (or 10 s) and returns the CPU per delivery.
@@ -51,15 +37,11 @@ func BenchmarkDeliveryCPU(b *testing.B) {
 		time.Sleep(time.Until(first))
 		c0 := cpuTime()
 		total += want
-		n, end := delivered(), time.Now().Add(10*time.Second)
-		for n < total && time.Now().Before(end) {
-			time.Sleep(time.Millisecond)
-			n = delivered()
-		}
+		n, ok := awaitDelivered(delivered, total)
 		cpu := cpuTime() - c0
 		stop()
 		<-done
-		if n < total {
+		if !ok {
 			b.Fatalf("%d deliveries of %d within 10 s", n, total)
 		}
 		return float64(cpu) / float64(time.Microsecond) / float64(want)
@@ -108,4 +90,37 @@ func BenchmarkDeliveryCPU(b *testing.B) {
 	b.ReportMetric(median(es), "engine-µs-cpu/delivery")
 	b.ReportMetric(median(fs), "floor-µs-cpu/delivery")
 	b.ReportMetric(median(ratio), "engine/floor")
+}
+
+// countingReceiver starts the receiver process of startReceiver and
+// returns its address and a function that returns how many deliveries it
+// has seen so far.
+func countingReceiver(b *testing.B) (string, func() int) {
+	var (
+		mu   sync.Mutex
+		seen int
+	)
+	target, collect := startReceiver(b, func(time.Time, int64) {
+		mu.Lock()
+		seen++
+		mu.Unlock()
+	})
+	return target, func() int {
+		collect()
+		mu.Lock()
+		defer mu.Unlock()
+		return seen
+	}
+}
+
+// awaitDelivered waits, for at most 10 s, until delivered reports at
+// least total deliveries; it returns the last count and whether it got
+// there.
+func awaitDelivered(delivered func() int, total int) (int, bool) {
+	n, end := delivered(), time.Now().Add(10*time.Second)
+	for n < total && time.Now().Before(end) {
+		time.Sleep(time.Millisecond)
+		n = delivered()
+	}
+	return n, n >= total
 }

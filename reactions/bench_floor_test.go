@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"net/http"
-	"sync"
 	"testing"
 	"time"
 
@@ -35,15 +34,7 @@ func BenchmarkDeliveriesAgainstFloor(b *testing.B) {
 		b.Run(name, func(b *testing.B) {
 			const window = 500 * time.Millisecond
 			const perWindow = int(window / time.Millisecond)
-			var (
-				mu   sync.Mutex
-				seen int
-			)
-			target, collect := startReceiver(b, func(time.Time, int64) {
-				mu.Lock()
-				seen++
-				mu.Unlock()
-			})
+			target, delivered := countingReceiver(b)
 			s := open()
 			st, _ := eventstore.New(s, nil)
 			defer st.Close()
@@ -78,21 +69,12 @@ func BenchmarkDeliveriesAgainstFloor(b *testing.B) {
 				time.Sleep(time.Until(first))
 				rate := saveFor()
 				total += perWindow
-				for end := time.Now().Add(10 * time.Second); ; {
-					collect()
-					mu.Lock()
-					n := seen
-					mu.Unlock()
-					if n >= total {
-						break
-					}
-					if time.Now().After(end) {
-						b.Fatalf("%d deliveries of %d within 10 s", n, total)
-					}
-					time.Sleep(time.Millisecond)
-				}
+				n, ok := awaitDelivered(delivered, total)
 				stop()
 				<-done
+				if !ok {
+					b.Fatalf("%d deliveries of %d within 10 s", n, total)
+				}
 				return rate
 			}
 			scheduled := 0
