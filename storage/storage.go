@@ -633,6 +633,32 @@ type ProjectionError struct {
 // MaxEncryptedData bounds Event.EncryptedData.
 const MaxEncryptedData = 65535
 
+// Metadata is what an event carries beside its data. Over HTTP it is the
+// event's "metadata" object: {"correlationId": ..., "causationId": ...}
+// plus the keys of Values, all strings. The zero value is no metadata.
+type Metadata struct {
+	// CorrelationID ties together the events of one business process or
+	// request; CausationID names what caused this event (often the id of
+	// the command or event it answers). Either may be empty.
+	CorrelationID, CausationID string
+	// Values holds the caller's own keys (at most MaxMetadataKeys, not
+	// "correlationId" or "causationId"). The keys "traceparent" and
+	// "tracestate" carry the W3C trace context of the save when the store
+	// is traced.
+	Values map[string]string
+}
+
+// IsZero reports whether m holds no metadata.
+func (m Metadata) IsZero() bool {
+	return m.CorrelationID == "" && m.CausationID == "" && len(m.Values) == 0
+}
+
+// Bounds of Metadata, checked by eventstore.Store before an append.
+const (
+	MaxMetadataKeys  = 16      // keys of Metadata.Values
+	MaxMetadataBytes = 4 << 10 // encoded size of one event's Metadata
+)
+
 // Event is a stored event.
 type Event struct {
 	// ID is the event id given when it was saved.
@@ -644,6 +670,9 @@ type Event struct {
 	Data json.RawMessage
 	// EncryptedData is the opaque string saved with the event, or "".
 	EncryptedData string
+	// Metadata is what the caller saved beside the data: correlation and
+	// causation ids and its own keys. The zero Metadata is none.
+	Metadata Metadata
 
 	// AggregateType and AggregateID identify the aggregate the event belongs
 	// to. AggregateType is also the name of the feed that carries it.
