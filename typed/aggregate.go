@@ -1,0 +1,166 @@
+package typed
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+
+	"github.com/eventkit-go/eventstore"
+)
+
+// DefaultRetries is how many times Repository.Update decides again after
+// a conflict with a concurrent save, unless RepositoryOptions.Retries says
+// otherwise.
+const DefaultRetries = 3
+
+// Aggregate is an aggregate's state, folded from its events.
+type Aggregate[S any] struct {
+	ID string
+	// Version is the aggregate's version that State reflects: the number
+	// of saves folded into it, 0 for an aggregate without events.
+	Version int64
+	State   S
+
+	// snapshot is the version of the snapshot State was built from, 0 for
+	// none: the next snapshot is due SnapshotEvery saves after it.
+	snapshot int64
+}
+
+// RepositoryOptions configures a Repository; nil means all defaults.
+type RepositoryOptions struct {
+	// Retries is how many times Update loads and decides again after a
+	// conflict with a concurrent save: 0 means DefaultRetries, a negative
+	// number none.
+	Retries int
+	// Logger receives what does not fail a call but should be known, such
+	// as a snapshot that could not be saved or read; nil discards it.
+	Logger *slog.Logger
+}
+
+// Repository loads, decides and saves the aggregates of one aggregate
+// type, whose state is a value of type S. It is safe for concurrent use.
+type Repository[S any] struct {
+	st            *Store
+	aggregateType string
+	apply         func(*S, Event) error
+	retries       int
+	log           *slog.Logger
+}
+
+// NewRepository returns a Repository of the aggregates of aggregateType
+// in st, whose state is folded from the zero S by apply, called with each
+// event in order. apply may be a function or a method expression of S,
+// such as (*Order).Apply for
+//
+//	func (o *Order) Apply(e typed.Event) error
+//
+// It returns an error to make the load fail (an event the state cannot
+// take); an event type it does not know it may ignore. It changes only the
+// state it is given, and must not depend on anything but the state and
+// the event, so that every load builds the same state.
+func NewRepository[S any](st *Store, aggregateType string, apply func(state *S, e Event) error, opts *RepositoryOptions) *Repository[S] {
+	var o RepositoryOptions
+	if opts != nil {
+		o = *opts
+	}
+	r := &Repository[S]{st: st, aggregateType: aggregateType, apply: apply, retries: o.Retries, log: o.Logger}
+	if r.retries == 0 {
+		r.retries = DefaultRetries
+	}
+	r.retries = max(r.retries, 0)
+	if r.log == nil {
+		r.log = slog.New(slog.DiscardHandler)
+	}
+	return r
+}
+
+// AggregateType returns the aggregate type of r's aggregates.
+func (r *Repository[S]) AggregateType() string { return r.aggregateType }
+
+// Load returns the aggregate id, its state folded from its events. An
+// aggregate without events is no error: it comes back at Version 0 with
+// the zero state, ready for a first save. Load fails when an event does
+// not decode (a *CodecError) or apply fails (apply's error, wrapped with
+// the event's id and type).
+func (r *Repository[S]) Load(ctx context.Context, id string) (Aggregate[S], error) {
+	agg := Aggregate[S]{ID: id}
+	if r.apply == nil {
+		return agg, fmt.Errorf("typed: load %s/%s: the Repository has no apply function: %w", r.aggregateType, id, eventstore.ErrInvalid)
+	}
+	switch err := r.fold(ctx, &agg); {
+	case errors.Is(err, errNoEvents):
+		return Aggregate[S]{ID: id}, nil
+	case err != nil:
+		return Aggregate[S]{ID: id}, err
+	}
+	return agg, nil
+}
+
+// fold applies the events after agg.Version to agg.
+func (r *Repository[S]) fold(ctx context.Context, agg *Aggregate[S]) error {
+	for ev, err := range r.st.LoadAfter(ctx, r.aggregateType, agg.ID, agg.Version) {
+		switch {
+		case err == nil:
+		case errors.Is(err, eventstore.ErrNotFound):
+			return errNoEvents
+		default:
+			return fmt.Errorf("load %s/%s: %w", r.aggregateType, agg.ID, err)
+		}
+		if err := r.apply(&agg.State, ev); err != nil {
+			return fmt.Errorf("load %s/%s: apply event %s of type %q (version %d): %w", r.aggregateType, agg.ID, ev.ID, ev.Type, ev.Version, err)
+		}
+		agg.Version = ev.Version
+	}
+	return nil
+}
+
+// Save saves events (values of registered types, or NewEvents holding
+// them) to the aggregate, expecting it to be still at agg.Version: when
+// another save came first it fails with an error wrapping
+// eventstore.ErrConflict (a *eventstore.ConflictError) and nothing is
+// saved. No events save nothing and return agg.Version. Save does not
+// change agg; load again for the state after the save.
+func (r *Repository[S]) Save(ctx context.Context, agg Aggregate[S], events []any) (eventstore.SaveResult, error) {
+	if len(events) == 0 {
+		return eventstore.SaveResult{Version: agg.Version}, nil
+	}
+	return r.st.Save(ctx, r.aggregateType, agg.ID, events, &SaveOptions{ExpectedVersion: eventstore.ExpectVersion(agg.Version)})
+}
+
+// Update is Load, decide and Save in one call, retried on conflicts: it
+// loads the aggregate id, calls decide with its state, and saves the
+// events decide returns at the version loaded. When a concurrent save
+// came first it loads again and calls decide again, up to
+// RepositoryOptions.Retries times; then it fails with an error wrapping
+// eventstore.ErrConflict. decide's error is returned unchanged, with
+// nothing saved; no events save nothing.
+//
+// decide sees the state as loaded; what it changes in it is not kept
+// (only events change state). It may be called several times, so it must
+// do nothing it could not do again, or undo.
+func (r *Repository[S]) Update(ctx context.Context, id string, decide func(state *S) ([]any, error)) (eventstore.SaveResult, error) {
+	for attempt := 0; ; attempt++ {
+		agg, err := r.Load(ctx, id)
+		if err != nil {
+			return eventstore.SaveResult{}, err
+		}
+		events, err := decide(&agg.State)
+		if err != nil {
+			return eventstore.SaveResult{}, err
+		}
+		res, err := r.Save(ctx, agg, events)
+		if err == nil || !errors.Is(err, eventstore.ErrConflict) {
+			return res, err
+		}
+		if attempt >= r.retries {
+			return res, fmt.Errorf("update %s/%s: %d attempts: %w", r.aggregateType, id, attempt+1, err)
+		}
+		if ctx.Err() != nil {
+			return res, err
+		}
+	}
+}
+
+// errNoEvents ends a fold of an aggregate without events.
+var errNoEvents = errors.New("typed: no events")
