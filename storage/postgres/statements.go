@@ -431,13 +431,19 @@ ORDER BY e.position`),
 		// them after $1 when there is one (the scan starts there), else
 		// that of the last of them (nothing after it is older), so that
 		// no read scans the older rows it does not return. A position $4
-		// other than 0 restricts them further.
+		// other than 0 restricts them further. Every row has position >=
+		// feed_sequence (older rows were numbered below their positions),
+		// so position > $1 holds for every row wanted: a bound the planner
+		// sees (the other is an InitPlan's, for which it assumes a third of
+		// the type), without which it read a cursor near the head of a big
+		// store by scanning the table (TestTypeFeedPlansNearTheHead).
 		feedSeq: q(`
 SELECT h.head, ` + joinedCols + `
 FROM (SELECT ` + headSQL + ` AS head) h
 LEFT JOIN LATERAL (
 	SELECT * FROM {{schema}}.events
-	WHERE aggregate_type = $3 AND feed_sequence > $1 AND tx < ` + wmSQL + ` AND position > greatest($4, coalesce(
+	WHERE aggregate_type = $3 AND feed_sequence > $1 AND tx < ` + wmSQL + ` AND position > $1
+	  AND position > greatest($4, coalesce(
 		(SELECT position - 1 FROM {{schema}}.events
 		 WHERE aggregate_type = $3 AND tx = 0 AND feed_sequence > $1 ORDER BY feed_sequence LIMIT 1),
 		greatest($1, (SELECT position FROM {{schema}}.events
