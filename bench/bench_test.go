@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -239,5 +240,68 @@ func checkProcResults(t *testing.T, name string, o procOutcome, procs, writers i
 	}
 	if o.elapsed < time.Second || o.rate() <= 0 {
 		t.Errorf("%s: elapsed %v, rate %v", name, o.elapsed, o.rate())
+	}
+}
+
+// TestGrowth runs the growth benchmark at tiny sizes on every backend
+// (PostgreSQL skipped when the server is down) and checks that every
+// figure was measured at every size.
+func TestGrowth(t *testing.T) {
+	for _, b := range allBackends {
+		t.Run(b, func(t *testing.T) {
+			ctx := context.Background()
+			var env *pgEnv
+			if b == "postgres" {
+				var err error
+				if env, err = newPGEnv(ctx, testPGURL(), 4, 1); err != nil {
+					t.Skipf("PostgreSQL not reachable: %v", err)
+				}
+				defer env.close(ctx)
+			}
+			sizes := growthSizes{0, 3000}
+			figs, err := growBackend(ctx, b, sizes, 20*time.Millisecond, 2, t.TempDir(), env)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(figs) != len(sizes) {
+				t.Fatalf("%d sizes measured, want %d", len(figs), len(sizes))
+			}
+			for _, f := range figs {
+				if f.saves <= 0 || f.load10 < 0 || f.load1000 <= 0 || f.feedRate <= 0 || f.first <= 0 || f.last <= 0 ||
+					f.single <= 0 || f.aggregated <= 0 || f.typeEvents <= 0 {
+					t.Errorf("a figure not measured: %+v", f)
+				}
+				if (b == "postgres") != (f.firstOneOff > 0 && f.lastOneOff > 0) {
+					t.Errorf("one-off reads measured %v, %v on %s", f.firstOneOff, f.lastOneOff, b)
+				}
+				if (b != "memory") != (f.bytesPerEvent > 0) {
+					t.Errorf("bytes per event %v on %s", f.bytesPerEvent, b)
+				}
+			}
+			if figs[1].events < 3000 {
+				t.Errorf("the store holds %d events at size 3000", figs[1].events)
+			}
+			var out bytes.Buffer
+			printGrowth(&out, b, figs)
+			if !strings.Contains(out.String(), "new single projection") {
+				t.Errorf("table:\n%s", out.String())
+			}
+			t.Log("\n" + out.String())
+		})
+	}
+}
+
+func TestParseGrowth(t *testing.T) {
+	got, err := parseGrowth("300k, 1M,100000")
+	if err != nil || !slices.Equal(got, growthSizes{0, 100_000, 300_000, 1_000_000}) {
+		t.Errorf("parseGrowth: %v, %v", got, err)
+	}
+	for _, bad := range []string{"x", "-1", "200M"} {
+		if _, err := parseGrowth(bad); err == nil {
+			t.Errorf("parseGrowth(%q) succeeded", bad)
+		}
+	}
+	if got, err := parseGrowth(""); err != nil || got != nil {
+		t.Errorf("parseGrowth(\"\"): %v, %v", got, err)
 	}
 }

@@ -104,6 +104,8 @@ func mainErr(args []string, out io.Writer) error {
 	procWriters := fs.String("proc-writers", "32", "writer counts of the procs workload, spread over the processes")
 	dir := fs.String("dir", "", "directory for the SQLite files (default: a new temporary directory)")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the whole run to this file")
+	growth := fs.String("growth", "", "instead of the comparison, the growth benchmark of \"ours\" at these store sizes (events, k and M allowed: 100k,300k; 0 is added), see growth.go")
+	growthReads := fs.Int("growth-reads", 20, "reads per figure of the growth benchmark (loads, feed pages); the median is printed")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return nil
@@ -156,6 +158,14 @@ func mainErr(args []string, out io.Writer) error {
 		cfg.sizes.appendFor = *appendFor
 	}
 
+	growthSizes, err := parseGrowth(*growth)
+	if err != nil {
+		return err
+	}
+	if *growthReads < 1 || *growthReads > 10000 {
+		return fmt.Errorf("-growth-reads must be between 1 and 10000, got %d", *growthReads)
+	}
+
 	if *cpuProfile != "" {
 		f, err := os.Create(*cpuProfile)
 		if err != nil {
@@ -173,6 +183,11 @@ func mainErr(args []string, out io.Writer) error {
 		runtime.NumCPU(), runtime.GOMAXPROCS(0), time.Now().UTC().Format(time.RFC3339))
 	fmt.Fprintf(out, "# median of %d; append %v per measurement; load %d events ×%d; feed %d events; rebuild over %d events; pg pool %d conns, %d store(s); procs %v writers over %v processes\n",
 		cfg.sizes.reps, cfg.sizes.appendFor, cfg.sizes.loadEvents, cfg.sizes.loads, cfg.sizes.feedEvents, cfg.sizes.rebuild, cfg.pgConns, cfg.pgStores, cfg.procWriters, cfg.procs)
+	if len(growthSizes) > 0 {
+		fmt.Fprintf(out, "# growth: sizes %v, %d writers, saves of %d events (fill) and 1 event (%v), %d reads per figure\n\n",
+			growthSizes, growthWriters, growthSave, cfg.sizes.appendFor, *growthReads)
+		return runGrowth(ctx, cfg, growthSizes, *growthReads, out)
+	}
 	rows, err := run(ctx, cfg, func(r row) { printRow(out, cfg.subjects, r) }, func() { printHeader(out, cfg.subjects) })
 	printErrors(out, rows)
 	return err
