@@ -1,0 +1,38 @@
+package typed_test
+
+import (
+	"os"
+	"strings"
+	"testing"
+)
+
+// TestReadmeExample: the README's typed example is the body of
+// Example_readme (between its README begin and end markers, one tab
+// less), so the code users copy compiles and runs with the tests.
+func TestReadmeExample(t *testing.T) {
+	src, err := os.ReadFile("example_readme_test.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, rest, ok1 := strings.Cut(string(src), "\t// README begin\n")
+	code, _, ok2 := strings.Cut(rest, "\t// README end\n")
+	if !ok1 || !ok2 {
+		t.Fatal("example_readme_test.go lacks the README markers")
+	}
+	var want strings.Builder
+	for _, line := range strings.SplitAfter(code, "\n") {
+		want.WriteString(strings.TrimPrefix(line, "\t"))
+	}
+	readme, err := os.ReadFile("../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, after, ok := strings.Cut(string(readme), "<!-- typed.Example_readme in typed/example_readme_test.go; TestReadmeExample there keeps them equal -->\n```go\n")
+	if !ok {
+		t.Fatal("README.md lacks the typed.Example_readme block")
+	}
+	got, _, _ := strings.Cut(after, "```\n")
+	if got != want.String() {
+		t.Errorf("the README's typed example differs from Example_readme:\nREADME:\n%s\nExample_readme:\n%s", got, want.String())
+	}
+}
