@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
+	"time"
 
 	"github.com/eventkit-go/eventstore"
 )
@@ -78,10 +79,19 @@ func (h *handler) saveBulk(w http.ResponseWriter, r *http.Request) {
 		h.fail(w, r, err)
 		return
 	}
-	if _, err := h.store(r).SaveAll(r.Context(), seg[0], batches); err != nil {
+	res, err := h.store(r).SaveAll(r.Context(), seg[0], batches)
+	if err != nil {
 		h.fail(w, r, err)
 		return
 	}
+	stored, events := 0, 0
+	for i, b := range batches {
+		if i < len(res) && !res[i].Duplicate {
+			stored++
+			events += len(b.Events)
+		}
+	}
+	h.saves.add(time.Now(), stored, events)
 	w.Header().Set("Content-Length", "0")
 	w.WriteHeader(http.StatusOK)
 }

@@ -9,6 +9,7 @@ import (
 	"mime"
 	"net/http"
 	"strings"
+	"time"
 
 	"github.com/eventkit-go/eventstore"
 )
@@ -131,12 +132,16 @@ func (h *handler) save(w http.ResponseWriter, r *http.Request) {
 	if req.ExpectedVersion != nil {
 		opts = &eventstore.SaveOptions{ExpectedVersion: eventstore.ExpectVersion(*req.ExpectedVersion)}
 	}
-	if _, err := h.store(r).Save(r.Context(), seg[0], seg[1], req.Events, opts); err != nil {
+	res, err := h.store(r).Save(r.Context(), seg[0], seg[1], req.Events, opts)
+	if err != nil {
 		if errors.Is(err, eventstore.ErrConflict) {
 			err = saveConflict(seg[0], seg[1], req.ExpectedVersion, err)
 		}
 		h.fail(w, r, err)
 		return
+	}
+	if !res.Duplicate {
+		h.saves.add(time.Now(), 1, len(req.Events))
 	}
 	w.Header().Set("Content-Length", "0")
 	w.WriteHeader(http.StatusOK)

@@ -28,6 +28,8 @@
 //	PUT    /tenants/{tenantId}                 change a tenant's reference
 //	DELETE /tenants/{tenantId}                 delete a tenant with all its data
 //	GET    /openapi.json                       the OpenAPI 3.1 document of every endpoint
+//	GET    /status                             version, storage, readiness and the recent save rate
+//	GET    /console/                           the console, a page for browsers (without credentials)
 //	GET    /healthz, GET /readyz               health checks, without credentials
 //
 // New returns a plain http.Handler with no global state: mount it at the
@@ -333,6 +335,16 @@ type Options struct {
 	// /reactions answers 404. The handler does not run the Engine: call
 	// its Run.
 	Reactions *reactions.Engine
+	// DisableConsole turns off the console, the browser page served
+	// without credentials at /console/ (see Console): the handler then
+	// answers that path with 404 like any unknown one.
+	DisableConsole bool
+	// Version names the server's version in GET /status. Empty means this
+	// library's module version from the binary's build information.
+	Version string
+	// StorageName names the storage backend in GET /status, such as
+	// "sqlite", "postgres" or "memory"; empty leaves it out.
+	StorageName string
 }
 
 // KeyPair is one accepted pair of credentials.
@@ -369,6 +381,10 @@ type handler struct {
 	authorize   func(*http.Request) bool
 	tenants     Tenants
 	reactions   *reactions.Engine
+	console     bool     // serve /console/
+	saves       saveRate // the saves served, for GET /status
+	version     string
+	storageName string
 }
 
 // New returns an http.Handler serving st and p. Both must be non-nil; New
@@ -400,6 +416,11 @@ func New(st *eventstore.Store, p *eventstore.Projector, opts *Options) http.Hand
 	h.authorize = opts.Authorize
 	h.tenants = opts.Tenants
 	h.reactions = opts.Reactions
+	h.console = !opts.DisableConsole
+	h.version, h.storageName = opts.Version, opts.StorageName
+	if h.version == "" {
+		h.version = moduleVersion()
+	}
 	for _, k := range opts.Keys {
 		if k.AccessKey == "" || k.SecretAccessKey == "" {
 			continue

@@ -71,6 +71,10 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			"http.StripPrefix(\"/prefix\", h), without a trailing slash, so that it gets \"/%s\"", clip(p), clip(p)))
 		return
 	}
+	if p := r.URL.Path; h.console && (p == ConsolePath[:len(ConsolePath)-1] || strings.HasPrefix(p, ConsolePath)) {
+		h.serveConsole(rec, r)
+		return
+	}
 	if p := r.URL.Path; p == "/healthz" || p == "/readyz" {
 		r.Pattern = p
 		switch {

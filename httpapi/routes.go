@@ -20,6 +20,7 @@ const (
 	patSingle          = "/projections/single/{name}/{id}"
 	patAggregated      = "/projections/aggregated/{name}"
 	patOpenAPI         = "/openapi.json"
+	patStatus          = "/status"
 	patTenants         = "/tenants"
 	patTenant          = "/tenants/{tenantId}"
 	patReactionDefs    = "/reactions/definitions"
@@ -63,6 +64,7 @@ func (h *handler) routes() []pathRoutes {
 		{patSingle, []route{{http.MethodGet, h.querySingle}, {http.MethodHead, h.querySingle}}},
 		{patAggregated, []route{{http.MethodGet, h.queryAggregated}, {http.MethodHead, h.queryAggregated}, {http.MethodDelete, h.resetProjection(true)}}},
 		{patOpenAPI, []route{{http.MethodGet, h.openAPI}, {http.MethodHead, h.openAPI}}},
+		{patStatus, []route{{http.MethodGet, h.status}, {http.MethodHead, h.status}}},
 		{patTenants, []route{{http.MethodGet, h.listTenants}, {http.MethodHead, h.listTenants}, {http.MethodPost, h.addTenant}}},
 		{patTenant, []route{{http.MethodPut, h.updateTenant}, {http.MethodDelete, h.deleteTenant}}},
 		{patReactionDefs, []route{{http.MethodGet, h.listReactionDefinitions}, {http.MethodHead, h.listReactionDefinitions},

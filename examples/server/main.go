@@ -87,6 +87,7 @@ type config struct {
 	ops             opsConfig
 	projector       eventstore.ProjectorOptions
 	reactions       reactionConfig
+	console         bool // serve the console at /console/
 }
 
 func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (config, error) {
@@ -102,6 +103,7 @@ func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (c
 	fs.StringVar(&c.keysFile, "keys", "", "key file of several projects, each a separate data space: one \"NAME ACCESS_KEY SECRET_KEY\" a line, '#' starts a comment; "+
 		"SIGHUP reloads it; each project gets its own memory store, SQLite file PATH.NAME.EXT or PostgreSQL schema SCHEMA_NAME "+
 		"(default: one project with the key pair of EVENTSTORE_ACCESS_KEY and EVENTSTORE_SECRET_ACCESS_KEY)")
+	fs.BoolVar(&c.console, "console", true, "serve the console, a page for browsers, at /console/ (-console=false serves the API alone)")
 	c.ops.flags(fs)
 	c.reactions.flags(fs)
 	if err := fs.Parse(args); err != nil {
@@ -169,6 +171,19 @@ func randomHex(n int) string {
 	b := make([]byte, n)
 	_, _ = rand.Read(b) // crypto/rand.Read never fails
 	return hex.EncodeToString(b)
+}
+
+// storageName names the backend of a -storage value for GET /status.
+func storageName(spec string) string {
+	switch {
+	case spec == "memory":
+		return "memory"
+	case strings.HasPrefix(spec, "sqlite:"):
+		return "sqlite"
+	case strings.HasPrefix(spec, "postgres://"), strings.HasPrefix(spec, "postgresql://"):
+		return "postgres"
+	}
+	return ""
 }
 
 // openStorage opens the backend named by the -storage flag.

@@ -94,9 +94,10 @@ func newProjectRouter(ctx context.Context, cfg *config, log *slog.Logger, metric
 	}
 	rt.denySt = denySt
 	rt.deny = httpapi.New(denySt, eventstore.NewProjector(denySt, nil), &httpapi.Options{
-		Authorize: func(*http.Request) bool { return false },
-		Logger:    log,
-		Observer:  rt.observer("", log),
+		Authorize:      func(*http.Request) bool { return false },
+		Logger:         log,
+		Observer:       rt.observer("", log),
+		DisableConsole: !cfg.console,
 	})
 	t, _, err := rt.build(ctx, &projectTable{byName: map[string]*projectEntry{}}, keys)
 	if err != nil {
@@ -150,6 +151,8 @@ func (rt *projectRouter) build(ctx context.Context, old *projectTable, keys []pr
 				DeleteTokenKey:    p.tokenKey,
 				Tenants:           p.tenants,
 				Reactions:         p.reactions,
+				DisableConsole:    !rt.cfg.console,
+				StorageName:       storageName(rt.cfg.storage),
 			}),
 		})
 	}

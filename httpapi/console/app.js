@@ -1,0 +1,688 @@
+// The event store console: a page that talks to the HTTP API of the
+// server that serves it, with the key pair the user gives once (kept in
+// this tab's sessionStorage, sent in headers, never in a cookie or URL).
+// Everything the store holds is attacker-controlled text: it is only ever
+// written with textContent or as attribute values, never parsed as HTML
+// (the Content-Security-Policy requires Trusted Types, so innerHTML
+// would throw).
+"use strict";
+
+const KEYS = "eventstore.console.keys";
+const TENANT = "eventstore.console.tenant";
+// The API is mounted where the console's folder is: /console/ -> /.
+const API = new URL("../", document.baseURI);
+const STATUSES = ["SCHEDULED", "READY", "ONGOING", "FAILED", "COMPLETED", "CANCELED"];
+const main = document.getElementById("main");
+let view = null; // {abort: AbortController} of the page on screen
+let status = null; // the last GET /status
+
+// ---- DOM helpers: text only -------------------------------------------
+
+// el builds an element; children are nodes or strings (as text nodes);
+// attrs are set with setAttribute, except on* which are listeners given
+// as functions. A string is never parsed as markup.
+function el(tag, attrs, ...children) {
+  const e = tag === "svg" || tag === "rect" || tag === "line" || tag === "title"
+    ? document.createElementNS("http://www.w3.org/2000/svg", tag) : document.createElement(tag);
+  for (const [k, v] of Object.entries(attrs || {})) {
+    if (v === undefined || v === null || v === false) continue;
+    if (k.startsWith("on") && typeof v === "function") e.addEventListener(k.slice(2), v);
+    else e.setAttribute(k, v === true ? "" : String(v));
+  }
+  append(e, children);
+  return e;
+}
+
+function append(e, children) {
+  for (const c of children.flat()) {
+    if (c === undefined || c === null || c === false) continue;
+    e.append(c instanceof Node ? c : document.createTextNode(String(c)));
+  }
+  return e;
+}
+
+// route builds a hash link from path segments, each escaped.
+function route(...segs) {
+  let q = "";
+  const last = segs[segs.length - 1];
+  if (last && typeof last === "object") {
+    segs = segs.slice(0, -1);
+    const p = new URLSearchParams();
+    for (const [k, v] of Object.entries(last)) if (v !== undefined && v !== "" && v !== null) p.set(k, v);
+    if ([...p].length) q = "?" + p;
+  }
+  return "#/" + segs.map(s => encodeURIComponent(String(s))).join("/") + q;
+}
+
+function link(text, ...segs) { return el("a", { href: route(...segs) }, text); }
+function fmtTime(ms) { return ms ? new Date(ms).toLocaleString() : ""; }
+function fmtNum(n) { return typeof n === "number" ? n.toLocaleString() : String(n ?? ""); }
+function pretty(v) { return JSON.stringify(v, null, 2); }
+function pre(v) { return el("pre", {}, typeof v === "string" ? v : pretty(v)); }
+
+function table(head, rows) {
+  return el("div", { class: "table-wrap" }, el("table", {},
+    el("thead", {}, el("tr", {}, head.map(h => typeof h === "string" ? el("th", {}, h) : el("th", h[1], h[0])))),
+    el("tbody", {}, rows.length ? rows : el("tr", {}, el("td", { colspan: head.length, class: "muted" }, "None")))));
+}
+
+function td(v, cls) { return el("td", cls ? { class: cls } : {}, v); }
+function notice(text, bad) { return el("p", { class: bad ? "notice error" : "notice", role: bad ? "alert" : "status" }, text); }
+
+// confirmButton asks in the page (no dialog) before it runs act.
+function confirmButton(label, question, act) {
+  const box = el("span", { class: "confirm" });
+  const ask = el("button", { type: "button", class: "danger", onclick: () => {
+    box.replaceChildren(el("span", {}, question),
+      el("button", { type: "button", class: "danger", "data-confirm": "yes", onclick: async () => {
+        box.replaceChildren(el("span", { class: "muted" }, "Working…"));
+        try { await act(); } catch (e) { box.replaceChildren(el("span", { class: "error" }, e.message)); }
+      } }, "Yes, " + label.toLowerCase()),
+      el("button", { type: "button", class: "plain", onclick: () => box.replaceChildren(ask) }, "Cancel"));
+  } }, label);
+  box.append(ask);
+  return box;
+}
+
+// ---- the API ----------------------------------------------------------
+
+function keys() {
+  try { return JSON.parse(sessionStorage.getItem(KEYS)); } catch { return null; }
+}
+function tenant() { return sessionStorage.getItem(TENANT) || ""; }
+
+// tenantScoped mirrors the server: these paths serve a tenant's data.
+function tenantScoped(path) {
+  return path.startsWith("/aggregates/") || path === "/feeds" || path.startsWith("/feeds/") ||
+    path.startsWith("/projections/single/") || path.startsWith("/projections/aggregated/") || path === "/projections" ||
+    path === "/reactions" || (path.startsWith("/reactions/") && !path.startsWith("/reactions/definitions"));
+}
+
+class APIError extends Error {
+  constructor(status, body) {
+    super((body && body.message) || ("HTTP " + status));
+    this.status = status;
+    this.body = body;
+  }
+}
+
+// api calls the API; path segments must be escaped by the caller (seg).
+async function api(method, path, { query, body, signal, raw } = {}) {
+  const k = keys();
+  const u = new URL(path.slice(1), API);
+  if (query) for (const [n, v] of Object.entries(query)) {
+    if (Array.isArray(v)) v.forEach(x => u.searchParams.append(n, x));
+    else if (v !== undefined && v !== null && v !== "") u.searchParams.set(n, v);
+  }
+  const h = { "Service-Access-Key": k ? k.access : "", "Service-Secret-Access-Key": k ? k.secret : "" };
+  const t = tenant();
+  if (t && tenantScoped(decodeURI(path.split("?")[0]))) h["Serialized-Tenant-Id"] = t;
+  if (body !== undefined) h["Content-Type"] = "application/json";
+  const res = await fetch(u, { method, headers: h, signal, cache: "no-store", credentials: "omit", referrerPolicy: "no-referrer",
+    body: body === undefined ? undefined : (typeof body === "string" ? body : JSON.stringify(body)) });
+  if (raw) return res;
+  const text = method === "HEAD" ? "" : await res.text();
+  let data = null;
+  if (text) { try { data = JSON.parse(text); } catch { data = null; } }
+  if (res.status === 401 && path !== "/status") { signOut("The key pair was refused."); throw new APIError(401, data); }
+  if (!res.ok) throw new APIError(res.status, data);
+  return data;
+}
+
+function seg(s) { return encodeURIComponent(s); }
+
+// ---- sign in, tenant, navigation --------------------------------------
+
+function signOut(message) {
+  sessionStorage.removeItem(KEYS);
+  sessionStorage.removeItem(TENANT);
+  if (view) view.abort.abort();
+  showLogin(message);
+}
+
+function showLogin(message) {
+  document.getElementById("nav").hidden = true;
+  document.getElementById("logout").hidden = true;
+  document.getElementById("tenant-box").hidden = true;
+  const form = document.importNode(document.getElementById("login-template").content, true).firstElementChild;
+  main.replaceChildren(form);
+  const err = form.querySelector("#login-error");
+  if (message) err.textContent = message;
+  form.addEventListener("submit", async ev => {
+    ev.preventDefault();
+    const access = form.elements.access.value.trim(), secret = form.elements.secret.value.trim();
+    sessionStorage.setItem(KEYS, JSON.stringify({ access, secret }));
+    try {
+      status = await api("GET", "/status");
+    } catch (e) {
+      sessionStorage.removeItem(KEYS);
+      err.textContent = e.status === 401 ? "These keys open no project of this server." : e.message;
+      return;
+    }
+    await started();
+  });
+  form.elements.access.focus();
+}
+
+async function started() {
+  document.getElementById("nav").hidden = false;
+  document.getElementById("logout").hidden = false;
+  await loadTenants();
+  render();
+}
+
+// loadTenants fills the tenant picker when the server serves tenants.
+async function loadTenants() {
+  const box = document.getElementById("tenant-box"), sel = document.getElementById("tenant");
+  box.hidden = true;
+  if (!status || !status.tenants) return;
+  let list;
+  try { list = (await api("GET", "/tenants")).tenants; } catch { return; }
+  const cur = tenant();
+  sel.replaceChildren(el("option", { value: "" }, "Project (no tenant)"),
+    list.filter(t => !t.deleted).map(t => el("option", { value: t.tenantId, selected: t.tenantId === cur },
+      (t.reference ? t.reference + " · " : "") + "#" + t.tenantNumber + " " + t.tenantId.slice(0, 8))));
+  if (cur && !list.some(t => t.tenantId === cur && !t.deleted)) sessionStorage.removeItem(TENANT);
+  box.hidden = false;
+}
+
+document.getElementById("tenant").addEventListener("change", ev => {
+  if (ev.target.value) sessionStorage.setItem(TENANT, ev.target.value);
+  else sessionStorage.removeItem(TENANT);
+  render();
+});
+document.getElementById("logout").addEventListener("click", () => signOut(""));
+window.addEventListener("hashchange", () => { if (keys()) render(); });
+
+function parseHash() {
+  const h = location.hash.replace(/^#\/?/, "");
+  const [p, q] = h.split("?");
+  const parts = p ? p.split("/").map(s => { try { return decodeURIComponent(s); } catch { return s; } }) : [];
+  return { parts, q: new URLSearchParams(q || "") };
+}
+
+const pages = {
+  "": overviewPage,
+  aggregates: aggregatesPage,
+  aggregate: aggregatePage,
+  feed: feedPage,
+  projections: projectionsPage,
+  projection: projectionPage,
+  reactions: reactionsPage,
+};
+
+async function render() {
+  if (view) view.abort.abort();
+  const v = view = { abort: new AbortController() };
+  const { parts, q } = parseHash();
+  const page = pages[parts[0] || ""] || notFoundPage;
+  for (const a of document.querySelectorAll("nav a")) {
+    a.classList.toggle("active", a.dataset.nav === (parts[0] === "aggregate" ? "aggregates" : parts[0] === "projection" ? "projections" : parts[0] || "overview"));
+  }
+  const root = el("div", { class: "page", "data-page": parts[0] || "overview" });
+  main.replaceChildren(root);
+  try {
+    await page(root, parts.slice(1), q, v.abort.signal);
+  } catch (e) {
+    if (e.name === "AbortError" || v !== view) return;
+    root.append(notice(e.message, true));
+  }
+  if (v === view) root.setAttribute("data-ready", "");
+}
+
+function notFoundPage(root) { root.append(el("h1", {}, "Nothing here"), link("Back to the overview", "")); }
+
+// ---- overview ---------------------------------------------------------
+
+async function overviewPage(root, _, __, signal) {
+  root.append(el("h1", {}, "Overview"));
+  const [st, feeds, projs] = await Promise.all([
+    api("GET", "/status", { signal }), api("GET", "/feeds", { signal }), api("GET", "/projections", { signal })]);
+  status = st;
+  const tot = feeds.feeds.reduce((a, f) => ({ aggs: a.aggs + f.aggregateCount, events: a.events + f.eventCount }), { aggs: 0, events: 0 });
+  root.append(el("div", { class: "grid", id: "server" },
+    stat(st.ready ? "ready" : "not ready", "readiness", st.ready ? "ok" : "bad"),
+    stat(st.version, "server version"), stat(st.storage || "not said", "storage"),
+    stat(fmtNum(feeds.feeds.length), "aggregate types"), stat(fmtNum(tot.aggs), "aggregates", "", "total-aggregates"),
+    stat(fmtNum(tot.events), "events", "", "total-events"), stat(tenant() ? "tenant " + tenant().slice(0, 8) : "project", "data space")));
+
+  const s = st.saves, last = s.batches.length - 1;
+  const perSec = s.batches.map(b => b / s.intervalSeconds);
+  const recent = s.batches.slice(Math.max(0, last - 6), last).reduce((a, b) => a + b, 0) / (6 * s.intervalSeconds);
+  root.append(el("section", {}, el("h2", {}, "Saves per second, last " + (s.batches.length * s.intervalSeconds / 60) + " minutes"),
+    chart(perSec, s.intervalSeconds, s.until),
+    el("p", { class: "muted" }, "Last minute: " + recent.toFixed(2) + " saves/s (" +
+      (s.events.slice(Math.max(0, last - 6), last).reduce((a, b) => a + b, 0) / 60).toFixed(2) +
+      " events/s). Counts the saves this server process stored, all data spaces together.")));
+
+  const heads = await Promise.all(feeds.feeds.slice(0, 100).map(f =>
+    api("HEAD", "/feeds/" + seg(f.aggregateType), { signal, raw: true }).then(r => r.headers.get("Serialized-SequenceNumber-Current")).catch(() => "")));
+  root.append(el("section", {}, el("h2", {}, "Aggregate types"), table(
+    ["Type", ["Aggregates", { class: "num" }], ["Batches", { class: "num" }], ["Events", { class: "num" }], ["Feed head", { class: "num" }], ""],
+    feeds.feeds.map((f, i) => el("tr", { "data-type": f.aggregateType }, td(link(f.aggregateType, "aggregates", f.aggregateType)),
+      td(fmtNum(f.aggregateCount), "num"), td(fmtNum(f.batchCount), "num"), td(fmtNum(f.eventCount), "num"),
+      td(heads[i] ?? "", "num"), td(link("feed", "feed", f.aggregateType)))))));
+
+  root.append(el("section", {}, el("h2", {}, "Projections"), projectionTable(projs.projections)));
+
+  if (st.reactions) {
+    const counts = await Promise.all(STATUSES.map(x =>
+      api("GET", "/reactions", { signal, query: { status: x, limit: 1 } }).then(r => r.totalCount).catch(e => e.message)));
+    root.append(el("section", {}, el("h2", {}, "Reactions"), el("div", { class: "grid", id: "reaction-counts" },
+      STATUSES.map((x, i) => el("a", { href: route("reactions", { status: x }), class: "stat", "data-status": x },
+        el("b", {}, fmtNum(counts[i])), el("span", {}, x.toLowerCase()))))));
+  }
+}
+
+function stat(value, label, cls, id) {
+  return el("div", { class: "stat", id }, el("b", { class: cls || "" }, value), el("span", {}, label));
+}
+
+// chart draws per-interval values as bars.
+function chart(values, interval, until) {
+  const w = 600, h = 80, max = Math.max(1e-9, ...values), bw = w / values.length;
+  const svg = el("svg", { class: "chart", viewBox: `0 0 ${w} ${h + 10}`, preserveAspectRatio: "none", role: "img",
+    "aria-label": "saves per second, peak " + max.toFixed(2) });
+  svg.append(el("line", { class: "axis", x1: 0, y1: h, x2: w, y2: h }));
+  values.forEach((v, i) => {
+    const bh = v > 0 ? Math.max(1, (v / max) * h) : 0;
+    const start = until - (values.length - i) * interval * 1000;
+    svg.append(el("rect", { x: i * bw + 0.5, y: h - bh, width: Math.max(1, bw - 1), height: bh },
+      el("title", {}, new Date(start).toLocaleTimeString() + ": " + v.toFixed(2) + "/s")));
+  });
+  return svg;
+}
+
+function projectionState(p) {
+  if (p.rebuilding) return el("span", { class: "warn" }, "rebuilding");
+  if (p.behind > 0) return el("span", { class: "warn" }, "catching up");
+  return el("span", { class: "ok" }, "up to date");
+}
+
+function projectionTable(list) {
+  return table(["Projection", "Kind", "Feed", "Status", ["Lag", { class: "num" }], ["Instances", { class: "num" }], ["Errors", { class: "num" }]],
+    list.map(p => el("tr", { "data-projection": p.projectionName }, td(link(p.projectionName, "projection", p.projectionName)),
+      td(p.aggregated ? "aggregated" : "single"), td(p.feedName || "_all"), td(projectionState(p)),
+      td(fmtNum(p.behind), "num"), td(fmtNum(p.projectionsCount), "num"),
+      td(el("span", { class: p.errors.length ? "bad" : "" }, fmtNum(p.errors.length)), "num"))));
+}
+
+// ---- aggregates -------------------------------------------------------
+
+// utf8Less compares ids as the server orders them: by UTF-8 bytes.
+const enc = new TextEncoder();
+function utf8Less(a, b) {
+  const x = enc.encode(a), y = enc.encode(b);
+  for (let i = 0; i < Math.min(x.length, y.length); i++) if (x[i] !== y[i]) return x[i] < y[i];
+  return x.length < y.length;
+}
+
+async function aggregatesPage(root, parts, q, signal) {
+  const type = parts[0];
+  if (!type) {
+    root.append(el("h1", {}, "Aggregates"));
+    const feeds = await api("GET", "/feeds", { signal });
+    root.append(el("section", {}, table(["Type", ["Aggregates", { class: "num" }], ["Events", { class: "num" }]],
+      feeds.feeds.map(f => el("tr", {}, td(link(f.aggregateType, "aggregates", f.aggregateType)),
+        td(fmtNum(f.aggregateCount), "num"), td(fmtNum(f.eventCount), "num"))))));
+    return;
+  }
+  const limit = 50, prefix = q.get("prefix") || "";
+  let skip = Math.max(0, parseInt(q.get("skip") || "0", 10) || 0);
+  root.append(el("h1", {}, "Aggregates of ", el("span", { class: "mono" }, type)));
+  const form = el("form", { class: "toolbar", onsubmit: ev => {
+    ev.preventDefault();
+    const id = form.elements.open.value;
+    if (id) location.hash = route("aggregate", type, id);
+    else location.hash = route("aggregates", type, { prefix: form.elements.prefix.value });
+  } },
+  el("input", { name: "prefix", placeholder: "id prefix", value: prefix, "aria-label": "id prefix" }),
+  el("input", { name: "open", placeholder: "open an id", "aria-label": "open an id" }),
+  el("button", { type: "submit" }, "Go"));
+  root.append(form);
+  if (prefix && !q.has("skip")) {
+    // The list is in byte order of ids: find the first id not below the
+    // prefix by bisection over skip (one aggregate per call).
+    const first = await api("GET", "/aggregates/" + seg(type), { signal, query: { limit: 1 } });
+    let lo = 0, hi = first.totalCount;
+    while (lo < hi) {
+      const mid = Math.floor((lo + hi) / 2);
+      const r = await api("GET", "/aggregates/" + seg(type), { signal, query: { skip: mid, limit: 1 } });
+      if (!r.aggregates.length) { hi = mid; continue; }
+      if (utf8Less(r.aggregates[0].aggregateId, prefix)) lo = mid + 1; else hi = mid;
+    }
+    skip = lo;
+  }
+  const page = await api("GET", "/aggregates/" + seg(type), { signal, query: { skip, limit } });
+  const rows = page.aggregates.filter(a => !prefix || a.aggregateId.startsWith(prefix));
+  root.append(el("p", { class: "muted" }, fmtNum(page.totalCount) + " aggregates" + (prefix ? `; from #${skip + 1}, ids starting with the prefix` : `; #${skip + 1}–${skip + page.aggregates.length}`)));
+  root.append(el("section", {}, table(["Id", ["Version", { class: "num" }], ["Created", { class: "hide-narrow" }], "Updated"],
+    rows.map(a => el("tr", { "data-id": a.aggregateId }, td(link(a.aggregateId, "aggregate", type, a.aggregateId), "mono"),
+      td(fmtNum(a.aggregateVersion), "num"), td(fmtTime(a.createdAt), "hide-narrow"), td(fmtTime(a.updatedAt)))))));
+  const nav = el("div", { class: "toolbar" });
+  if (skip > 0) nav.append(link("← Previous", "aggregates", type, { skip: Math.max(0, skip - limit), prefix }));
+  if (page.hasMore && (!prefix || rows.length === page.aggregates.length)) nav.append(link("Next →", "aggregates", type, { skip: skip + limit, prefix }));
+  root.append(nav);
+}
+
+async function aggregatePage(root, parts, q, signal) {
+  const [type, id] = parts;
+  root.append(el("h1", {}, el("span", { class: "mono" }, type), " / ", el("span", { class: "mono", id: "aggregate-id" }, id)));
+  const list = el("section", { id: "events" });
+  root.append(el("p", {}, link("All aggregates of " + type, "aggregates", type), " · ", link("Feed of " + type, "feed", type)), list);
+  let since = 0, version = 0;
+  const more = el("button", { type: "button", class: "plain", hidden: true, onclick: () => load().catch(e => list.append(notice(e.message, true))) }, "Load more");
+  root.append(more);
+  async function load() {
+    const a = await api("GET", "/aggregates/" + seg(type) + "/" + seg(id), { signal, query: { since } });
+    version = a.aggregateVersion;
+    for (const e of a.events) list.append(eventView(e, type));
+    if (a.events.length) since = a.events[a.events.length - 1].version;
+    more.hidden = !a.hasMore;
+    root.querySelector("#version").textContent = "version " + version;
+  }
+  root.insertBefore(el("p", { class: "muted", id: "version" }), list);
+  await load();
+}
+
+function eventView(e, type) {
+  return el("div", { class: "event", "data-event-id": e.eventId },
+    el("div", { class: "event-head" }, el("b", { class: "event-type" }, e.eventType), el("span", {}, "v" + e.version),
+      el("span", { class: "muted" }, fmtTime(e.recordedAt)),
+      el("span", { class: "muted mono" }, e.eventId),
+      link("position " + e.position + " in the feed", "feed", "_all", { since: Math.max(0, e.position - 1), at: e.eventId }),
+    ),
+    e.metadata ? el("div", {}, el("span", { class: "muted" }, "metadata"), pre(e.metadata)) : null,
+    e.data !== undefined ? pre(e.data) : el("p", { class: "muted" }, "no data"),
+    e.encryptedData ? el("div", {}, el("span", { class: "muted" }, "encryptedData"), pre(e.encryptedData)) : null);
+}
+
+// ---- live feed --------------------------------------------------------
+
+async function feedPage(root, parts, q, signal) {
+  const type = parts[0] || "_all";
+  const path = "/feeds/" + seg(type);
+  const filter = q.get("eventType") || "";
+  const sinceParam = q.get("since");
+  const feeds = await api("GET", "/feeds", { signal });
+  root.append(el("h1", {}, "Feed ", el("span", { class: "mono" }, type)));
+  const pick = el("select", { "aria-label": "feed", onchange: ev => { location.hash = route("feed", ev.target.value, { eventType: filter }); } },
+    el("option", { value: "_all", selected: type === "_all" }, "_all (every type)"),
+    feeds.feeds.map(f => el("option", { value: f.aggregateType, selected: f.aggregateType === type }, f.aggregateType)));
+  const filterIn = el("input", { placeholder: "event type", value: filter, "aria-label": "filter by event type" });
+  filterIn.addEventListener("change", () => { location.hash = route("feed", type, { since: sinceParam, eventType: filterIn.value }); });
+  const pauseBtn = el("button", { type: "button", id: "pause" }, "Pause");
+  const olderBtn = el("button", { type: "button", class: "plain", id: "older" }, "Older");
+  const state = el("span", { class: "muted", id: "feed-state" });
+  root.append(el("div", { class: "toolbar" }, pick, filterIn, pauseBtn, olderBtn, state));
+  const list = el("section", { id: "entries" });
+  const tail = el("div", { class: "toolbar" });
+  root.append(list, tail);
+
+  let first = null, cursor = 0, live = sinceParam === null, shown = 0;
+  const keep = ent => !filter || ent.events.some(e => e.eventType === filter);
+  function entryView(ent, fresh) {
+    const at = q.get("at");
+    return el("div", { class: "entry" + (fresh ? " new" : ""), "data-seq": ent.sequenceNumber, "data-aggregate": ent.aggregateId },
+      el("div", { class: "event-head" }, el("b", {}, "#" + ent.sequenceNumber), el("span", { class: "muted" }, fmtTime(ent.timestamp)),
+        link(ent.aggregateType + " / " + ent.aggregateId, "aggregate", ent.aggregateType, ent.aggregateId),
+        el("span", {}, ent.events.map(e => el("span", { class: "tag event-type" + (e.eventId === at ? " warn" : "") }, e.eventType + " v" + e.version)))),
+      el("details", {}, el("summary", { class: "muted" }, "events"), ent.events.map(e => eventView(e))));
+  }
+  // older reads the page of entries before the first shown one: the API
+  // reads forward only, so it reads from further back until a page fills.
+  async function older(n) {
+    const before = first === null ? Infinity : first;
+    let step = n, got = [];
+    for (let tries = 0; tries < 6; tries++) {
+      const from = before === Infinity ? 0 : Math.max(0, before - 1 - step);
+      const r = await api("GET", path, { signal, query: { since: from, limit: 1000 } });
+      got = r.entries.filter(e => e.sequenceNumber < before);
+      if (before === Infinity) { got = r.entries; cursor = Math.max(cursor, r.currentSequenceNumber); }
+      if (got.length >= n || from === 0 || before === Infinity) break;
+      step *= 4;
+    }
+    got = got.slice(-n);
+    if (got.length) first = got[0].sequenceNumber;
+    for (const ent of got.reverse()) if (keep(ent)) { list.append(entryView(ent)); shown++; }
+    olderBtn.disabled = !got.length || first <= 1;
+  }
+  olderBtn.addEventListener("click", () => older(25).catch(e => list.append(notice(e.message, true))));
+
+  if (!live) {
+    // History from since, oldest first, paged forward.
+    let since = Math.max(0, parseInt(sinceParam, 10) || 0);
+    pauseBtn.hidden = true;
+    olderBtn.hidden = true;
+    const r = await api("GET", path, { signal, query: { since, limit: 50 } });
+    for (const ent of r.entries) if (keep(ent)) list.append(entryView(ent));
+    state.textContent = "history from #" + since;
+    if (r.entries.length) since = r.entries[r.entries.length - 1].sequenceNumber;
+    if (since > 50) tail.append(link("← Earlier", "feed", type, { since: Math.max(0, parseInt(sinceParam, 10) - 50), eventType: filter }));
+    if (r.hasMore) tail.append(link("Later →", "feed", type, { since, eventType: filter }));
+    tail.append(link("Follow live", "feed", type, { eventType: filter }));
+    return;
+  }
+  // Live: the latest entries, then long polls from the cursor.
+  const head = await api("HEAD", path, { signal, raw: true });
+  if (head.status === 404) { state.textContent = "no events yet"; }
+  cursor = parseInt(head.headers.get("Serialized-SequenceNumber-Current") || "0", 10) || 0;
+  first = cursor + 1;
+  if (cursor > 0) await older(25);
+  let paused = false;
+  pauseBtn.addEventListener("click", () => {
+    paused = !paused;
+    pauseBtn.textContent = paused ? "Resume" : "Pause";
+    if (!paused) poll();
+  });
+  let polling = false;
+  async function poll() {
+    if (polling) return;
+    polling = true;
+    state.textContent = "following from #" + cursor;
+    state.className = "ok";
+    try {
+      while (!paused && !signal.aborted) {
+        let r;
+        try {
+          r = await api("GET", path, { signal, query: { since: cursor, limit: 100, waitTime: 20000 } });
+        } catch (e) {
+          if (e.name === "AbortError") return;
+          if (e.status === 404) { await sleep(1000, signal); continue; }
+          state.textContent = e.message; state.className = "error";
+          await sleep(2000, signal);
+          continue;
+        }
+        for (const ent of r.entries) {
+          if (keep(ent)) { list.prepend(entryView(ent, true)); shown++; }
+          cursor = ent.sequenceNumber;
+        }
+        while (list.childElementCount > 500) list.lastElementChild.remove();
+        state.textContent = (paused ? "paused at #" : "following from #") + cursor;
+      }
+    } finally {
+      polling = false;
+      if (paused) { state.textContent = "paused at #" + cursor; state.className = "muted"; }
+    }
+  }
+  poll();
+}
+
+function sleep(ms, signal) {
+  return new Promise((res, rej) => {
+    const t = setTimeout(res, ms);
+    signal.addEventListener("abort", () => { clearTimeout(t); rej(new DOMException("aborted", "AbortError")); }, { once: true });
+  });
+}
+
+// ---- projections ------------------------------------------------------
+
+const TEMPLATE = {
+  projectionName: "order-totals", feedName: "order", handlers: [
+    { eventType: "OrderPlaced", functions: [{ function: "set", targetSelector: "$.projection.total", eventSelector: "$.event.total" }] }],
+};
+
+async function projectionsPage(root, parts, q, signal) {
+  root.append(el("h1", {}, "Projections"));
+  if (parts[0] === "new") return editDefinition(root, null, signal);
+  const [defs, ov] = await Promise.all([api("GET", "/projections/definitions", { signal, query: { limit: 1000 } }), api("GET", "/projections", { signal })]);
+  root.append(el("div", { class: "toolbar" }, el("a", { href: route("projections", "new"), id: "new-projection" }, "New definition")));
+  const byName = new Map(ov.projections.map(p => [p.projectionName, p]));
+  root.append(el("section", {}, el("h2", {}, "Status"), projectionTable(ov.projections)));
+  root.append(el("section", {}, el("h2", {}, "Definitions"), table(["Name", "Feed", "Kind", "Handlers", "Description"],
+    defs.definitions.map(d => el("tr", {}, td(link(d.projectionName, "projection", d.projectionName)), td(d.feedName || "_all"),
+      td(d.aggregated ? "aggregated" : "single"), td(d.handlers.map(h => el("span", { class: "tag" }, h.eventType))),
+      td(d.description || "", "muted"))))));
+  if (defs.hasMore) root.append(el("p", { class: "muted" }, "More definitions than shown."));
+  void byName;
+}
+
+async function editDefinition(root, def, signal) {
+  const ta = el("textarea", { id: "definition-json", spellcheck: "false", "aria-label": "definition JSON" });
+  ta.value = pretty(def || TEMPLATE);
+  const msg = el("div", { role: "status" });
+  const save = el("button", { type: "button", id: "save-definition", onclick: async () => {
+    let body;
+    try { body = JSON.parse(ta.value); } catch (e) { msg.replaceChildren(notice("Not JSON: " + e.message, true)); return; }
+    try {
+      const name = def ? def.projectionName : body.projectionName;
+      if (def) await api("PUT", "/projections/definitions/" + seg(def.projectionName), { body, signal });
+      else await api("POST", "/projections/definitions", { body, signal });
+      location.hash = route("projection", name || "");
+    } catch (e) {
+      msg.replaceChildren(notice(e.message, true), e.body && e.body.errors && e.body.errors.length ?
+        el("ul", { class: "error" }, e.body.errors.map(x => el("li", {}, x.field + ": " + x.message))) : null);
+    }
+  } }, def ? "Replace (rebuilds it)" : "Create");
+  root.append(el("h2", {}, def ? "Replace " + def.projectionName : "New definition"), ta, el("div", { class: "toolbar" }, save,
+    el("a", { href: def ? route("projection", def.projectionName) : route("projections") }, "Cancel")), msg);
+}
+
+async function projectionPage(root, parts, q, signal) {
+  const name = parts[0];
+  const dpath = "/projections/definitions/" + seg(name);
+  if (parts[1] === "edit") {
+    root.append(el("h1", {}, "Projection ", el("span", { class: "mono" }, name)));
+    return editDefinition(root, await api("GET", dpath, { signal }), signal);
+  }
+  if (parts[1] === "instance") return instancePage(root, name, parts[2], signal);
+  const [def, ov] = await Promise.all([api("GET", dpath, { signal }), api("GET", "/projections", { signal })]);
+  const p = ov.projections.find(x => x.projectionName === name);
+  const kind = def.aggregated ? "aggregated" : "single";
+  root.append(el("h1", {}, "Projection ", el("span", { class: "mono" }, name)));
+  const msg = el("div");
+  root.append(el("div", { class: "toolbar" }, el("a", { href: route("projection", name, "edit"), id: "edit" }, "Replace…"),
+    confirmButton("Reset", "Drop every instance and rebuild from the feed?", async () => {
+      await api("DELETE", "/projections/" + kind + "/" + seg(name), { signal });
+      msg.replaceChildren(notice("Reset: it is being rebuilt."));
+    }),
+    confirmButton("Delete", "Delete " + name + " with all its instances?", async () => {
+      await api("DELETE", dpath, { signal });
+      location.hash = route("projections");
+    })), msg);
+  if (p) {
+    root.append(el("div", { class: "grid", id: "projection-status" }, stat(projectionState(p), "status"),
+      stat(fmtNum(p.checkpoint), "checkpoint", "", "checkpoint"), stat(fmtNum(p.head), "feed head"),
+      stat(fmtNum(p.behind), "lag (positions behind)", p.behind ? "warn" : "", "lag"),
+      stat(fmtNum(p.projectionsCount), "instances", "", "instances"),
+      stat(fmtNum(p.errors.length), "recorded errors", p.errors.length ? "bad" : "", "error-count")));
+    root.append(el("section", { id: "errors" }, el("h2", {}, "Recorded errors"), table(["Position", "Event", "Instance", "Message"],
+      p.errors.map(e => el("tr", { class: "projection-error" },
+        td(e.position ? link("#" + e.position, "feed", "_all", { since: Math.max(0, e.position - 1), at: e.eventId }) : ""),
+        td(el("span", {}, el("span", { class: "tag" }, e.eventType || ""), el("span", { class: "mono muted" }, e.eventId || ""))),
+        td(e.instanceId || "", "mono"), td(e.message, "error"))))));
+  }
+  root.append(el("section", {}, el("h2", {}, "Definition"), pre(def)));
+  if (def.aggregated) {
+    let inst = null;
+    try { inst = await api("GET", "/projections/aggregated/" + seg(name), { signal }); } catch (e) { if (e.status !== 404) throw e; }
+    root.append(el("section", {}, el("h2", {}, "Aggregated instance"), inst ? pre(inst.data) : el("p", { class: "muted" }, "None yet")));
+    return;
+  }
+  await instancesList(root, name, def, q, signal);
+}
+
+async function instancesList(root, name, def, q, signal) {
+  const sort = q.get("sort") || "", search = q.get("search") || "", skip = parseInt(q.get("skip") || "0", 10) || 0, limit = 25;
+  const form = el("form", { class: "toolbar", onsubmit: ev => {
+    ev.preventDefault();
+    location.hash = route("projection", name, { search: form.elements.search ? form.elements.search.value : "", sort: form.elements.sort.value });
+  } },
+  def.indexedFields && def.indexedFields.length ? el("input", { name: "search", value: search, placeholder: "search " + def.indexedFields.join(", "), "aria-label": "search" }) : null,
+  el("select", { name: "sort", "aria-label": "sort" }, ["", "-updatedAt", "updatedAt", "-createdAt", "createdAt", "projectionId", "-projectionId", "reference"].map(s =>
+    el("option", { value: s, selected: s === sort }, s || "default order"))),
+  el("button", { type: "submit" }, "Apply"));
+  const r = await api("GET", "/projections/single/" + seg(name), { signal, query: { skip, limit, sort, search } });
+  root.append(el("section", { id: "instances" }, el("h2", {}, "Instances (" + fmtNum(r.totalCount) + ")"), form,
+    table(["Id", "Reference", "Updated", "Data"], r.projections.map(p => el("tr", {},
+      td(link(p.projectionId, "projection", name, "instance", p.projectionId), "mono"), td(p.reference || ""), td(fmtTime(p.updatedAt)),
+      td(el("span", { class: "mono muted" }, JSON.stringify(p.data).slice(0, 120)))))),
+    el("div", { class: "toolbar" },
+      skip > 0 ? link("← Previous", "projection", name, { skip: Math.max(0, skip - limit), sort, search }) : null,
+      r.hasMore ? link("Next →", "projection", name, { skip: skip + limit, sort, search }) : null)));
+}
+
+async function instancePage(root, name, id, signal) {
+  root.append(el("h1", {}, el("span", { class: "mono" }, name), " / ", el("span", { class: "mono" }, id)),
+    el("p", {}, link("Back to " + name, "projection", name)));
+  const p = await api("GET", "/projections/single/" + seg(name) + "/" + seg(id), { signal });
+  root.append(el("section", {}, el("p", { class: "muted" }, "updated " + fmtTime(p.updatedAt) + (p.reference ? " · reference " + p.reference : "")), pre(p.data)));
+}
+
+// ---- reactions --------------------------------------------------------
+
+async function reactionsPage(root, parts, q, signal) {
+  root.append(el("h1", {}, "Reactions"));
+  if (status && !status.reactions) { root.append(notice("This server does not serve reactions.")); return; }
+  const st = q.get("status") || "SCHEDULED", skip = parseInt(q.get("skip") || "0", 10) || 0, limit = 50;
+  const [defs, list] = await Promise.all([
+    api("GET", "/reactions/definitions", { signal, query: { limit: 1000 } }),
+    api("GET", "/reactions", { signal, query: { status: st, skip, limit } })]);
+  const msg = el("div");
+  root.append(msg, el("section", { id: "reaction-definitions" }, el("h2", {}, "Definitions"), table(["Name", "Feed", "On event", "Action", ""],
+    defs.definitions.map(d => el("tr", { "data-reaction": d.reactionName }, td(d.reactionName, "mono"), td(d.feedName), td(d.reactOnEventType),
+      td(el("details", {}, el("summary", {}, d.action.actionType + (d.action.targetUri ? " " + d.action.targetUri : "")), pre(d))),
+      td(confirmButton("Delete", "Delete " + d.reactionName + "?", async () => {
+        await api("DELETE", "/reactions/definitions/" + seg(d.reactionName), { signal });
+        render();
+      })))))));
+  const tabs = el("div", { class: "toolbar", id: "status-tabs" }, STATUSES.map(x =>
+    x === st ? el("b", {}, x.toLowerCase()) : link(x.toLowerCase(), "reactions", { status: x })));
+  const rows = list.reactions.map(x => {
+    const execute = ["SCHEDULED", "READY", "FAILED"].includes(x.status) ? el("button", { type: "button", class: "execute", onclick: async ev => {
+      ev.target.disabled = true;
+      try {
+        await api("POST", "/reactions/" + seg(x.reactionId) + "/execute", { signal });
+        msg.replaceChildren(notice("Executing " + x.reactionName + " now."));
+        setTimeout(() => { if (!signal.aborted) render(); }, 800);
+      } catch (e) {
+        msg.replaceChildren(notice(e.message, true));
+        ev.target.disabled = false;
+      }
+    } }, "Execute now") : null;
+    const del = confirmButton("Delete", "Delete this reaction?", async () => {
+      await api("DELETE", "/reactions/" + seg(x.reactionId), { signal });
+      render();
+    });
+    return el("tr", { "data-reaction-id": x.reactionId },
+      td(el("span", {}, el("b", {}, x.reactionName), el("br"), el("span", { class: "mono muted" }, x.reactionId))),
+      td(link(x.aggregateType + " / " + x.aggregateId, "aggregate", x.aggregateType, x.aggregateId)),
+      td(x.eventType), td(fmtTime(x.triggerAt) + (x.finishedAt ? " · done " + fmtTime(x.finishedAt) : "")),
+      td(fmtNum(x.attempts), "num attempts"), td(x.lastError || "", "error"),
+      td(el("span", { class: "toolbar" }, execute, del)));
+  });
+  root.append(el("section", { id: "reactions" },
+    el("h2", {}, "Reactions (" + fmtNum(list.totalCount) + " " + st.toLowerCase() + ")"), tabs,
+    table(["Reaction", "Aggregate", "Event", "Trigger at", ["Attempts", { class: "num" }], "Last error", ""], rows),
+    el("div", { class: "toolbar" },
+      skip > 0 ? link("← Previous", "reactions", { status: st, skip: Math.max(0, skip - limit) }) : null,
+      list.hasMore ? link("Next →", "reactions", { status: st, skip: skip + limit }) : null)));
+}
+
+// ---- start ------------------------------------------------------------
+
+(async function start() {
+  if (!keys()) { showLogin(""); return; }
+  try { status = await api("GET", "/status"); } catch (e) { signOut(e.status === 401 ? "The key pair was refused." : e.message); return; }
+  await started();
+})();
