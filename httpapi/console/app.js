@@ -33,6 +33,12 @@ function el(tag, attrs, ...children) {
   return e;
 }
 
+// put replaces e's children, as append adds them.
+function put(e, ...children) {
+  e.replaceChildren();
+  return append(e, children);
+}
+
 function append(e, children) {
   for (const c of children.flat()) {
     if (c === undefined || c === null || c === false) continue;
@@ -73,12 +79,12 @@ function notice(text, bad) { return el("p", { class: bad ? "notice error" : "not
 function confirmButton(label, question, act) {
   const box = el("span", { class: "confirm" });
   const ask = el("button", { type: "button", class: "danger", onclick: () => {
-    box.replaceChildren(el("span", {}, question),
+    put(box, el("span", {}, question),
       el("button", { type: "button", class: "danger", "data-confirm": "yes", onclick: async () => {
-        box.replaceChildren(el("span", { class: "muted" }, "Working…"));
-        try { await act(); } catch (e) { box.replaceChildren(el("span", { class: "error" }, e.message)); }
+        put(box, el("span", { class: "muted" }, "Working…"));
+        try { await act(); } catch (e) { put(box, el("span", { class: "error" }, e.message)); }
       } }, "Yes, " + label.toLowerCase()),
-      el("button", { type: "button", class: "plain", onclick: () => box.replaceChildren(ask) }, "Cancel"));
+      el("button", { type: "button", class: "plain", onclick: () => put(box, ask) }, "Cancel"));
   } }, label);
   box.append(ask);
   return box;
@@ -145,7 +151,7 @@ function showLogin(message) {
   document.getElementById("logout").hidden = true;
   document.getElementById("tenant-box").hidden = true;
   const form = document.importNode(document.getElementById("login-template").content, true).firstElementChild;
-  main.replaceChildren(form);
+  put(main, form);
   const err = form.querySelector("#login-error");
   if (message) err.textContent = message;
   form.addEventListener("submit", async ev => {
@@ -179,7 +185,7 @@ async function loadTenants() {
   let list;
   try { list = (await api("GET", "/tenants")).tenants; } catch { return; }
   const cur = tenant();
-  sel.replaceChildren(el("option", { value: "" }, "Project (no tenant)"),
+  put(sel, el("option", { value: "" }, "Project (no tenant)"),
     list.filter(t => !t.deleted).map(t => el("option", { value: t.tenantId, selected: t.tenantId === cur },
       (t.reference ? t.reference + " · " : "") + "#" + t.tenantNumber + " " + t.tenantId.slice(0, 8))));
   if (cur && !list.some(t => t.tenantId === cur && !t.deleted)) sessionStorage.removeItem(TENANT);
@@ -220,7 +226,7 @@ async function render() {
     a.classList.toggle("active", a.dataset.nav === (parts[0] === "aggregate" ? "aggregates" : parts[0] === "projection" ? "projections" : parts[0] || "overview"));
   }
   const root = el("div", { class: "page", "data-page": parts[0] || "overview" });
-  main.replaceChildren(root);
+  put(main, root);
   try {
     await page(root, parts.slice(1), q, v.abort.signal);
   } catch (e) {
@@ -246,21 +252,22 @@ async function overviewPage(root, _, __, signal) {
     stat(fmtNum(feeds.feeds.length), "aggregate types"), stat(fmtNum(tot.aggs), "aggregates", "", "total-aggregates"),
     stat(fmtNum(tot.events), "events", "", "total-events"), stat(tenant() ? "tenant " + tenant().slice(0, 8) : "project", "data space")));
 
-  const s = st.saves, last = s.batches.length - 1;
+  const s = st.saves, n = s.batches.length;
   const perSec = s.batches.map(b => b / s.intervalSeconds);
-  const recent = s.batches.slice(Math.max(0, last - 6), last).reduce((a, b) => a + b, 0) / (6 * s.intervalSeconds);
-  root.append(el("section", {}, el("h2", {}, "Saves per second, last " + (s.batches.length * s.intervalSeconds / 60) + " minutes"),
+  // The last minute: the last six buckets, the current one partly elapsed.
+  const span = 5 * s.intervalSeconds + Math.min(s.intervalSeconds, Math.max(1, s.intervalSeconds - (s.until - Date.now()) / 1000));
+  const lastMin = xs => xs.slice(n - 6).reduce((a, b) => a + b, 0) / span;
+  root.append(el("section", {}, el("h2", {}, "Saves per second, last " + (n * s.intervalSeconds / 60) + " minutes"),
     chart(perSec, s.intervalSeconds, s.until),
-    el("p", { class: "muted" }, "Last minute: " + recent.toFixed(2) + " saves/s (" +
-      (s.events.slice(Math.max(0, last - 6), last).reduce((a, b) => a + b, 0) / 60).toFixed(2) +
+    el("p", { class: "muted", id: "save-rate" }, "Last minute: " + lastMin(s.batches).toFixed(2) + " saves/s (" + lastMin(s.events).toFixed(2) +
       " events/s). Counts the saves this server process stored, all data spaces together.")));
 
   const heads = await Promise.all(feeds.feeds.slice(0, 100).map(f =>
     api("HEAD", "/feeds/" + seg(f.aggregateType), { signal, raw: true }).then(r => r.headers.get("Serialized-SequenceNumber-Current")).catch(() => "")));
   root.append(el("section", {}, el("h2", {}, "Aggregate types"), table(
-    ["Type", ["Aggregates", { class: "num" }], ["Batches", { class: "num" }], ["Events", { class: "num" }], ["Feed head", { class: "num" }], ""],
+    ["Type", ["Aggregates", { class: "num" }], ["Batches", { class: "num hide-narrow" }], ["Events", { class: "num" }], ["Feed head", { class: "num" }], ""],
     feeds.feeds.map((f, i) => el("tr", { "data-type": f.aggregateType }, td(link(f.aggregateType, "aggregates", f.aggregateType)),
-      td(fmtNum(f.aggregateCount), "num"), td(fmtNum(f.batchCount), "num"), td(fmtNum(f.eventCount), "num"),
+      td(fmtNum(f.aggregateCount), "num"), td(fmtNum(f.batchCount), "num hide-narrow"), td(fmtNum(f.eventCount), "num"),
       td(heads[i] ?? "", "num"), td(link("feed", "feed", f.aggregateType)))))));
 
   root.append(el("section", {}, el("h2", {}, "Projections"), projectionTable(projs.projections)));
@@ -300,10 +307,10 @@ function projectionState(p) {
 }
 
 function projectionTable(list) {
-  return table(["Projection", "Kind", "Feed", "Status", ["Lag", { class: "num" }], ["Instances", { class: "num" }], ["Errors", { class: "num" }]],
+  return table(["Projection", ["Kind", { class: "hide-narrow" }], ["Feed", { class: "hide-narrow" }], "Status", ["Lag", { class: "num" }], ["Instances", { class: "num hide-narrow" }], ["Errors", { class: "num" }]],
     list.map(p => el("tr", { "data-projection": p.projectionName }, td(link(p.projectionName, "projection", p.projectionName)),
-      td(p.aggregated ? "aggregated" : "single"), td(p.feedName || "_all"), td(projectionState(p)),
-      td(fmtNum(p.behind), "num"), td(fmtNum(p.projectionsCount), "num"),
+      td(p.aggregated ? "aggregated" : "single", "hide-narrow"), td(p.feedName || "_all", "hide-narrow"), td(projectionState(p)),
+      td(fmtNum(p.behind), "num"), td(fmtNum(p.projectionsCount), "num hide-narrow"),
       td(el("span", { class: p.errors.length ? "bad" : "" }, fmtNum(p.errors.length)), "num"))));
 }
 
@@ -387,7 +394,7 @@ async function aggregatePage(root, parts, q, signal) {
 
 function eventView(e, type) {
   return el("div", { class: "event", "data-event-id": e.eventId },
-    el("div", { class: "event-head" }, el("b", { class: "event-type" }, e.eventType), el("span", {}, "v" + e.version),
+    el("div", { class: "event-head" }, el("b", { class: "event-type" }, e.eventType), el("span", {}, "v" + e.version + " · seq " + e.sequence),
       el("span", { class: "muted" }, fmtTime(e.recordedAt)),
       el("span", { class: "muted mono" }, e.eventId),
       link("position " + e.position + " in the feed", "feed", "_all", { since: Math.max(0, e.position - 1), at: e.eventId }),
@@ -543,14 +550,14 @@ async function editDefinition(root, def, signal) {
   const msg = el("div", { role: "status" });
   const save = el("button", { type: "button", id: "save-definition", onclick: async () => {
     let body;
-    try { body = JSON.parse(ta.value); } catch (e) { msg.replaceChildren(notice("Not JSON: " + e.message, true)); return; }
+    try { body = JSON.parse(ta.value); } catch (e) { put(msg, notice("Not JSON: " + e.message, true)); return; }
     try {
       const name = def ? def.projectionName : body.projectionName;
       if (def) await api("PUT", "/projections/definitions/" + seg(def.projectionName), { body, signal });
       else await api("POST", "/projections/definitions", { body, signal });
       location.hash = route("projection", name || "");
     } catch (e) {
-      msg.replaceChildren(notice(e.message, true), e.body && e.body.errors && e.body.errors.length ?
+      put(msg, notice(e.message, true), e.body && e.body.errors && e.body.errors.length ?
         el("ul", { class: "error" }, e.body.errors.map(x => el("li", {}, x.field + ": " + x.message))) : null);
     }
   } }, def ? "Replace (rebuilds it)" : "Create");
@@ -574,7 +581,7 @@ async function projectionPage(root, parts, q, signal) {
   root.append(el("div", { class: "toolbar" }, el("a", { href: route("projection", name, "edit"), id: "edit" }, "Replace…"),
     confirmButton("Reset", "Drop every instance and rebuild from the feed?", async () => {
       await api("DELETE", "/projections/" + kind + "/" + seg(name), { signal });
-      msg.replaceChildren(notice("Reset: it is being rebuilt."));
+      put(msg, notice("Reset: it is being rebuilt."));
     }),
     confirmButton("Delete", "Delete " + name + " with all its instances?", async () => {
       await api("DELETE", dpath, { signal });
@@ -653,10 +660,10 @@ async function reactionsPage(root, parts, q, signal) {
       ev.target.disabled = true;
       try {
         await api("POST", "/reactions/" + seg(x.reactionId) + "/execute", { signal });
-        msg.replaceChildren(notice("Executing " + x.reactionName + " now."));
+        put(msg, notice("Executing " + x.reactionName + " now."));
         setTimeout(() => { if (!signal.aborted) render(); }, 800);
       } catch (e) {
-        msg.replaceChildren(notice(e.message, true));
+        put(msg, notice(e.message, true));
         ev.target.disabled = false;
       }
     } }, "Execute now") : null;

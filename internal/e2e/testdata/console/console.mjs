@@ -66,6 +66,14 @@ await call("POST", "/projections/definitions", {
   projectionName: XSS_NAME, feedName: "order", description: XSS,
   handlers: [{ eventType: XSS_NAME, functions: [{ function: "set", targetSelector: "$.projection.html", eventSelector: "$.event.html" }] }],
 });
+// A tenant with a markup reference, and one event of its own.
+const tenantId = randomUUID();
+await call("POST", "/tenants", { tenantId, reference: XSS });
+{
+  const res = await fetch(base + "/aggregates/invoice/i-1/events", { method: "POST", headers: { ...keyHeaders, "Serialized-Tenant-Id": tenantId },
+    body: JSON.stringify({ events: [ev("InvoiceSent", { amount: 3 })] }) });
+  if (!res.ok) throw new Error("tenant save: " + res.status + " " + await res.text());
+}
 const feeds = await call("GET", "/feeds");
 const totalEvents = feeds.feeds.reduce((a, f) => a + f.eventCount, 0);
 const totalAggregates = feeds.feeds.reduce((a, f) => a + f.aggregateCount, 0);
@@ -135,6 +143,19 @@ await page.waitForTimeout(200);
 await shot("overview-phone");
 check(await page.evaluate(() => document.documentElement.scrollWidth <= window.innerWidth + 1), "no sideways scrolling on a phone");
 await page.setViewportSize({ width: 1280, height: 860 });
+
+// Tenants: the picker switches the data space, and back.
+const option = await page.$eval(`#tenant option[value="${tenantId}"]`, o => o.textContent);
+check(option.startsWith(XSS), "the tenant picker shows the tenant's reference as text");
+await page.selectOption("#tenant", tenantId);
+await page.waitForFunction(() => document.querySelector("[data-page=overview][data-ready] #total-events") !== null);
+check((await page.textContent("#total-events")).replace(/\D/g, "") === "1" &&
+  (await page.textContent("tr[data-type=invoice]")).includes("invoice"), "the tenant's overview: its one event");
+await shot("tenant");
+await page.selectOption("#tenant", "");
+await page.waitForFunction(t => document.querySelector("[data-page=overview][data-ready] #total-events") &&
+  document.querySelector("#total-events").textContent.replace(/\D/g, "") === t, String(totalEvents));
+check(true, "back in the project's own data space");
 
 // Aggregates: the list, the prefix search, one aggregate's events.
 await go("#/aggregates/order");
