@@ -242,6 +242,11 @@ function notFoundPage(root) { root.append(el("h1", {}, "Nothing here"), link("Ba
 
 async function overviewPage(root, _, __, signal) {
   root.append(el("h1", {}, "Overview"));
+  // Every call at once; the reaction counts when the server said it has
+  // reactions at sign-in.
+  const reactionCounts = () => Promise.all(STATUSES.map(x =>
+    api("GET", "/reactions", { signal, query: { status: x, limit: 1 } }).then(r => r.totalCount).catch(e => e.message)));
+  const early = status && status.reactions ? reactionCounts() : null;
   const [st, feeds, projs] = await Promise.all([
     api("GET", "/status", { signal }), api("GET", "/feeds", { signal }), api("GET", "/projections", { signal })]);
   status = st;
@@ -273,8 +278,7 @@ async function overviewPage(root, _, __, signal) {
   root.append(el("section", {}, el("h2", {}, "Projections"), projectionTable(projs.projections)));
 
   if (st.reactions) {
-    const counts = await Promise.all(STATUSES.map(x =>
-      api("GET", "/reactions", { signal, query: { status: x, limit: 1 } }).then(r => r.totalCount).catch(e => e.message)));
+    const counts = await (early || reactionCounts());
     root.append(el("section", {}, el("h2", {}, "Reactions"), el("div", { class: "grid", id: "reaction-counts" },
       STATUSES.map((x, i) => el("a", { href: route("reactions", { status: x }), class: "stat", "data-status": x },
         el("b", {}, fmtNum(counts[i])), el("span", {}, x.toLowerCase()))))));
