@@ -268,6 +268,11 @@ type store struct {
 	// many stages of analyzeAfter it has reached (see noteAppended).
 	appended atomic.Int64
 	analyzed atomic.Int32
+	// committed counts the projection states this Storage committed, and
+	// statesAnalyzed how many stages of analyzeStatesAfter it has reached
+	// (see noteCommitted).
+	committed      atomic.Int64
+	statesAnalyzed atomic.Int32
 }
 
 var _ storage.Storage = (*store)(nil)

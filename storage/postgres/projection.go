@@ -312,6 +312,7 @@ func (s *store) CommitProjection(ctx context.Context, c storage.ProjectionCommit
 		rollback(conn)
 		return s.fail(ctx, "commit projection", err)
 	}
+	s.noteCommitted(len(c.States))
 	return nil
 }
 
