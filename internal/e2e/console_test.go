@@ -22,13 +22,14 @@ const consoleDir = "testdata/console"
 // reads an aggregate, sees a save in the live feed within a second,
 // creates a projection and sees it catch up with a recorded error,
 // executes a reaction, and checks that markup in events and definitions
-// never runs. Screenshots go to $EVENTSTORE_CONSOLE_SHOTS, else to
+// never runs; and, with a key file (testdata/console/projects.mjs), that it
+// shows the project whose keys it was given. Screenshots go to $EVENTSTORE_CONSOLE_SHOTS, else to
 // eventstore-console-shots in the temporary directory (outside the repo).
 func TestConsole(t *testing.T) {
 	lock, err := os.ReadFile(filepath.Join(consoleDir, "package-lock.json"))
 	require.NoError(t, err)
 	require.NotContains(t, string(lock), `"resolved"`, "the lock names versions and integrity hashes only, no download addresses")
-	for _, f := range []string{"console.mjs", "package.json"} {
+	for _, f := range []string{"console.mjs", "projects.mjs", "package.json"} {
 		_, err := os.ReadFile(filepath.Join(consoleDir, f))
 		require.NoError(t, err)
 	}
@@ -65,6 +66,18 @@ func TestConsole(t *testing.T) {
 		{"memory", "memory"},
 		{"postgres", ""},
 	}
+	t.Run("keyfile", func(t *testing.T) {
+		keys := filepath.Join(t.TempDir(), "keys")
+		require.NoError(t, os.WriteFile(keys, []byte("alpha ak-alpha sk-alpha\nbeta ak-beta sk-beta\n"), 0o600))
+		s := startServerEnv(t, []string{"EVENTSTORE_ACCESS_KEY=", "EVENTSTORE_SECRET_ACCESS_KEY="},
+			"sqlite:"+filepath.Join(t.TempDir(), "projects.db"), "-keys", keys, "-log-requests=false")
+		cmd := exec.Command(node, "projects.mjs", s.base, "ak-alpha", "sk-alpha", "ak-beta", "sk-beta", shots)
+		cmd.Dir = consoleDir
+		cmd.Env = append(os.Environ(), "CHROMIUM="+chromium)
+		out, err := cmd.CombinedOutput()
+		require.NoError(t, err, "%s\nserver log:\n%s", out, tail(s.logs.String()))
+		require.Contains(t, string(out), "all checks passed")
+	})
 	for _, b := range backends {
 		t.Run(b.name, func(t *testing.T) {
 			storage := b.storage

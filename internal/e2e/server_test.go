@@ -109,8 +109,15 @@ var listening = regexp.MustCompile(`listening on (?:http://)?([0-9.]+:[0-9]+)`)
 // flags on a free port and waits until it listens.
 func startServer(t *testing.T, storageArg string, extra ...string) *server {
 	t.Helper()
+	return startServerEnv(t, []string{"EVENTSTORE_ACCESS_KEY=" + accessKey, "EVENTSTORE_SECRET_ACCESS_KEY=" + secretKey}, storageArg, extra...)
+}
+
+// startServerEnv is startServer with env added to the process's
+// environment instead of the test key pair.
+func startServerEnv(t *testing.T, env []string, storageArg string, extra ...string) *server {
+	t.Helper()
 	cmd := exec.Command(serverBinary(t), append([]string{"-addr", "127.0.0.1:0", "-storage", storageArg}, extra...)...)
-	cmd.Env = append(os.Environ(), "EVENTSTORE_ACCESS_KEY="+accessKey, "EVENTSTORE_SECRET_ACCESS_KEY="+secretKey)
+	cmd.Env = append(os.Environ(), env...)
 	logs := &syncBuffer{}
 	pr, pw := io.Pipe()
 	cmd.Stdout = io.MultiWriter(logs, pw)

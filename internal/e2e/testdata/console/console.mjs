@@ -66,6 +66,17 @@ await call("POST", "/projections/definitions", {
   projectionName: XSS_NAME, feedName: "order", description: XSS,
   handlers: [{ eventType: XSS_NAME, functions: [{ function: "set", targetSelector: "$.projection.html", eventSelector: "$.event.html" }] }],
 });
+// Metadata, when the server takes it (events over HTTP carry an optional
+// metadata object): the console must show it.
+let withMetadata = false;
+{
+  const res = await fetch(base + "/aggregates/order/o-meta/events", { method: "POST", headers: keyHeaders,
+    body: JSON.stringify({ events: [{ ...ev("OrderPlaced", { customerId: "c0", total: 1 }), metadata: { correlationId: "corr-42", source: XSS } }] }) });
+  withMetadata = res.ok;
+  if (!res.ok) console.log("this server refuses event metadata (" + res.status + "): not checked");
+}
+// 30 batches in one bulk save, so that the live feed has older entries.
+await call("POST", "/aggregates/bulk/events", { batches: Array.from({ length: 30 }, (_, i) => ({ aggregateId: "b-" + i, events: [ev("Filled", { i })] })) });
 // A tenant with a markup reference, and one event of its own.
 const tenantId = randomUUID();
 await call("POST", "/tenants", { tenantId, reference: XSS });
@@ -172,6 +183,11 @@ const types = await page.$$eval("#events .event-type", es => es.map(e => e.textC
 check(types.join() === "OrderPlaced,OrderPaid,OrderShipped", "o-1's events in order: " + types);
 check((await page.textContent("#events")).includes('"amount": "10.50"'), "event data as formatted JSON");
 await shot("aggregate");
+if (withMetadata) {
+  await go("#/aggregate/order/o-meta");
+  const meta = await page.textContent("#events");
+  check(meta.includes("corr-42") && meta.includes(XSS), "an event's metadata is shown, as text");
+}
 await page.click("#events .event a");
 await ready();
 check((await page.$$eval(".entry", es => es.map(e => e.dataset.aggregate))).includes("o-1"), "an event's link opens its place in the feed");
@@ -195,6 +211,11 @@ const whilePaused = await page.$$(".entry[data-aggregate=o-paused]");
 await page.click("#pause");
 await page.waitForSelector(".entry[data-aggregate=o-paused]", { timeout: 5000 });
 check(whilePaused.length <= 1, "pause and resume the feed");
+const live = (await page.$$(".entry")).length;
+await page.click("#older");
+await page.waitForFunction(n => document.querySelectorAll(".entry").length > n, live);
+const all = (await call("GET", "/feeds/_all?limit=1000")).entries.length;
+check(all > 50 || (await page.$$(".entry")).length === all, `Older pages back: ${live} entries, then all ${all}`);
 await go("#/feed/order?eventType=OrderPaid");
 check((await page.$$eval(".entry", es => es.map(e => e.dataset.aggregate))).join() === "o-1", "the feed filtered by event type");
 await go("#/feed/_all?since=0");
@@ -224,6 +245,18 @@ await shot("projection");
 await page.click("#instances tbody tr a");
 await ready();
 check((await page.textContent("pre")).includes('"orders"'), "an instance opens");
+// Reset from the page: it is rebuilt from the feed.
+await go("#/projection/customer-orders");
+await page.click("text=Reset");
+await page.click("[data-confirm=yes]");
+await page.waitForSelector(".notice");
+let rebuilt = false;
+for (let i = 0; i < 50 && !rebuilt; i++) {
+  await page.waitForTimeout(200);
+  await go("#/projection/customer-orders?reset=" + i);
+  rebuilt = (await page.textContent("#lag b")) === "0" && (await page.$$("#instances tbody tr a")).length === 2;
+}
+check(rebuilt, "Reset rebuilds the projection");
 await go("#/projections");
 await shot("projections");
 
@@ -264,6 +297,22 @@ check(await page.evaluate(() => document.querySelectorAll("main img, main script
 check(pageErrors.length === 0, "no page errors: " + pageErrors.join(" | "));
 check(cspViolations.length === 0, "no CSP or Trusted Types violations: " + cspViolations.join(" | "));
 check(foreign.length === 0, "no request left the server's origin: " + foreign.join(" "));
+
+// Deleting, after a confirmation in the page: a projection, a reaction.
+await go(`#/projection/${encodeURIComponent(XSS_NAME)}`);
+await page.click("text=Delete");
+check(await page.isVisible("[data-confirm=yes]"), "Delete asks first");
+await page.click("[data-confirm=yes]");
+await page.waitForFunction(() => location.hash === "#/projections");
+const gone = await fetch(base + "/projections/definitions/" + encodeURIComponent(XSS_NAME), { headers: keyHeaders });
+check(gone.status === 404, "the projection is deleted");
+await go("#/reactions?status=SCHEDULED");
+const scheduled = (await page.$$("tr[data-reaction-id]")).length;
+await page.click("tr[data-reaction-id] >> text=Delete");
+await page.click("[data-confirm=yes]");
+await page.waitForFunction(n => document.querySelector(".page[data-ready]") && document.querySelectorAll("tr[data-reaction-id]").length === n - 1, scheduled);
+check(true, "a reaction is deleted");
+check(dialogs.length === 0, "still no browser dialog");
 
 // Sign out forgets the keys.
 await page.click("#logout");
