@@ -28,9 +28,12 @@ func serveRaw(h http.Handler, method, path string, header ...string) *http.Respo
 func TestConsoleFiles(t *testing.T) {
 	e := newEnv(t, nil)
 	for _, c := range []struct{ path, ctype, holds string }{
-		{"/console/", "text/html; charset=utf-8", `<script src="app.js" defer></script>`},
+		{"/console/", "text/html; charset=utf-8", `<script type="module" src="app.js"></script>`},
 		{"/console/index.html", "text/html; charset=utf-8", "<title>"},
-		{"/console/app.js", "text/javascript; charset=utf-8", "textContent"},
+		{"/console/app.js", "text/javascript; charset=utf-8", "sessionStorage"},
+		{"/console/api.js", "text/javascript; charset=utf-8", "Service-Secret-Access-Key"},
+		{"/console/dom.js", "text/javascript; charset=utf-8", "createTextNode"},
+		{"/console/definitions.js", "text/javascript; charset=utf-8", "/projections/definitions"},
 		{"/console/style.css", "text/css; charset=utf-8", "@media"},
 		{"/console/icon.svg", "image/svg+xml", "<svg"},
 	} {
@@ -55,14 +58,18 @@ func TestConsoleFiles(t *testing.T) {
 			t.Errorf("the CSP allows %s", bad)
 		}
 	}
-	res := serveRaw(e.h, "GET", "/console/app.js", "Accept-Encoding", "gzip")
-	zr, err := gzip.NewReader(res.Body)
-	if err != nil || res.Header.Get("Content-Encoding") != "gzip" {
-		t.Fatalf("gzip: %v %v", err, res.Header)
-	}
-	js, _ := io.ReadAll(zr)
-	if !strings.Contains(string(js), "sessionStorage") || strings.Contains(string(js), "innerHTML =") || strings.Contains(string(js), "localStorage.set") {
-		t.Error("app.js, unzipped, does not keep the keys in sessionStorage only, or writes innerHTML")
+	for _, f := range []string{"app.js", "api.js", "dom.js", "definitions.js"} {
+		res := serveRaw(e.h, "GET", "/console/"+f, "Accept-Encoding", "gzip")
+		zr, err := gzip.NewReader(res.Body)
+		if err != nil || res.Header.Get("Content-Encoding") != "gzip" {
+			t.Fatalf("gzip: %v %v", err, res.Header)
+		}
+		js, _ := io.ReadAll(zr)
+		for _, bad := range []string{"innerHTML", "outerHTML", "insertAdjacentHTML", "document.write", "localStorage.set", "document.cookie", "eval("} {
+			if strings.Contains(string(js), bad) {
+				t.Errorf("%s uses %s", f, bad)
+			}
+		}
 	}
 	if res := serveRaw(e.h, "GET", "/console"); res.StatusCode != 301 || res.Header.Get("Location") != "console/" {
 		t.Errorf("GET /console: %d %q", res.StatusCode, res.Header.Get("Location"))

@@ -3,139 +3,19 @@
 // this tab's sessionStorage, sent in headers, never in a cookie or URL).
 // Everything the store holds is attacker-controlled text: it is only ever
 // written with textContent or as attribute values, never parsed as HTML
-// (the Content-Security-Policy requires Trusted Types, so innerHTML
-// would throw).
-"use strict";
+// (the Content-Security-Policy requires Trusted Types, so the browser
+// itself refuses to turn a string into markup).
+import { el, put, route, link, fmtTime, fmtNum, pre, table, td, notice, stat, chart, sleep } from "./dom.js";
+import { KEYS, TENANT, keys, tenant, api, seg, setUnauthorized } from "./api.js";
+import { projectionTable, projectionsPage, projectionPage, reactionsPage } from "./definitions.js";
 
-const KEYS = "eventstore.console.keys";
-const TENANT = "eventstore.console.tenant";
-// The API is mounted where the console's folder is: /console/ -> /.
-const API = new URL("../", document.baseURI);
-const STATUSES = ["SCHEDULED", "READY", "ONGOING", "FAILED", "COMPLETED", "CANCELED"];
+export const STATUSES = ["SCHEDULED", "READY", "ONGOING", "FAILED", "COMPLETED", "CANCELED"];
 const main = document.getElementById("main");
 let view = null; // {abort: AbortController} of the page on screen
 let status = null; // the last GET /status
 
-// ---- DOM helpers: text only -------------------------------------------
-
-// el builds an element; children are nodes or strings (as text nodes);
-// attrs are set with setAttribute, except on* which are listeners given
-// as functions. A string is never parsed as markup.
-function el(tag, attrs, ...children) {
-  const e = tag === "svg" || tag === "rect" || tag === "line" || tag === "title"
-    ? document.createElementNS("http://www.w3.org/2000/svg", tag) : document.createElement(tag);
-  for (const [k, v] of Object.entries(attrs || {})) {
-    if (v === undefined || v === null || v === false) continue;
-    if (k.startsWith("on") && typeof v === "function") e.addEventListener(k.slice(2), v);
-    else e.setAttribute(k, v === true ? "" : String(v));
-  }
-  append(e, children);
-  return e;
-}
-
-// put replaces e's children, as append adds them.
-function put(e, ...children) {
-  e.replaceChildren();
-  return append(e, children);
-}
-
-function append(e, children) {
-  for (const c of children.flat()) {
-    if (c === undefined || c === null || c === false) continue;
-    e.append(c instanceof Node ? c : document.createTextNode(String(c)));
-  }
-  return e;
-}
-
-// route builds a hash link from path segments, each escaped.
-function route(...segs) {
-  let q = "";
-  const last = segs[segs.length - 1];
-  if (last && typeof last === "object") {
-    segs = segs.slice(0, -1);
-    const p = new URLSearchParams();
-    for (const [k, v] of Object.entries(last)) if (v !== undefined && v !== "" && v !== null) p.set(k, v);
-    if ([...p].length) q = "?" + p;
-  }
-  return "#/" + segs.map(s => encodeURIComponent(String(s))).join("/") + q;
-}
-
-function link(text, ...segs) { return el("a", { href: route(...segs) }, text); }
-function fmtTime(ms) { return ms ? new Date(ms).toLocaleString() : ""; }
-function fmtNum(n) { return typeof n === "number" ? n.toLocaleString() : String(n ?? ""); }
-function pretty(v) { return JSON.stringify(v, null, 2); }
-function pre(v) { return el("pre", {}, typeof v === "string" ? v : pretty(v)); }
-
-function table(head, rows) {
-  return el("div", { class: "table-wrap" }, el("table", {},
-    el("thead", {}, el("tr", {}, head.map(h => typeof h === "string" ? el("th", {}, h) : el("th", h[1], h[0])))),
-    el("tbody", {}, rows.length ? rows : el("tr", {}, el("td", { colspan: head.length, class: "muted" }, "None")))));
-}
-
-function td(v, cls) { return el("td", cls ? { class: cls } : {}, v); }
-function notice(text, bad) { return el("p", { class: bad ? "notice error" : "notice", role: bad ? "alert" : "status" }, text); }
-
-// confirmButton asks in the page (no dialog) before it runs act.
-function confirmButton(label, question, act) {
-  const box = el("span", { class: "confirm" });
-  const ask = el("button", { type: "button", class: "danger", onclick: () => {
-    put(box, el("span", {}, question),
-      el("button", { type: "button", class: "danger", "data-confirm": "yes", onclick: async () => {
-        put(box, el("span", { class: "muted" }, "Working…"));
-        try { await act(); } catch (e) { put(box, el("span", { class: "error" }, e.message)); }
-      } }, "Yes, " + label.toLowerCase()),
-      el("button", { type: "button", class: "plain", onclick: () => put(box, ask) }, "Cancel"));
-  } }, label);
-  box.append(ask);
-  return box;
-}
-
-// ---- the API ----------------------------------------------------------
-
-function keys() {
-  try { return JSON.parse(sessionStorage.getItem(KEYS)); } catch { return null; }
-}
-function tenant() { return sessionStorage.getItem(TENANT) || ""; }
-
-// tenantScoped mirrors the server: these paths serve a tenant's data.
-function tenantScoped(path) {
-  return path.startsWith("/aggregates/") || path === "/feeds" || path.startsWith("/feeds/") ||
-    path.startsWith("/projections/single/") || path.startsWith("/projections/aggregated/") || path === "/projections" ||
-    path === "/reactions" || (path.startsWith("/reactions/") && !path.startsWith("/reactions/definitions"));
-}
-
-class APIError extends Error {
-  constructor(status, body) {
-    super((body && body.message) || ("HTTP " + status));
-    this.status = status;
-    this.body = body;
-  }
-}
-
-// api calls the API; path segments must be escaped by the caller (seg).
-async function api(method, path, { query, body, signal, raw } = {}) {
-  const k = keys();
-  const u = new URL(path.slice(1), API);
-  if (query) for (const [n, v] of Object.entries(query)) {
-    if (Array.isArray(v)) v.forEach(x => u.searchParams.append(n, x));
-    else if (v !== undefined && v !== null && v !== "") u.searchParams.set(n, v);
-  }
-  const h = { "Service-Access-Key": k ? k.access : "", "Service-Secret-Access-Key": k ? k.secret : "" };
-  const t = tenant();
-  if (t && tenantScoped(decodeURI(path.split("?")[0]))) h["Serialized-Tenant-Id"] = t;
-  if (body !== undefined) h["Content-Type"] = "application/json";
-  const res = await fetch(u, { method, headers: h, signal, cache: "no-store", credentials: "omit", referrerPolicy: "no-referrer",
-    body: body === undefined ? undefined : (typeof body === "string" ? body : JSON.stringify(body)) });
-  if (raw) return res;
-  const text = method === "HEAD" ? "" : await res.text();
-  let data = null;
-  if (text) { try { data = JSON.parse(text); } catch { data = null; } }
-  if (res.status === 401 && path !== "/status") { signOut("The key pair was refused."); throw new APIError(401, data); }
-  if (!res.ok) throw new APIError(res.status, data);
-  return data;
-}
-
-function seg(s) { return encodeURIComponent(s); }
+// currentStatus is the last GET /status, or null.
+export function currentStatus() { return status; }
 
 // ---- sign in, tenant, navigation --------------------------------------
 
@@ -217,7 +97,7 @@ const pages = {
   reactions: reactionsPage,
 };
 
-async function render() {
+export async function render() {
   if (view) view.abort.abort();
   const v = view = { abort: new AbortController() };
   const { parts, q } = parseHash();
@@ -283,39 +163,6 @@ async function overviewPage(root, _, __, signal) {
       STATUSES.map((x, i) => el("a", { href: route("reactions", { status: x }), class: "stat", "data-status": x },
         el("b", {}, fmtNum(counts[i])), el("span", {}, x.toLowerCase()))))));
   }
-}
-
-function stat(value, label, cls, id) {
-  return el("div", { class: "stat", id }, el("b", { class: cls || "" }, value), el("span", {}, label));
-}
-
-// chart draws per-interval values as bars.
-function chart(values, interval, until) {
-  const w = 600, h = 80, max = Math.max(1e-9, ...values), bw = w / values.length;
-  const svg = el("svg", { class: "chart", viewBox: `0 0 ${w} ${h + 10}`, preserveAspectRatio: "none", role: "img",
-    "aria-label": "saves per second, peak " + max.toFixed(2) });
-  svg.append(el("line", { class: "axis", x1: 0, y1: h, x2: w, y2: h }));
-  values.forEach((v, i) => {
-    const bh = v > 0 ? Math.max(1, (v / max) * h) : 0;
-    const start = until - (values.length - i) * interval * 1000;
-    svg.append(el("rect", { x: i * bw + 0.5, y: h - bh, width: Math.max(1, bw - 1), height: bh },
-      el("title", {}, new Date(start).toLocaleTimeString() + ": " + v.toFixed(2) + "/s")));
-  });
-  return svg;
-}
-
-function projectionState(p) {
-  if (p.rebuilding) return el("span", { class: "warn" }, "rebuilding");
-  if (p.behind > 0) return el("span", { class: "warn" }, "catching up");
-  return el("span", { class: "ok" }, "up to date");
-}
-
-function projectionTable(list) {
-  return table(["Projection", ["Kind", { class: "hide-narrow" }], ["Feed", { class: "hide-narrow" }], "Status", ["Lag", { class: "num" }], ["Instances", { class: "num hide-narrow" }], ["Errors", { class: "num" }]],
-    list.map(p => el("tr", { "data-projection": p.projectionName }, td(link(p.projectionName, "projection", p.projectionName)),
-      td(p.aggregated ? "aggregated" : "single", "hide-narrow"), td(p.feedName || "_all", "hide-narrow"), td(projectionState(p)),
-      td(fmtNum(p.behind), "num"), td(fmtNum(p.projectionsCount), "num hide-narrow"),
-      td(el("span", { class: p.errors.length ? "bad" : "" }, fmtNum(p.errors.length)), "num"))));
 }
 
 // ---- aggregates -------------------------------------------------------
@@ -519,179 +366,9 @@ async function feedPage(root, parts, q, signal) {
   poll();
 }
 
-function sleep(ms, signal) {
-  return new Promise((res, rej) => {
-    const t = setTimeout(res, ms);
-    signal.addEventListener("abort", () => { clearTimeout(t); rej(new DOMException("aborted", "AbortError")); }, { once: true });
-  });
-}
-
-// ---- projections ------------------------------------------------------
-
-const TEMPLATE = {
-  projectionName: "order-totals", feedName: "order", handlers: [
-    { eventType: "OrderPlaced", functions: [{ function: "set", targetSelector: "$.projection.total", eventSelector: "$.event.total" }] }],
-};
-
-async function projectionsPage(root, parts, q, signal) {
-  root.append(el("h1", {}, "Projections"));
-  if (parts[0] === "new") return editDefinition(root, null, signal);
-  const [defs, ov] = await Promise.all([api("GET", "/projections/definitions", { signal, query: { limit: 1000 } }), api("GET", "/projections", { signal })]);
-  root.append(el("div", { class: "toolbar" }, el("a", { href: route("projections", "new"), id: "new-projection" }, "New definition")));
-  const byName = new Map(ov.projections.map(p => [p.projectionName, p]));
-  root.append(el("section", {}, el("h2", {}, "Status"), projectionTable(ov.projections)));
-  root.append(el("section", {}, el("h2", {}, "Definitions"), table(["Name", "Feed", "Kind", "Handlers", "Description"],
-    defs.definitions.map(d => el("tr", {}, td(link(d.projectionName, "projection", d.projectionName)), td(d.feedName || "_all"),
-      td(d.aggregated ? "aggregated" : "single"), td(d.handlers.map(h => el("span", { class: "tag" }, h.eventType))),
-      td(d.description || "", "muted"))))));
-  if (defs.hasMore) root.append(el("p", { class: "muted" }, "More definitions than shown."));
-  void byName;
-}
-
-async function editDefinition(root, def, signal) {
-  const ta = el("textarea", { id: "definition-json", spellcheck: "false", "aria-label": "definition JSON" });
-  ta.value = pretty(def || TEMPLATE);
-  const msg = el("div", { role: "status" });
-  const save = el("button", { type: "button", id: "save-definition", onclick: async () => {
-    let body;
-    try { body = JSON.parse(ta.value); } catch (e) { put(msg, notice("Not JSON: " + e.message, true)); return; }
-    try {
-      const name = def ? def.projectionName : body.projectionName;
-      if (def) await api("PUT", "/projections/definitions/" + seg(def.projectionName), { body, signal });
-      else await api("POST", "/projections/definitions", { body, signal });
-      location.hash = route("projection", name || "");
-    } catch (e) {
-      put(msg, notice(e.message, true), e.body && e.body.errors && e.body.errors.length ?
-        el("ul", { class: "error" }, e.body.errors.map(x => el("li", {}, x.field + ": " + x.message))) : null);
-    }
-  } }, def ? "Replace (rebuilds it)" : "Create");
-  root.append(el("h2", {}, def ? "Replace " + def.projectionName : "New definition"), ta, el("div", { class: "toolbar" }, save,
-    el("a", { href: def ? route("projection", def.projectionName) : route("projections") }, "Cancel")), msg);
-}
-
-async function projectionPage(root, parts, q, signal) {
-  const name = parts[0];
-  const dpath = "/projections/definitions/" + seg(name);
-  if (parts[1] === "edit") {
-    root.append(el("h1", {}, "Projection ", el("span", { class: "mono" }, name)));
-    return editDefinition(root, await api("GET", dpath, { signal }), signal);
-  }
-  if (parts[1] === "instance") return instancePage(root, name, parts[2], signal);
-  const [def, ov] = await Promise.all([api("GET", dpath, { signal }), api("GET", "/projections", { signal })]);
-  const p = ov.projections.find(x => x.projectionName === name);
-  const kind = def.aggregated ? "aggregated" : "single";
-  root.append(el("h1", {}, "Projection ", el("span", { class: "mono" }, name)));
-  const msg = el("div");
-  root.append(el("div", { class: "toolbar" }, el("a", { href: route("projection", name, "edit"), id: "edit" }, "Replace…"),
-    confirmButton("Reset", "Drop every instance and rebuild from the feed?", async () => {
-      await api("DELETE", "/projections/" + kind + "/" + seg(name), { signal });
-      put(msg, notice("Reset: it is being rebuilt."));
-    }),
-    confirmButton("Delete", "Delete " + name + " with all its instances?", async () => {
-      await api("DELETE", dpath, { signal });
-      location.hash = route("projections");
-    })), msg);
-  if (p) {
-    root.append(el("div", { class: "grid", id: "projection-status" }, stat(projectionState(p), "status"),
-      stat(fmtNum(p.checkpoint), "checkpoint", "", "checkpoint"), stat(fmtNum(p.head), "feed head"),
-      stat(fmtNum(p.behind), "lag (positions behind)", p.behind ? "warn" : "", "lag"),
-      stat(fmtNum(p.projectionsCount), "instances", "", "instances"),
-      stat(fmtNum(p.errors.length), "recorded errors", p.errors.length ? "bad" : "", "error-count")));
-    root.append(el("section", { id: "errors" }, el("h2", {}, "Recorded errors"), table(["Position", "Event", "Instance", "Message"],
-      p.errors.map(e => el("tr", { class: "projection-error" },
-        td(e.position ? link("#" + e.position, "feed", "_all", { since: Math.max(0, e.position - 1), at: e.eventId }) : ""),
-        td(el("span", {}, el("span", { class: "tag" }, e.eventType || ""), el("span", { class: "mono muted" }, e.eventId || ""))),
-        td(e.instanceId || "", "mono"), td(e.message, "error"))))));
-  }
-  root.append(el("section", {}, el("h2", {}, "Definition"), pre(def)));
-  if (def.aggregated) {
-    let inst = null;
-    try { inst = await api("GET", "/projections/aggregated/" + seg(name), { signal }); } catch (e) { if (e.status !== 404) throw e; }
-    root.append(el("section", {}, el("h2", {}, "Aggregated instance"), inst ? pre(inst.data) : el("p", { class: "muted" }, "None yet")));
-    return;
-  }
-  await instancesList(root, name, def, q, signal);
-}
-
-async function instancesList(root, name, def, q, signal) {
-  const sort = q.get("sort") || "", search = q.get("search") || "", skip = parseInt(q.get("skip") || "0", 10) || 0, limit = 25;
-  const form = el("form", { class: "toolbar", onsubmit: ev => {
-    ev.preventDefault();
-    location.hash = route("projection", name, { search: form.elements.search ? form.elements.search.value : "", sort: form.elements.sort.value });
-  } },
-  def.indexedFields && def.indexedFields.length ? el("input", { name: "search", value: search, placeholder: "search " + def.indexedFields.join(", "), "aria-label": "search" }) : null,
-  el("select", { name: "sort", "aria-label": "sort" }, ["", "-updatedAt", "updatedAt", "-createdAt", "createdAt", "projectionId", "-projectionId", "reference"].map(s =>
-    el("option", { value: s, selected: s === sort }, s || "default order"))),
-  el("button", { type: "submit" }, "Apply"));
-  const r = await api("GET", "/projections/single/" + seg(name), { signal, query: { skip, limit, sort, search } });
-  root.append(el("section", { id: "instances" }, el("h2", {}, "Instances (" + fmtNum(r.totalCount) + ")"), form,
-    table(["Id", "Reference", "Updated", "Data"], r.projections.map(p => el("tr", {},
-      td(link(p.projectionId, "projection", name, "instance", p.projectionId), "mono"), td(p.reference || ""), td(fmtTime(p.updatedAt)),
-      td(el("span", { class: "mono muted" }, JSON.stringify(p.data).slice(0, 120)))))),
-    el("div", { class: "toolbar" },
-      skip > 0 ? link("← Previous", "projection", name, { skip: Math.max(0, skip - limit), sort, search }) : null,
-      r.hasMore ? link("Next →", "projection", name, { skip: skip + limit, sort, search }) : null)));
-}
-
-async function instancePage(root, name, id, signal) {
-  root.append(el("h1", {}, el("span", { class: "mono" }, name), " / ", el("span", { class: "mono" }, id)),
-    el("p", {}, link("Back to " + name, "projection", name)));
-  const p = await api("GET", "/projections/single/" + seg(name) + "/" + seg(id), { signal });
-  root.append(el("section", {}, el("p", { class: "muted" }, "updated " + fmtTime(p.updatedAt) + (p.reference ? " · reference " + p.reference : "")), pre(p.data)));
-}
-
-// ---- reactions --------------------------------------------------------
-
-async function reactionsPage(root, parts, q, signal) {
-  root.append(el("h1", {}, "Reactions"));
-  if (status && !status.reactions) { root.append(notice("This server does not serve reactions.")); return; }
-  const st = q.get("status") || "SCHEDULED", skip = parseInt(q.get("skip") || "0", 10) || 0, limit = 50;
-  const [defs, list] = await Promise.all([
-    api("GET", "/reactions/definitions", { signal, query: { limit: 1000 } }),
-    api("GET", "/reactions", { signal, query: { status: st, skip, limit } })]);
-  const msg = el("div");
-  root.append(msg, el("section", { id: "reaction-definitions" }, el("h2", {}, "Definitions"), table(["Name", "Feed", "On event", "Action", ""],
-    defs.definitions.map(d => el("tr", { "data-reaction": d.reactionName }, td(d.reactionName, "mono"), td(d.feedName), td(d.reactOnEventType),
-      td(el("details", {}, el("summary", {}, d.action.actionType + (d.action.targetUri ? " " + d.action.targetUri : "")), pre(d))),
-      td(confirmButton("Delete", "Delete " + d.reactionName + "?", async () => {
-        await api("DELETE", "/reactions/definitions/" + seg(d.reactionName), { signal });
-        render();
-      })))))));
-  const tabs = el("div", { class: "toolbar", id: "status-tabs" }, STATUSES.map(x =>
-    x === st ? el("b", {}, x.toLowerCase()) : link(x.toLowerCase(), "reactions", { status: x })));
-  const rows = list.reactions.map(x => {
-    const execute = ["SCHEDULED", "READY", "FAILED"].includes(x.status) ? el("button", { type: "button", class: "execute", onclick: async ev => {
-      ev.target.disabled = true;
-      try {
-        await api("POST", "/reactions/" + seg(x.reactionId) + "/execute", { signal });
-        put(msg, notice("Executing " + x.reactionName + " now."));
-        setTimeout(() => { if (!signal.aborted) render(); }, 800);
-      } catch (e) {
-        put(msg, notice(e.message, true));
-        ev.target.disabled = false;
-      }
-    } }, "Execute now") : null;
-    const del = confirmButton("Delete", "Delete this reaction?", async () => {
-      await api("DELETE", "/reactions/" + seg(x.reactionId), { signal });
-      render();
-    });
-    return el("tr", { "data-reaction-id": x.reactionId },
-      td(el("span", {}, el("b", {}, x.reactionName), el("br"), el("span", { class: "mono muted" }, x.reactionId))),
-      td(link(x.aggregateType + " / " + x.aggregateId, "aggregate", x.aggregateType, x.aggregateId)),
-      td(x.eventType), td(fmtTime(x.triggerAt) + (x.finishedAt ? " · done " + fmtTime(x.finishedAt) : "")),
-      td(fmtNum(x.attempts), "num attempts"), td(x.lastError || "", "error"),
-      td(el("span", { class: "toolbar" }, execute, del)));
-  });
-  root.append(el("section", { id: "reactions" },
-    el("h2", {}, "Reactions (" + fmtNum(list.totalCount) + " " + st.toLowerCase() + ")"), tabs,
-    table(["Reaction", "Aggregate", "Event", "Trigger at", ["Attempts", { class: "num" }], "Last error", ""], rows),
-    el("div", { class: "toolbar" },
-      skip > 0 ? link("← Previous", "reactions", { status: st, skip: Math.max(0, skip - limit) }) : null,
-      list.hasMore ? link("Next →", "reactions", { status: st, skip: skip + limit }) : null)));
-}
-
 // ---- start ------------------------------------------------------------
 
+setUnauthorized(signOut);
 (async function start() {
   if (!keys()) { showLogin(""); return; }
   try { status = await api("GET", "/status"); } catch (e) { signOut(e.status === 401 ? "The key pair was refused." : e.message); return; }

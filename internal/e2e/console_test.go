@@ -34,7 +34,7 @@ func TestConsole(t *testing.T) {
 		require.NoError(t, err)
 	}
 	// What the page is made of, so that a change to it reruns the test.
-	for _, f := range []string{"index.html", "app.js", "style.css"} {
+	for _, f := range []string{"index.html", "app.js", "api.js", "dom.js", "definitions.js", "style.css"} {
 		_, err := os.ReadFile(filepath.Join("..", "..", "httpapi", "console", f))
 		require.NoError(t, err)
 	}
