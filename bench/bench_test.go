@@ -259,10 +259,11 @@ func TestGrowth(t *testing.T) {
 				defer env.close(ctx)
 			}
 			sizes := growthSizes{0, 3000}
-			figs, err := growBackend(ctx, b, sizes, 20*time.Millisecond, 2, t.TempDir(), env)
+			all, err := growBackends(ctx, []string{b}, sizes, 20*time.Millisecond, 2, t.TempDir(), env)
 			if err != nil {
 				t.Fatal(err)
 			}
+			figs := all[b]
 			if len(figs) != len(sizes) {
 				t.Fatalf("%d sizes measured, want %d", len(figs), len(sizes))
 			}

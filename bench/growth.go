@@ -102,7 +102,7 @@ func parseGrowth(s string) (growthSizes, error) {
 
 // growthPayload returns the data of event k of the fill: about 140 bytes.
 func growthPayload(k int) []byte {
-	return fmt.Appendf(nil, `{"amount":%d,"status":"s%d","sku":"SKU-%08d","customer":"customer-%08d","note":"an event of the growth benchmark"}`,
+	return fmt.Appendf(nil, `{"amount":%d,"status":"s%d","sku":"SKU-%08d","customer":"customer-%08d","note":"an event of the growth benchmark, with some more text"}`,
 		k%10_000, k%7, k%100_003, k%50_021)
 }
 
@@ -495,55 +495,105 @@ func median(xs []float64) float64 {
 }
 
 // runGrowth runs the growth benchmark on every backend of cfg and prints
-// a table per backend.
+// a table per backend, then the ratios between backends.
 func runGrowth(ctx context.Context, cfg config, sizes growthSizes, reads int, out io.Writer) error {
-	appendFor := cfg.sizes.appendFor
-	for _, b := range cfg.backends {
-		var env *pgEnv
-		if b == "postgres" {
-			var err error
-			if env, err = newPGEnv(ctx, cfg.pgURL, cfg.pgConns, 1); err != nil {
-				return err
-			}
-		}
-		dir, err := os.MkdirTemp(cfg.dir, "eventstore-growth-")
-		if err != nil {
+	var env *pgEnv
+	if has(cfg.backends, "postgres") {
+		var err error
+		if env, err = newPGEnv(ctx, cfg.pgURL, cfg.pgConns, 1); err != nil {
 			return err
 		}
-		figs, err := growBackend(ctx, b, sizes, appendFor, reads, dir, env)
-		if rerr := os.RemoveAll(dir); err == nil {
-			err = rerr
-		}
-		if env != nil {
-			if cerr := env.close(context.Background()); err == nil {
-				err = cerr
-			}
-		}
-		printGrowth(out, b, figs)
-		if err != nil {
-			return fmt.Errorf("%s: %w", b, err)
+	}
+	dir, err := os.MkdirTemp(cfg.dir, "eventstore-growth-")
+	if err != nil {
+		return err
+	}
+	figs, err := growBackends(ctx, cfg.backends, sizes, cfg.sizes.appendFor, reads, dir, env)
+	if rerr := os.RemoveAll(dir); err == nil {
+		err = rerr
+	}
+	if env != nil {
+		if cerr := env.close(context.Background()); err == nil {
+			err = cerr
 		}
 	}
-	return nil
+	for _, b := range cfg.backends {
+		printGrowth(out, b, figs[b])
+	}
+	printAcross(out, cfg.backends, figs)
+	return err
 }
 
-func growBackend(ctx context.Context, b string, sizes growthSizes, appendFor time.Duration, reads int, dir string, env *pgEnv) ([]growthFigures, error) {
-	g, err := openGrowth(ctx, b, sizes[len(sizes)-1], dir, env)
-	if err != nil {
-		return nil, err
-	}
-	var figs []growthFigures
-	for _, size := range sizes {
-		if err := g.fill(ctx, size); err != nil {
-			return figs, errors.Join(fmt.Errorf("fill to %d: %w", size, err), g.close())
+// growBackends opens a store of every backend, fills each to every size in
+// turn and measures them there one after the other, starting with the next
+// backend at each size, so that the load of a shared machine falls on all
+// of them alike. It returns the figures per backend.
+func growBackends(ctx context.Context, backends []string, sizes growthSizes, appendFor time.Duration, reads int,
+	dir string, env *pgEnv) (map[string][]growthFigures, error) {
+	stores := make([]*growthStore, len(backends))
+	closeAll := func() error {
+		var errs []error
+		for _, g := range stores {
+			if g != nil {
+				errs = append(errs, g.close())
+			}
 		}
-		f, err := g.measure(ctx, appendFor, reads)
+		return errors.Join(errs...)
+	}
+	for i, b := range backends {
+		d := filepath.Join(dir, b)
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			return nil, errors.Join(err, closeAll())
+		}
+		g, err := openGrowth(ctx, b, sizes[len(sizes)-1], d, env)
 		if err != nil {
-			return figs, errors.Join(fmt.Errorf("at %d: %w", size, err), g.close())
+			return nil, errors.Join(fmt.Errorf("%s: %w", b, err), closeAll())
 		}
-		figs = append(figs, f)
+		stores[i] = g
 	}
-	return figs, g.close()
+	figs := make(map[string][]growthFigures)
+	for k, size := range sizes {
+		for _, g := range stores {
+			if err := g.fill(ctx, size); err != nil {
+				return figs, errors.Join(fmt.Errorf("%s: fill to %d: %w", g.backend, size, err), closeAll())
+			}
+		}
+		for j := range stores {
+			g := stores[(k+j)%len(stores)]
+			f, err := g.measure(ctx, appendFor, reads)
+			if err != nil {
+				return figs, errors.Join(fmt.Errorf("%s: at %d: %w", g.backend, size, err), closeAll())
+			}
+			figs[g.backend] = append(figs[g.backend], f)
+		}
+	}
+	return figs, closeAll()
+}
+
+// printAcross prints, per size, the ratios of PostgreSQL's figures to
+// SQLite's that the issue sets targets for.
+func printAcross(w io.Writer, backends []string, figs map[string][]growthFigures) {
+	pg, lite := figs["postgres"], figs["sqlite"]
+	if len(pg) == 0 || len(pg) != len(lite) {
+		return
+	}
+	fmt.Fprintln(w, "| postgres ÷ sqlite | "+strings.Repeat("| ", len(pg)-1)+"|")
+	fmt.Fprintln(w, strings.Repeat("|---", len(pg)+1)+"|")
+	for _, r := range []struct {
+		name string
+		get  func(growthFigures) float64
+	}{
+		{"type feed, whole", func(f growthFigures) float64 { return f.feedRate }},
+		{"new single projection", func(f growthFigures) float64 { return f.single }},
+		{"new aggregated projection", func(f growthFigures) float64 { return f.aggregated }},
+	} {
+		cells := []string{r.name}
+		for i := range pg {
+			cells = append(cells, fmt.Sprintf("%.2f (at %d / %d events)", r.get(pg[i])/r.get(lite[i]), pg[i].events, lite[i].events))
+		}
+		fmt.Fprintln(w, "| "+strings.Join(cells, " | ")+" |")
+	}
+	fmt.Fprintln(w)
 }
 
 // printGrowth prints the figures of one backend, a column per size, each
