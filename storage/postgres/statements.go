@@ -455,12 +455,14 @@ ORDER BY e.position`),
 		// [$3, $4] (FeedQuery.From and To) after position $1, the latter
 		// with the highest visible position as feedType does (the former,
 		// like feed, leaves Head at the last event): a range scan of
-		// events_recorded or events_type_recorded (whose entries end with
-		// the position, so position > $1 is checked in the index), then a
-		// sort by position of what it found, since recorded_at need not
-		// rise with the position. For a range that holds much of the feed
-		// the planner may instead read in position order and filter.
-		// feedTypeDated restricts to type $5 and FeedSequences after $6.
+		// events_recorded (whose entries end with the position, so
+		// position > $1 is checked in the index), then a sort by position
+		// of what it found, since recorded_at need not rise with the
+		// position. For a range that holds much of the feed the planner
+		// may instead read in position order and filter. feedTypeDated
+		// restricts to type $5 and FeedSequences after $6, filtering the
+		// window's rows of every type (schema version 11 dropped the index
+		// of each type's times, see migrations).
 		feedDated: q(`SELECT ` + selectCols + ` FROM {{schema}}.events
 WHERE recorded_at BETWEEN $3 AND $4 AND position > $1 AND tx < ` + wmSQL + ` ORDER BY position LIMIT $2`),
 		feedTypeDated: q(`
