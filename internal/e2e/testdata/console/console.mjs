@@ -72,8 +72,13 @@ let withMetadata = false;
 {
   const res = await fetch(base + "/aggregates/order/o-meta/events", { method: "POST", headers: keyHeaders,
     body: JSON.stringify({ events: [{ ...ev("OrderPlaced", { customerId: "c0", total: 1 }), metadata: { correlationId: "corr-42", source: XSS } }] }) });
-  withMetadata = res.ok;
-  if (!res.ok) console.log("this server refuses event metadata (" + res.status + "): not checked");
+  if (res.ok) {
+    // Checked in the page only when the API gives it back (a backend may
+    // not store it yet).
+    const a = await call("GET", "/aggregates/order/o-meta");
+    withMetadata = !!(a.events[0] && a.events[0].metadata && a.events[0].metadata.correlationId === "corr-42");
+  }
+  if (!withMetadata) console.log(`event metadata not returned by this server (save ${res.status}): its display is not checked`);
 }
 // 30 batches in one bulk save, so that the live feed has older entries.
 await call("POST", "/aggregates/bulk/events", { batches: Array.from({ length: 30 }, (_, i) => ({ aggregateId: "b-" + i, events: [ev("Filled", { i })] })) });
@@ -186,7 +191,7 @@ await shot("aggregate");
 if (withMetadata) {
   await go("#/aggregate/order/o-meta");
   const meta = await page.textContent("#events");
-  check(meta.includes("corr-42") && meta.includes(XSS), "an event's metadata is shown, as text");
+  check(meta.includes("corr-42") && meta.includes("<script>window.__pwned='script'</script>"), "an event's metadata is shown, as text");
 }
 await page.click("#events .event a");
 await ready();
