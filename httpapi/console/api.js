@@ -47,10 +47,20 @@ export async function api(method, path, { query, body, signal, raw } = {}) {
   if (raw) return res;
   const text = method === "HEAD" ? "" : await res.text();
   let data = null;
-  if (text) { try { data = JSON.parse(text); } catch { data = null; } }
+  if (text) { try { data = JSON.parse(text, keepNumbers); } catch { data = null; } }
   if (res.status === 401 && path !== "/status") { onUnauthorized("The key pair was refused."); throw new APIError(401, data); }
   if (!res.ok) throw new APIError(res.status, data);
   return data;
+}
+
+// keepNumbers keeps a number whose text a float64 would change (a big
+// integer, 19.990) as it was written, so that event data shows exactly as
+// stored, where the browser can (JSON.parse source text and JSON.rawJSON).
+function keepNumbers(key, value, ctx) {
+  if (typeof value === "number" && ctx && typeof ctx.source === "string" && ctx.source !== String(value) && JSON.rawJSON) {
+    return JSON.rawJSON(ctx.source);
+  }
+  return value;
 }
 
 export function seg(s) { return encodeURIComponent(s); }

@@ -56,6 +56,12 @@ for (let i = 1; i <= 3; i++) {
   await call("POST", `/aggregates/order/o-${i}/events`, { events: [ev("OrderPlaced", { customerId: "c" + (i % 2), total: 10 * i, note: "order " + i })] });
 }
 await call("POST", "/aggregates/order/o-1/events", { events: [ev("OrderPaid", { amount: "10.50" }), ev("OrderShipped", { carrier: "post" })] });
+// Numbers that a float64 would change: shown as stored.
+{
+  const body = `{"events":[{"eventId":"${randomUUID()}","eventType":"OrderNoted","data":{"big":12345678901234567890,"price":19.990}}]}`;
+  const res = await fetch(base + "/aggregates/order/o-2/events", { method: "POST", headers: keyHeaders, body });
+  if (!res.ok) throw new Error("save o-2: " + res.status);
+}
 await call("POST", "/aggregates/order/o-nocustomer/events", { events: [ev("OrderPlaced", { total: 1 })] });
 await call("POST", "/aggregates/customer/c-1/events", { events: [ev("CustomerRegistered", { name: "Ada" })] });
 // Markup everywhere a user could put it.
@@ -188,6 +194,9 @@ const types = await page.$$eval("#events .event-type", es => es.map(e => e.textC
 check(types.join() === "OrderPlaced,OrderPaid,OrderShipped", "o-1's events in order: " + types);
 check((await page.textContent("#events")).includes('"amount": "10.50"'), "event data as formatted JSON");
 await shot("aggregate");
+await go("#/aggregate/order/o-2");
+const o2 = await page.textContent("#events");
+check(o2.includes('"big": 12345678901234567890') && o2.includes('"price": 19.990'), "numbers show exactly as stored");
 if (withMetadata) {
   await go("#/aggregate/order/o-meta");
   const meta = await page.textContent("#events");
