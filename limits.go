@@ -9,6 +9,7 @@ const (
 	MaxEventsPerSave  = 10_000                   // events of one Store.Save
 	MaxDataDepth      = 64                       // nesting of NewEvent.Data; {"a":{"b":[1]}} is 3 deep
 	MaxEncryptedData  = storage.MaxEncryptedData // bytes of NewEvent.EncryptedData
+	MaxSnapshotBytes  = storage.MaxSnapshotBytes // bytes of Snapshot.Data
 	MaxSaveAllBatches = 1000                     // batches of one Store.SaveAll
 	MaxSaveAllEvents  = 10_000                   // events of one Store.SaveAll, all batches
 	MaxFieldErrors    = 100                      // ValidationError.Fields; the rest are counted in Omitted

@@ -142,6 +142,15 @@ func (m *meteredStorage) DeleteAggregateType(ctx context.Context, aggregateType 
 	return m.fail("DeleteAggregateType", m.s.DeleteAggregateType(ctx, aggregateType))
 }
 
+func (m *meteredStorage) SaveSnapshot(ctx context.Context, snap storage.Snapshot) error {
+	return m.fail("SaveSnapshot", m.s.SaveSnapshot(ctx, snap))
+}
+
+func (m *meteredStorage) LoadSnapshot(ctx context.Context, aggregateType, aggregateID string) (storage.Snapshot, error) {
+	snap, err := m.s.LoadSnapshot(ctx, aggregateType, aggregateID)
+	return snap, m.fail("LoadSnapshot", err)
+}
+
 func (m *meteredStorage) CreateDefinition(ctx context.Context, def storage.DefinitionRecord) error {
 	return m.fail("CreateDefinition", m.s.CreateDefinition(ctx, def))
 }

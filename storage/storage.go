@@ -9,7 +9,7 @@
 //
 // The values that cross the contract and that users also see (Event,
 // Aggregate, AppendResult, Reference, ProjectionError, FeedInfo,
-// BatchError, ConflictError, VersionCheck and the sentinel errors) are
+// BatchError, ConflictError, VersionCheck, Snapshot and the sentinel errors) are
 // defined here and named in package eventstore by aliases, so nothing is
 // converted or copied between the two.
 package storage
@@ -166,16 +166,44 @@ type Storage interface {
 	// by type.
 	Feeds(ctx context.Context) ([]FeedInfo, error)
 
-	// DeleteAggregate removes every event of the aggregate, or returns an
-	// error wrapping ErrNotFound when it has none. Its events disappear
-	// from Load and ReadFeed; its id can be used again (starting at
-	// version 1). Positions and FeedSequences are not reused.
+	// DeleteAggregate removes every event of the aggregate, and its
+	// snapshot in the same atomic step, or returns an error wrapping
+	// ErrNotFound when it has no events. Its events disappear from Load
+	// and ReadFeed; its id can be used again (starting at version 1,
+	// without a snapshot). Positions and FeedSequences are not reused.
 	DeleteAggregate(ctx context.Context, aggregateType, aggregateID string) error
 
-	// DeleteAggregateType removes every aggregate of the type, as
-	// DeleteAggregate does for one, or returns an error wrapping
+	// DeleteAggregateType removes every aggregate of the type with its
+	// snapshot, as DeleteAggregate does for one, or returns an error wrapping
 	// ErrNotFound when the type has no events.
 	DeleteAggregateType(ctx context.Context, aggregateType string) error
+
+	// SaveSnapshot stores snap as the snapshot of the aggregate
+	// (snap.AggregateType, snap.AggregateID), in one atomic step with
+	// reading the aggregate's version:
+	//
+	//  1. If the aggregate has no events, or its current version is
+	//     below snap.Version, it writes nothing and returns an error
+	//     wrapping ErrConflict: a snapshot describes a version the
+	//     aggregate has.
+	//  2. If the stored snapshot has a higher Version, it writes nothing
+	//     and returns nil: an older snapshot is ignored.
+	//  3. Otherwise snap replaces the stored snapshot (one of the same
+	//     Version too, so a state of a new StateVersion replaces the old
+	//     one), and it returns nil.
+	//
+	// A Storage keeps at most one snapshot per aggregate. A snapshot
+	// saved while the aggregate is being deleted is either deleted with it
+	// or refused (step 1), never kept for a recreated aggregate. snap has
+	// been validated by the eventstore.Store: names as for Append, Version
+	// at least 1, StateVersion at least 0, at most MaxSnapshotBytes of
+	// Data, RecordedAt set.
+	SaveSnapshot(ctx context.Context, snap Snapshot) error
+
+	// LoadSnapshot returns the snapshot stored for the aggregate, or an
+	// error wrapping ErrNotFound when there is none. RecordedAt comes
+	// back in UTC; Data may be empty but is never nil.
+	LoadSnapshot(ctx context.Context, aggregateType, aggregateID string) (Snapshot, error)
 
 	// ListAggregates returns the aggregates of q.AggregateType that have
 	// events, ordered by id (byte order): the first q.Skip are left out,

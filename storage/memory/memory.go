@@ -83,6 +83,9 @@ type aggregate struct {
 	events  list[record]
 	ids     idIndex     // event id -> index in events; under mu only
 	seqs    list[int64] // seqs.at(v-1) is the FeedSequence of version v
+	// snap is the aggregate's snapshot, or nil; under Storage.mu. It goes
+	// with the aggregate when the aggregate is deleted.
+	snap *storage.Snapshot
 }
 
 // record is a stored event. It holds no pointers.

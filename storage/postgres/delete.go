@@ -15,19 +15,20 @@ import (
 // raises the deletion marks so that the heads never go down.
 func (s *store) DeleteAggregate(ctx context.Context, aggregateType, aggregateID string) error {
 	return s.delete(ctx, "delete aggregate", fmt.Sprintf("aggregate %s/%s", aggregateType, aggregateID),
-		s.sql.deleteAgg, aggregateType, aggregateID)
+		s.sql.deleteAgg, s.sql.deleteAggSnapshot, aggregateType, aggregateID)
 }
 
 // DeleteAggregateType implements storage.Storage, as DeleteAggregate
 // does.
 func (s *store) DeleteAggregateType(ctx context.Context, aggregateType string) error {
 	return s.delete(ctx, "delete aggregate type", "aggregate type "+aggregateType,
-		s.sql.deleteType, aggregateType)
+		s.sql.deleteType, s.sql.deleteTypeSnapshots, aggregateType)
 }
 
 // delete runs a deletion statement, which returns how many events it
-// deleted, with appends held back.
-func (s *store) delete(ctx context.Context, op, what, sql string, args ...any) error {
+// deleted, with appends held back, then the statement deleting the
+// snapshots of what it deleted (snapSQL, with the same arguments).
+func (s *store) delete(ctx context.Context, op, what, sql, snapSQL string, args ...any) error {
 	if err := s.check(ctx, op); err != nil {
 		return err
 	}
@@ -49,7 +50,8 @@ func (s *store) delete(ctx context.Context, op, what, sql string, args ...any) e
 		if n == 0 {
 			return errNone // roll back: nothing to keep
 		}
-		return nil
+		_, err := tx.Exec(ctx, snapSQL, args...)
+		return err
 	})
 	if errors.Is(err, errNone) {
 		return fmt.Errorf("%s: %w", what, storage.ErrNotFound)

@@ -342,6 +342,29 @@ ALTER TABLE {{schema}}.reactions_rows SET (fillfactor = 70);
 	`
 DROP INDEX {{schema}}.events_type_recorded;
 `,
+	// 12: snapshots (storage.Snapshot), at most one per aggregate, in a
+	// table of rows of every tenant with a view per tenant, as the others
+	// (version 8). Nothing else changes: a process of version 11 still
+	// running beside one of this version goes on working (it never reads
+	// the table), though its deletions leave snapshots behind, which a
+	// recreated aggregate could then load; upgrade all processes of a
+	// schema together. A process of version 11 started after the
+	// migration refuses the schema, as it refuses any newer one.
+	`
+CREATE TABLE {{schema}}.snapshots_rows (
+	tenant         uuid        NOT NULL DEFAULT {{tenant}},
+	aggregate_type text        NOT NULL,
+	aggregate_id   text        NOT NULL,
+	version        bigint      NOT NULL,
+	state_version  bigint      NOT NULL,
+	data           bytea       NOT NULL,
+	recorded_at    timestamptz NOT NULL,
+	PRIMARY KEY (tenant, aggregate_type, aggregate_id)
+);
+CREATE VIEW {{schema}}.snapshots AS
+SELECT aggregate_type, aggregate_id, version, state_version, data, recorded_at, tenant
+FROM {{schema}}.snapshots_rows WHERE tenant = {{tenant}} WITH CHECK OPTION;
+`,
 }
 
 // migrate creates schema and brings its tables to the latest version, in

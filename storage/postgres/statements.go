@@ -19,6 +19,8 @@ type statements struct {
 	insertErrors, trimErrors                       string
 	deleteStatesOf, deleteErrorsOf, renameStatesOf string
 	renameErrorsOf, countStates                    string
+	saveSnapshot, loadSnapshot                     string
+	deleteAggSnapshot, deleteTypeSnapshots         string
 	// reserve, watermark and inFlight are the statements of the
 	// watermark (see newStatements).
 	reserve, watermark, inFlight string
@@ -488,7 +490,37 @@ FROM {{schema}}.events GROUP BY aggregate_type ORDER BY aggregate_type COLLATE "
 		// never reuse them. They return how many events they deleted.
 		deleteAgg:  q(deleteSQL("aggregate_type = $1 AND aggregate_id = $2")),
 		deleteType: q(deleteSQL("aggregate_type = $1")),
-		createDef:  q(`INSERT INTO {{schema}}.definitions (name, spec, created_at) VALUES ($1, $2, $3)`),
+		// deleteAggSnapshot and deleteTypeSnapshots follow deleteAgg and
+		// deleteType in their transaction, as statements of their own, so
+		// that they see a snapshot committed while the deletion waited for
+		// saveSnapshot's lock on the aggregate's last event.
+		deleteAggSnapshot:   q(`DELETE FROM {{schema}}.snapshots WHERE aggregate_type = $1 AND aggregate_id = $2`),
+		deleteTypeSnapshots: q(`DELETE FROM {{schema}}.snapshots WHERE aggregate_type = $1`),
+		// saveSnapshot writes a snapshot ($3 its version) when the
+		// aggregate is at version $3 or later, replacing a stored one of
+		// a version up to $3, and returns the aggregate's version (NULL
+		// for none). It locks the aggregate's last event (FOR SHARE), so
+		// a deletion in progress makes it wait and then find no event,
+		// and a deletion that starts later waits for it to commit and
+		// then deletes the snapshot.
+		saveSnapshot: q(`
+WITH agg AS (
+	SELECT version FROM {{schema}}.events
+	WHERE aggregate_type = $1 AND aggregate_id = $2
+	ORDER BY sequence DESC LIMIT 1 FOR SHARE
+), up AS (
+	INSERT INTO {{schema}}.snapshots (aggregate_type, aggregate_id, version, state_version, data, recorded_at)
+	SELECT $1, $2, $3, $4, $5, $6 FROM agg WHERE agg.version >= $3
+	ON CONFLICT (tenant, aggregate_type, aggregate_id) DO UPDATE
+	SET version = excluded.version, state_version = excluded.state_version, data = excluded.data,
+	    recorded_at = excluded.recorded_at
+	WHERE {{schema}}.snapshots.version <= excluded.version
+	RETURNING 1
+)
+SELECT (SELECT version FROM agg), (SELECT count(*) FROM up)`),
+		loadSnapshot: q(`SELECT version, state_version, data, recorded_at FROM {{schema}}.snapshots
+WHERE aggregate_type = $1 AND aggregate_id = $2`),
+		createDef: q(`INSERT INTO {{schema}}.definitions (name, spec, created_at) VALUES ($1, $2, $3)`),
 		// def and defs read definitions with their errors, one row per
 		// error (a row with NULL errors for a definition without any),
 		// ordered by definition and error (see readDefinitions).

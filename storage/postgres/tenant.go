@@ -213,6 +213,7 @@ var tenantTables = []struct{ name, cols, order string }{
 	{"reaction_queue", `id, definition, aggregate_id, state, due_at`, "id"},
 	{"reactions", `id, definition, aggregate_type, aggregate_id, event_id, event_type, state, created_at, trigger_at,
 	due_at, finished_at, attempts, claim, last_error, payload`, "id"},
+	{"snapshots", `aggregate_type, aggregate_id, version, state_version, data, recorded_at`, "aggregate_type, aggregate_id"},
 }
 
 // DeleteTenant deletes every event, feed mark, projection definition,

@@ -16,8 +16,8 @@ const markPosition = `INSERT INTO counters (name, value)
 
 // DeleteAggregate implements storage.Storage, in one transaction on the
 // write connection: the type's row in the feeds table is settled, the
-// events go, the type's counts go down, its feed sequence and the position
-// mark stay.
+// events and the snapshot go, the type's counts go down, its feed sequence
+// and the position mark stay.
 func (s *store) DeleteAggregate(ctx context.Context, aggregateType, aggregateID string) error {
 	if err := s.check(ctx, "delete aggregate"); err != nil {
 		return err
@@ -36,6 +36,7 @@ func (s *store) DeleteAggregate(ctx context.Context, aggregateType, aggregateID 
 		tx.exec(ctx, markPosition)
 		tx.exec(ctx, settleFeedQuery, aggregateType)
 		tx.exec(ctx, `DELETE FROM events WHERE aggregate_type = ? AND aggregate_id = ?`, aggregateType, aggregateID)
+		tx.exec(ctx, `DELETE FROM snapshots WHERE aggregate_type = ? AND aggregate_id = ?`, aggregateType, aggregateID)
 		tx.exec(ctx, `UPDATE feeds SET aggregates = aggregates - 1, batches = batches - ?, events = events - ?
 			WHERE aggregate_type = ?`, version, events, aggregateType)
 		return tx.err
@@ -58,6 +59,7 @@ func (s *store) DeleteAggregateType(ctx context.Context, aggregateType string) e
 		if n == 0 {
 			return fmt.Errorf("aggregate type %q: %w", aggregateType, storage.ErrNotFound)
 		}
+		tx.exec(ctx, `DELETE FROM snapshots WHERE aggregate_type = ?`, aggregateType)
 		tx.exec(ctx, `UPDATE feeds SET aggregates = 0, batches = 0, events = 0 WHERE aggregate_type = ?`, aggregateType)
 		return tx.err
 	}))

@@ -213,6 +213,24 @@ CREATE INDEX reactions_pending ON reactions (definition, aggregate_id) WHERE sta
 CREATE INDEX reactions_trigger ON reactions (trigger_at, id);
 CREATE INDEX reactions_aggregate ON reactions (aggregate_type, aggregate_id);
 `,
+	// 9: snapshots (storage.Snapshot), at most one per aggregate. A
+	// rowid table, since a snapshot may be megabytes (a WITHOUT ROWID
+	// table keeps whole rows in its b-tree). A process of version 8
+	// still running beside one of this version goes on working: it never
+	// reads the table, though its deletions leave snapshots behind (a
+	// recreated aggregate could then load one of its earlier life);
+	// upgrade all processes of a file together.
+	`
+CREATE TABLE snapshots (
+	aggregate_type TEXT    NOT NULL,
+	aggregate_id   TEXT    NOT NULL,
+	version        INTEGER NOT NULL,
+	state_version  INTEGER NOT NULL,
+	data           BLOB    NOT NULL,
+	recorded_at    INTEGER NOT NULL, -- microseconds since the Unix epoch, UTC
+	UNIQUE (aggregate_type, aggregate_id)
+);
+`,
 }
 
 // migrate brings the schema up to date in one IMMEDIATE transaction (db's

@@ -500,6 +500,13 @@ func variants() map[string]variant {
 			[]string{"ReadFeedByDate", "ReadFeedByDateAfterFeedSequence"}},
 		"dateExclusiveTo": {func() storage.Storage { return dateExclusiveTo{memory.New()} },
 			[]string{"ReadFeedByDate"}},
+		"snapshotHealthy": {func() storage.Storage { return newOwnSnapshots(memory.New()) }, nil},
+		"snapshotLastWins": {func() storage.Storage { s := newOwnSnapshots(memory.New()); s.lastWins = true; return s },
+			[]string{"SnapshotNewestWins"}},
+		"snapshotKeptOnDelete": {func() storage.Storage { s := newOwnSnapshots(memory.New()); s.keepOnDrop = true; return s },
+			[]string{"SnapshotDeletedWithAggregate", "SnapshotSaveRacesDeletion"}},
+		"snapshotRacyCheck": {func() storage.Storage { s := newOwnSnapshots(memory.New()); s.racy = true; return s },
+			[]string{"SnapshotSaveRacesDeletion"}},
 		"seqPerAggregate": {func() storage.Storage { return seqPerAggregate{memory.New()} },
 			[]string{"FeedSequenceNumbersBatches", "FeedCompleteUnderConcurrentAppendAll", "DeleteAggregate"}},
 	}

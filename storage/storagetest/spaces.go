@@ -65,6 +65,7 @@ func spaceCases() []spaceCase {
 		{"SpacesSameIDsStaySeparate", "two spaces written with the same aggregate ids, event ids and types each load, read and list only their own events; an event id stored in one is no duplicate in the other", spacesSameIDs},
 		{"SpacesProjectionsStaySeparate", "a projection definition of one space is not in the other, the same name can be defined in both with different handlers, and each space's instances count only its own events", spacesProjections},
 		{"SpacesDeletionsStaySeparate", "deleting an aggregate or an aggregate type in one space leaves the same aggregates of the other", spacesDeletions},
+		{"SpacesSnapshotsStaySeparate", "a snapshot saved in one space is not in the other, the same aggregate has its own snapshot in each, deleting it in one leaves the other's, and a dropped space opened again has none", spacesSnapshots},
 		{"SpacesDropLeavesOthers", "dropping a space leaves the other spaces' events, feeds and projections, and a dropped name opened again starts empty", spacesDrop},
 	}
 }
@@ -324,4 +325,51 @@ func spacesDrop(t *testing.T, sp Spaces) {
 		t.Errorf("space alpha opened again after its drop: Load o-1: %v, want ErrNotFound", err)
 	}
 	checkOwn(t, b, "order", 2, []string{"o-1"})
+}
+
+func spacesSnapshots(t *testing.T, sp Spaces) {
+	ctx := t.Context()
+	a, b := openSpace(t, sp, "alpha", true), openSpace(t, sp, "beta", true)
+	saveBoth(t, "order", "o-1", 1, a, b)
+	saveBoth(t, "order", "o-1", 1, a, b)
+	saveBoth(t, "order", "o-2", 1, a, b)
+	if err := a.store.SaveSnapshot(ctx, eventstore.Snapshot{AggregateType: "order", AggregateID: "o-1", Version: 2, Data: []byte("alpha")}); err != nil {
+		t.Fatalf("space alpha: SaveSnapshot: %v", err)
+	}
+	if snap, err := b.store.LoadSnapshot(ctx, "order", "o-1"); !errors.Is(err, storage.ErrNotFound) {
+		t.Errorf("space beta: a snapshot saved in alpha must not be in beta; LoadSnapshot returned %q (%v)", snap.Data, err)
+	}
+	if err := b.store.SaveSnapshot(ctx, eventstore.Snapshot{AggregateType: "order", AggregateID: "o-1", Version: 1, Data: []byte("beta")}); err != nil {
+		t.Fatalf("space beta: SaveSnapshot: %v", err)
+	}
+	if err := b.store.SaveSnapshot(ctx, eventstore.Snapshot{AggregateType: "order", AggregateID: "o-2", Version: 1, Data: []byte("beta o-2")}); err != nil {
+		t.Fatalf("space beta: SaveSnapshot: %v", err)
+	}
+	own := func(s *space, id, want string) {
+		t.Helper()
+		snap, err := s.store.LoadSnapshot(ctx, "order", id)
+		if err != nil || string(snap.Data) != want {
+			t.Errorf("space %s: the snapshot of order/%s must be its own, %q; got %q (%v)", s.name, id, want, snap.Data, err)
+		}
+	}
+	own(a, "o-1", "alpha")
+	own(b, "o-1", "beta")
+	if err := a.store.DeleteAggregate(ctx, "order", "o-1"); err != nil {
+		t.Fatalf("space alpha: DeleteAggregate: %v", err)
+	}
+	own(b, "o-1", "beta")
+	if err := a.store.Close(); err != nil {
+		t.Fatalf("space alpha: Close: %v", err)
+	}
+	if sp.Drop != nil {
+		sp.Drop(t, "alpha")
+	}
+	own(b, "o-2", "beta o-2")
+	again := openSpace(t, sp, "alpha", false)
+	if _, err := again.store.Save(ctx, "order", "o-2", []eventstore.NewEvent{{ID: newID(), Type: "Happened"}}, nil); err != nil {
+		t.Fatalf("space alpha opened again: Save: %v", err)
+	}
+	if snap, err := again.store.LoadSnapshot(ctx, "order", "o-2"); !errors.Is(err, storage.ErrNotFound) {
+		t.Errorf("space alpha opened again after its drop must have no snapshot; LoadSnapshot returned %q (%v)", snap.Data, err)
+	}
 }

@@ -80,6 +80,7 @@ func cases() []testCase {
 	all = append(all, loadRangeCases()...)
 	all = append(all, maxBytesCases()...)
 	all = append(all, deleteCases()...)
+	all = append(all, snapshotCases()...)
 	all = append(all, bulkCases()...)
 	all = append(all, definitionCases()...)
 	all = append(all, projectionDefinitionCases()...)
