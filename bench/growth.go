@@ -233,6 +233,7 @@ func (g *growthStore) saveRate(ctx context.Context, d time.Duration) (float64, e
 // not measured is 0.
 type growthFigures struct {
 	events                   int
+	fill                     float64 // events/s of the fill up to this size (saves of growthSave events)
 	saves                    float64 // events/s
 	load10, load1000         float64 // ms per load
 	feedRate                 float64 // events/s of the whole type feed
@@ -353,7 +354,7 @@ func (g *growthStore) close() error {
 	return errors.Join(errs...)
 }
 
-// measure takes the figures at the store's current size.
+// measure takes the figures at the store's current size (all but fill).
 func (g *growthStore) measure(ctx context.Context, appendFor time.Duration, reads int) (growthFigures, error) {
 	f := growthFigures{events: g.events}
 	var err error
@@ -553,17 +554,24 @@ func growBackends(ctx context.Context, backends []string, sizes growthSizes, app
 	}
 	figs := make(map[string][]growthFigures)
 	for k, size := range sizes {
-		for _, g := range stores {
+		fills := make([]float64, len(stores))
+		for i, g := range stores {
+			before, t0 := g.events, time.Now()
 			if err := g.fill(ctx, size); err != nil {
 				return figs, errors.Join(fmt.Errorf("%s: fill to %d: %w", g.backend, size, err), closeAll())
 			}
+			if g.events > before {
+				fills[i] = float64(g.events-before) / time.Since(t0).Seconds()
+			}
 		}
 		for j := range stores {
-			g := stores[(k+j)%len(stores)]
+			i := (k + j) % len(stores)
+			g := stores[i]
 			f, err := g.measure(ctx, appendFor, reads)
 			if err != nil {
 				return figs, errors.Join(fmt.Errorf("%s: at %d: %w", g.backend, size, err), closeAll())
 			}
+			f.fill = fills[i]
 			figs[g.backend] = append(figs[g.backend], f)
 		}
 	}
@@ -617,6 +625,13 @@ func printGrowth(w io.Writer, b string, figs []growthFigures) {
 			v := get(f)
 			ratio := v / get(figs[0])
 			cells = append(cells, fmt.Sprintf("%s%s (%.2f)", formatFig(v), unit, ratio))
+		}
+		fmt.Fprintln(w, "| "+strings.Join(cells, " | ")+" |")
+	}
+	if len(figs) > 1 && figs[1].fill > 0 {
+		cells := []string{"fill to this size, 10-event saves, 8 writers"}
+		for _, f := range figs {
+			cells = append(cells, formatFig(f.fill)+" ev/s")
 		}
 		fmt.Fprintln(w, "| "+strings.Join(cells, " | ")+" |")
 	}
