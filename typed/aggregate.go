@@ -36,6 +36,24 @@ type RepositoryOptions struct {
 	// Logger receives what does not fail a call but should be known, such
 	// as a snapshot that could not be saved or read; nil discards it.
 	Logger *slog.Logger
+
+	// SnapshotEvery > 0 turns snapshots on: after a save that brings an
+	// aggregate SnapshotEvery or more versions (saves) past the snapshot
+	// its state was loaded from (or past version 0), Save saves a
+	// snapshot of the aggregate's state, and Load starts from the
+	// aggregate's snapshot and folds only the events after it. 0 means no
+	// snapshots: Load reads none, Save takes none.
+	SnapshotEvery int
+	// StateVersion is the version of S's shape in snapshots, at least 0.
+	// Bump it when S changes so that a snapshot of the older shape would
+	// decode wrong: Load ignores a snapshot of another StateVersion and
+	// folds every event, and the next save replaces the snapshot.
+	StateVersion int
+	// StateCodec encodes S in snapshots; nil means JSONCodec. The state
+	// must come back equal through it: with JSON, fields that are not
+	// exported are lost, so keep the state in exported fields (or give S
+	// MarshalJSON and UnmarshalJSON).
+	StateCodec Codec
 }
 
 // Repository loads, decides and saves the aggregates of one aggregate
@@ -46,6 +64,9 @@ type Repository[S any] struct {
 	apply         func(*S, Event) error
 	retries       int
 	log           *slog.Logger
+	every         int   // snapshot every this many versions; 0: none
+	stateVersion  int   // RepositoryOptions.StateVersion
+	codec         Codec // of S in snapshots
 }
 
 // NewRepository returns a Repository of the aggregates of aggregateType
@@ -64,7 +85,11 @@ func NewRepository[S any](st *Store, aggregateType string, apply func(state *S, 
 	if opts != nil {
 		o = *opts
 	}
-	r := &Repository[S]{st: st, aggregateType: aggregateType, apply: apply, retries: o.Retries, log: o.Logger}
+	r := &Repository[S]{st: st, aggregateType: aggregateType, apply: apply, retries: o.Retries, log: o.Logger,
+		every: max(o.SnapshotEvery, 0), stateVersion: o.StateVersion, codec: o.StateCodec}
+	if r.codec == nil {
+		r.codec = JSONCodec{}
+	}
 	if r.retries == 0 {
 		r.retries = DefaultRetries
 	}
@@ -78,17 +103,29 @@ func NewRepository[S any](st *Store, aggregateType string, apply func(state *S, 
 // AggregateType returns the aggregate type of r's aggregates.
 func (r *Repository[S]) AggregateType() string { return r.aggregateType }
 
-// Load returns the aggregate id, its state folded from its events. An
-// aggregate without events is no error: it comes back at Version 0 with
-// the zero state, ready for a first save. Load fails when an event does
-// not decode (a *CodecError) or apply fails (apply's error, wrapped with
-// the event's id and type).
+// Load returns the aggregate id, its state folded from its events (from
+// its snapshot on, with snapshots on). An aggregate without events is no
+// error: it comes back at Version 0 with the zero state, ready for a first
+// save. Load fails when an event does not decode (a *CodecError) or apply
+// fails (apply's error, wrapped with the event's id and type). A snapshot
+// that cannot be read or decoded is logged and ignored: Load folds every
+// event instead.
 func (r *Repository[S]) Load(ctx context.Context, id string) (Aggregate[S], error) {
-	agg := Aggregate[S]{ID: id}
 	if r.apply == nil {
-		return agg, fmt.Errorf("typed: load %s/%s: the Repository has no apply function: %w", r.aggregateType, id, eventstore.ErrInvalid)
+		return Aggregate[S]{ID: id}, fmt.Errorf("typed: load %s/%s: the Repository has no apply function: %w", r.aggregateType, id, eventstore.ErrInvalid)
 	}
-	switch err := r.fold(ctx, &agg); {
+	agg := Aggregate[S]{ID: id}
+	if r.every > 0 {
+		r.fromSnapshot(ctx, &agg)
+	}
+	err := r.fold(ctx, &agg)
+	if errors.Is(err, errBehind) {
+		// The aggregate was deleted and saved again since the snapshot
+		// was read: fold its events from the first.
+		agg = Aggregate[S]{ID: id}
+		err = r.fold(ctx, &agg)
+	}
+	switch {
 	case errors.Is(err, errNoEvents):
 		return Aggregate[S]{ID: id}, nil
 	case err != nil:
@@ -99,20 +136,30 @@ func (r *Repository[S]) Load(ctx context.Context, id string) (Aggregate[S], erro
 
 // fold applies the events after agg.Version to agg.
 func (r *Repository[S]) fold(ctx context.Context, agg *Aggregate[S]) error {
-	for ev, err := range r.st.LoadAfter(ctx, r.aggregateType, agg.ID, agg.Version) {
+	for {
+		page, more, err := r.st.st.LoadRange(ctx, r.aggregateType, agg.ID, agg.Version, loadPage)
 		switch {
-		case err == nil:
 		case errors.Is(err, eventstore.ErrNotFound):
 			return errNoEvents
-		default:
+		case err != nil:
 			return fmt.Errorf("load %s/%s: %w", r.aggregateType, agg.ID, err)
+		case page.Version < agg.Version:
+			return errBehind
 		}
-		if err := r.apply(&agg.State, ev); err != nil {
-			return fmt.Errorf("load %s/%s: apply event %s of type %q (version %d): %w", r.aggregateType, agg.ID, ev.ID, ev.Type, ev.Version, err)
+		for _, e := range page.Events {
+			ev, err := r.st.reg.Decode(e)
+			if err != nil {
+				return fmt.Errorf("load %s/%s: %w", r.aggregateType, agg.ID, err)
+			}
+			if err := r.apply(&agg.State, ev); err != nil {
+				return fmt.Errorf("load %s/%s: apply event %s of type %q (version %d): %w", r.aggregateType, agg.ID, ev.ID, ev.Type, ev.Version, err)
+			}
+			agg.Version = ev.Version
 		}
-		agg.Version = ev.Version
+		if !more || len(page.Events) == 0 {
+			return nil
+		}
 	}
-	return nil
 }
 
 // Save saves events (values of registered types, or NewEvents holding
@@ -121,11 +168,20 @@ func (r *Repository[S]) fold(ctx context.Context, agg *Aggregate[S]) error {
 // eventstore.ErrConflict (a *eventstore.ConflictError) and nothing is
 // saved. No events save nothing and return agg.Version. Save does not
 // change agg; load again for the state after the save.
+//
+// With snapshots on, a save that brings the aggregate SnapshotEvery
+// versions past agg's snapshot loads the aggregate again and saves a
+// snapshot of its state; a failure there is logged, never the save's
+// error (the events are saved, and a later save tries again).
 func (r *Repository[S]) Save(ctx context.Context, agg Aggregate[S], events []any) (eventstore.SaveResult, error) {
 	if len(events) == 0 {
 		return eventstore.SaveResult{Version: agg.Version}, nil
 	}
-	return r.st.Save(ctx, r.aggregateType, agg.ID, events, &SaveOptions{ExpectedVersion: eventstore.ExpectVersion(agg.Version)})
+	res, err := r.st.Save(ctx, r.aggregateType, agg.ID, events, &SaveOptions{ExpectedVersion: eventstore.ExpectVersion(agg.Version)})
+	if err == nil && r.every > 0 && res.Version-agg.snapshot >= int64(r.every) {
+		r.takeSnapshot(ctx, agg.ID)
+	}
+	return res, err
 }
 
 // Update is Load, decide and Save in one call, retried on conflicts: it
@@ -162,5 +218,8 @@ func (r *Repository[S]) Update(ctx context.Context, id string, decide func(state
 	}
 }
 
-// errNoEvents ends a fold of an aggregate without events.
-var errNoEvents = errors.New("typed: no events")
+// Fold outcomes that are not errors of Load.
+var (
+	errNoEvents = errors.New("typed: no events")                           // the aggregate has none
+	errBehind   = errors.New("typed: the aggregate is behind its snapshot") // deleted and saved again
+)

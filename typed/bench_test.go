@@ -204,6 +204,12 @@ func BenchmarkAgainstRaw(b *testing.B) {
 }
 
 func alternate(b *testing.B, raw, typ func(i int) error) {
+	alternateNamed(b, "raw", "typed", raw, typ)
+}
+
+// alternateNamed runs base and other alternately and reports the ratio of
+// their medians as other/base.
+func alternateNamed(b *testing.B, baseName, otherName string, raw, typ func(i int) error) {
 	var rawTimes, typedTimes []time.Duration
 	for i := 0; b.Loop(); i++ {
 		first, second := raw, typ
@@ -227,12 +233,65 @@ func alternate(b *testing.B, raw, typ func(i int) error) {
 	// Medians, so that a collection or another process's burst landing
 	// on one side now and then does not decide the ratio.
 	rawMedian, typedMedian := median(rawTimes), median(typedTimes)
-	b.ReportMetric(float64(typedMedian)/float64(rawMedian), "typed/raw")
-	b.ReportMetric(float64(rawMedian.Nanoseconds()), "raw-median-ns")
-	b.ReportMetric(float64(typedMedian.Nanoseconds()), "typed-median-ns")
+	b.ReportMetric(float64(typedMedian)/float64(rawMedian), otherName+"/"+baseName)
+	b.ReportMetric(float64(rawMedian.Nanoseconds()), baseName+"-median-ns")
+	b.ReportMetric(float64(typedMedian.Nanoseconds()), otherName+"-median-ns")
 }
 
 func median(ds []time.Duration) time.Duration {
 	slices.Sort(ds)
 	return ds[len(ds)/2]
+}
+
+// BenchmarkSnapshotLoad: Repository.Load of a 100,000-event aggregate
+// from its snapshot at its last 100 events, against Load of a 100-event
+// aggregate (no snapshot), alternating; both of saves of 10 events.
+// Reports snapshot/small:
+//
+//	go test ./typed -run '^$' -bench SnapshotLoad -benchtime 2000x -count 5
+func BenchmarkSnapshotLoad(b *testing.B) {
+	ctx := context.Background()
+	_, ts := benchStores(b)
+	type counts struct{ Lines, Notes int }
+	apply := func(c *counts, e typed.Event) error {
+		switch e.Value.(type) {
+		case benchLine:
+			c.Lines++
+		case benchNote:
+			c.Notes++
+		}
+		return nil
+	}
+	big := typed.NewRepository(ts, "order", apply, &typed.RepositoryOptions{SnapshotEvery: 1 << 30})
+	small := typed.NewRepository(ts, "order", apply, nil)
+	const bigEvents = 100_000
+	var last typed.Aggregate[counts]
+	for i := range bigEvents / benchBatch {
+		res, err := ts.Save(ctx, "order", "big", benchEventsOf(i), nil)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if i == bigEvents/benchBatch-benchEvents/benchBatch-1 {
+			last = typed.Aggregate[counts]{ID: "big", Version: res.Version}
+		}
+	}
+	// The snapshot's state is not what 99,900 events fold to, which a
+	// load from it does not check: the cost is what is measured.
+	if err := big.SaveSnapshot(ctx, last); err != nil {
+		b.Fatal(err)
+	}
+	for i := range benchEvents / benchBatch {
+		if _, err := ts.Save(ctx, "order", "small", benchEventsOf(i), nil); err != nil {
+			b.Fatal(err)
+		}
+	}
+	check := func(a typed.Aggregate[counts], err error) error {
+		if err == nil && a.State.Lines+a.State.Notes != benchEvents {
+			err = fmt.Errorf("folded %d events, want %d", a.State.Lines+a.State.Notes, benchEvents)
+		}
+		return err
+	}
+	alternateNamed(b, "small", "snapshot",
+		func(int) error { return check(small.Load(ctx, "small")) },
+		func(int) error { return check(big.Load(ctx, "big")) })
 }

@@ -37,6 +37,15 @@
 // decide again, a bounded number of times. [Repository.Load] and
 // [Repository.Save] are its parts.
 //
+// # Snapshots
+//
+// With [RepositoryOptions].SnapshotEvery set, a Repository saves a
+// snapshot of an aggregate's state every that many saves, and loads start
+// from it, folding only the events after it. StateVersion names the
+// state's shape: a snapshot of another is ignored, and replaced at the
+// next save. A snapshot that fails to save or load is logged, never an
+// error of the save or the load.
+//
 // # Errors
 //
 // A value this package cannot encode or decode (an unregistered Go type or
