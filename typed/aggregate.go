@@ -220,6 +220,6 @@ func (r *Repository[S]) Update(ctx context.Context, id string, decide func(state
 
 // Fold outcomes that are not errors of Load.
 var (
-	errNoEvents = errors.New("typed: no events")                           // the aggregate has none
+	errNoEvents = errors.New("typed: no events")                            // the aggregate has none
 	errBehind   = errors.New("typed: the aggregate is behind its snapshot") // deleted and saved again
 )
