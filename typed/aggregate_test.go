@@ -106,6 +106,16 @@ func TestRepositoryParts(t *testing.T) {
 	assert.ErrorIs(t, err, typed.ErrUnregistered, "an event that does not decode fails the load")
 	assert.ErrorContains(t, err, `"Frozen"`)
 
+	const id = "9d7e0c52-1b0a-4d38-a3a4-0d6a3f0e0009"
+	res, err = accounts.Update(ctx, "a-4", func(*account) ([]any, error) {
+		return []any{typed.NewEvent{ID: id, Value: deposited{Amount: 2}}}, nil
+	})
+	require.NoError(t, err)
+	assert.Equal(t, int64(1), res.Version)
+	evs := collect(t, ts.Load(ctx, "account", "a-4"))
+	require.Len(t, evs, 1)
+	assert.Equal(t, id, evs[0].ID, "decide may give ids (and metadata) with NewEvent")
+
 	var nilApply typed.Repository[account]
 	_, err = nilApply.Load(ctx, "a-1")
 	assert.ErrorIs(t, err, eventstore.ErrInvalid)

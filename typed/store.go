@@ -39,8 +39,9 @@ type Store struct {
 	reg *Registry
 }
 
-// NewStore returns a Store that saves to and reads from st, encoding and
-// decoding with reg.
+// NewStore returns a Store that saves to and reads from st (not nil),
+// encoding and decoding with reg (nil: an empty Registry, so every event
+// is ErrUnregistered).
 func NewStore(st *eventstore.Store, reg *Registry) *Store {
 	return &Store{st: st, reg: reg}
 }
