@@ -16,11 +16,11 @@ const DefaultRetries = 3
 
 // Aggregate is an aggregate's state, folded from its events.
 type Aggregate[S any] struct {
-	ID string
+	ID string // the aggregate's id, within the Repository's aggregate type
 	// Version is the aggregate's version that State reflects: the number
 	// of saves folded into it, 0 for an aggregate without events.
 	Version int64
-	State   S
+	State   S // folded by the Repository's apply function from the zero S
 
 	// snapshot is the version of the snapshot State was built from, 0 for
 	// none: the next snapshot is due SnapshotEvery saves after it.

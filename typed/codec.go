@@ -13,7 +13,11 @@ import "encoding/json"
 // Registry.Encode refuses data that is not a JSON object. Snapshot data
 // has no such rule.
 type Codec interface {
+	// Marshal encodes v, a value of a registered type (or a pointer to
+	// one), or an aggregate's state.
 	Marshal(v any) ([]byte, error)
+	// Unmarshal decodes data into v, a pointer to a new value of the
+	// registered type (or to a zero state).
 	Unmarshal(data []byte, v any) error
 }
 

@@ -16,10 +16,10 @@ type Entry struct {
 	// checkpoint and read after it to go on from here (see
 	// eventstore.FeedEntry).
 	Cursor                     int64
-	AggregateType, AggregateID string
-	Version                    int64 // the aggregate version the save produced
-	RecordedAt                 time.Time
-	Events                     []Event
+	AggregateType, AggregateID string    // the aggregate the save appended to
+	Version                    int64     // the aggregate version the save produced
+	RecordedAt                 time.Time // when the save was recorded
+	Events                     []Event   // the save's events in order, decoded where they could be
 }
 
 // decodeEntry decodes the events of e; every event is in the Entry, those
