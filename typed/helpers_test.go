@@ -61,10 +61,13 @@ var schemas atomic.Int64
 // the end; it skips when PostgreSQL is unreachable, unless
 // EVENTSTORE_POSTGRES_REQUIRED=1.
 func openPostgres(t *testing.T, n int) []*eventstore.Store {
-	url := os.Getenv("EVENTSTORE_POSTGRES_URL")
-	if url == "" {
-		url = "postgres://postgres@127.0.0.1:5432/test?sslmode=disable"
-	}
+	stores, _ := openPostgresSchema(t, n)
+	return stores
+}
+
+// openPostgresSchema is openPostgres that also returns the schema's name.
+func openPostgresSchema(t *testing.T, n int) ([]*eventstore.Store, string) {
+	url := postgresURL()
 	schema := fmt.Sprintf("es_typed_test_%d_%d", os.Getpid(), schemas.Add(1))
 	t.Cleanup(func() {
 		if conn, err := pgx.Connect(context.Background(), url); err == nil {
@@ -83,5 +86,13 @@ func openPostgres(t *testing.T, n int) []*eventstore.Store {
 		}
 		out[i] = mustStore(t, s)
 	}
-	return out
+	return out, schema
+}
+
+// postgresURL is EVENTSTORE_POSTGRES_URL, or the local test database.
+func postgresURL() string {
+	if url := os.Getenv("EVENTSTORE_POSTGRES_URL"); url != "" {
+		return url
+	}
+	return "postgres://postgres@127.0.0.1:5432/test?sslmode=disable"
 }
