@@ -14,7 +14,7 @@ import (
 // outcome is unknown; retrying it with the same event ids is safe.
 var (
 	ErrNotFound    = storage.ErrNotFound    // no such aggregate, projection or instance
-	ErrConflict    = storage.ErrConflict    // the write contradicts the stored state; nothing was written
+	ErrConflict    = storage.ErrConflict    // the write contradicts the stored state (nothing was written), or a feed cursor is past the head (see CursorAheadError)
 	ErrInvalid     = storage.ErrInvalid     // unacceptable input; see ValidationError
 	ErrClosed      = storage.ErrClosed      // a call after Close
 	ErrUnavailable = storage.ErrUnavailable // the storage failed transiently or did not answer in time

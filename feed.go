@@ -67,6 +67,27 @@ type FeedResult struct {
 	Head    int64       // the feed's latest FeedSequence or Position, whatever the options
 }
 
+// CursorAheadError is the error of a feed read (ReadFeed, Subscribe)
+// whose cursor is past the feed's head: a number the feed never gave, or
+// one given by a store that has since lost its latest events (restored
+// from a backup, or a replica promoted before it had received them). The
+// read answers at once instead of waiting for the feed to reach the
+// cursor, which it may never do. It wraps ErrConflict.
+type CursorAheadError struct {
+	AggregateType string // the feed's type, "" for the feed of all types
+	Cursor        int64  // the cursor read after
+	Head          int64  // the feed's head (FeedResult.Head)
+}
+
+// Error implements the error interface.
+func (e *CursorAheadError) Error() string {
+	return fmt.Sprintf("eventstore: read %s after %d: the cursor is past the feed's head %d: %v",
+		feedName(e.AggregateType), e.Cursor, e.Head, ErrConflict)
+}
+
+// Unwrap returns ErrConflict.
+func (e *CursorAheadError) Unwrap() error { return ErrConflict }
+
 // ReadFeed reads the feed of aggregateType ("" for all types) after the
 // cursor after (0 for the start). A reader that goes on from Next sees
 // every entry exactly once, in order, also under concurrent writers; a
@@ -74,7 +95,8 @@ type FeedResult struct {
 // never reused, but may have gaps. With opts.Wait it long-polls: it
 // returns once an entry exists or Wait has passed, or with ctx's error. A
 // type without events fails with ErrNotFound, bad options with a
-// *ValidationError.
+// *ValidationError, a cursor after the feed's head at once with a
+// *CursorAheadError.
 func (s *Store) ReadFeed(ctx context.Context, aggregateType string, after int64, opts *FeedOptions) (FeedResult, error) {
 	q, err := s.feedQuery(aggregateType, after, opts)
 	if err != nil {
@@ -295,8 +317,10 @@ func (s *Store) readFeed(ctx context.Context, q feedQuery) (FeedResult, error) {
 	// The head is read after the entries, so it is never behind them.
 	head, err := s.storage.FeedHead(ctx, q.typ)
 	switch {
+	case err == nil && q.after > head:
+		return FeedResult{}, &CursorAheadError{AggregateType: q.typ, Cursor: q.after, Head: head}
 	case err == nil:
-		res.Head = max(head, res.Next)
+		res.Head = head
 	case isNotFound(err) && len(res.Entries) == 0:
 		return FeedResult{}, fmt.Errorf("%s: %w", q.name(), ErrNotFound)
 	case isNotFound(err):

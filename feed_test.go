@@ -306,8 +306,52 @@ func TestReadFeedWait(t *testing.T) {
 	// Cancelled: ctx's error.
 	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Millisecond)
 	defer cancel()
-	_, err = st.ReadFeed(ctx, "", 100, &eventstore.FeedOptions{Wait: time.Minute})
+	_, err = st.ReadFeed(ctx, "", 3, &eventstore.FeedOptions{Wait: time.Minute})
 	assert.ErrorIs(t, err, context.DeadlineExceeded)
+}
+
+// TestReadFeedCursorPastHead: Head is the feed's head whatever the cursor,
+// and a cursor past it is a *CursorAheadError at once, also for a long
+// poll and a subscription (which before waited for the feed to reach the
+// cursor, answering Head = the cursor).
+func TestReadFeedCursorPastHead(t *testing.T) {
+	forBackends(t, func(t *testing.T, st *eventstore.Store) {
+		saveAll(t, st, []saved{{"order", "o-1", 2}, {"user", "u-1", 1}, {"order", "o-2", 1}})
+		// The feed of orders is at FeedSequence 2, that of all types at position 4.
+		for _, c := range []struct {
+			typ       string
+			head      int64
+			filter    []string
+			partition bool
+		}{{"order", 2, nil, false}, {"", 4, nil, false}, {"", 4, []string{"user"}, false}, {"", 4, nil, true}} {
+			opts := &eventstore.FeedOptions{Types: c.filter}
+			if c.partition {
+				opts.PartitionCount, opts.PartitionNumber = 2, 1
+			}
+			for after := int64(0); after <= c.head; after++ {
+				res, err := st.ReadFeed(t.Context(), c.typ, after, opts)
+				require.NoError(t, err)
+				assert.Equal(t, c.head, res.Head, "%q after %d %+v", c.typ, after, c)
+			}
+			for _, after := range []int64{c.head + 1, 41} {
+				ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)
+				wait := *opts
+				wait.Wait = time.Minute
+				_, err := st.ReadFeed(ctx, c.typ, after, &wait)
+				cancel()
+				var ahead *eventstore.CursorAheadError
+				require.ErrorAs(t, err, &ahead, "%q after %d", c.typ, after)
+				assert.ErrorIs(t, err, eventstore.ErrConflict)
+				assert.Equal(t, eventstore.CursorAheadError{AggregateType: c.typ, Cursor: after, Head: c.head}, *ahead)
+			}
+		}
+		ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)
+		defer cancel()
+		err := st.Subscribe(ctx, "order", 41, nil, func(context.Context, eventstore.FeedEntry) error { return nil })
+		var ahead *eventstore.CursorAheadError
+		require.ErrorAs(t, err, &ahead)
+		assert.Equal(t, int64(2), ahead.Head)
+	})
 }
 
 // TestSubscribeConcurrentWriters follows the feed while writers save: every

@@ -15,7 +15,8 @@ import (
 // like) to resume from it. Subscribe returns nil once ctx is done (also if
 // handle then returns ctx's error), handle's error unchanged (the entry
 // counts as not delivered), or an error wrapping ErrClosed, a
-// *ValidationError or a storage error; ErrUnavailable is retried.
+// *ValidationError, a *CursorAheadError (after is past the feed's head) or
+// a storage error; ErrUnavailable is retried.
 func (s *Store) Subscribe(ctx context.Context, aggregateType string, after int64, opts *FeedOptions, handle func(ctx context.Context, e FeedEntry) error) error {
 	q, err := s.feedQuery(aggregateType, after, opts)
 	if err != nil {

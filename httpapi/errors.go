@@ -107,6 +107,18 @@ var errorTable = []errorRule{
 			}
 			return "the body is not valid JSON"
 		}},
+	{func(err error) bool { var e *eventstore.CursorAheadError; return errors.As(err, &e) }, http.StatusConflict, "cursor_ahead",
+		func(r *http.Request, err error) string {
+			var e *eventstore.CursorAheadError
+			errors.As(err, &e)
+			feed := "_all"
+			if e.AggregateType != "" {
+				feed = e.AggregateType
+			}
+			return fmt.Sprintf("since %d is past the head of feed %q, %d: send back only a sequenceNumber this feed gave "+
+				"(a store restored from a backup, or a replica that took over before it had the latest events, can be behind its readers)",
+				e.Cursor, clip(feed), e.Head)
+		}},
 	{is(eventstore.ErrInvalid), http.StatusUnprocessableEntity, "invalid", invalidMessage},
 	{is(eventstore.ErrNotFound), http.StatusNotFound, "not_found", notFoundMessage},
 	{is(eventstore.ErrConflict), http.StatusConflict, "conflict", conflictMessage},
@@ -208,11 +220,16 @@ func notFoundMessage(r *http.Request, err error) string {
 		return fmt.Sprintf("aggregate type %q has no aggregates", clip(typ))
 	case patFeed:
 		return fmt.Sprintf("feed %q has no events", clip(typ))
-	}
-	if name != "" {
+	case patReactionDef:
+		return fmt.Sprintf("reaction definition %q was not found", clip(name))
+	case patReaction, patReactionExecute, muxPattern(patReactionExecute):
+		return fmt.Sprintf("reaction %q was not found", clip(r.PathValue("reactionId")))
+	case patTenant:
+		return fmt.Sprintf("tenant %q was not found", clip(r.PathValue("tenantId")))
+	case patDefinition, patSingleList, patSingleCount, patSingle, patAggregated:
 		return fmt.Sprintf("projection %q was not found", clip(name))
 	}
-	return "not found"
+	return fmt.Sprintf("nothing was found at %s", clip(r.URL.Path))
 }
 
 // conflictMessage says what a conflict is about.
@@ -285,6 +302,10 @@ func translate(r *http.Request, err error) problem {
 		p.fields = []eventstore.FieldError{{Field: qe.param, Message: qe.msg}}
 	}
 	var be *eventstore.BatchError
+	var ce *eventstore.CursorAheadError
+	if p.fields == nil && errors.As(err, &ce) {
+		p.fields = []eventstore.FieldError{{Field: "since", Message: fmt.Sprintf("must be at most the feed's head, %d, got %d", ce.Head, ce.Cursor)}}
+	}
 	if p.fields == nil && errors.As(err, &be) {
 		p.fields = []eventstore.FieldError{{Field: fmt.Sprintf("batches[%d]", be.Index),
 			Message: "not at its expectedVersion, or mixing stored and new event ids"}}

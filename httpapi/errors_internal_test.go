@@ -32,6 +32,13 @@ func TestErrorTable(t *testing.T) {
 		{"ErrNotFound feed", patFeed, backend(eventstore.ErrNotFound), 404, "not_found", `feed "order" has no events`},
 		{"ErrNotFound type", patType, backend(eventstore.ErrNotFound), 404, "not_found", `aggregate type "order" has no aggregates`},
 		{"ErrNotFound definition", patDefinition, backend(eventstore.ErrNotFound), 404, "not_found", `projection "p" was not found`},
+		{"ErrNotFound reaction definition", patReactionDef, backend(eventstore.ErrNotFound), 404, "not_found", `reaction definition "p" was not found`},
+		{"ErrNotFound reaction", patReaction, backend(eventstore.ErrNotFound), 404, "not_found", `reaction "r-1" was not found`},
+		{"ErrNotFound reaction execute", patReactionExecute, backend(eventstore.ErrNotFound), 404, "not_found", `reaction "r-1" was not found`},
+		{"ErrNotFound tenant", patTenant, backend(eventstore.ErrNotFound), 404, "not_found", `tenant "t-1" was not found`},
+		{"ErrNotFound aggregated list", patAggregatedList, backend(eventstore.ErrNotFound), 404, "not_found", `nothing was found at /x`},
+		{"cursor ahead", patFeed, backend(&eventstore.CursorAheadError{AggregateType: "order", Cursor: 41, Head: 3}), 409, "cursor_ahead",
+			`since 41 is past the head of feed "order", 3`},
 		{"ErrConflict save", patAggregateEvents, backend(eventstore.ErrConflict), 409, "conflict", "aggregate order/o-1 is not at the expectedVersion"},
 		{"version conflict", patAggregateEvents, backend(&eventstore.ConflictError{AggregateType: "order", AggregateID: "o-1", Current: 2,
 			Expected: eventstore.ExpectVersion(1)}), 409, "conflict", "aggregate order/o-1 is at version 2, not the expectedVersion 1; nothing was stored"},
@@ -67,6 +74,8 @@ func TestErrorTable(t *testing.T) {
 			r.SetPathValue("type", "order")
 			r.SetPathValue("id", "o-1")
 			r.SetPathValue("name", "p")
+			r.SetPathValue("reactionId", "r-1")
+			r.SetPathValue("tenantId", "t-1")
 			p := translate(r, c.err)
 			if p.status != c.status || p.code != c.code {
 				t.Errorf("status %d %s, want %d %s", p.status, p.code, c.status, c.code)

@@ -493,3 +493,38 @@ func TestEncryptedDataHTTP(t *testing.T) {
 		t.Errorf("%+v", b.Errors)
 	}
 }
+
+// TestFeedSincePastHead: currentSequenceNumber is the feed's head whatever
+// since is, and a since past the head is 409 cursor_ahead at once, also
+// with a long waitTime, with the head in a header (before, the answer
+// echoed since as currentSequenceNumber after waiting the whole waitTime).
+func TestFeedSincePastHead(t *testing.T) {
+	e := newFeedEnv(t, nil)
+	saveN(e, "order", "o-1", 2)
+	saveN(e, "user", "u-1", 1)
+	saveN(e, "order", "o-2", 1)
+	for _, c := range []struct {
+		feed string
+		head int64
+	}{{"order", 2}, {"_all", 4}} {
+		for since := int64(0); since <= c.head; since++ {
+			if f := e.feed(fmt.Sprintf("/feeds/%s?since=%d", c.feed, since)); f.CurrentSequenceNumber != c.head {
+				t.Errorf("%s since=%d: currentSequenceNumber %d, want the head %d", c.feed, since, f.CurrentSequenceNumber, c.head)
+			}
+		}
+		for _, since := range []int64{c.head + 1, 41} {
+			start := time.Now()
+			res := e.do("GET", fmt.Sprintf("/feeds/%s?since=%d&waitTime=60000", c.feed, since), "")
+			if took := time.Since(start); took > 30*time.Second {
+				t.Errorf("%s since=%d waited %v", c.feed, since, took)
+			}
+			if h := res.Header.Get(httpapi.HeaderSequenceNumber); h != strconv.FormatInt(c.head, 10) {
+				t.Errorf("%s since=%d: %s %q, want the head %d", c.feed, since, httpapi.HeaderSequenceNumber, h, c.head)
+			}
+			b := mustErr(t, res, 409, "cursor_ahead")
+			if !hasField(b.Errors, "since") || !strings.Contains(b.Message, fmt.Sprintf("since %d is past the head of feed %q, %d", since, c.feed, c.head)) {
+				t.Errorf("%s since=%d: %+v", c.feed, since, b)
+			}
+		}
+	}
+}

@@ -137,8 +137,12 @@
 // from after to is 400). Every filter combines with since and limit:
 // hasMore says whether entries after the last returned one pass the
 // filters, and since = the last sequenceNumber reads on.
-// currentSequenceNumber is the head of the unfiltered feed. A feed with no
-// events is 404 (_all never is). HEAD answers 200 with the head in the
+// currentSequenceNumber is the head of the unfiltered feed, whatever since
+// is. A since past the head (a number the feed never gave, or one given by
+// a store that has since lost its latest events) is 409 cursor_ahead at
+// once, with the head in the Serialized-SequenceNumber-Current header,
+// instead of a long poll for a number the feed may never reach. A feed
+// with no events is 404 (_all never is). HEAD answers 200 with the head in the
 // Serialized-SequenceNumber-Current header. At most Options.MaxLongPolls
 // reads wait at once; others are answered at once.
 //

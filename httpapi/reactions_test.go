@@ -128,8 +128,14 @@ func TestReactionsHTTP(t *testing.T) {
 	later := e.reactions("?status=SCHEDULED").Reactions[0]
 	e.must(200, "DELETE", "/reactions/"+later.ReactionID, "")
 	e.must(409, "DELETE", "/reactions/"+later.ReactionID, "")
-	e.must(404, "DELETE", "/reactions/nope", "")
-	e.must(404, "POST", "/reactions/nope/execute", "")
+	for _, m := range []string{"DELETE", "GET"} {
+		if b := mustErr(t, e.do(m, "/reactions/nope", ""), 404, "not_found"); b.Message != `reaction "nope" was not found` {
+			t.Errorf("%s /reactions/nope: %q, want the reaction named", m, b.Message)
+		}
+	}
+	if b := mustErr(t, e.do("POST", "/reactions/nope/execute", ""), 404, "not_found"); b.Message != `reaction "nope" was not found` {
+		t.Errorf("POST /reactions/nope/execute: %q, want the reaction named", b.Message)
+	}
 	e.must(404, "POST", "/reactions/nope/other", "")
 	assert.Equal(t, "CANCELED", e.reactions("?reactionName=later").Reactions[0].Status)
 
@@ -148,7 +154,11 @@ func TestReactionsHTTP(t *testing.T) {
 		e.must(400, "GET", "/reactions"+q, "")
 	}
 	e.must(200, "DELETE", "/reactions/definitions/later", "")
-	e.must(404, "GET", "/reactions/definitions/later", "")
+	for _, m := range []string{"GET", "DELETE"} {
+		if b := mustErr(t, e.do(m, "/reactions/definitions/later", ""), 404, "not_found"); b.Message != `reaction definition "later" was not found` {
+			t.Errorf("%s /reactions/definitions/later: %q, want the reaction definition named", m, b.Message)
+		}
+	}
 }
 
 func TestReactionsNotEnabled(t *testing.T) {

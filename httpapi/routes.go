@@ -19,6 +19,7 @@ const (
 	patSingleCount     = "/projections/single/{name}/_count"
 	patSingle          = "/projections/single/{name}/{id}"
 	patAggregated      = "/projections/aggregated/{name}"
+	patAggregatedList  = "/projections/aggregated"
 	patOpenAPI         = "/openapi.json"
 	patStatus          = "/status"
 	patTenants         = "/tenants"
@@ -62,6 +63,7 @@ func (h *handler) routes() []pathRoutes {
 		{patSingleList, []route{{http.MethodGet, h.listSingle}, {http.MethodHead, h.listSingle}, {http.MethodDelete, h.resetProjection(false)}}},
 		{patSingleCount, []route{{http.MethodGet, h.countSingle}, {http.MethodHead, h.countSingle}}},
 		{patSingle, []route{{http.MethodGet, h.querySingle}, {http.MethodHead, h.querySingle}}},
+		{patAggregatedList, []route{{http.MethodGet, h.listAggregated}, {http.MethodHead, h.listAggregated}}},
 		{patAggregated, []route{{http.MethodGet, h.queryAggregated}, {http.MethodHead, h.queryAggregated}, {http.MethodDelete, h.resetProjection(true)}}},
 		{patOpenAPI, []route{{http.MethodGet, h.openAPI}, {http.MethodHead, h.openAPI}}},
 		{patStatus, []route{{http.MethodGet, h.status}, {http.MethodHead, h.status}}},

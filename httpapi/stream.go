@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"compress/gzip"
+	"errors"
 	"io"
 	"net/http"
 	"strconv"
@@ -255,6 +256,10 @@ func (h *handler) streamFeed(w http.ResponseWriter, r *http.Request, typ string,
 		var err error
 		res, err = h.store(r).ReadFeed(r.Context(), typ, since, &opts)
 		if err != nil {
+			var ahead *eventstore.CursorAheadError
+			if errors.As(err, &ahead) {
+				w.Header().Set(HeaderSequenceNumber, strconv.FormatInt(ahead.Head, 10))
+			}
 			b.fail(err)
 			return
 		}
