@@ -13,7 +13,7 @@ import (
 	"github.com/eventkit-go/eventstore/storage/memory"
 )
 
-// Example_readme is the README's "Library use" example; TestReadmeExample
+// Example_readme is the example of docs/library.md; TestReadmeExample
 // checks that the README shows exactly the code between the markers.
 func Example_readme() {
 	// README begin

@@ -6,9 +6,10 @@ import (
 	"testing"
 )
 
-// TestReadmeExample: the README's "Library use" code is the body of
-// Example_readme (between its README begin and end markers, one tab
-// less), so the code users copy compiles and runs with the tests.
+// TestReadmeExample: the code of docs/library.md's "Store and Projector"
+// section is the body of Example_readme (between its README begin and end
+// markers, one tab less), so the code users copy compiles and runs with
+// the tests.
 func TestReadmeExample(t *testing.T) {
 	src, err := os.ReadFile("example_readme_test.go")
 	if err != nil {
@@ -23,16 +24,16 @@ func TestReadmeExample(t *testing.T) {
 	for _, line := range strings.SplitAfter(code, "\n") {
 		want.WriteString(strings.TrimPrefix(line, "\t"))
 	}
-	readme, err := os.ReadFile("README.md")
+	readme, err := os.ReadFile("docs/library.md")
 	if err != nil {
 		t.Fatal(err)
 	}
 	_, after, ok := strings.Cut(string(readme), "<!-- Example_readme in example_readme_test.go; TestReadmeExample keeps them equal -->\n```go\n")
 	if !ok {
-		t.Fatal("README.md lacks the Example_readme block")
+		t.Fatal("docs/library.md lacks the Example_readme block")
 	}
 	got, _, _ := strings.Cut(after, "```\n")
 	if got != want.String() {
-		t.Errorf("the README's library example differs from Example_readme:\nREADME:\n%s\nExample_readme:\n%s", got, want.String())
+		t.Errorf("the library example of docs/library.md differs from Example_readme:\ndocs/library.md:\n%s\nExample_readme:\n%s", got, want.String())
 	}
 }
