@@ -29,9 +29,14 @@ func TestMain(m *testing.M) {
 // the harness is exercised by go test and cannot rot.
 var tiny = sizes{appendFor: 20 * time.Millisecond, loadEvents: 30, loads: 2, feedEvents: 250, rebuild: 420, reps: 1}
 
+// testPGURL returns the database of the tests: EVENTSTORE_BENCH_PG_URL,
+// else EVENTSTORE_POSTGRES_URL (the library's tests' and .ci/run's), else
+// the local default.
 func testPGURL() string {
-	if u := os.Getenv("EVENTSTORE_BENCH_PG_URL"); u != "" {
-		return u
+	for _, env := range []string{"EVENTSTORE_BENCH_PG_URL", "EVENTSTORE_POSTGRES_URL"} {
+		if u := os.Getenv(env); u != "" {
+			return u
+		}
 	}
 	return "postgres://postgres@127.0.0.1:5432/test?sslmode=disable"
 }

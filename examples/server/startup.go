@@ -46,7 +46,10 @@ func reportStartup(ctx context.Context, st *eventstore.Store, p *eventstore.Proj
 		var behind, most int64
 		n := 0
 		for _, s := range ov {
-			if lag := s.Head - s.Checkpoint; lag > 0 {
+			// Behind, not Head - Checkpoint: the newest events may be of
+			// types no projection reads, which leaves the checkpoints
+			// below the head with nothing to catch up.
+			if lag := s.Behind; lag > 0 {
 				behind += lag
 				most = max(most, lag)
 				n++

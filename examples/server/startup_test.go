@@ -50,3 +50,46 @@ func TestReportStartup(t *testing.T) {
 	assert.Contains(t, out, "positions_behind=50")
 	assert.Contains(t, out, "projections caught up")
 }
+
+// TestReportStartupNothingToCatchUp: when the newest events are of a type
+// no projection reads, the projections' checkpoints stay below the head
+// but nothing is behind (Status.Behind 0): the server says they have
+// caught up at once instead of logging "projector catching up ...
+// per_second=0" every interval forever.
+func TestReportStartupNothingToCatchUp(t *testing.T) {
+	ctx := context.Background()
+	st, err := eventstore.New(memory.New(), nil)
+	require.NoError(t, err)
+	defer st.Close()
+	p := eventstore.NewProjector(st, nil)
+	for _, name := range []string{"a", "b"} {
+		def, err := eventstore.DecodeDefinition([]byte(`{"projectionName":"` + name + `","feedName":"order","aggregated":true,
+			"handlers":[{"eventType":"Placed","functions":[{"function":"inc","targetSelector":"$.projection.n"}]}]}`))
+		require.NoError(t, err)
+		require.NoError(t, p.Create(ctx, def))
+	}
+	_, err = st.Save(ctx, "order", uuid.NewString(), []eventstore.NewEvent{{ID: uuid.NewString(), Type: "Placed"}}, nil)
+	require.NoError(t, err)
+	require.NoError(t, p.CatchUp(ctx))
+	for range 5 {
+		_, err := st.Save(ctx, "user", uuid.NewString(), []eventstore.NewEvent{{ID: uuid.NewString(), Type: "Joined"}}, nil)
+		require.NoError(t, err)
+	}
+	ov, err := p.Overview(ctx)
+	require.NoError(t, err)
+	require.Len(t, ov, 2)
+	require.Less(t, ov[0].Checkpoint, ov[0].Head, "the case of the issue: checkpoints below the head of all types")
+	var logs syncBuffer
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		reportStartup(ctx, st, p, slog.New(slog.NewTextHandler(&logs, nil)), 20*time.Millisecond)
+	}()
+	select {
+	case <-done:
+	case <-time.After(5 * time.Second):
+		t.Fatal("reportStartup still reports progress with nothing to catch up")
+	}
+	assert.NotContains(t, logs.String(), "projector catching up")
+	assert.Contains(t, logs.String(), "projections caught up")
+}
