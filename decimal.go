@@ -2,7 +2,9 @@ package eventstore
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
+	"math/big"
 	"strconv"
 
 	"github.com/eventkit-go/eventstore/internal/decimal"
@@ -61,6 +63,34 @@ func (d Decimal) Int64() (int64, error) {
 		return 0, fmt.Errorf("eventstore: Decimal %q is not an int64: %w", clip(string(d)), err)
 	}
 	return n, nil
+}
+
+// Rat returns d exactly, as a big.Rat: "12.50" is 25/2, "1e-3" is
+// 1/1000, whatever its digits (at most 1,000, as a projection's numbers).
+// A zero Decimal (no value) or text that is not a decimal number is an
+// error wrapping ErrInvalid.
+func (d Decimal) Rat() (*big.Rat, error) {
+	if d == "" {
+		return nil, fmt.Errorf("eventstore: Decimal: no value: %w", ErrInvalid)
+	}
+	v, err := decimal.Parse(string(d))
+	if err != nil {
+		return nil, fmt.Errorf("eventstore: Decimal %q is not a decimal number: %w", clip(string(d)), ErrInvalid)
+	}
+	return v.Rat(), nil
+}
+
+// Cmp compares d and e as numbers, exactly: it returns -1 when d < e, 0
+// when they are equal ("1.50" and "1.5" are) and +1 when d > e. When
+// either is not a number (see Rat), it returns 0 and an error wrapping
+// ErrInvalid.
+func (d Decimal) Cmp(e Decimal) (int, error) {
+	a, errA := d.Rat()
+	b, errB := e.Rat()
+	if err := errors.Join(errA, errB); err != nil {
+		return 0, err
+	}
+	return a.Cmp(b), nil
 }
 
 // String returns the decimal's text.

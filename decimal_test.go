@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"math/big"
 	"testing"
 
 	"github.com/eventkit-go/eventstore"
@@ -74,3 +75,62 @@ func ExampleDecimal() {
 	// {"total":"12.75","count":"2"}
 	// 12.75 12.75 2
 }
+
+// TestDecimalRatAndCmp: Rat is exact, beyond float64's precision too, and
+// Cmp compares numbers, not texts; neither takes a non-number.
+func TestDecimalRatAndCmp(t *testing.T) {
+	for _, c := range []struct {
+		d    eventstore.Decimal
+		want string // the big.Rat's text
+	}{
+		{"12.50", "25/2"}, {"-1e3", "-1000/1"}, {"0.1", "1/10"}, {"1e-3", "1/1000"}, {"0", "0/1"},
+		{"9007199254740993.3", "90071992547409933/10"}, {"+007", "7/1"},
+	} {
+		r, err := c.d.Rat()
+		require.NoError(t, err, c.d)
+		assert.Equal(t, c.want, r.String(), c.d)
+	}
+	// 0.1 + 0.2 is 0.3 exactly, as add computes it (in float64 it is not).
+	a, _ := eventstore.Decimal("0.1").Rat()
+	b, _ := eventstore.Decimal("0.2").Rat()
+	sum, _ := eventstore.Decimal("0.3").Rat()
+	assert.Zero(t, new(big.Rat).Add(a, b).Cmp(sum))
+
+	for _, c := range []struct {
+		a, b eventstore.Decimal
+		want int
+	}{
+		{"1.50", "1.5", 0}, {"2", "10", -1}, {"10", "9.99", 1}, {"-3", "-2.5", -1}, {"1e2", "100.000", 0},
+		{"9007199254740993", "9007199254740992", 1}, // equal as float64
+	} {
+		got, err := c.a.Cmp(c.b)
+		require.NoError(t, err)
+		assert.Equal(t, c.want, got, "%s vs %s", c.a, c.b)
+		back, err := c.b.Cmp(c.a)
+		require.NoError(t, err)
+		assert.Equal(t, -c.want, back, "%s vs %s", c.b, c.a)
+	}
+	for _, bad := range []eventstore.Decimal{"", "cheap", "1.2.3", "NaN", "Inf", "0x10", "1e5000"} {
+		_, err := bad.Rat()
+		assert.ErrorIs(t, err, eventstore.ErrInvalid, "%q", bad)
+		_, err = eventstore.Decimal("1").Cmp(bad)
+		assert.ErrorIs(t, err, eventstore.ErrInvalid, "%q", bad)
+	}
+}
+
+// ExampleDecimal_Cmp compares amounts of a projection exactly, whatever
+// their digits.
+func ExampleDecimal_Cmp() {
+	var order struct {
+		Total, Limit eventstore.Decimal
+	}
+	_ = json.Unmarshal([]byte(`{"Total":"9007199254740993.10","Limit":9007199254740993.1}`), &order)
+	c, err := order.Total.Cmp(order.Limit)
+	fmt.Println(c, err)
+	total, _ := order.Total.Rat()
+	fmt.Println(total.FloatString(2))
+	// Output:
+	// 0 <nil>
+	// 9007199254740993.10
+}
+
