@@ -133,4 +133,3 @@ func ExampleDecimal_Cmp() {
 	// 0 <nil>
 	// 9007199254740993.10
 }
-
