@@ -51,7 +51,7 @@ func start(t *testing.T, args []string, env map[string]string) (string, []string
 	done := make(chan error, 1)
 	go func() { done <- run(ctx, args, func(k string) string { return env[k] }, out, &logs) }()
 	var before []string
-	deadline := time.After(10 * time.Second)
+	deadline := time.After(30 * time.Second) // a loaded machine: opening PostgreSQL projects took 12 s at a load of 30
 	for {
 		select {
 		case line := <-out.lines:
