@@ -10,6 +10,7 @@ require (
 	github.com/prometheus/client_golang v1.25.0
 	github.com/stretchr/testify v1.12.1
 	github.com/tidwall/gjson v1.20.1
+	github.com/tidwall/sjson v1.2.5
 	modernc.org/sqlite v1.61.1
 )
 
