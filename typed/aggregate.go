@@ -190,7 +190,10 @@ func (r *Repository[S]) Save(ctx context.Context, agg Aggregate[S], events []any
 // came first it loads again and calls decide again, up to
 // RepositoryOptions.Retries times; then it fails with an error wrapping
 // eventstore.ErrConflict. decide's error is returned unchanged, with
-// nothing saved; no events save nothing.
+// nothing saved; no events save nothing. Other errors come back at once,
+// eventstore.ErrUnavailable too: the save's outcome is then unknown, and
+// deciding again could save the command twice (give the events ids with
+// NewEvent to make a retry of your own idempotent).
 //
 // decide sees the state as loaded; what it changes in it is not kept
 // (only events change state). It may be called several times, so it must
