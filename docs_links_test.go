@@ -19,7 +19,7 @@ func TestDocsLinks(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	pages = append(pages, "README.md", "CHANGELOG.md")
+	pages = append(pages, "README.md")
 	anchors := map[string]map[string]bool{}
 	anchorsOf := func(path string) map[string]bool {
 		if a, ok := anchors[path]; ok {
