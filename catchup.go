@@ -67,6 +67,9 @@ func (p *Projector) catchUp(ctx context.Context, pr *proj, target int64, cache *
 	at := stored // how far this call has verified the feed
 	wait := time.Millisecond
 	for {
+		if c.foreign() {
+			return p.skipForeign(pr, c)
+		}
 		limit := p.batch
 		if c.external() {
 			// Each event is a call out: commit progress more often.
@@ -168,6 +171,9 @@ func (pr *proj) advance(to int64) {
 // the page touches are taken from what pr committed last (proj.recent) or
 // loaded in one call, changed as trees, and encoded once.
 func (p *Projector) apply(ctx context.Context, pr *proj, c *compiled, from int64, page storage.FeedPage, gen int64) (storage.ProjectionCommit, error) {
+	if c.code != nil {
+		return p.applyCode(ctx, pr, c, from, page, gen)
+	}
 	name := pr.name
 	commit := storage.ProjectionCommit{Name: name, From: from, To: page.Head, Indexed: len(c.indexed) > 0}
 	type item struct {

@@ -38,6 +38,10 @@ type Definition struct {
 	// project's reset on to every tenant, open or not, in any process.
 	// Leave it 0 otherwise (Put keeps the stored counts).
 	Resets int64 `json:"-"`
+	// Code is set, by Projector.Definition and Definitions only, on the
+	// definition of a projection written in Go (CodeProjection), whose
+	// Handlers then name only event types.
+	Code *CodeSpec `json:"code,omitempty"`
 }
 
 // Handler applies Functions, in order, to the projection instance of every
@@ -95,6 +99,9 @@ type compiled struct {
 	indexed []selector
 	// ext: some handler calls an external function.
 	ext bool
+	// code is the Go code of a projection in Go (def.Code set), nil when
+	// it is not registered in this Projector at the stored version.
+	code *CodeProjection
 }
 
 type handlerKey struct{ feed, eventType string }
@@ -127,6 +134,9 @@ func compile(d Definition) (*compiled, error) {
 	}
 	if d.Feed == "" && slices.ContainsFunc(d.Handlers, func(h Handler) bool { return h.Feed == "" }) {
 		v.add("feedName", "is required (or a feedName on every handler)")
+	}
+	if d.Code != nil {
+		v.add("code", "is set only on projections written in Go (Projector.Register)")
 	}
 	defID := compileIDField(&v, "idField", d.IDField, d.Aggregated)
 	c := &compiled{def: d, handlers: make(map[handlerKey]*chandler, len(d.Handlers))}
@@ -191,9 +201,9 @@ func compile(d Definition) (*compiled, error) {
 	if len(c.feeds) == 1 {
 		c.feed = c.feeds[0]
 	}
-	spec, err := json.Marshal(storedSpec{Definition: withoutResets(d), Secret: d.SigningSecret})
+	spec, err := jsonSpec(d)
 	if err != nil {
-		return nil, fmt.Errorf("projection definition: %w", err)
+		return nil, err
 	}
 	c.spec = spec
 	return c, nil

@@ -102,6 +102,8 @@ type Projector struct {
 
 	mu    sync.Mutex
 	projs map[string]*proj
+	// code are the projections in Go registered (Register), by name.
+	code map[string]*compiled
 	// busy names the projections caught up apart (catchUpApart).
 	busy map[string]bool
 	// listed are the names of the stored definitions as Run last read
@@ -149,6 +151,9 @@ type proj struct {
 	recent    map[string]storage.ProjectionState
 	recentAt  int64
 	recentGen int64
+	// warned is the stored version of a projection in Go this Projector
+	// last warned it does not apply (skipForeign). Guarded by mu.
+	warned int64
 }
 
 // maxRecent bounds proj.recent: an aggregated projection needs one
@@ -224,6 +229,7 @@ func NewProjector(st *Store, opts *ProjectorOptions) *Projector {
 		functions:   opts.functionCaller(),
 		kick:        make(chan struct{}, 1),
 		projs:       make(map[string]*proj),
+		code:        make(map[string]*compiled),
 		busy:        make(map[string]bool),
 	}
 }
@@ -271,7 +277,7 @@ func (p *Projector) lookupStored(ctx context.Context, name string) (*proj, error
 	if err != nil {
 		return nil, wrapNotFound(fmt.Sprintf("projection %q", name), err)
 	}
-	c, err := decodeStored(rec)
+	c, err := p.decodeStored(rec)
 	if err != nil {
 		return nil, err
 	}
@@ -286,21 +292,9 @@ func (p *Projector) lookupStored(ctx context.Context, name string) (*proj, error
 	return pr, nil
 }
 
-func decodeStored(rec storage.DefinitionRecord) (*compiled, error) {
-	d, err := decodeSpec(rec.Spec)
-	if err != nil {
-		return nil, fmt.Errorf("projection %q: stored definition is unreadable: %v", rec.Name, err)
-	}
-	c, err := compile(d)
-	if err != nil {
-		return nil, fmt.Errorf("projection %q: stored definition: %w", rec.Name, err)
-	}
-	return c, nil
-}
-
 // refresh recompiles pr from a changed stored definition. pr.mu is held.
 func (p *Projector) refresh(pr *proj, rec storage.DefinitionRecord) (*compiled, error) {
-	c, err := decodeStored(rec)
+	c, err := p.decodeStored(rec)
 	if err != nil {
 		return nil, err
 	}

@@ -31,6 +31,9 @@ func (p *Projector) Create(ctx context.Context, d Definition) error {
 	// Built from the start, a new projection has every reset of its
 	// source's definition behind it.
 	if err := p.storage.CreateDefinition(ctx, p.record(d.Name, c, 0, d.Resets)); err != nil {
+		if rec, rerr := p.storage.Definition(ctx, d.Name); errors.Is(err, ErrConflict) && rerr == nil && isCodeSpec(rec.Spec) {
+			err = errCodeProjection
+		}
 		return fmt.Errorf("create projection %q: %w", d.Name, err)
 	}
 	p.wake()
@@ -113,6 +116,9 @@ func (p *Projector) put(ctx context.Context, d Definition, c *compiled) (PutResu
 		return PutCreated, nil
 	case err != nil:
 		return 0, fmt.Errorf("put projection %q: %w", d.Name, err)
+	}
+	if isCodeSpec(rec.Spec) {
+		return 0, fmt.Errorf("put projection %q: %w", d.Name, errCodeProjection)
 	}
 	resets, applied := specCounts(rec.Spec)
 	if d.Resets > applied {
@@ -239,13 +245,18 @@ func (p *Projector) checkCount(ctx context.Context) error {
 }
 
 // Delete removes the projection with its instances and any pending
-// replacement; the name can be used again.
+// replacement; the name can be used again. A projection in Go registered
+// in this Projector is not deleted (ErrConflict): one no longer registered
+// anywhere may be.
 func (p *Projector) Delete(ctx context.Context, name string) error {
 	if err := checkProjectionName(name); err != nil {
 		return err
 	}
 	if err := p.checkOpen("delete projection", name); err != nil {
 		return err
+	}
+	if p.registered(name) != nil {
+		return fmt.Errorf("delete projection %q: %w: it is registered in this Projector", name, errCodeProjection)
 	}
 	pr := p.cached(name)
 	if pr != nil {
@@ -333,7 +344,7 @@ func (p *Projector) countReset(ctx context.Context, name string, add, applied in
 		if err != nil {
 			return err
 		}
-		c, err := decodeStored(rec)
+		c, err := p.decodeStored(rec)
 		if err != nil {
 			return err
 		}
@@ -373,7 +384,7 @@ func (p *Projector) Definition(ctx context.Context, name string) (Definition, er
 	if err != nil {
 		return Definition{}, wrapNotFound(fmt.Sprintf("projection %q", name), err)
 	}
-	c, err := decodeStored(rec)
+	c, err := p.decodeStored(rec)
 	if err != nil {
 		return Definition{}, err
 	}
@@ -401,7 +412,7 @@ func (p *Projector) Definitions(ctx context.Context) ([]Definition, error) {
 		if next, ok := pending[rec.Name]; ok {
 			rec = next
 		}
-		c, err := decodeStored(rec)
+		c, err := p.decodeStored(rec)
 		if err != nil {
 			return nil, err
 		}

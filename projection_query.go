@@ -239,6 +239,9 @@ func (p *Projector) sync(ctx context.Context, pr *proj) error {
 		return nil
 	}
 	err := p.catchUp(ctx, pr, target, nil)
+	if errors.Is(err, errForeignCode) {
+		return nil // applied by the processes that register it; answer from what they committed
+	}
 	if errors.Is(err, ErrFull) {
 		p.log.Warn("eventstore: the storage is out of space; answering from the projection as it is", "projection", pr.name, "err", err)
 		return nil
@@ -373,6 +376,9 @@ func (p *Projector) catchUpStored(ctx context.Context, storeName string, cache *
 		return err
 	}
 	if err := p.catchUp(ctx, pr, p.store.lastPos.Load(), cache); err != nil {
+		if errors.Is(err, errForeignCode) {
+			return nil // not applied here, never swapped in by this process
+		}
 		return err
 	}
 	name, ok := strings.CutSuffix(storeName, replacementSuffix)

@@ -36,7 +36,7 @@ func (p *Projector) Status(ctx context.Context, name string) (Status, error) {
 // status completes the Status of rec, whose replacement being rebuilt is
 // next (nil for none), with the feed's head.
 func (p *Projector) status(ctx context.Context, rec storage.DefinitionRecord, next *storage.DefinitionRecord, head int64) (Status, error) {
-	c, err := decodeStored(rec)
+	c, err := p.decodeStored(rec)
 	if err != nil {
 		return Status{}, err
 	}

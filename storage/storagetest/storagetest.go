@@ -88,6 +88,7 @@ func cases() []testCase {
 	all = append(all, aggregateListCases()...)
 	all = append(all, searchCases()...)
 	all = append(all, projectorCases()...)
+	all = append(all, codeProjectionCases()...)
 	all = append(all, languageCases()...)
 	all = append(all, errorTextCases()...)
 	all = append(all, reactionCases()...)

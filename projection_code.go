@@ -1,0 +1,359 @@
+package eventstore
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/eventkit-go/eventstore/storage"
+)
+
+// CodeProjection is a projection whose handler is Go code instead of a
+// Definition's functions: a projection in Go. Register it with
+// [Projector.Register] in every process that should apply it; package
+// typed builds one from handlers over typed events and a typed state
+// (typed.NewProjection), which is the usual way to write one.
+//
+// A Go projection is applied by the same Projector, with the same
+// guarantees, as a Definition: from its feed, in order, exactly once per
+// event, each page committed with its checkpoint; queries (Single,
+// AwaitSingle, List, Count, Aggregated, Status) read your writes; an event
+// whose handler fails is recorded in Status.Errors and changes nothing of
+// its instance. Instances are stored as the JSON objects the states
+// encode to, and served as such by the same queries and HTTP endpoints as
+// a Definition's.
+//
+// The code is not stored. The storage keeps a definition record, so that
+// checkpoints, Status, Definitions and the HTTP listing work: a Definition
+// whose Code names the Version, with one Handler (EventType only) per
+// event type. Raising Version rebuilds the projection from history (see
+// Register).
+type CodeProjection struct {
+	// Name is the projection's name (see CheckName); it shares the names
+	// of Definitions.
+	Name string
+	// Description is for people, as a Definition's.
+	Description string
+	// Feed is the aggregate type whose events the projection reads.
+	Feed string
+	// Version is the version of the code, at least 1. Raise it whenever
+	// the code computes otherwise (or its state is encoded otherwise):
+	// the projection is then rebuilt from history.
+	Version int64
+	// Aggregated makes one instance over the whole feed, addressed by
+	// Name; else there is one per aggregate id, or per Key.
+	Aggregated bool
+	// EventTypes are the event types of Feed the projection handles (at
+	// most MaxHandlers); the others are skipped without being decoded.
+	EventTypes []string
+	// Key, for a single projection, returns the id of the instance an
+	// event changes (a name as CheckName says); nil keys instances by
+	// aggregate id. An error is recorded for the event, which then
+	// changes nothing.
+	Key func(e *Event) (string, error)
+	// Decode returns the state of an instance from its stored JSON
+	// object, or a new state when data is nil. An instance whose stored
+	// object does not decode is left unchanged by every event, each
+	// recorded as an error.
+	Decode func(data []byte) (CodeState, error)
+}
+
+// CodeState is the state of one instance of a CodeProjection while the
+// Projector applies a page of events to it: decoded once per page, changed
+// by Apply for each event, and encoded once, when the page is committed.
+type CodeState interface {
+	// Apply folds e into the state. It must be deterministic, a function
+	// of the state and the event only, and do no I/O: the Projector
+	// applies events again when it rebuilds the projection, and to undo
+	// an event that failed. An error is recorded for the event, which
+	// then changes nothing: the instance is taken as it was before it.
+	// Returning DropInstance deletes the instance (a later event starts a
+	// new one). e and its Data belong to the Projector: Apply must not
+	// keep or modify them.
+	Apply(e *Event) error
+	// MarshalJSON encodes the state as a JSON object of at most
+	// ProjectorOptions.MaxInstanceBytes; an event after which it does
+	// not is recorded as an error and changes nothing.
+	MarshalJSON() ([]byte, error)
+}
+
+// DropInstance is returned by CodeState.Apply to delete the instance the
+// event was applied to, as the function delete does. It is not an error:
+// nothing is recorded.
+var DropInstance = errors.New("eventstore: drop the projection instance")
+
+// CodeSpec marks the Definition of a projection in Go (CodeProjection):
+// its handlers are code, so the Definition lists only their event types.
+// Put and Create refuse a Definition with a CodeSpec, and Put refuses to
+// replace a projection in Go with a Definition.
+type CodeSpec struct {
+	Version int64 `json:"version"` // CodeProjection.Version
+}
+
+// errCodeProjection reports an attempt to change a projection in Go
+// through a Definition.
+var errCodeProjection = fmt.Errorf("%w: the projection is written in Go (registered with Projector.Register); it cannot be replaced or deleted by a definition", ErrConflict)
+
+// errForeignCode reports a projection in Go that this Projector does not
+// apply: its code, at the stored version, is not registered here.
+var errForeignCode = errors.New("eventstore: projection in Go not registered in this process at the stored version")
+
+// compileCode validates cp and compiles it.
+func compileCode(cp CodeProjection) (*compiled, error) {
+	v := validation{op: "register projection"}
+	checkName(&v, "name", cp.Name)
+	checkName(&v, "feed", cp.Feed)
+	if msg := descriptionProblem(cp.Description); msg != "" {
+		v.add("description", "%s", msg)
+	}
+	if cp.Version < 1 {
+		v.add("version", "must be at least 1")
+	}
+	switch {
+	case len(cp.EventTypes) == 0:
+		v.add("eventTypes", "at least one event type is required")
+	case len(cp.EventTypes) > MaxHandlers:
+		v.add("eventTypes", "at most %d event types are allowed", MaxHandlers)
+		cp.EventTypes = cp.EventTypes[:MaxHandlers]
+	}
+	for i, t := range cp.EventTypes {
+		if msg := typeProblem(t); msg != "" {
+			v.add(fmt.Sprintf("eventTypes[%d]", i), "%s", msg)
+		} else if j := slices.Index(cp.EventTypes, t); j < i {
+			v.add(fmt.Sprintf("eventTypes[%d]", i), "%q is already at eventTypes[%d]", clip(t), j)
+		}
+	}
+	if cp.Decode == nil {
+		v.add("decode", "is required")
+	}
+	if cp.Aggregated && cp.Key != nil {
+		v.add("key", "applies to single projections only")
+	}
+	if err := v.err(); err != nil {
+		return nil, err
+	}
+	cp.EventTypes = slices.Clone(cp.EventTypes)
+	d := Definition{Name: cp.Name, Description: cp.Description, Feed: cp.Feed, Aggregated: cp.Aggregated, Code: &CodeSpec{Version: cp.Version}}
+	for _, t := range cp.EventTypes {
+		d.Handlers = append(d.Handlers, Handler{EventType: t})
+	}
+	c := codeCompiled(d)
+	c.code = &cp
+	spec, err := jsonSpec(d)
+	if err != nil {
+		return nil, err
+	}
+	c.spec = spec
+	return c, nil
+}
+
+// codeCompiled returns the compiled form of the stored definition of a
+// projection in Go, without its code.
+func codeCompiled(d Definition) *compiled {
+	c := &compiled{def: d, handlers: make(map[handlerKey]*chandler, len(d.Handlers)), feed: d.Feed}
+	if d.Feed != "" {
+		c.feeds = []string{d.Feed}
+	}
+	for _, h := range d.Handlers {
+		c.handlers[handlerKey{d.Feed, h.EventType}] = &chandler{}
+	}
+	return c
+}
+
+// decodeStored compiles a stored definition; one of a projection in Go
+// takes the code registered for its name and version, if any.
+func (p *Projector) decodeStored(rec storage.DefinitionRecord) (*compiled, error) {
+	d, err := decodeSpec(rec.Spec)
+	if err != nil {
+		return nil, fmt.Errorf("projection %q: stored definition is unreadable: %v", rec.Name, err)
+	}
+	if d.Code == nil {
+		c, err := compile(d)
+		if err != nil {
+			return nil, fmt.Errorf("projection %q: stored definition: %w", rec.Name, err)
+		}
+		return c, nil
+	}
+	c := codeCompiled(d)
+	if c.spec, err = jsonSpec(d); err != nil {
+		return nil, err
+	}
+	if reg := p.registered(strings.TrimSuffix(rec.Name, replacementSuffix)); reg != nil && reg.def.Code.Version == d.Code.Version {
+		c.code = reg.code
+		c.handlers = reg.handlers // the registered code decides what it handles
+	}
+	return c, nil
+}
+
+// registered returns the projection in Go registered under name, or nil.
+func (p *Projector) registered(name string) *compiled {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.code[name]
+}
+
+// jsonSpec is the stored spec of d, without reset counts.
+func jsonSpec(d Definition) ([]byte, error) {
+	spec, err := json.Marshal(storedSpec{Definition: withoutResets(d), Secret: d.SigningSecret})
+	if err != nil {
+		return nil, fmt.Errorf("projection definition: %w", err)
+	}
+	return spec, nil
+}
+
+// foreign reports a projection in Go whose code is not registered in this
+// Projector at the stored version.
+func (c *compiled) foreign() bool { return c.def.Code != nil && c.code == nil }
+
+// isCodeSpec reports whether a stored spec is that of a projection in Go.
+func isCodeSpec(spec []byte) bool {
+	d, err := decodeSpec(spec)
+	return err == nil && d.Code != nil
+}
+
+// Register adds the projection in Go cp to the Projector, which applies
+// it from then on like a stored Definition, and stores its definition
+// record (see CodeProjection) unless it is stored already. A program calls
+// it once per Projector, at start, in every process that should apply the
+// projection, before Run. The same name twice, or the name of a stored
+// Definition, is ErrConflict; an invalid cp a *ValidationError.
+//
+// Versions: the stored record keeps the version that is applied. A
+// higher Version than the stored one is rebuilt from history as a
+// replacement, as Put does (Status.Rebuilding), and takes over once caught
+// up; Sync waits for that. Until then queries answer from the older
+// version's instances, which only processes still registering that
+// version keep current. A process whose Version is lower than the stored
+// one (or than a replacement being built) applies nothing of it, never
+// rebuilds it back, and logs a warning; its queries answer from what the
+// newer processes commit. So during a rolling deployment the processes of
+// the new version build and take over the projection, those of the old one
+// step aside, and no two processes rebuild it in turn.
+func (p *Projector) Register(ctx context.Context, cp CodeProjection) error {
+	c, err := compileCode(cp)
+	if err != nil {
+		return err
+	}
+	if err := p.checkOpen("register projection", cp.Name); err != nil {
+		return err
+	}
+	p.mu.Lock()
+	if p.code[cp.Name] != nil {
+		p.mu.Unlock()
+		return fmt.Errorf("register projection %q: %w: already registered in this Projector", cp.Name, ErrConflict)
+	}
+	p.code[cp.Name] = c
+	delete(p.projs, cp.Name) // compiled before the code was known
+	delete(p.projs, cp.Name+replacementSuffix)
+	p.mu.Unlock()
+	if err := p.storeCode(ctx, c); err != nil {
+		p.mu.Lock()
+		delete(p.code, cp.Name)
+		p.mu.Unlock()
+		return err
+	}
+	p.wake()
+	return nil
+}
+
+// storeCode stores the definition record of the projection in Go c, or
+// its replacement when the stored one is of a lower version.
+func (p *Projector) storeCode(ctx context.Context, c *compiled) error {
+	name, version := c.def.Name, c.def.Code.Version
+	wrap := func(err error) error { return fmt.Errorf("register projection %q: %w", name, err) }
+	for attempt := 1; ; attempt++ {
+		retry := attempt < maxPutAttempts
+		rec, err := p.storage.Definition(ctx, name)
+		switch {
+		case errors.Is(err, ErrNotFound):
+			if err := p.checkCount(ctx); err != nil {
+				return err
+			}
+			err := p.storage.CreateDefinition(ctx, p.record(name, c, 0, 0))
+			if errors.Is(err, ErrConflict) && retry {
+				continue // created meanwhile, perhaps by another process
+			}
+			if err != nil {
+				return wrap(err)
+			}
+			return nil
+		case err != nil:
+			return wrap(err)
+		}
+		d, err := decodeSpec(rec.Spec)
+		if err != nil || d.Code == nil {
+			return wrap(fmt.Errorf("%w: a projection definition of that name exists (not written in Go); delete it first", ErrConflict))
+		}
+		resets, applied := specCounts(rec.Spec)
+		switch stored := d.Code.Version; {
+		case stored > version:
+			p.log.Warn("eventstore: the store holds a newer version of this projection in Go; this process does not apply it",
+				"projection", name, "version", version, "storedVersion", stored)
+			return nil
+		case stored == version:
+			// The same code: keep the record current (description, event
+			// types), no rebuild.
+			want := specWith(c, resets, applied)
+			if bytes.Equal(want, rec.Spec) {
+				return nil
+			}
+			err := p.storage.UpdateSpec(ctx, name, rec.Spec, want)
+			if (errors.Is(err, ErrConflict) || errors.Is(err, ErrNotFound)) && retry {
+				continue
+			}
+			if err != nil {
+				return wrap(err)
+			}
+			return nil
+		}
+		// An older version is stored: build this one beside it.
+		shadow := name + replacementSuffix
+		pending, err := p.storage.Definition(ctx, shadow)
+		switch {
+		case err == nil:
+			if pd, err := decodeSpec(pending.Spec); err == nil && pd.Code != nil && pd.Code.Version >= version {
+				if pd.Code.Version > version {
+					p.log.Warn("eventstore: a newer version of this projection in Go is being built; this process does not apply it",
+						"projection", name, "version", version, "buildingVersion", pd.Code.Version)
+				}
+				return nil // this version is being built (perhaps by another process), or a newer one
+			}
+			if err := p.storage.DeleteDefinition(ctx, shadow); err != nil && !errors.Is(err, ErrNotFound) {
+				return wrap(err)
+			}
+			p.forget(shadow)
+		case !errors.Is(err, ErrNotFound):
+			return wrap(err)
+		}
+		err = p.storage.CreateDefinition(ctx, p.record(shadow, c, resets, applied))
+		if errors.Is(err, ErrConflict) && retry {
+			continue
+		}
+		if err != nil {
+			return wrap(err)
+		}
+		p.log.Info("eventstore: rebuilding a projection in Go for its new version", "projection", name, "version", version, "storedVersion", d.Code.Version)
+		return nil
+	}
+}
+
+// skipForeign logs, once per stored version, that pr is a projection in
+// Go this Projector does not apply, and returns errForeignCode. pr.mu is
+// held.
+func (p *Projector) skipForeign(pr *proj, c *compiled) error {
+	if v := c.def.Code.Version; pr.warned != v {
+		pr.warned = v
+		base := strings.TrimSuffix(pr.name, replacementSuffix)
+		mine := int64(0)
+		if reg := p.registered(base); reg != nil {
+			mine = reg.def.Code.Version
+		}
+		p.log.Warn("eventstore: projection in Go not applied by this process: its code is not registered here at the stored version",
+			"projection", pr.name, "storedVersion", v, "registeredVersion", mine)
+	}
+	return errForeignCode
+}
