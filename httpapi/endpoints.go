@@ -210,7 +210,7 @@ func (h *handler) createDefinition(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if err := h.proj(r).Create(r.Context(), d); err != nil {
-		h.fail(w, r, err)
+		h.fail(w, r, h.codeConflict(r, d.Name, err))
 		return
 	}
 	if err := h.definitionChanged(r, d.Name, false); err != nil {

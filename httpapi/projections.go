@@ -89,7 +89,7 @@ func (h *handler) putDefinition(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if _, err := h.proj(r).Put(r.Context(), d); err != nil {
-		h.fail(w, r, err)
+		h.fail(w, r, h.codeConflict(r, d.Name, err))
 		return
 	}
 	if err := h.definitionChanged(r, d.Name, false); err != nil {
@@ -99,6 +99,24 @@ func (h *handler) putDefinition(w http.ResponseWriter, r *http.Request) {
 	h.sendValue(w, r, d)
 }
 
+// codeConflict returns err, or the API's own error when err is a conflict
+// with the projection in Go of that name.
+func (h *handler) codeConflict(r *http.Request, name string, err error) error {
+	if !errors.Is(err, eventstore.ErrConflict) {
+		return err
+	}
+	if d, derr := h.proj(r).Definition(r.Context(), name); derr == nil && d.Code != nil {
+		return codeProjectionError(name)
+	}
+	return err
+}
+
+// codeProjectionError refuses a change to the projection in Go name.
+func codeProjectionError(name string) error {
+	return apiErr(eventstore.ErrConflict, "projection %q is written in Go (registered by the application, version in \"code\"); "+
+		"it cannot be replaced or deleted over the API: choose another name for a definition", clip(name))
+}
+
 // deleteDefinition serves DELETE /projections/definitions/{name}.
 func (h *handler) deleteDefinition(w http.ResponseWriter, r *http.Request) {
 	seg, err := segments(r, "name")
@@ -106,8 +124,14 @@ func (h *handler) deleteDefinition(w http.ResponseWriter, r *http.Request) {
 		h.fail(w, r, err)
 		return
 	}
+	// A projection written in Go is deleted from Go only: its
+	// processes would otherwise go on without their projection.
+	if d, err := h.proj(r).Definition(r.Context(), seg[0]); err == nil && d.Code != nil {
+		h.fail(w, r, codeProjectionError(seg[0]))
+		return
+	}
 	if err := h.proj(r).Delete(r.Context(), seg[0]); err != nil {
-		h.fail(w, r, err)
+		h.fail(w, r, h.codeConflict(r, seg[0], err))
 		return
 	}
 	if err := h.definitionChanged(r, seg[0], false); err != nil {
