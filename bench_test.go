@@ -180,3 +180,30 @@ func BenchmarkProjection(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkRebuildInGo rebuilds over 100,000 stored events a projection
+// in Go (storagetest.RebuildCode) and the same fold in the function
+// language, alternating in one run, and reports their ratio
+// (go/functions-x), for a single and an aggregated projection.
+func BenchmarkRebuildInGo(b *testing.B) {
+	ctx := context.Background()
+	const events = 100_000
+	for _, aggregated := range []bool{false, true} {
+		name := "single"
+		if aggregated {
+			name = "aggregated"
+		}
+		b.Run(name, func(b *testing.B) {
+			st, _ := eventstore.New(memory.New(), nil)
+			defer st.Close()
+			for i, batch := range batches(events/100, 100) {
+				if _, err := st.Save(ctx, "order", fmt.Sprint(i%100), batch, nil); err != nil {
+					b.Fatal(err)
+				}
+			}
+			storagetest.BenchmarkRebuildInGo(b, st, "order", "Placed", events, aggregated, func(name string) eventstore.CodeProjection {
+				return storagetest.RebuildCode(name, "order", "Placed", aggregated)
+			})
+		})
+	}
+}

@@ -17,10 +17,10 @@ import (
 type codeInstance struct {
 	base   storage.ProjectionState // as stored before the page (Data nil when new)
 	stored bool
-	events []*Event   // of the page, applied to it in order
-	st     CodeState  // decoded state, nil until an event needs it
-	from   []byte     // what st is decoded from when nil: base.Data, or nil after a drop
-	failed bool       // some event failed: the page is folded again one event at a time
+	events []*Event  // of the page, applied to it in order
+	st     CodeState // decoded state, nil until an event needs it
+	from   []byte    // what st is decoded from when nil: base.Data, or nil after a drop
+	failed bool      // some event failed: the page is folded again one event at a time
 	meta   storage.ProjectionState
 	// changed: an event applied; deleted: the last change dropped it.
 	changed, deleted bool

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/eventkit-go/eventstore"
@@ -131,6 +132,9 @@ func (s *Set) projectDefinitions(ctx context.Context) (definitions, error) {
 	if pd.projections, err = s.opts.Definitions.Definitions(ctx); err != nil {
 		return pd, fmt.Errorf("read the project's definitions: %w", err)
 	}
+	// Projections written in Go (Projector.Register) are code of the
+	// project's process: they are not passed on to tenants.
+	pd.projections = slices.DeleteFunc(pd.projections, func(d eventstore.Definition) bool { return d.Code != nil })
 	if s.opts.Reactions != nil {
 		if pd.reactions, err = s.opts.Reactions.Definitions(ctx); err != nil {
 			return pd, fmt.Errorf("read the project's reaction definitions: %w", err)
@@ -196,7 +200,7 @@ func putDefinitions(ctx context.Context, p *eventstore.Projector, want []eventst
 		return err
 	}
 	for _, d := range have {
-		if !names[d.Name] {
+		if !names[d.Name] && d.Code == nil {
 			if err := p.Delete(ctx, d.Name); err != nil && !errors.Is(err, eventstore.ErrNotFound) {
 				return fmt.Errorf("delete definition %s: %w", d.Name, err)
 			}
@@ -221,6 +225,9 @@ func (s *Set) DefinitionChanged(ctx context.Context, name string, reset bool) er
 	d, derr := s.opts.Definitions.Definition(ctx, name)
 	if derr != nil && !errors.Is(derr, eventstore.ErrNotFound) {
 		return derr
+	}
+	if derr == nil && d.Code != nil {
+		return nil // a projection written in Go is not passed on to tenants
 	}
 	var first error
 	for _, e := range s.order {

@@ -253,6 +253,23 @@ func BenchmarkSuite(b *testing.B) {
 // creates a new definition and syncs it.
 func BenchmarkRebuild1M(b *testing.B) {
 	const events = 1_000_000
+	storagetest.BenchmarkRebuild(b, rebuildStore(b, events), "order", "Placed", events, false)
+}
+
+// BenchmarkRebuildInGo rebuilds over 100,000 stored events a projection
+// in Go (storagetest.RebuildCode) and the same fold in the function
+// language, alternating in one run, and reports their ratio
+// (go/functions-x).
+func BenchmarkRebuildInGo(b *testing.B) {
+	const events = 100_000
+	storagetest.BenchmarkRebuildInGo(b, rebuildStore(b, events), "order", "Placed", events, false, func(name string) eventstore.CodeProjection {
+		return storagetest.RebuildCode(name, "order", "Placed", false)
+	})
+}
+
+// rebuildStore returns a Store on a fresh schema holding events of type
+// Placed in feed order, 100 per aggregate, inserted in bulk.
+func rebuildStore(b *testing.B, events int) *eventstore.Store {
 	ctx := context.Background()
 	pool := benchPool(b)
 	store, _, schema := benchStore(b, pool)
@@ -267,7 +284,7 @@ FROM generate_series(1, $1::bigint) g`, events, postgres.DefaultTenant)
 	if _, err := pool.Exec(ctx, `ANALYZE `+table); err != nil {
 		b.Fatal(err)
 	}
-	storagetest.BenchmarkRebuild(b, store, "order", "Placed", events, false)
+	return store
 }
 
 // appendRequest returns a request of n new events for aggregate id.

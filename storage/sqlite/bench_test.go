@@ -296,6 +296,23 @@ func BenchmarkSuite(b *testing.B) {
 // creates a new definition and syncs it.
 func BenchmarkRebuild1M(b *testing.B) {
 	const events = 1_000_000
+	storagetest.BenchmarkRebuild(b, rebuildStore(b, events), "order", "Placed", events, false)
+}
+
+// BenchmarkRebuildInGo rebuilds over 100,000 stored events a projection
+// in Go (storagetest.RebuildCode) and the same fold in the function
+// language, alternating in one run, and reports their ratio
+// (go/functions-x).
+func BenchmarkRebuildInGo(b *testing.B) {
+	const events = 100_000
+	storagetest.BenchmarkRebuildInGo(b, rebuildStore(b, events), "order", "Placed", events, false, func(name string) eventstore.CodeProjection {
+		return storagetest.RebuildCode(name, "order", "Placed", false)
+	})
+}
+
+// rebuildStore returns a Store on a new database holding events of type
+// Placed in feed order, 100 per aggregate, inserted in bulk.
+func rebuildStore(b *testing.B, events int) *eventstore.Store {
 	path := filepath.Join(b.TempDir(), "es.db")
 	s, err := sqlite.Open(path, nil)
 	if err != nil {
@@ -326,7 +343,7 @@ func BenchmarkRebuild1M(b *testing.B) {
 		b.Fatal(err)
 	}
 	b.Cleanup(func() { _ = store.Close() })
-	storagetest.BenchmarkRebuild(b, store, "order", "Placed", events, false)
+	return store
 }
 
 // The machine's fsync latency drifts, so figures of sub-benchmarks run one
