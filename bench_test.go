@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/eventkit-go/eventstore"
+	"github.com/eventkit-go/eventstore/internal/benchfold"
 	"github.com/eventkit-go/eventstore/storage/memory"
 	"github.com/eventkit-go/eventstore/storage/storagetest"
 	"github.com/google/uuid"
@@ -182,7 +183,8 @@ func BenchmarkProjection(b *testing.B) {
 }
 
 // BenchmarkRebuildInGo rebuilds over 100,000 stored events a projection
-// in Go (storagetest.RebuildCode) and the same fold in the function
+// in Go (typed: benchfold.Typed; hook: storagetest.RebuildCode on the
+// root package's hook alone) and the same fold in the function
 // language, alternating in one run, and reports their ratio
 // (go/functions-x), for a single and an aggregated projection.
 func BenchmarkRebuildInGo(b *testing.B) {
@@ -201,8 +203,19 @@ func BenchmarkRebuildInGo(b *testing.B) {
 					b.Fatal(err)
 				}
 			}
-			storagetest.BenchmarkRebuildInGo(b, st, "order", "Placed", events, aggregated, func(name string) eventstore.CodeProjection {
-				return storagetest.RebuildCode(name, "order", "Placed", aggregated)
+			b.Run("typed", func(b *testing.B) {
+				storagetest.BenchmarkRebuildInGo(b, st, "order", "Placed", events, aggregated, func(name string) eventstore.CodeProjection {
+					cp, err := benchfold.Typed(name, "order", "Placed", aggregated)
+					if err != nil {
+						b.Fatal(err)
+					}
+					return cp
+				})
+			})
+			b.Run("hook", func(b *testing.B) {
+				storagetest.BenchmarkRebuildInGo(b, st, "order", "Placed", events, aggregated, func(name string) eventstore.CodeProjection {
+					return storagetest.RebuildCode(name, "order", "Placed", aggregated)
+				})
 			})
 		})
 	}

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/eventkit-go/eventstore"
+	"github.com/eventkit-go/eventstore/internal/benchfold"
 	"github.com/eventkit-go/eventstore/storage"
 	"github.com/eventkit-go/eventstore/storage/postgres"
 	"github.com/eventkit-go/eventstore/storage/storagetest"
@@ -257,13 +258,26 @@ func BenchmarkRebuild1M(b *testing.B) {
 }
 
 // BenchmarkRebuildInGo rebuilds over 100,000 stored events a projection
-// in Go (storagetest.RebuildCode) and the same fold in the function
+// in Go (typed: benchfold.Typed; hook: storagetest.RebuildCode on the
+// root package's hook alone) and the same fold in the function
 // language, alternating in one run, and reports their ratio
 // (go/functions-x).
 func BenchmarkRebuildInGo(b *testing.B) {
 	const events = 100_000
-	storagetest.BenchmarkRebuildInGo(b, rebuildStore(b, events), "order", "Placed", events, false, func(name string) eventstore.CodeProjection {
-		return storagetest.RebuildCode(name, "order", "Placed", false)
+	st := rebuildStore(b, events)
+	b.Run("typed", func(b *testing.B) {
+		storagetest.BenchmarkRebuildInGo(b, st, "order", "Placed", events, false, func(name string) eventstore.CodeProjection {
+			cp, err := benchfold.Typed(name, "order", "Placed", false)
+			if err != nil {
+				b.Fatal(err)
+			}
+			return cp
+		})
+	})
+	b.Run("hook", func(b *testing.B) {
+		storagetest.BenchmarkRebuildInGo(b, st, "order", "Placed", events, false, func(name string) eventstore.CodeProjection {
+			return storagetest.RebuildCode(name, "order", "Placed", false)
+		})
 	})
 }
 
