@@ -68,6 +68,16 @@ func (p *Projector) catchUp(ctx context.Context, pr *proj, target int64, cache *
 	wait := time.Millisecond
 	for {
 		if c.foreign() {
+			if unverified {
+				// What this Projector remembers may predate a swap or
+				// a replacement that it registers the code of.
+				unverified = false
+				if err := read(); err != nil {
+					return err
+				}
+				at = stored
+				continue
+			}
 			return p.skipForeign(pr, c)
 		}
 		limit := p.batch

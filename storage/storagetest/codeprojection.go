@@ -277,6 +277,15 @@ func testCodeVersions(t *testing.T, h *harness) {
 	if err := newP.Register(ctx, tallyProjection("t", 2, true, tally{times: 2})); err != nil {
 		t.Fatal(err)
 	}
+	// A third Projector of version 2 (a third process) knows the
+	// projection before the swap, which another Projector makes.
+	third := eventstore.NewProjector(second, nil)
+	if err := third.Register(ctx, tallyProjection("t", 2, true, tally{times: 2})); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := third.Aggregated(ctx, "t"); err != nil {
+		t.Fatal(err)
+	}
 	if st, err := newP.Status(ctx, "t"); err != nil || !st.Rebuilding || st.Definition.Code.Version != 1 {
 		t.Errorf("Status after registering version 2 = %+v, %v; want version 1 current, rebuilding", st, err)
 	}
@@ -326,6 +335,16 @@ func testCodeVersions(t *testing.T, h *harness) {
 	if st, _ := newP.Status(ctx, "t"); st.Checkpoint <= before {
 		t.Errorf("checkpoint %d, want past %d: the newer Projector applied the save", st.Checkpoint, before)
 	}
+	// The third Projector, which did not make the swap, applies version 2
+	// from then on.
+	mustSave(t, h, "acct", "a1", deposits(5), nil)
+	agg, err = third.Aggregated(ctx, "t")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := readTally(t, agg.Data); got.Count != 5 || got.Sum != 30 {
+		t.Errorf("t read through the third Projector = %s, want count 5 and sum 30: it applies version 2 after another's swap", agg.Data)
+	}
 	// A Projector of version 1 started again neither rebuilds nor applies.
 	again := eventstore.NewProjector(h.store, nil)
 	if err := again.Register(ctx, tallyProjection("t", 1, true, tally{})); err != nil {
@@ -341,8 +360,8 @@ func testCodeVersions(t *testing.T, h *harness) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := readTally(t, agg.Data); got.Sum != 20 {
-		t.Errorf("t = %s, want version 2's sum 20", agg.Data)
+	if got := readTally(t, agg.Data); got.Sum != 30 {
+		t.Errorf("t = %s, want version 2's sum 30", agg.Data)
 	}
 }
 
