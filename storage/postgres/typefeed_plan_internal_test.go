@@ -10,10 +10,11 @@ import (
 )
 
 // typeFeedPlanEvents is how many events TestTypeFeedPlansNearTheHead
-// stores: enough for the planner to have preferred a scan of the table
-// (or a bitmap of a third of it, sorted) to the reading of a type's feed
-// after a FeedSequence near the head through events_type_position.
-const typeFeedPlanEvents = 600_000
+// stores: enough for the planner to have preferred a bitmap of a third of
+// the type, sorted (a scan of the table at 3,000,000), to the reading of
+// a type's feed after a FeedSequence near the head through
+// events_type_position (seen at 200,000 and 600,000).
+const typeFeedPlanEvents = 200_000
 
 // TestTypeFeedPlansNearTheHead checks that a read of a type's feed, after
 // a position (feedType) or after a FeedSequence (feedSeq, what a Store's
