@@ -46,6 +46,12 @@
 // next save. A snapshot that fails to save or load is logged, never an
 // error of the save or the load.
 //
+// # Projections
+//
+// [NewProjection] builds a projection whose handlers are Go functions over
+// a typed state, one per event Go type ([On]), run by the root package's
+// Projector with the same guarantees as a JSON definition.
+//
 // # Errors
 //
 // A value this package cannot encode or decode (an unregistered Go type or
