@@ -194,6 +194,9 @@ const types = await page.$$eval("#events .event-type", es => es.map(e => e.textC
 check(types.join() === "OrderPlaced,OrderPaid,OrderShipped", "o-1's events in order: " + types);
 check((await page.textContent("#events")).includes('"amount": "10.50"'), "event data as formatted JSON");
 await shot("aggregate");
+await page.click("#events .event a");
+await ready();
+check((await page.$$eval(".entry", es => es.map(e => e.dataset.aggregate))).includes("o-1"), "an event's link opens its place in the feed");
 await go("#/aggregate/order/o-2");
 const o2 = await page.textContent("#events");
 check(o2.includes('"big": 12345678901234567890') && o2.includes('"price": 19.990'), "numbers show exactly as stored");
@@ -202,9 +205,6 @@ if (withMetadata) {
   const meta = await page.textContent("#events");
   check(meta.includes("corr-42") && meta.includes("<script>window.__pwned='script'</script>"), "an event's metadata is shown, as text");
 }
-await page.click("#events .event a");
-await ready();
-check((await page.$$eval(".entry", es => es.map(e => e.dataset.aggregate))).includes("o-1"), "an event's link opens its place in the feed");
 
 // Live feed: a save appears within a second; paused, it does not.
 await go("#/feed/_all");
