@@ -238,10 +238,12 @@ func testSnapshotRace(t *testing.T, h *harness) {
 func testSnapshotBound(t *testing.T, h *harness) {
 	ctx := t.Context()
 	saveVersions(t, h, "account", "1", 2)
-	data := make([]byte, eventstore.MaxSnapshotBytes)
-	for i := range data {
-		data[i] = byte(i*7 + i>>16)
+	// Every byte value, in a pattern whose period (257) is no power of two.
+	pattern := make([]byte, 257)
+	for i := range pattern {
+		pattern[i] = byte(i)
 	}
+	data := bytes.Repeat(pattern, eventstore.MaxSnapshotBytes/len(pattern)+1)[:eventstore.MaxSnapshotBytes]
 	if err := h.store.SaveSnapshot(ctx, eventstore.Snapshot{AggregateType: "account", AggregateID: "1", Version: 1, Data: data}); err != nil {
 		t.Fatalf("SaveSnapshot of MaxSnapshotBytes of data: %v", err)
 	}
