@@ -15,8 +15,8 @@ import (
 // the HTTP API answers 400).
 var ErrMalformed = errors.New("eventstore: malformed JSON")
 
-// The projection functions, for Function.Name; the README's table says
-// what each takes.
+// The projection functions, for Function.Name; the table of
+// docs/projections.md says what each takes.
 const (
 	FuncSet      = "set"      // assign the input to the target
 	FuncUnset    = "unset"    // remove the target field
