@@ -33,7 +33,9 @@ func openBatchTestSchema(t testing.TB) (*store, string) {
 	if url == "" {
 		url = "postgres://postgres@127.0.0.1:5432/test?sslmode=disable"
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	// The schema's migrations run within this too: on a machine loaded by
+	// other test suites they took over 5 s.
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	pool, err := pgxpool.New(ctx, url)
 	if err == nil {
