@@ -1,0 +1,322 @@
+package archive
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/eventkit-go/eventstore"
+)
+
+// Format and Version are the header's "format" and "version": the
+// format this package writes and the only version it reads.
+const (
+	Format  = "eventstore-archive"
+	Version = 1
+)
+
+// MaxLineBytes bounds one line of an archive, "\n" included: a Writer
+// refuses a batch that would be longer, a Reader a line that is.
+const MaxLineBytes = 64 << 20
+
+// Batch is one line of an archive: the Events one save appended to the
+// aggregate (AggregateType, AggregateID), the Version it produced and
+// when it was recorded.
+type Batch struct {
+	AggregateType, AggregateID string
+	Version                    int64
+	RecordedAt                 time.Time
+	Events                     []Event
+}
+
+// Event is one event of a Batch, as it was saved.
+type Event struct {
+	ID            string
+	Type          string
+	Data          json.RawMessage // nil or a JSON object
+	EncryptedData string
+	Metadata      eventstore.Metadata
+}
+
+// header is the first line of an archive.
+type header struct {
+	Format  string `json:"format"`
+	Version int    `json:"version"`
+}
+
+// batchLine and eventLine are a Batch and an Event as JSON.
+type batchLine struct {
+	AggregateType string      `json:"aggregateType"`
+	AggregateID   string      `json:"aggregateId"`
+	Version       int64       `json:"version"`
+	RecordedAt    time.Time   `json:"recordedAt"`
+	Events        []eventLine `json:"events"`
+}
+
+type eventLine struct {
+	ID            string            `json:"id"`
+	Type          string            `json:"type"`
+	Data          json.RawMessage   `json:"data,omitempty"`
+	EncryptedData string            `json:"encryptedData,omitempty"`
+	Metadata      map[string]string `json:"metadata,omitempty"`
+}
+
+// The reserved keys of the metadata object.
+const (
+	keyCorrelation = "correlationId"
+	keyCausation   = "causationId"
+)
+
+func metadataObject(m eventstore.Metadata) map[string]string {
+	if m.IsZero() {
+		return nil
+	}
+	o := make(map[string]string, len(m.Values)+2)
+	for k, v := range m.Values {
+		o[k] = v
+	}
+	if m.CorrelationID != "" {
+		o[keyCorrelation] = m.CorrelationID
+	}
+	if m.CausationID != "" {
+		o[keyCausation] = m.CausationID
+	}
+	return o
+}
+
+func metadataOf(o map[string]string) eventstore.Metadata {
+	var m eventstore.Metadata
+	for k, v := range o {
+		switch k {
+		case keyCorrelation:
+			m.CorrelationID = v
+		case keyCausation:
+			m.CausationID = v
+		default:
+			if m.Values == nil {
+				m.Values = make(map[string]string, len(o))
+			}
+			m.Values[k] = v
+		}
+	}
+	return m
+}
+
+// Writer writes an archive: the header, then one line per WriteBatch.
+// It buffers: call Flush at the end (and whenever what was written must
+// be on w). A Writer is not safe for concurrent use.
+type Writer struct {
+	w      *bufio.Writer
+	header bool
+	err    error
+	line   []byte
+}
+
+// NewWriter returns a Writer of an archive to w. It writes nothing until
+// WriteBatch or Flush.
+func NewWriter(w io.Writer) *Writer {
+	return &Writer{w: bufio.NewWriterSize(w, 64<<10)}
+}
+
+func (w *Writer) writeHeader() error {
+	if w.header || w.err != nil {
+		return w.err
+	}
+	w.header = true
+	b, _ := json.Marshal(header{Format: Format, Version: Version})
+	_, w.err = w.w.Write(append(b, '\n'))
+	return w.err
+}
+
+// WriteBatch writes b as one line. A batch without events or aggregate,
+// with a version below 1, data that is not a JSON object or a line longer
+// than MaxLineBytes is refused with an error wrapping eventstore.ErrInvalid,
+// and nothing is written. An error of the underlying writer is returned
+// by this and every later call.
+func (w *Writer) WriteBatch(b Batch) error {
+	if err := w.writeHeader(); err != nil {
+		return err
+	}
+	if err := checkBatch(&b); err != nil {
+		return fmt.Errorf("archive: write batch: %w", err)
+	}
+	l := batchLine{AggregateType: b.AggregateType, AggregateID: b.AggregateID, Version: b.Version,
+		RecordedAt: b.RecordedAt.UTC(), Events: make([]eventLine, len(b.Events))}
+	for i, e := range b.Events {
+		l.Events[i] = eventLine{ID: e.ID, Type: e.Type, Data: e.Data, EncryptedData: e.EncryptedData,
+			Metadata: metadataObject(e.Metadata)}
+	}
+	buf := bytes.NewBuffer(w.line[:0])
+	enc := json.NewEncoder(buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(&l); err != nil { // Encode ends the line with "\n"
+		return fmt.Errorf("archive: write batch %s/%s: %v: %w", b.AggregateType, b.AggregateID, err, eventstore.ErrInvalid)
+	}
+	w.line = buf.Bytes()
+	if len(w.line) > MaxLineBytes {
+		return fmt.Errorf("archive: write batch %s/%s: %d bytes, more than %d: %w",
+			b.AggregateType, b.AggregateID, len(w.line), MaxLineBytes, eventstore.ErrInvalid)
+	}
+	_, w.err = w.w.Write(w.line)
+	return w.err
+}
+
+// Flush writes the header if nothing was written yet (an archive of no
+// batches is the header alone) and what is buffered to the underlying
+// writer.
+func (w *Writer) Flush() error {
+	if err := w.writeHeader(); err != nil {
+		return err
+	}
+	if err := w.w.Flush(); err != nil {
+		w.err = err
+	}
+	return w.err
+}
+
+// checkBatch says what is wrong with b, wrapping eventstore.ErrInvalid.
+func checkBatch(b *Batch) error {
+	switch {
+	case b.AggregateType == "" || b.AggregateID == "":
+		return fmt.Errorf("aggregateType and aggregateId must not be empty: %w", eventstore.ErrInvalid)
+	case b.Version < 1:
+		return fmt.Errorf("%s/%s: version must be at least 1, got %d: %w", b.AggregateType, b.AggregateID, b.Version, eventstore.ErrInvalid)
+	case len(b.Events) == 0:
+		return fmt.Errorf("%s/%s: a batch has at least one event: %w", b.AggregateType, b.AggregateID, eventstore.ErrInvalid)
+	}
+	for i, e := range b.Events {
+		switch {
+		case e.ID == "" || e.Type == "":
+			return fmt.Errorf("%s/%s: event %d: id and type must not be empty: %w", b.AggregateType, b.AggregateID, i, eventstore.ErrInvalid)
+		case e.Data != nil && (len(bytes.TrimSpace(e.Data)) == 0 || bytes.TrimSpace(e.Data)[0] != '{'):
+			return fmt.Errorf("%s/%s: event %d: data must be a JSON object: %w", b.AggregateType, b.AggregateID, i, eventstore.ErrInvalid)
+		}
+	}
+	return nil
+}
+
+// Reader reads an archive batch by batch, holding one line at a time.
+// A Reader is not safe for concurrent use.
+type Reader struct {
+	s      *bufio.Scanner
+	line   int
+	header bool
+	err    error
+}
+
+// NewReader returns a Reader of the archive r.
+func NewReader(r io.Reader) *Reader {
+	s := bufio.NewScanner(r)
+	s.Buffer(make([]byte, 0, 64<<10), MaxLineBytes)
+	s.Split(scanLines)
+	return &Reader{s: s}
+}
+
+// errTruncated is the split error of a last line without its "\n".
+var errTruncated = errors.New("the line is truncated (no end of line)")
+
+// scanLines is bufio.ScanLines that refuses a last line without "\n"
+// and keeps "\r" (a line is JSON, which allows it as space).
+func scanLines(data []byte, atEOF bool) (int, []byte, error) {
+	if i := bytes.IndexByte(data, '\n'); i >= 0 {
+		return i + 1, data[:i], nil
+	}
+	if atEOF && len(data) > 0 {
+		return 0, nil, errTruncated
+	}
+	return 0, nil, nil
+}
+
+// Line returns the number of the line the last Next read (1 is the
+// header), or failed on.
+func (r *Reader) Line() int { return r.line }
+
+// Next returns the next batch, or io.EOF after the last one. A bad
+// archive fails with an error naming the line that wraps
+// eventstore.ErrInvalid: a wrong format or version, a line longer than
+// MaxLineBytes or truncated, a line that is not a valid batch. An error
+// is returned by every later call.
+func (r *Reader) Next() (Batch, error) {
+	if r.err != nil {
+		return Batch{}, r.err
+	}
+	b, err := r.next()
+	if err != nil {
+		r.err = err
+	}
+	return b, err
+}
+
+func (r *Reader) next() (Batch, error) {
+	if !r.header {
+		line, err := r.scan()
+		if err == io.EOF {
+			return Batch{}, r.invalid("no header: the archive is empty")
+		}
+		if err != nil {
+			return Batch{}, err
+		}
+		var h header
+		if err := json.Unmarshal(line, &h); err != nil || h.Format != Format {
+			return Batch{}, r.invalid("not an archive: the header must be {\"format\":%q,\"version\":%d}", Format, Version)
+		}
+		if h.Version != Version {
+			return Batch{}, r.invalid("archive version %d, this reader reads version %d", h.Version, Version)
+		}
+		r.header = true
+	}
+	line, err := r.scan()
+	if err != nil {
+		return Batch{}, err
+	}
+	var l batchLine
+	dec := json.NewDecoder(bytes.NewReader(line))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&l); err != nil {
+		return Batch{}, r.invalid("not a batch: %v", err)
+	}
+	if dec.More() {
+		return Batch{}, r.invalid("not a batch: more than one JSON value")
+	}
+	b := Batch{AggregateType: l.AggregateType, AggregateID: l.AggregateID, Version: l.Version,
+		RecordedAt: l.RecordedAt, Events: make([]Event, len(l.Events))}
+	for i, e := range l.Events {
+		if string(e.Data) == "null" {
+			e.Data = nil
+		}
+		b.Events[i] = Event{ID: e.ID, Type: e.Type, Data: e.Data, EncryptedData: e.EncryptedData,
+			Metadata: metadataOf(e.Metadata)}
+	}
+	if err := checkBatch(&b); err != nil {
+		return Batch{}, fmt.Errorf("archive: line %d: %w", r.line, err)
+	}
+	return b, nil
+}
+
+// scan reads the next line, io.EOF at the end.
+func (r *Reader) scan() ([]byte, error) {
+	if r.s.Scan() {
+		r.line++
+		return r.s.Bytes(), nil
+	}
+	err := r.s.Err()
+	switch {
+	case err == nil:
+		return nil, io.EOF
+	case errors.Is(err, errTruncated):
+		r.line++
+		return nil, r.invalid("%v", err)
+	case errors.Is(err, bufio.ErrTooLong):
+		r.line++
+		return nil, r.invalid("the line is longer than %d bytes", MaxLineBytes)
+	}
+	return nil, fmt.Errorf("archive: read line %d: %w", r.line+1, err)
+}
+
+func (r *Reader) invalid(format string, args ...any) error {
+	return fmt.Errorf("archive: line %d: %s: %w", r.line, fmt.Sprintf(format, args...), eventstore.ErrInvalid)
+}
