@@ -255,6 +255,7 @@ func (r *Reader) next() (Batch, error) {
 	if !r.header {
 		line, err := r.scan()
 		if err == io.EOF {
+			r.line = 1
 			return Batch{}, r.invalid("no header: the archive is empty")
 		}
 		if err != nil {
