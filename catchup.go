@@ -51,6 +51,13 @@ func (p *Projector) catchUp(ctx context.Context, pr *proj, target int64, cache *
 			}
 		}
 		stored = rec.Checkpoint
+		reset, err := p.checkRewound(ctx, pr, stored)
+		if err != nil {
+			return err
+		}
+		if reset {
+			stored = 0
+		}
 		pr.remember(stored, gen)
 		return nil
 	}
@@ -66,6 +73,7 @@ func (p *Projector) catchUp(ctx context.Context, pr *proj, target int64, cache *
 	}
 	at := stored // how far this call has verified the feed
 	wait := time.Millisecond
+	var waited, checked time.Duration // waiting for target; when it last asked for a rewind
 	for {
 		if c.foreign() {
 			if unverified {
@@ -153,16 +161,33 @@ func (p *Projector) catchUp(ctx context.Context, pr *proj, target int64, cache *
 		}
 		if !progressed {
 			// target is saved but not yet visible in the feed (another
-			// transaction below it is still in flight): wait for it.
+			// transaction below it is still in flight): wait for it;
+			// unless the storage no longer holds it (it went back: see
+			// rewind.go), which is asked once this has waited a while.
+			if waited >= rewindWait && waited-checked >= rewindWait {
+				checked = waited
+				if target, err = p.rewindCheck(ctx, target); err != nil {
+					return fmt.Errorf("projection %q: %w", name, err)
+				}
+				if at >= target {
+					return nil
+				}
+			}
 			select {
 			case <-ctx.Done():
 				return fmt.Errorf("projection %q: %w", name, ctx.Err())
 			case <-time.After(wait):
 			}
+			waited += wait
 			wait = min(2*wait, 50*time.Millisecond)
 		}
 	}
 }
+
+// rewindWait is how long a catch-up waits for a position this process was
+// given before it asks whether the storage still holds it, and how often
+// it asks again.
+const rewindWait = 200 * time.Millisecond
 
 // externalBatch bounds the page of a projection with external functions.
 const externalBatch = 100

@@ -90,6 +90,13 @@ type Store struct {
 	requests sync.Pool
 
 	bg background // wake-ups across processes, running projectors (wake.go)
+
+	// rewinder is the storage as a storage.Rewinder, or nil; rewinds
+	// counts the rewinds found, lastRewind is the latest (rewind.go).
+	rewinder   storage.Rewinder
+	prober     storage.WriteProber // the storage's, or nil
+	rewinds    atomic.Int64
+	lastRewind atomic.Pointer[storage.Rewind]
 }
 
 // New returns a Store on top of s. The Store takes ownership of s: Close
@@ -98,14 +105,16 @@ func New(s storage.Storage, opts *Options) (*Store, error) {
 	if s == nil {
 		return nil, fmt.Errorf("eventstore: new: nil Storage: %w", ErrInvalid)
 	}
-	return &Store{
+	st := &Store{
 		storage:   meter(s, opts.metrics()),
 		now:       opts.now(),
 		log:       opts.logger(),
 		changed:   make(chan struct{}),
 		bg:        background{poll: opts.pollInterval()},
 		readBytes: opts.maxReadBytes(),
-	}, nil
+	}
+	st.watchRewinds(s)
+	return st, nil
 }
 
 // Save appends events to the aggregate (aggregateType, aggregateID)

@@ -154,6 +154,10 @@ type proj struct {
 	// warned is the stored version of a projection in Go this Projector
 	// last warned it does not apply (skipForeign). Guarded by mu.
 	warned int64
+	// rewinds is the Store's count of rewinds when a catch-up last
+	// checked the stored checkpoint against the storage (checkRewound).
+	// Guarded by mu.
+	rewinds int64
 }
 
 // maxRecent bounds proj.recent: an aggregated projection needs one

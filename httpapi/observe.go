@@ -10,8 +10,9 @@ import (
 	"github.com/eventkit-go/eventstore"
 )
 
-// readyTimeout bounds the storage check of GET /readyz.
-const readyTimeout = 2 * time.Second
+// readyTimeout bounds the storage checks of GET /readyz, so that it
+// answers within a second also when the database hangs.
+const readyTimeout = 900 * time.Millisecond
 
 // RequestInfo describes one request once it is served. It never holds
 // credentials, query strings or bodies.
@@ -101,8 +102,9 @@ func (h *handler) route(r *http.Request) string {
 	return pattern
 }
 
-// notReady returns "" when the storage answers and has space and the
-// projector runs, else the message of the 503.
+// notReady returns "" when the storage answers, has space and accepts
+// writes (Store.ProbeWrite) and the projector runs, else the message of
+// the 503.
 func (h *handler) notReady(ctx context.Context) string {
 	if !h.p.Running() {
 		return "not ready"
@@ -114,6 +116,12 @@ func (h *handler) notReady(ctx context.Context) string {
 	defer cancel()
 	if _, err := h.st.FeedHead(ctx, ""); err != nil {
 		return "not ready"
+	}
+	// A read-only standby, a primary waiting for its synchronous
+	// standbys, or one that stopped answering cannot store a save.
+	if err := h.st.ProbeWrite(ctx); err != nil {
+		h.log.Warn("httpapi: not ready: the store cannot write", "err", err)
+		return "not ready: the store cannot write"
 	}
 	return ""
 }

@@ -303,6 +303,60 @@ type AppendWatcher interface {
 	WatchAppends(ctx context.Context, notify func()) error
 }
 
+// Rewinder is implemented by a Storage whose history can go back while
+// processes run on it: PostgreSQL after a failover to a standby that had not
+// received the last commits (asynchronous replication), or a database
+// restored from a backup. Positions that a process handed out (in save
+// results, feed pages, projection checkpoints) may then be missing from
+// the store, and the next appends would take them again. A Rewinder
+// remembers the highest position it has handed out or read and, when it
+// finds the store below it, moves its numbering past it before handing out
+// another, so that no position is given twice and a reader that goes on
+// from a cursor it was given skips nothing saved later; then it reports
+// the rewind to the handler set with OnRewind.
+//
+// The eventstore.Store sets the handler (it resets what it holds in memory
+// and rebuilds the projections that applied events the store no longer
+// has) and calls LastPosition when the feed stays below a position it was
+// given.
+type Rewinder interface {
+	// LastPosition returns the highest position of an event stored, or
+	// of one deleted since, whether or not the feed shows it yet (appends
+	// in flight below it hold the feed back); 0 for an empty store. A
+	// Rewinder that finds its store rewound here reports it as Append
+	// does.
+	LastPosition(ctx context.Context) (int64, error)
+	// OnRewind sets the function called after each rewind found, with
+	// its figures, replacing any set before; nil sets none. It is called
+	// from the goroutine that found the rewind, which may be saving: it
+	// must not block or call the Storage.
+	OnRewind(f func(Rewind))
+}
+
+// Rewind describes a rewind a Rewinder found: the store was below what it
+// had handed out or read.
+type Rewind struct {
+	// Seen is the highest position the Storage had handed out or read.
+	Seen int64
+	// Found is where the store's numbering was when the rewind was found
+	// (the position the next append would have taken, less one).
+	Found int64
+	// Resumed is the position after which the Storage numbers appends
+	// from now on, at least Seen.
+	Resumed int64
+}
+
+// WriteProber is implemented by a Storage that can check cheaply whether
+// it accepts and durably commits writes right now (PostgreSQL: connected
+// to a primary, not a read-only standby, whose synchronous standbys
+// answer). A readiness check calls it.
+type WriteProber interface {
+	// ProbeWrite commits a write that changes nothing visible and
+	// returns nil, or an error wrapping ErrUnavailable when the storage
+	// cannot write now. It gives up when ctx is done.
+	ProbeWrite(ctx context.Context) error
+}
+
 // BatchError is the error of Storage.AppendAll and eventstore.Store.SaveAll when one
 // batch of several is refused: nothing was written.
 type BatchError struct {

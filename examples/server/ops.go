@@ -42,9 +42,13 @@ type promMetrics struct {
 	storageErrors *prometheus.CounterVec
 	applied       *prometheus.CounterVec
 	failed        *prometheus.CounterVec
+	rewinds       prometheus.Counter
 }
 
-var _ eventstore.Metrics = (*promMetrics)(nil)
+var (
+	_ eventstore.Metrics       = (*promMetrics)(nil)
+	_ eventstore.RewindMetrics = (*promMetrics)(nil)
+)
 
 // newPromMetrics returns the metrics of a server; named reports projects
 // from a key file, whose names label the series.
@@ -83,8 +87,12 @@ func newPromMetrics(named bool) *promMetrics {
 		failed: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "eventstore_projection_events_failed_total", Help: "Feed events a projection could not apply (recorded as errors), by projection.",
 		}, []string{"projection"}),
+		rewinds: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "eventstore_rewinds_total",
+			Help: "Times the storage was found behind positions already handed out (a failover that lost the last commits, a restored backup).",
+		}),
 	}
-	m.reg.MustRegister(m.requests, m.latency, m.events, m.batches, m.conflicts, m.storageErrors, m.applied, m.failed,
+	m.reg.MustRegister(m.requests, m.latency, m.events, m.batches, m.conflicts, m.storageErrors, m.applied, m.failed, m.rewinds,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	// Export the usual operations at 0, so that a rate of errors has a
 	// series to start from.
@@ -105,6 +113,9 @@ func (m *promMetrics) Conflict() { m.conflicts.Inc() }
 
 // StorageError implements eventstore.Metrics.
 func (m *promMetrics) StorageError(op string) { m.storageErrors.WithLabelValues(op).Inc() }
+
+// Rewound implements eventstore.RewindMetrics.
+func (m *promMetrics) Rewound() { m.rewinds.Inc() }
 
 // Projected implements eventstore.Metrics.
 func (m *promMetrics) Projected(projection string, events, failed int) {

@@ -28,8 +28,11 @@ func (s *store) Append(ctx context.Context, req storage.AppendRequest) (storage.
 	qctx, cancel := context.WithTimeoutCause(ctx, s.writeTimeout, errOwnDeadline)
 	defer cancel()
 	res, err := s.batcher.Do(qctx, req)
-	if err == nil && !res.Duplicate {
-		s.noteAppended(len(req.Events))
+	if err == nil {
+		s.see(res.Position)
+		if !res.Duplicate {
+			s.noteAppended(len(req.Events))
+		}
 	}
 	if err != nil {
 		if errors.Is(err, storage.ErrClosed) {
@@ -67,14 +70,16 @@ type appendResult = groupcommit.Result[storage.AppendResult]
 // lock, then for each request SAVEPOINT, the append statement and RELEASE,
 // and COMMIT are sent as one pipeline; a request the server rejects rolls
 // back to its savepoint alone.
-func (s *store) runBatch(ctx context.Context, reqs []storage.AppendRequest) []appendResult {
-	results := make([]appendResult, len(reqs))
+func (s *store) runBatch(ctx context.Context, reqs []storage.AppendRequest) (results []appendResult) {
+	results = make([]appendResult, len(reqs))
 	// ctx is shared by the whole batch and never cancelled by a caller;
 	// errors are translated against it, so that running out of
 	// WriteTimeout reads as ErrUnavailable, not as a caller's deadline.
 	parent := ctx
 	ctx, cancel := context.WithTimeout(ctx, s.writeTimeout)
 	defer cancel()
+	ctx, stop := s.withLive(ctx)
+	defer stop()
 	var conn *pgxpool.Conn
 	var err error
 	failAll := func(err error) []appendResult {
@@ -91,6 +96,10 @@ func (s *store) runBatch(ctx context.Context, reqs []storage.AppendRequest) []ap
 		return failAll(err)
 	}
 	defer conn.Release()
+	// A commit whose wait for the synchronous standbys was cancelled is
+	// not an acknowledged save (ha.go).
+	takeSyncWarning(conn.Conn().PgConn())
+	defer s.checkReplicated(conn, results)
 
 	args := make([]appendArgs, len(reqs))
 	for i, r := range reqs {
@@ -172,7 +181,7 @@ func (s *store) runLean(ctx context.Context, conn *pgxpool.Conn, req *storage.Ap
 	s.queueCommit(b)
 	br := conn.SendBatch(ctx, b)
 	var position, version int64
-	err = execN(br, n)
+	err = s.readReserve(br, n)
 	if err == nil {
 		err = br.QueryRow().Scan(&position, &version)
 		if errors.Is(err, pgx.ErrNoRows) {
@@ -227,8 +236,10 @@ func (s *store) sendBatch(ctx context.Context, conn *pgxpool.Conn, reqs []storag
 
 	br := conn.SendBatch(ctx, b)
 	defer br.Close()
-	if err := execN(br, n); err != nil {
-		return 0, err
+	if n > 0 {
+		if err := s.readReserve(br, n); err != nil {
+			return 0, err
+		}
 	}
 	for k, i := range pending {
 		if _, err := br.Exec(); err != nil { // SAVEPOINT
@@ -380,7 +391,7 @@ func (s *store) queueLock(b *pgx.Batch, reqs []storage.AppendRequest) int {
 	}
 	slices.Sort(keys)
 	keys = slices.Compact(keys)
-	b.Queue(s.sql.reserve, keys, s.appendKey, max(total, 1), s.drainKey, s.tenant)
+	b.Queue(s.sql.reserve, keys, s.appendKey, max(total, 1), s.drainKey, s.tenant, s.seen.Load(), RewindMargin)
 	return 1
 }
 

@@ -38,11 +38,14 @@ func (s *store) AppendAll(ctx context.Context, reqs []storage.AppendRequest) ([]
 	parent := ctx
 	ctx, cancel := context.WithTimeout(ctx, s.writeTimeout)
 	defer cancel()
+	ctx, stop := s.withLive(ctx)
+	defer stop()
 	conn, err := s.pool.Acquire(ctx)
 	if err != nil {
 		return nil, s.fail(parent, "append all", err)
 	}
 	defer conn.Release()
+	takeSyncWarning(conn.Conn().PgConn()) // see runBatch
 
 	args := make([]appendArgs, len(reqs))
 	for i, r := range reqs {
@@ -64,9 +67,16 @@ func (s *store) AppendAll(ctx context.Context, reqs []storage.AppendRequest) ([]
 			return nil, s.fail(parent, "append all", err)
 		}
 	}
+	s.checkReplicated(conn, results)
+	for _, r := range results {
+		if r.Err != nil {
+			return nil, r.Err
+		}
+	}
 	out := make([]storage.AppendResult, len(reqs))
 	for i, r := range results {
 		out[i] = r.Value
+		s.see(r.Value.Position)
 		if !r.Value.Duplicate {
 			s.noteAppended(len(reqs[i].Events))
 		}
@@ -93,7 +103,7 @@ func (s *store) appendAllChecked(ctx context.Context, conn *pgxpool.Conn, reqs [
 		br.Close()
 		return &storage.BatchError{Index: i, AggregateType: reqs[i].AggregateType, AggregateID: reqs[i].AggregateID, Err: err}
 	}
-	if err := execN(br, n); err != nil {
+	if err := s.readReserve(br, n); err != nil {
 		br.Close()
 		return err
 	}

@@ -17,9 +17,15 @@ import (
 // wait: running out of them is ErrUnavailable, not the caller's deadline.
 var errOwnDeadline = errors.New("the database did not answer in time")
 
-// readCtx returns ctx bounded by the Storage's ReadTimeout.
+// readCtx returns ctx bounded by the Storage's ReadTimeout, and ended when
+// the server stops answering (hung).
 func (s *store) readCtx(ctx context.Context) (context.Context, context.CancelFunc) {
-	return context.WithTimeoutCause(ctx, s.readTimeout, errOwnDeadline)
+	ctx, stop := s.withLive(ctx)
+	ctx, cancel := context.WithTimeoutCause(ctx, s.readTimeout, errOwnDeadline)
+	return ctx, func() {
+		cancel()
+		stop()
+	}
 }
 
 // fail translates an error of the driver into the error Storage returns for
@@ -79,6 +85,7 @@ func classify(err error) error {
 			code == "40P01",               // deadlock_detected
 			code == "55P03",               // lock_not_available
 			code == "25P03",               // idle_in_transaction_session_timeout
+			code == "25006",               // read_only_sql_transaction: a standby, or a primary being demoted
 			strings.HasPrefix(code, "53"): // insufficient_resources
 			return storage.ErrUnavailable
 		}

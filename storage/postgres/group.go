@@ -177,7 +177,7 @@ func (s *store) runGroup(ctx context.Context, conn *pgxpool.Conn, reqs []storage
 	}
 	s.queueCommit(b)
 	br := conn.SendBatch(ctx, b)
-	err = execN(br, n)
+	err = s.readReserve(br, n)
 	for _, round := range rs {
 		if err != nil {
 			break

@@ -266,7 +266,19 @@ func (l *Listener) serve(ctx context.Context) error {
 		return err
 	}
 	for {
-		n, err := conn.WaitForNotification(ctx)
+		wctx, cancel := context.WithTimeout(ctx, livenessIdle)
+		n, err := conn.WaitForNotification(wctx)
+		cancel()
+		if err != nil && ctx.Err() == nil && wctx.Err() != nil && !conn.IsClosed() {
+			// Quiet for livenessIdle: is the server still there (see
+			// store.hung)? If not, connect again (to the new primary) and
+			// drop the pool's connections.
+			if err := pingConn(ctx, conn); err != nil {
+				l.pool.Reset()
+				return fmt.Errorf("the server did not answer a ping within %v: %w", livenessTimeout, err)
+			}
+			continue
+		}
 		if err != nil {
 			return err
 		}

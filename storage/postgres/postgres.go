@@ -273,6 +273,19 @@ type store struct {
 	// (see noteCommitted).
 	committed      atomic.Int64
 	statesAnalyzed atomic.Int32
+	// seen is the highest position this Storage has handed out or read;
+	// rewindChecked when a read last asked whether the store went back
+	// (Unix nanoseconds), rewinds how many times it did, onRewind the
+	// handler of storage.Rewinder (rewind.go).
+	seen          atomic.Int64
+	rewindChecked atomic.Int64
+	rewinds       atomic.Int64
+	onRewind      atomic.Pointer[func(storage.Rewind)]
+	// live is cancelled when the server stops answering (hung, ha.go),
+	// which then replaces it.
+	liveMu   sync.Mutex
+	live     context.Context
+	killLive context.CancelCauseFunc
 }
 
 var _ storage.Storage = (*store)(nil)
@@ -309,14 +322,19 @@ func open(ctx context.Context, pool *pgxpool.Pool, opts *Options) (*store, error
 	channel := channelName(schema)
 	// The watermark needs each feed read's statements to take their own
 	// snapshots, which only READ COMMITTED does.
-	var isolation string
+	var isolation, readOnly string
 	var db uint32
 	if err := pool.QueryRow(ctx, `SELECT current_setting('transaction_isolation'),
-	(SELECT oid FROM pg_database WHERE datname = current_database())`).Scan(&isolation, &db); err != nil {
+	(SELECT oid FROM pg_database WHERE datname = current_database()), current_setting('transaction_read_only')`).Scan(&isolation, &db, &readOnly); err != nil {
 		if sentinel := classify(err); sentinel != nil {
 			return nil, fmt.Errorf("postgres: open: %v: %w", err, sentinel)
 		}
 		return nil, fmt.Errorf("postgres: open: %v: %w", err, storage.ErrUnavailable)
+	}
+	if readOnly == "on" {
+		// Migrating would fail with "CREATE SCHEMA in a read-only
+		// transaction"; appends with SQLSTATE 25006.
+		return nil, fmt.Errorf("postgres: open: %s: %w", readOnlyHelp, storage.ErrUnavailable)
 	}
 	if isolation != "read committed" {
 		return nil, fmt.Errorf("postgres: open: the pool's connections default to isolation level %q; "+
@@ -336,6 +354,8 @@ func open(ctx context.Context, pool *pgxpool.Pool, opts *Options) (*store, error
 		readTimeout:  opts.readTimeout(),
 		done:         make(chan struct{}),
 	}
+	s.sql.lastPosition, s.sql.advance = rewindStatements(func(sql string) string { return qualify(s.schema, sql) })
+	s.sql.probe = qualify(s.schema, probeSQL)
 	if opts != nil {
 		s.listener = opts.Listener
 	}
@@ -359,6 +379,7 @@ func OpenURL(ctx context.Context, url string, opts *Options) (storage.Storage, e
 	if !strings.Contains(url, "pool_max_conns") {
 		cfg.MaxConns = DefaultPoolConns
 	}
+	Configure(cfg)
 	// Feed reads need READ COMMITTED whatever the server's default (see
 	// statements.watermark).
 	cfg.ConnConfig.RuntimeParams["default_transaction_isolation"] = "read committed"

@@ -176,6 +176,7 @@ func (s *store) ReadFeed(ctx context.Context, q storage.FeedQuery) (storage.Feed
 		page := storage.FeedPage{Events: events, Head: after, Truncated: b.cut}
 		if len(events) > 0 {
 			page.Head = events[len(events)-1].Position
+			s.sawHead(ctx, page.Head) // not after: a caller's cursor
 		}
 		return page, nil
 	}
@@ -209,6 +210,12 @@ func (s *store) ReadFeed(ctx context.Context, q storage.FeedQuery) (storage.Feed
 	page := storage.FeedPage{Events: events, Head: max(after, head), Truncated: b.cut}
 	if len(events) == limit || b.cut {
 		page.Head = events[len(events)-1].Position
+	}
+	// A type's head is below the store's, as usual: no rewind check.
+	// Not page.Head, which may be after (a caller's cursor).
+	s.see(head)
+	if len(events) > 0 {
+		s.see(events[len(events)-1].Position)
 	}
 	return page, nil
 }
@@ -244,6 +251,7 @@ func (s *store) FeedHead(ctx context.Context, aggregateType string) (int64, erro
 		if err := s.queryRowWM(ctx, []any{&head}, s.sql.head); err != nil {
 			return 0, s.fail(ctx, "feed head", err)
 		}
+		s.sawHead(ctx, head)
 		return head, nil
 	}
 	var stored, mark *int64

@@ -33,6 +33,11 @@ type statements struct {
 	// feedLag is the number of positions between the head a feed reader
 	// sees and the highest position committed (FeedLag).
 	feedLag string
+	// lastPosition and advance are the statements of rewind detection
+	// (rewindStatements).
+	lastPosition, advance string
+	// probe is the statement of ProbeWrite (probeSQL).
+	probe string
 }
 
 const (
@@ -130,18 +135,32 @@ func newStatements(schema, channel string, regKey int32, db uint32) statements {
 		// the transaction commits side by side with the others; feed
 		// readers stay behind it until it ends (see watermark). The
 		// numbers of a block that are not written stay unused.
+		//
+		// $6 is the highest position the Storage has handed out or read
+		// (store.seen). A sequence that gives a number at or below it
+		// went back (a failover that lost the last commits, a restored
+		// backup): the block is then taken after $6 + $7 (RewindMargin)
+		// instead, so that no number is given twice, and the statement
+		// returns the number the sequence gave (was), and $6, for the
+		// caller to report the rewind.
 		reserve: q(fmt.Sprintf(`SELECT set_config('eventstore.base', r.base::text, true), pg_advisory_unlock($2),
-	set_config('eventstore.tenant', $5, true)
+	set_config('eventstore.tenant', $5, true), r.was, $6::bigint AS seen
 FROM (
-	SELECT CASE WHEN $3::bigint = 1 THEN nextval({{positions}})
-	            ELSE setval({{positions}}, nextval({{positions}}) + $3::bigint - 1) END - $3::bigint AS base,
-	       pg_advisory_xact_lock_shared(%d, ((`+txSQL+` + 2147483648) %% 4294967296 - 2147483648)::int4) AS registered,
-	       pg_advisory_xact_lock_shared($4) AS drain
+	SELECT CASE WHEN v.was > $6::bigint THEN
+	            CASE WHEN $3::bigint = 1 THEN v.was ELSE setval({{positions}}, v.was + $3::bigint - 1) END
+	            ELSE setval({{positions}}, $6::bigint + $7::bigint + $3::bigint) END - $3::bigint AS base,
+	       v.was
 	FROM (
-		SELECT pg_advisory_lock($2) AS locked
-		FROM (SELECT count(*) FROM (SELECT pg_advisory_xact_lock(k) FROM unnest($1::bigint[]) AS k OFFSET 0) l OFFSET 0) a
+		SELECT nextval({{positions}}) AS was,
+		       pg_advisory_xact_lock_shared(%d, ((`+txSQL+` + 2147483648) %% 4294967296 - 2147483648)::int4) AS registered,
+		       pg_advisory_xact_lock_shared($4) AS drain
+		FROM (
+			SELECT pg_advisory_lock($2) AS locked
+			FROM (SELECT count(*) FROM (SELECT pg_advisory_xact_lock(k) FROM unnest($1::bigint[]) AS k OFFSET 0) l OFFSET 0) a
+			OFFSET 0
+		) b
 		OFFSET 0
-	) b
+	) v
 	OFFSET 0
 ) r`, regKey)),
 		// watermark sets the tenant ($1) and eventstore.wm (wmSQL) for the

@@ -25,6 +25,11 @@ func (s *store) WatchAppends(ctx context.Context, notify func()) error {
 	if s.closed.Load() {
 		return fmt.Errorf("postgres: watch appends: %w", storage.ErrClosed)
 	}
+	// Connecting again after a failover: before anything is reported,
+	// find out whether the store went back (rewind.go).
+	if _, err := s.LastPosition(ctx); err != nil && ctx.Err() == nil {
+		return fmt.Errorf("postgres: watch appends: %w", err)
+	}
 	if s.listener != nil {
 		return s.listener.watch(ctx, s.channel, s.tenant, notify, s.done, s.appendsInFlight)
 	}
@@ -66,13 +71,25 @@ func (s *store) WatchAppends(ctx context.Context, notify func()) error {
 	// idle, nothing at all.
 	pending := false
 	for {
-		wctx, cancel := ctx, context.CancelFunc(func() {})
+		wait := livenessIdle
 		if pending {
-			wctx, cancel = context.WithTimeout(ctx, inFlightRecheck)
+			wait = inFlightRecheck
 		}
+		wctx, cancel := context.WithTimeout(ctx, wait)
 		n, err := conn.WaitForNotification(wctx)
 		cancel()
 		switch {
+		case !pending && ctx.Err() == nil && wctx.Err() != nil && !conn.IsClosed():
+			// Quiet for livenessIdle: is the server still there? A
+			// frozen primary answers nothing, and nothing else would
+			// find out for minutes (ha.go).
+			if err := pingConn(ctx, conn); err != nil {
+				if ctx.Err() == nil {
+					s.hung()
+				}
+				return stopped(fmt.Errorf("the server did not answer a ping within %v, appends and reads "+
+					"waiting on it were ended and the pool's connections dropped (%w)", livenessTimeout, err))
+			}
 		case err == nil && n.Payload != s.tenant:
 			// another tenant's append
 		case err == nil:

@@ -1,0 +1,154 @@
+package eventstore
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/eventkit-go/eventstore/storage"
+)
+
+// RewindMetrics is implemented by a Metrics that also counts rewinds:
+// the times the Store found its storage behind what it had handed out or
+// read (a failover that lost the last commits, a restored backup).
+type RewindMetrics interface {
+	Rewound()
+}
+
+// Rewinds returns how many times the Store found its storage behind what
+// it had seen (see storage.Rewinder): each time it logged the figures,
+// dropped what it held in memory of the feed, and its projectors rebuilt
+// the projections that had applied events the storage no longer has. A
+// storage that cannot tell (memory, SQLite) never counts one.
+func (s *Store) Rewinds() int64 {
+	return s.rewinds.Load()
+}
+
+// watchRewinds makes the Store hear of the rewinds its storage finds, and
+// finds its WriteProber.
+func (s *Store) watchRewinds(raw storage.Storage) {
+	if r, ok := raw.(storage.Rewinder); ok {
+		s.rewinder = r
+		r.OnRewind(s.rewound)
+	}
+	s.prober, _ = raw.(storage.WriteProber)
+}
+
+// rewound is called when the storage was found behind what this Store had
+// seen: lastPos (read-your-writes) goes back to 0 (projections catch up to
+// the feed's head) unless a save after the rewind moved it past r.Seen, the deletion count moves on (so
+// that no projector's memory of a stored checkpoint or instances, and no
+// page cache, outlives it), running projectors forget how far they had
+// applied, and the next catch-up of each projection checks its stored
+// checkpoint against the storage (catchUp). It does no I/O: the storage
+// may call it in the middle of an append.
+func (s *Store) rewound(r storage.Rewind) {
+	s.lastRewind.Store(&r)
+	n := s.rewinds.Add(1)
+	for {
+		// A save numbered after the rewind is past r.Seen: it stays.
+		cur := s.lastPos.Load()
+		if cur > r.Seen || cur == 0 || s.lastPos.CompareAndSwap(cur, 0) {
+			break
+		}
+	}
+	s.deletions.Add(2)
+	s.log.Error("eventstore: the storage went back: positions it handed out are gone from it "+
+		"(a failover to a replica that had not received the last commits, or a restored backup); "+
+		"new saves are numbered after what was handed out, projections that applied lost events are rebuilt",
+		"seen", r.Seen, "found", r.Found, "resumed", r.Resumed, "rewinds", n)
+	if m, ok := s.metrics().(RewindMetrics); ok {
+		m.Rewound()
+	}
+	for _, p := range s.runningProjectors() {
+		p.forgetRewound()
+		p.wake()
+	}
+	s.mu.Lock()
+	if s.watched.Load() {
+		close(s.changed)
+		s.changed = make(chan struct{})
+		s.watched.Store(false)
+	}
+	s.mu.Unlock()
+}
+
+// forgetRewound drops p's record of how far each of its projections was
+// applied, without taking their locks (rewound may run within a
+// catch-up); a catch-up in progress records no progress, since the
+// deletion count moved.
+func (p *Projector) forgetRewound() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, pr := range p.projs {
+		pr.checkpoint.Store(0)
+	}
+}
+
+// checkRewound runs in a catch-up of pr (pr.mu held) after a rewind the
+// Store has not yet checked pr against: when the projection's stored
+// checkpoint is in the positions the rewind lost (past where the store
+// was found, up to what had been seen), it applied events that are gone,
+// and it is reset to be rebuilt from the feed. It returns whether it reset
+// it.
+func (p *Projector) checkRewound(ctx context.Context, pr *proj, stored int64) (bool, error) {
+	n := p.store.rewinds.Load()
+	r := p.store.lastRewind.Load()
+	if pr.rewinds == n || r == nil {
+		return false, nil
+	}
+	pr.rewinds = n
+	if stored <= r.Found || stored > r.Seen {
+		return false, nil
+	}
+	if err := p.storage.ResetProjection(ctx, pr.name); err != nil && !isNotFound(err) {
+		pr.rewinds = 0 // try again
+		return false, fmt.Errorf("projection %q: reset after the storage went back: %w", pr.name, err)
+	}
+	pr.checkpoint.Store(0)
+	pr.storedOK, pr.recent = false, nil
+	p.log.Error("eventstore: projection rebuilt: it had applied events the storage no longer has",
+		"projection", pr.name, "checkpoint", stored, "storage at", r.Found)
+	return true, nil
+}
+
+// rewindCheck is called by a catch-up of pr that has waited for target
+// (this process's saves) and sees the feed still below it: when the
+// storage holds nothing at target any more, the storage went back; the
+// Store learns of it (rewound) and the catch-up's target becomes what the
+// storage holds. It returns the target to wait for.
+func (p *Projector) rewindCheck(ctx context.Context, target int64) (int64, error) {
+	if p.store.rewinder == nil {
+		return target, nil
+	}
+	last, err := p.store.rewinder.LastPosition(ctx)
+	if err != nil {
+		return target, err
+	}
+	if last >= target {
+		return target, nil
+	}
+	if r := p.store.lastRewind.Load(); r == nil || target > r.Seen || target <= r.Found {
+		// Not reported yet (the storage had already been moved on by
+		// another process, or found it while target was waited for).
+		p.store.rewound(storage.Rewind{Seen: target, Found: last, Resumed: last})
+	}
+	return last, nil
+}
+
+// ProbeWrite reports whether the storage accepts and durably commits
+// writes now: nil, or an error wrapping ErrUnavailable (a read-only
+// standby, a primary whose synchronous standbys do not answer, an
+// unreachable database). A storage that cannot tell (memory, SQLite)
+// answers nil. A readiness check calls it (httpapi's /readyz).
+func (s *Store) ProbeWrite(ctx context.Context) error {
+	if s.closed.Load() {
+		return fmt.Errorf("probe write: %w", ErrClosed)
+	}
+	if s.prober == nil {
+		return nil
+	}
+	if err := s.prober.ProbeWrite(ctx); err != nil {
+		return fmt.Errorf("probe write: %w", err)
+	}
+	return nil
+}
