@@ -475,3 +475,91 @@ func TestSynchronousCancelledWaitNotAcknowledged(t *testing.T) {
 	}
 	assert.Contains(t, s.logs.String(), "synchronous standbys", "the log says why")
 }
+
+// readyStatus returns the status of GET /readyz through s, 0 when it did
+// not answer within 3 s.
+func readyStatus(s *server) int {
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+	defer cancel()
+	status, _, err := s.do(ctx, "GET", "/readyz", nil)
+	if err != nil {
+		return 0
+	}
+	return status
+}
+
+// TestFailoverFrozenPrimary freezes the primary (SIGSTOP of all its
+// processes: a hung VM, a partition that drops packets, so that nothing
+// answers and no connection is reset) under a server on a multi-host URL,
+// then promotes the standby 3 s later. /readyz must turn 503 while the
+// primary is frozen, and saves must be acknowledged again within seconds of
+// the promotion, with the server's defaults (no connect_timeout or
+// keepalive settings in the URL).
+func TestFailoverFrozenPrimary(t *testing.T) {
+	primary, standby := newPair(t, false)
+	s := startServer(t, multiHost(primary, standby))
+	s.mustDo("POST", "/projections/definitions", definition("totals", true), http.StatusOK)
+	for range 20 {
+		r := save(context.Background(), s)
+		require.Equal(t, http.StatusOK, r.status)
+	}
+	waitReplayed(t, primary, standby)
+	require.Equal(t, http.StatusOK, readyStatus(s))
+
+	// Savers keep saving through the failover.
+	ctx, stop := context.WithCancel(context.Background())
+	var mu sync.Mutex
+	var acked []time.Time
+	var wg sync.WaitGroup
+	for range 4 {
+		wg.Go(func() {
+			for ctx.Err() == nil {
+				sctx, cancel := context.WithTimeout(ctx, 8*time.Second)
+				r := save(sctx, s)
+				cancel()
+				if r.status == http.StatusOK {
+					mu.Lock()
+					acked = append(acked, time.Now())
+					mu.Unlock()
+				} else {
+					time.Sleep(50 * time.Millisecond)
+				}
+			}
+		})
+	}
+	defer func() { stop(); wg.Wait() }()
+
+	primary.freeze()
+	frozen := time.Now()
+	var notReady time.Duration
+	for time.Since(frozen) < 3*time.Second {
+		if readyStatus(s) != http.StatusOK && notReady == 0 {
+			notReady = time.Since(frozen)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	standby.promote()
+	promoted := time.Now()
+	t.Logf("primary frozen; /readyz not ready after %v; standby promoted %v after the freeze", notReady, promoted.Sub(frozen))
+	assert.NotZero(t, notReady, "/readyz stayed 200 for 3 s with the primary frozen")
+
+	var firstSave, ready time.Duration
+	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline) && (firstSave == 0 || ready == 0); time.Sleep(50 * time.Millisecond) {
+		mu.Lock()
+		for _, at := range acked {
+			if at.After(promoted) && firstSave == 0 {
+				firstSave = at.Sub(promoted)
+			}
+		}
+		mu.Unlock()
+		if ready == 0 && readyStatus(s) == http.StatusOK {
+			ready = time.Since(promoted)
+		}
+	}
+	t.Logf("after the promotion: first acknowledged save %v, /readyz 200 again %v", firstSave, ready)
+	require.NotZero(t, firstSave, "no save acknowledged within 30 s of the promotion\nserver log:\n%s", tail(s.logs.String()))
+	// The issue asks for 5 s; the bound leaves room for a loaded CI machine.
+	assert.Less(t, firstSave, 10*time.Second, "saves came back too late after the promotion")
+	assert.NotZero(t, ready, "/readyz did not come back")
+	assert.Contains(t, s.logs.String(), "did not answer a ping", "the notification connection noticed the frozen primary")
+}
