@@ -356,24 +356,23 @@ func newAppendArgs(r storage.AppendRequest) appendArgs {
 func rollback(conn *pgxpool.Conn) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	_, err := conn.Exec(ctx, "ROLLBACK")
-	if err == nil {
-		err = release(ctx, conn)
-	}
-	if err != nil {
+	if err := release(ctx, conn); err != nil {
 		_ = conn.Conn().Close(ctx)
 	}
 }
 
 // release ends the transaction a failed pipeline left (aborted, or none:
 // ROLLBACK then only warns) and releases the append lock if the session of
-// conn holds it. An error means the lock may still be held: the caller
-// must roll back (which closes the connection when it cannot release).
+// conn holds it, in one round trip: behind a pooler in transaction mode
+// (PgBouncer) two round trips may reach two server sessions, and the
+// unlock would miss the session that holds the lock, stopping every
+// writer. An error means the lock may still be held: the caller must roll
+// back (which closes the connection when it cannot release).
 func release(ctx context.Context, conn *pgxpool.Conn) error {
-	if _, err := conn.Exec(ctx, "ROLLBACK"); err != nil {
-		return err
-	}
-	_, err := conn.Exec(ctx, "SELECT pg_advisory_unlock_all()")
+	// One query string without arguments: pgx sends it with the simple
+	// protocol, one message (a pipeline would prepare the SELECT first,
+	// which an aborted transaction refuses).
+	_, err := conn.Exec(ctx, "ROLLBACK; SELECT pg_advisory_unlock_all()")
 	return err
 }
 

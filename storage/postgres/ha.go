@@ -252,3 +252,16 @@ func pingConn(ctx context.Context, conn *pgx.Conn) error {
 	defer cancel()
 	return conn.Ping(ctx)
 }
+
+// poolerHint says what to change when err is a pooler's refusal of a
+// startup parameter the driver sends (PgBouncer answers 08P01
+// "unsupported startup parameter"), else "".
+func poolerHint(err error) string {
+	var pgErr *pgconn.PgError
+	if !errors.As(err, &pgErr) || pgErr.Code != "08P01" || !strings.Contains(pgErr.Message, "unsupported startup parameter") {
+		return ""
+	}
+	return "a connection pooler (PgBouncer) refused a startup parameter that the store sends; set " +
+		"ignore_startup_parameters = extra_float_digits,default_transaction_isolation in its configuration " +
+		"(see docs/high-availability.md)"
+}

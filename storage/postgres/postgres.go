@@ -187,6 +187,13 @@ type Options struct {
 	// database stalls. The default is DefaultReadTimeout.
 	ReadTimeout time.Duration
 
+	// ListenURL, when set, is the connection string WatchAppends connects
+	// with instead of the pool's configuration: a direct connection to the
+	// primary when the pool goes through a pooler in transaction mode
+	// (PgBouncer's pool_mode = transaction), through which LISTEN does
+	// not work. Ignored with Listener.
+	ListenURL string
+
 	// Listener, when set, is the connection WatchAppends listens on,
 	// shared with the other Storages opened with it; nil gives the
 	// Storage's WatchAppends a connection of its own. Storages of many
@@ -281,6 +288,9 @@ type store struct {
 	rewindChecked atomic.Int64
 	rewinds       atomic.Int64
 	onRewind      atomic.Pointer[func(storage.Rewind)]
+	// listenConfig is Options.ListenURL's configuration, or nil for the
+	// pool's.
+	listenConfig *pgx.ConnConfig
 	// live is cancelled when the server stops answering (hung, ha.go),
 	// which then replaces it.
 	liveMu   sync.Mutex
@@ -326,6 +336,9 @@ func open(ctx context.Context, pool *pgxpool.Pool, opts *Options) (*store, error
 	var db uint32
 	if err := pool.QueryRow(ctx, `SELECT current_setting('transaction_isolation'),
 	(SELECT oid FROM pg_database WHERE datname = current_database()), current_setting('transaction_read_only')`).Scan(&isolation, &db, &readOnly); err != nil {
+		if hint := poolerHint(err); hint != "" {
+			return nil, fmt.Errorf("postgres: open: %v: %s: %w", err, hint, storage.ErrUnavailable)
+		}
 		if sentinel := classify(err); sentinel != nil {
 			return nil, fmt.Errorf("postgres: open: %v: %w", err, sentinel)
 		}
@@ -358,6 +371,13 @@ func open(ctx context.Context, pool *pgxpool.Pool, opts *Options) (*store, error
 	s.sql.probe = qualify(s.schema, probeSQL)
 	if opts != nil {
 		s.listener = opts.Listener
+		if opts.ListenURL != "" {
+			cfg, err := pgx.ParseConfig(opts.ListenURL)
+			if err != nil {
+				return nil, fmt.Errorf("postgres: open: ListenURL: %v: %w", err, storage.ErrInvalid)
+			}
+			s.listenConfig = cfg
+		}
 	}
 	if err := migrate(ctx, pool, schema); err != nil {
 		return nil, s.fail(ctx, "open", err)

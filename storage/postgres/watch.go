@@ -46,6 +46,9 @@ func (s *store) WatchAppends(ctx context.Context, notify func()) error {
 		return fmt.Errorf("postgres: watch appends: %v: %w", err, storage.ErrUnavailable)
 	}
 	cfg := s.pool.Config().ConnConfig.Copy()
+	if s.listenConfig != nil {
+		cfg = s.listenConfig.Copy()
+	}
 	// Named, so that an operator can tell the watcher from the pool's
 	// connections in pg_stat_activity.
 	cfg.RuntimeParams["application_name"] = watcherName(s.channel)
