@@ -82,7 +82,12 @@ func (s *store) WatchAppends(ctx context.Context, notify func()) error {
 		n, err := conn.WaitForNotification(wctx)
 		cancel()
 		switch {
-		case !pending && ctx.Err() == nil && wctx.Err() != nil && !conn.IsClosed():
+		case err == nil && n.Payload != s.tenant:
+			// another tenant's append
+		case err == nil:
+			pending = true
+			notify()
+		case err != nil && !pending && ctx.Err() == nil && wctx.Err() != nil && !conn.IsClosed():
 			// Quiet for livenessIdle: is the server still there? A
 			// frozen primary answers nothing, and nothing else would
 			// find out for minutes (ha.go).
@@ -93,11 +98,6 @@ func (s *store) WatchAppends(ctx context.Context, notify func()) error {
 				return stopped(fmt.Errorf("the server did not answer a ping within %v, appends and reads "+
 					"waiting on it were ended and the pool's connections dropped (%w)", livenessTimeout, err))
 			}
-		case err == nil && n.Payload != s.tenant:
-			// another tenant's append
-		case err == nil:
-			pending = true
-			notify()
 		case pending && ctx.Err() == nil && wctx.Err() != nil && !conn.IsClosed():
 			// Quiet for inFlightRecheck: once none is in flight any more,
 			// notify once (an append that rolled back since the last
