@@ -1,0 +1,214 @@
+package e2e
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/eventkit-go/eventstore/storage"
+	"github.com/eventkit-go/eventstore/storage/postgres"
+)
+
+// startPgBouncer runs Debian's pgbouncer in front of the cluster at
+// port, in pool mode mode, with the given ignore_startup_parameters, and
+// returns the port it listens on. It is stopped when the test ends.
+func startPgBouncer(t *testing.T, port int, mode, ignore string) int {
+	t.Helper()
+	bin, err := exec.LookPath("pgbouncer")
+	if err != nil {
+		unavailable(t, "pgbouncer is not installed (Debian's pgbouncer package; .ci/run installs it)")
+	}
+	dir, err := os.MkdirTemp("", "eventstore-pgbouncer") // t.TempDir's parent is closed to the postgres user
+	require.NoError(t, err)
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	require.NoError(t, os.Chmod(dir, 0o777))
+	listen := freePort(t)
+	users := filepath.Join(dir, "userlist.txt")
+	require.NoError(t, os.WriteFile(users, []byte(`"postgres" ""`+"\n"), 0o644))
+	conf := fmt.Sprintf(`[databases]
+* = host=127.0.0.1 port=%d
+[pgbouncer]
+listen_addr = 127.0.0.1
+listen_port = %d
+unix_socket_dir =
+auth_type = trust
+auth_file = %s
+pool_mode = %s
+max_client_conn = 200
+default_pool_size = 3
+logfile = %s
+`, port, listen, users, mode, filepath.Join(dir, "pgbouncer.log"))
+	if ignore != "" {
+		conf += "ignore_startup_parameters = " + ignore + "\n"
+	}
+	ini := filepath.Join(dir, "pgbouncer.ini")
+	require.NoError(t, os.WriteFile(ini, []byte(conf), 0o644))
+	args := []string{ini}
+	if os.Geteuid() == 0 {
+		args = []string{"-u", "postgres", ini} // it refuses to run as root
+	}
+	cmd := exec.Command(bin, args...)
+	out := &syncBuffer{}
+	cmd.Stdout, cmd.Stderr = out, out
+	require.NoError(t, cmd.Start())
+	exited := make(chan struct{})
+	go func() { _ = cmd.Wait(); close(exited) }()
+	t.Cleanup(func() {
+		_ = cmd.Process.Kill()
+		<-exited
+		if t.Failed() {
+			b, _ := os.ReadFile(filepath.Join(dir, "pgbouncer.log"))
+			t.Logf("pgbouncer:\n%s%s", out, tail(string(b)))
+		}
+	})
+	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		c, err := net.Dial("tcp", fmt.Sprintf("127.0.0.1:%d", listen))
+		if err == nil {
+			c.Close()
+			return listen
+		}
+		select {
+		case <-exited:
+			t.Fatalf("pgbouncer exited: %s", out)
+		default:
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("pgbouncer did not listen: %s", out)
+		}
+	}
+}
+
+// TestPgBouncerSessionMode: the server works through PgBouncer in session
+// mode with the documented ignore_startup_parameters, and without them it
+// stops at start with a message naming the setting.
+func TestPgBouncerSessionMode(t *testing.T) {
+	db := newCluster(t)
+	port := startPgBouncer(t, db.port, "session", "extra_float_digits,default_transaction_isolation")
+	url := fmt.Sprintf("postgres://postgres@127.0.0.1:%d/postgres?sslmode=disable", port)
+	s := startServer(t, url)
+	s.mustDo("POST", "/projections/definitions", definition("totals", true), http.StatusOK)
+	for range 10 {
+		r := save(context.Background(), s)
+		require.Equal(t, http.StatusOK, r.status)
+	}
+	n, _ := totals(t, s)
+	assert.Equal(t, 20, n)
+	s.mustDo("GET", "/readyz", nil, http.StatusOK)
+
+	bare := startPgBouncer(t, db.port, "session", "")
+	cmd := exec.Command(serverBinary(t), "-addr", "127.0.0.1:0", "-storage",
+		fmt.Sprintf("postgres://postgres@127.0.0.1:%d/postgres?sslmode=disable", bare))
+	cmd.Env = append(os.Environ(), "EVENTSTORE_ACCESS_KEY="+accessKey, "EVENTSTORE_SECRET_ACCESS_KEY="+secretKey)
+	out, err := cmd.CombinedOutput()
+	require.Error(t, err, "the server started through PgBouncer without ignore_startup_parameters:\n%s", out)
+	assert.Contains(t, string(out), "ignore_startup_parameters")
+}
+
+// TestPgBouncerTransactionMode: two Storages through PgBouncer in
+// transaction mode (default_query_exec_mode=exec, notifications through a
+// direct ListenURL). A group of appends refused by the server after it
+// took the append lock must not leave the lock held on some server
+// session (that stopped every writer of every process for good): both
+// Storages go on appending; and the watcher hears the other's appends.
+func TestPgBouncerTransactionMode(t *testing.T) {
+	db := newCluster(t)
+	port := startPgBouncer(t, db.port, "transaction", "extra_float_digits,default_transaction_isolation")
+	url := fmt.Sprintf("postgres://postgres@127.0.0.1:%d/postgres?sslmode=disable&default_query_exec_mode=exec", port)
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	open := func() storage.Storage {
+		s, err := postgres.OpenURL(ctx, url, &postgres.Options{Schema: "bouncer", ListenURL: db.url, WriteTimeout: 10 * time.Second})
+		require.NoError(t, err)
+		t.Cleanup(func() { _ = s.Close() })
+		return s
+	}
+	a, b := open(), open()
+	notes := make(chan struct{}, 1)
+	wctx, stopWatch := context.WithCancel(ctx)
+	defer stopWatch()
+	go func() {
+		_ = b.(storage.AppendWatcher).WatchAppends(wctx, func() {
+			select {
+			case notes <- struct{}{}:
+			default:
+			}
+		})
+	}()
+	select {
+	case <-notes: // listening
+	case <-time.After(20 * time.Second):
+		t.Fatal("WatchAppends did not start")
+	}
+	ev := func(typ string) storage.Event {
+		return storage.Event{ID: uuid.NewString(), Type: typ, Data: []byte(`{}`), RecordedAt: time.Now().UTC()}
+	}
+	// Readers keep the pooler's few server sessions busy, so that a's
+	// round trips land on different ones.
+	var readers sync.WaitGroup
+	rctx, stopReaders := context.WithCancel(ctx)
+	for range 4 {
+		readers.Go(func() {
+			for rctx.Err() == nil {
+				_, _ = b.FeedHead(rctx, "")
+			}
+		})
+	}
+	// Rounds of concurrent appends through a, some refused by the server
+	// (a NUL byte): each refused group rolls back after the lock.
+	for round := range 20 {
+		var wg sync.WaitGroup
+		errs := make([]error, 8)
+		for i := range errs {
+			wg.Go(func() {
+				typ := "Good"
+				if i%4 == 0 {
+					typ = "Bad\x00"
+				}
+				_, errs[i] = a.Append(ctx, storage.AppendRequest{AggregateType: "t", AggregateID: uuid.NewString(), Events: []storage.Event{ev(typ)}})
+			})
+		}
+		wg.Wait()
+		for i, err := range errs {
+			if i%4 == 0 {
+				assert.True(t, errors.Is(err, storage.ErrInvalid), "round %d, bad request %d: %v", round, i, err)
+			} else {
+				require.NoError(t, err, "round %d, request %d", round, i)
+			}
+		}
+		// The other "process" still appends: no lock left behind.
+		_, err := b.Append(ctx, storage.AppendRequest{AggregateType: "t", AggregateID: uuid.NewString(), Events: []storage.Event{ev("Good")}})
+		require.NoError(t, err, "round %d: b's append after a's refused group", round)
+	}
+	stopReaders()
+	readers.Wait()
+	// Notifications come through the direct connection.
+	for len(notes) > 0 {
+		<-notes
+	}
+	time.Sleep(100 * time.Millisecond)
+	for len(notes) > 0 {
+		<-notes
+	}
+	_, err := a.Append(ctx, storage.AppendRequest{AggregateType: "t", AggregateID: uuid.NewString(), Events: []storage.Event{ev("Good")}})
+	require.NoError(t, err)
+	select {
+	case <-notes:
+	case <-time.After(5 * time.Second):
+		t.Fatal("no notification of a's append through the ListenURL connection")
+	}
+	page, err := b.ReadFeed(ctx, storage.FeedQuery{Limit: 1000})
+	require.NoError(t, err)
+	assert.Equal(t, 20*6+20+1, len(page.Events), "every acknowledged append is in the feed once")
+}
