@@ -379,7 +379,12 @@ func (rt *projectRouter) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	case "/readyz":
 		// Answer with the handler of the first project that is not
-		// ready, which then says so, else with the first one's.
+		// ready, which then says so, else with the first one's; all of
+		// it within readyBudget, so that /readyz answers within a second
+		// also when the database hangs.
+		ctx, cancel := context.WithTimeout(r.Context(), readyBudget)
+		defer cancel()
+		r = r.WithContext(ctx)
 		e := &t.entries[0]
 		for i := range t.entries {
 			if !t.entries[i].p.ready(r.Context()) {
@@ -411,8 +416,11 @@ func (p *project) ready(ctx context.Context) bool {
 	if !p.proj.Running() || p.st.OutOfSpace() {
 		return false
 	}
-	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
-	defer cancel()
-	_, err := p.st.FeedHead(ctx, "")
-	return err == nil
+	if _, err := p.st.FeedHead(ctx, ""); err != nil {
+		return false
+	}
+	return p.st.ProbeWrite(ctx) == nil
 }
+
+// readyBudget bounds the whole of GET /readyz.
+const readyBudget = 900 * time.Millisecond
