@@ -410,8 +410,9 @@ func (rt *projectRouter) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	e.handler.ServeHTTP(w, r)
 }
 
-// ready reports whether the project's storage answers within 2 s, has
-// space and its projector runs, as httpapi's /readyz checks.
+// ready reports whether the project's storage answers within ctx (the
+// /readyz budget), accepts writes (Store.ProbeWrite), has space and its
+// projector runs, as httpapi's /readyz checks.
 func (p *project) ready(ctx context.Context) bool {
 	if !p.proj.Running() || p.st.OutOfSpace() {
 		return false
