@@ -71,7 +71,7 @@ func (s *store) WatchAppends(ctx context.Context, notify func()) error {
 	// has come for inFlightRecheck, look whether appends are in flight, and
 	// go on looking while some are; when none is, notify once more. Under
 	// a steady load notifications keep coming and nothing is looked up;
-	// idle, nothing at all.
+	// idle, a ping every livenessIdle (ha.go).
 	pending := false
 	for {
 		wait := livenessIdle
