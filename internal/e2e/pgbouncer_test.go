@@ -35,6 +35,14 @@ func startPgBouncer(t *testing.T, port int, mode, ignore string) int {
 	t.Cleanup(func() { os.RemoveAll(dir) })
 	require.NoError(t, os.Chmod(dir, 0o777))
 	listen := freePort(t)
+	// Session mode gives each client connection a server session of its
+	// own (a server's pool and its LISTEN connection need a dozen);
+	// transaction mode shares a few, so that round trips of one client
+	// land on different ones.
+	poolSize := 20
+	if mode == "transaction" {
+		poolSize = 3
+	}
 	users := filepath.Join(dir, "userlist.txt")
 	require.NoError(t, os.WriteFile(users, []byte(`"postgres" ""`+"\n"), 0o644))
 	conf := fmt.Sprintf(`[databases]
@@ -47,9 +55,9 @@ auth_type = trust
 auth_file = %s
 pool_mode = %s
 max_client_conn = 200
-default_pool_size = 3
+default_pool_size = %d
 logfile = %s
-`, port, listen, users, mode, filepath.Join(dir, "pgbouncer.log"))
+`, port, listen, users, mode, poolSize, filepath.Join(dir, "pgbouncer.log"))
 	if ignore != "" {
 		conf += "ignore_startup_parameters = " + ignore + "\n"
 	}
