@@ -102,7 +102,18 @@ func (s *store) WatchAppends(ctx context.Context, notify func()) error {
 			// Quiet for inFlightRecheck: once none is in flight any more,
 			// notify once (an append that rolled back since the last
 			// notification, seen here or not, notified nobody).
-			if err := conn.QueryRow(ctx, s.sql.inFlight).Scan(&pending); err != nil {
+			// Bounded like a ping: a frozen primary would hold this
+			// query, and so the whole watch, for good.
+			qctx, cancelQuery := context.WithTimeout(ctx, livenessTimeout)
+			err := conn.QueryRow(qctx, s.sql.inFlight).Scan(&pending)
+			timedOut := qctx.Err() != nil
+			cancelQuery()
+			if err != nil {
+				if timedOut && ctx.Err() == nil {
+					s.hung()
+					return stopped(fmt.Errorf("the server did not answer within %v, appends and reads "+
+						"waiting on it were ended and the pool's connections dropped (%w)", livenessTimeout, err))
+				}
 				return stopped(err)
 			}
 			if !pending {
