@@ -258,6 +258,9 @@ func (s *Store) prepare(aggregateType, aggregateID string, events []NewEvent, op
 				v.add(fmt.Sprintf("events[%d].encryptedData", i), "%s", msg)
 			}
 		}
+		if !e.Metadata.IsZero() { // mostly none
+			checkEventMetadata(&v, fmt.Sprintf("events[%d].metadata", i), &e.Metadata)
+		}
 		data, msg := checkData(e.Data)
 		if msg != "" {
 			v.add(fmt.Sprintf("events[%d].data", i), "%s", msg)
@@ -265,7 +268,7 @@ func (s *Store) prepare(aggregateType, aggregateID string, events []NewEvent, op
 		// data still belongs to the caller: Storage copies what it keeps
 		// and retains nothing after Append returns.
 		req.Events[i] = Event{
-			ID: id, Type: e.Type, Data: data, EncryptedData: e.EncryptedData,
+			ID: id, Type: e.Type, Data: data, EncryptedData: e.EncryptedData, Metadata: e.Metadata,
 			AggregateType: aggregateType, AggregateID: aggregateID,
 			RecordedAt: now,
 		}

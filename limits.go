@@ -10,6 +10,9 @@ const (
 	MaxDataDepth      = 64                       // nesting of NewEvent.Data; {"a":{"b":[1]}} is 3 deep
 	MaxEncryptedData  = storage.MaxEncryptedData // bytes of NewEvent.EncryptedData
 	MaxSnapshotBytes  = storage.MaxSnapshotBytes // bytes of Snapshot.Data
+	MaxMetadataKeys   = storage.MaxMetadataKeys  // keys of NewEvent.Metadata.Values
+	MaxMetadataBytes  = storage.MaxMetadataBytes // encoded bytes of NewEvent.Metadata (storage.AppendMetadata)
+	MaxMetadataKeyLen = 64                       // bytes of one key of NewEvent.Metadata.Values
 	MaxSaveAllBatches = 1000                     // batches of one Store.SaveAll
 	MaxSaveAllEvents  = 10_000                   // events of one Store.SaveAll, all batches
 	MaxFieldErrors    = 100                      // ValidationError.Fields; the rest are counted in Omitted

@@ -247,8 +247,9 @@ func (s *store) write(req *storage.AppendRequest, ids []eventID, agg *aggregate)
 		position := int64(s.log.len()) + 1
 		agg.events.push(record{
 			typ:      s.intern(e.Type),
-			text:     s.arena.add(ids[i].text, e.Data, e.EncryptedData),
+			text:     s.arena.add(ids[i].text, e.Data, e.EncryptedData, ids[i].meta),
 			encLen:   uint16(len(e.EncryptedData)),
+			metaLen:  uint16(len(ids[i].meta)),
 			hasData:  e.Data != nil,
 			version:  version,
 			position: position,

@@ -15,9 +15,9 @@ type span struct {
 	chunk, off, n uint32
 }
 
-// add copies s, then b, then c into the arena, contiguously.
-func (a *arena) add(s string, b []byte, c string) span {
-	n := len(s) + len(b) + len(c)
+// add copies s, then b, then c, then d into the arena, contiguously.
+func (a *arena) add(s string, b []byte, c string, d []byte) span {
+	n := len(s) + len(b) + len(c) + len(d)
 	last := len(a.chunks) - 1
 	if last < 0 || len(a.chunks[last])+n > cap(a.chunks[last]) {
 		a.chunks = append(a.chunks, make([]byte, 0, max(chunkSize, n)))
@@ -25,7 +25,7 @@ func (a *arena) add(s string, b []byte, c string) span {
 	}
 	ch := a.chunks[last]
 	sp := span{chunk: uint32(last), off: uint32(len(ch)), n: uint32(n)}
-	a.chunks[last] = append(append(append(ch, s...), b...), c...)
+	a.chunks[last] = append(append(append(append(ch, s...), b...), c...), d...)
 	return sp
 }
 

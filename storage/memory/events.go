@@ -170,7 +170,7 @@ func (s *store) budget(refs []ref, max int64, byVersion bool) int {
 	var total int64
 	for i, r := range refs {
 		rec := (*s.aggList.at(int(r.agg))).events.at(int(r.idx))
-		total += int64(rec.text.n) - idLen
+		total += int64(rec.text.n) - idLen - int64(rec.metaLen)
 		if total < max {
 			continue
 		}
@@ -193,13 +193,14 @@ func (s *store) feedSeq(p int64) int64 {
 
 // build turns the records at refs into events that the caller owns, with
 // one allocation each for the events, their ids, their data and their
-// encrypted data.
+// encrypted data, and for the events with metadata its decoding.
 func (s *store) build(refs []ref) []storage.Event {
-	dataLen, encLen := 0, 0
+	dataLen, encLen, metaLen := 0, 0, 0
 	for _, r := range refs {
 		rec := (*s.aggList.at(int(r.agg))).events.at(int(r.idx))
-		dataLen += int(rec.text.n) - idLen - int(rec.encLen)
+		dataLen += int(rec.text.n) - idLen - int(rec.encLen) - int(rec.metaLen)
 		encLen += int(rec.encLen)
+		metaLen += int(rec.metaLen)
 	}
 	data := make([]byte, 0, dataLen)
 	var idText, encText strings.Builder // String does not copy
@@ -217,14 +218,14 @@ func (s *store) build(refs []ref) []storage.Event {
 		e.Version, e.Sequence, e.Position = rec.version, int64(r.idx)+1, rec.position
 		e.FeedSequence = *a.seqs.at(int(rec.version) - 1)
 		e.RecordedAt = time.UnixMicro(rec.recorded).UTC()
-		end := len(text) - int(rec.encLen)
+		end := len(text) - int(rec.encLen) - int(rec.metaLen)
 		if rec.hasData {
 			start := len(data)
 			data = append(data, text[idLen:end]...)
 			e.Data = data[start:len(data):len(data)]
 		}
 		if rec.encLen > 0 {
-			encText.Write(text[end:])
+			encText.Write(text[end : end+int(rec.encLen)])
 		}
 	}
 	ids := idText.String()
@@ -240,5 +241,30 @@ func (s *store) build(refs []ref) []storage.Event {
 			}
 		}
 	}
+	if metaLen > 0 {
+		s.buildMetadata(refs, events, metaLen)
+	}
 	return events
+}
+
+// buildMetadata decodes the metadata of the records at refs into events,
+// from one string of metaLen bytes copied from the arena.
+func (s *store) buildMetadata(refs []ref, events []storage.Event, metaLen int) {
+	var b strings.Builder
+	b.Grow(metaLen)
+	for _, r := range refs {
+		rec := (*s.aggList.at(int(r.agg))).events.at(int(r.idx))
+		if rec.metaLen > 0 {
+			text := s.arena.get(rec.text)
+			b.Write(text[len(text)-int(rec.metaLen):])
+		}
+	}
+	all, off := b.String(), 0
+	for k, r := range refs {
+		if n := int((*s.aggList.at(int(r.agg))).events.at(int(r.idx)).metaLen); n > 0 {
+			// Encoded by AppendMetadata at the append: it decodes.
+			events[k].Metadata, _ = storage.ParseMetadataString(all[off : off+n])
+			off += n
+		}
+	}
 }

@@ -91,9 +91,10 @@ type aggregate struct {
 // record is a stored event. It holds no pointers.
 type record struct {
 	typ     uint32 // index into Storage.types
-	text    span   // the id's canonical text, the data, the encrypted data
-	encLen  uint16 // length of the encrypted data at the end of text
+	text    span   // the id's canonical text, the data, the encrypted data, the metadata
+	encLen  uint16 // length of the encrypted data before the metadata at the end of text
 	hasData bool
+	metaLen uint16 // length of the encoded metadata (storage.AppendMetadata) at the end of text
 	version int64
 	// position is the event's Position.
 	position int64

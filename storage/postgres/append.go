@@ -177,7 +177,8 @@ func (s *store) runLean(ctx context.Context, conn *pgxpool.Conn, req *storage.Ap
 	b := &pgx.Batch{}
 	b.Queue("BEGIN")
 	n := 1 + s.queueLock(b, []storage.AppendRequest{*req})
-	b.Queue(s.sql.appendLean, req.AggregateType, req.AggregateID, a.ids[0], a.types[0], a.data[0], a.times[0], a.expected, enc)
+	b.Queue(s.sql.appendLean, req.AggregateType, req.AggregateID, a.ids[0], a.types[0], a.data[0], a.times[0], a.expected, enc,
+		a.meta0())
 	s.queueCommit(b)
 	br := conn.SendBatch(ctx, b)
 	var position, version int64
@@ -229,7 +230,7 @@ func (s *store) sendBatch(ctx context.Context, conn *pgxpool.Conn, reqs []storag
 		a := &args[i]
 		b.Queue("SAVEPOINT r")
 		b.Queue(s.sql.append, reqs[i].AggregateType, reqs[i].AggregateID, a.ids, a.expected, a.types, a.data, a.times, a.enc,
-			offsets[i])
+			offsets[i], a.meta)
 		b.Queue("RELEASE SAVEPOINT r")
 	}
 	s.queueCommit(b)
@@ -323,8 +324,19 @@ type appendArgs struct {
 	times      []time.Time
 	// enc holds the events' EncryptedData, or is nil (NULL for the
 	// server, which stores NULL for "") when no event has any.
-	enc      []string
+	enc []string
+	// meta holds the events' metadata as storage.AppendMetadata encodes
+	// it ("" for none), or is nil when no event has any.
+	meta     []string
 	expected *int64
+}
+
+// meta0 is the metadata of the first event, nil (NULL) for none.
+func (a *appendArgs) meta0() *string {
+	if a.meta == nil || a.meta[0] == "" {
+		return nil
+	}
+	return &a.meta[0]
 }
 
 func newAppendArgs(r storage.AppendRequest) appendArgs {
@@ -341,6 +353,12 @@ func newAppendArgs(r storage.AppendRequest) appendArgs {
 				a.enc = make([]string, len(r.Events))
 			}
 			a.enc[i] = e.EncryptedData
+		}
+		if !e.Metadata.IsZero() {
+			if a.meta == nil {
+				a.meta = make([]string, len(r.Events))
+			}
+			a.meta[i] = string(storage.AppendMetadata(nil, e.Metadata))
 		}
 	}
 	if v, ok := r.ExpectedVersion.Version(); ok {

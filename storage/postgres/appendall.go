@@ -96,7 +96,7 @@ func (s *store) appendAllChecked(ctx context.Context, conn *pgxpool.Conn, reqs [
 	offsets := eventOffsets(reqs)
 	for i, r := range reqs {
 		a := &args[i]
-		b.Queue(s.sql.append, r.AggregateType, r.AggregateID, a.ids, a.expected, a.types, a.data, a.times, a.enc, offsets[i])
+		b.Queue(s.sql.append, r.AggregateType, r.AggregateID, a.ids, a.expected, a.types, a.data, a.times, a.enc, offsets[i], a.meta)
 	}
 	br := conn.SendBatch(ctx, b)
 	refused := func(i int, err error) error {

@@ -25,6 +25,7 @@ type groupArgs struct {
 	data          [][]byte
 	times         []time.Time
 	enc           []string // nil when no event has EncryptedData
+	meta          []string // nil when no event has Metadata
 }
 
 // rounds splits the requests of a batch into rounds, keeping their order
@@ -82,9 +83,10 @@ func rounds(reqs []storage.AppendRequest) (out [][]int, doomed []bool) {
 // reqs listed in round (see rounds).
 func newGroupArgs(reqs []storage.AppendRequest, args []appendArgs, round []int, doomed []bool) groupArgs {
 	total := 0
-	hasEnc := false
+	hasEnc, hasMeta := false, false
 	for _, i := range round {
 		hasEnc = hasEnc || args[i].enc != nil
+		hasMeta = hasMeta || args[i].meta != nil
 		total += len(reqs[i].Events)
 	}
 	g := groupArgs{
@@ -103,6 +105,9 @@ func newGroupArgs(reqs []storage.AppendRequest, args []appendArgs, round []int, 
 	if hasEnc {
 		g.enc = make([]string, 0, total)
 	}
+	if hasMeta {
+		g.meta = make([]string, 0, total)
+	}
 	for j, i := range round {
 		r, a := &reqs[i], &args[i]
 		g.types[j], g.aggIDs[j], g.expected[j] = r.AggregateType, r.AggregateID, a.expected
@@ -120,6 +125,13 @@ func newGroupArgs(reqs []storage.AppendRequest, args []appendArgs, round []int, 
 					enc = a.enc[k]
 				}
 				g.enc = append(g.enc, enc)
+			}
+			if hasMeta {
+				meta := ""
+				if a.meta != nil {
+					meta = a.meta[k]
+				}
+				g.meta = append(g.meta, meta)
 			}
 		}
 	}
@@ -161,19 +173,19 @@ func (s *store) runGroup(ctx context.Context, conn *pgxpool.Conn, reqs []storage
 				enc = &a.enc[0]
 			}
 			b.Queue(s.sql.appendSingle, r.AggregateType, r.AggregateID, a.expected, a.ids[0], a.types[0], a.data[0], a.times[0], enc,
-				strict, doomed[i], roundOff)
+				strict, doomed[i], roundOff, a.meta0())
 			continue
 		}
 		if len(round) == 1 {
 			i := round[0]
 			r, a := &reqs[i], &args[i]
 			b.Queue(s.sql.appendOne, r.AggregateType, r.AggregateID, a.expected, a.ids, a.types, a.data, a.times, a.enc,
-				strict, doomed[i], roundOff)
+				strict, doomed[i], roundOff, a.meta)
 			continue
 		}
 		g := newGroupArgs(reqs, args, round, doomed)
 		b.Queue(s.sql.appendGroup, g.types, g.aggIDs, g.expected, g.counts,
-			g.index, g.ids, g.evTypes, g.data, g.times, g.enc, g.ord, roundOff, strict, g.doomed)
+			g.index, g.ids, g.evTypes, g.data, g.times, g.enc, g.ord, roundOff, strict, g.doomed, g.meta)
 	}
 	s.queueCommit(b)
 	br := conn.SendBatch(ctx, b)

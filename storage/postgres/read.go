@@ -76,8 +76,13 @@ func scanEvents(rows pgx.Rows, b *budget) ([]storage.Event, error) {
 	for !b.cut && rows.Next() {
 		var e storage.Event
 		var data []byte
+		var meta string
 		if err := rows.Scan(&e.Position, &e.AggregateType, &e.AggregateID, &e.ID, &e.Type,
-			&data, &e.Version, &e.Sequence, &e.RecordedAt, &e.FeedSequence, &e.EncryptedData); err != nil {
+			&data, &e.Version, &e.Sequence, &e.RecordedAt, &e.FeedSequence, &e.EncryptedData, &meta); err != nil {
+			return nil, err
+		}
+		var err error
+		if e.Metadata, err = storage.ParseMetadataString(meta); err != nil {
 			return nil, err
 		}
 		e.Data = data
@@ -109,8 +114,13 @@ func scanHeadEvents(rows pgx.Rows, head func(int64), b *budget) ([]storage.Event
 		var e storage.Event
 		var data []byte
 		var h int64
+		var meta string
 		if err := rows.Scan(&h, &e.Position, &e.AggregateType, &e.AggregateID, &e.ID, &e.Type,
-			&data, &e.Version, &e.Sequence, &e.RecordedAt, &e.FeedSequence, &e.EncryptedData); err != nil {
+			&data, &e.Version, &e.Sequence, &e.RecordedAt, &e.FeedSequence, &e.EncryptedData, &meta); err != nil {
+			return nil, err
+		}
+		var err error
+		if e.Metadata, err = storage.ParseMetadataString(meta); err != nil {
 			return nil, err
 		}
 		head(h)

@@ -32,6 +32,7 @@ var eventColumnTypes = [...]uint32{
 	pgtype.TimestamptzOID, // recorded_at
 	pgtype.Int8OID,        // feed_sequence
 	pgtype.TextOID,        // encrypted_data
+	pgtype.TextOID,        // metadata
 }
 
 // pgEpochMicros is PostgreSQL's timestamp epoch, 2000-01-01 UTC, in Unix
@@ -167,6 +168,11 @@ func (d *rowDecoder) row(vals [][]byte) error {
 	}
 	if len(vals[10]) > 0 {
 		e.EncryptedData = string(vals[10])
+	}
+	if len(vals[11]) > 0 {
+		if e.Metadata, err = storage.ParseMetadata(vals[11]); err != nil {
+			return err
+		}
 	}
 	if !d.budget.take(&e) {
 		d.ids, d.idEnds = d.ids[:len(d.ids)-len(vals[3])], d.idEnds[:len(d.idEnds)-1]

@@ -365,6 +365,20 @@ CREATE VIEW {{schema}}.snapshots AS
 SELECT aggregate_type, aggregate_id, version, state_version, data, recorded_at, tenant
 FROM {{schema}}.snapshots_rows WHERE tenant = {{tenant}} WITH CHECK OPTION;
 `,
+	// 13: event metadata, as storage.AppendMetadata encodes it (compact
+	// JSON, kept as text so that it reads back byte for byte), NULL when
+	// the event has none; the view shows the new column last. A process
+	// of version 12 can run beside it: its statements name their columns
+	// (its inserts leave metadata NULL, its reads do not select it), so
+	// it goes on working, though the events it saves carry no metadata;
+	// only its Open refuses the newer schema.
+	`
+ALTER TABLE {{schema}}.events_rows ADD COLUMN metadata text;
+CREATE OR REPLACE VIEW {{schema}}.events AS
+SELECT position, aggregate_type, aggregate_id, event_id, event_type, data, version, sequence, recorded_at,
+       feed_sequence, encrypted_data, tx, tenant, metadata
+FROM {{schema}}.events_rows WHERE tenant = {{tenant}} WITH CHECK OPTION;
+`,
 }
 
 // migrate creates schema and brings its tables to the latest version, in

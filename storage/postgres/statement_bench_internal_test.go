@@ -59,7 +59,7 @@ func BenchmarkStatementCost(b *testing.B) {
 	}
 	lean := func(head, typeHead, version string) string {
 		return qualify(schema, `INSERT INTO {{schema}}.events (`+eventCols+`)
-SELECT `+head+` + 1, $1, $2, $3, $4, $5, cur.v + 1, cur.s + 1, $6, `+typeHead+` + 1, NULL, 0
+SELECT `+head+` + 1, $1, $2, $3, $4, $5, cur.v + 1, cur.s + 1, $6, `+typeHead+` + 1, NULL, 0, NULL
 FROM `+version+` cur
 WHERE $7::bigint IS NULL OR $7::bigint = cur.v
 RETURNING position`)
@@ -102,13 +102,13 @@ VALUES ($1, 'raw', $2, $3, 'Deposited', $4, $5, $5, $6, $1, 0, '`+DefaultTenant+
 		}},
 		{"appendOne", func(agg string) error {
 			return locked(s.sql.appendOne, "one", agg, nil, []string{uuid.NewString()}, []string{"Deposited"},
-				[][]byte{data}, []time.Time{now}, nil, false, false, int64(0))
+				[][]byte{data}, []time.Time{now}, nil, false, false, int64(0), nil)
 		}},
 		{"appendSingle", func(agg string) error {
-			return locked(s.sql.appendSingle, "single", agg, nil, uuid.NewString(), "Deposited", data, now, nil, false, false, int64(0))
+			return locked(s.sql.appendSingle, "single", agg, nil, uuid.NewString(), "Deposited", data, now, nil, false, false, int64(0), nil)
 		}},
 		{"appendLean", func(agg string) error {
-			return locked(s.sql.appendLean, "appendlean", agg, uuid.NewString(), "Deposited", data, now, nil, nil)
+			return locked(s.sql.appendLean, "appendlean", agg, uuid.NewString(), "Deposited", data, now, nil, nil, nil)
 		}},
 		{"lean", func(agg string) error {
 			return locked(leanSQL, "lean", agg, uuid.NewString(), "Deposited", data, now, nil)

@@ -44,7 +44,7 @@ const (
 	// eventCols are the columns an append writes, in the order of its
 	// INSERT.
 	eventCols = `position, aggregate_type, aggregate_id, event_id, event_type, data, version, sequence, recorded_at,
-	feed_sequence, encrypted_data, tx`
+	feed_sequence, encrypted_data, tx, metadata`
 	// baseSQL is the position before the first of the block an append
 	// reserved (see reserveSQL), for the statements of its transaction.
 	baseSQL = `current_setting('eventstore.base')::bigint`
@@ -56,7 +56,7 @@ const (
 	wmSQL = `current_setting('eventstore.wm')::bigint`
 	// selectCols are the columns scanEvents reads.
 	selectCols = `position, aggregate_type, aggregate_id, event_id, event_type, data, version, sequence, recorded_at,
-	feed_sequence, coalesce(encrypted_data, '')`
+	feed_sequence, coalesce(encrypted_data, ''), coalesce(metadata, '')`
 	// headSQL is the highest position visible below the watermark
 	// (wmSQL), stored or deleted since (the mark of feed ''): every row
 	// at a lower position is visible or will never be. Rows of
@@ -86,7 +86,7 @@ WITH cur AS MATERIALIZED (
 	joinedCols = `coalesce(e.position, 0), coalesce(e.aggregate_type, ''), coalesce(e.aggregate_id, ''),
        coalesce(e.event_id, ''), coalesce(e.event_type, ''), e.data, coalesce(e.version, 0),
        coalesce(e.sequence, 0), coalesce(e.recorded_at, 'epoch'), coalesce(e.feed_sequence, 0),
-       coalesce(e.encrypted_data, '')`
+       coalesce(e.encrypted_data, ''), coalesce(e.metadata, '')`
 	// stateCols are the columns of a projection state that readState
 	// reads.
 	stateCols = `instance_id, data, position, created_at, updated_at, ref_rank, ref_num, ref_text, ref_number`
@@ -195,8 +195,9 @@ WHERE w.tenant <> ''`),
 		// NULL for none) matches: exactly when storage.PlanAppend says
 		// to write, which the caller checks. The arguments are $1 the
 		// aggregate type, $2 its id, then per event $3 ids, $5 types, $6
-		// data, $7 times and $8 encrypted data (NULL when no event has
-		// any).
+		// data, $7 times, $8 encrypted data (NULL when no event has
+		// any), $9 the offset of its positions and $10 metadata (NULL when
+		// no event has any, "" for an event without).
 		//
 		// Keep it cheap to plan: after five executions PostgreSQL switches
 		// a prepared statement to its generic plan, which saves ~0.3 ms of
@@ -222,9 +223,10 @@ WITH cur AS (
 	  AND ($4::bigint IS NULL OR $4::bigint = coalesce((SELECT version FROM cur), 0))
 ), ins AS (
 	INSERT INTO {{schema}}.events (` + eventCols + `)
-	SELECT ok.p + t.ord, $1, $2, t.id, t.typ, t.data, ok.v + 1, ok.s + t.ord, t.at, ok.p + 1, t.enc, ` + txSQL + `
-	FROM ok, unnest($3::text[], $5::text[], $6::bytea[], $7::timestamptz[], $8::text[])
-		WITH ORDINALITY AS t(id, typ, data, at, enc, ord)
+	SELECT ok.p + t.ord, $1, $2, t.id, t.typ, t.data, ok.v + 1, ok.s + t.ord, t.at, ok.p + 1, t.enc, ` + txSQL + `,
+	       nullif(t.meta, '')
+	FROM ok, unnest($3::text[], $5::text[], $6::bytea[], $7::timestamptz[], $8::text[], $10::text[])
+		WITH ORDINALITY AS t(id, typ, data, at, enc, meta, ord)
 	RETURNING position
 ), ` + notify + `
 SELECT 0 AS kind, '' AS event_id, coalesce((SELECT version FROM cur), 0) AS version,
@@ -253,7 +255,8 @@ SELECT 1, event_id, version, position FROM stored`),
 		// position), which storage.PlanAppend needs to tell a retry of a
 		// stored save from a conflict. With $13 set (all or nothing) a
 		// refused request fails the statement with division_by_zero
-		// instead.
+		// instead. $14 marks the doomed requests; $15 is the events'
+		// metadata (NULL when no event has any, "" for an event without).
 		//
 		// A conflict is a result, not an error, on purpose: an error costs
 		// the server a log entry with the whole statement and the client a
@@ -280,10 +283,10 @@ WITH req AS MATERIALIZED (
 ), ins AS (
 	INSERT INTO {{schema}}.events (` + eventCols + `)
 	SELECT head.p + w.off + t.k, w.atype, w.aid, t.id, t.typ, t.data, w.v + 1, w.s + t.k, t.at, head.p + w.off + 1, t.enc,
-	       ` + txSQL + `
+	       ` + txSQL + `, nullif(t.meta, '')
 	FROM head, unnest((SELECT $5::bigint[]), (SELECT $6::text[]), (SELECT $7::text[]), (SELECT $8::bytea[]),
-		(SELECT $9::timestamptz[]), (SELECT $10::text[]), (SELECT $11::bigint[]))
-		AS t(ri, id, typ, data, at, enc, k)
+		(SELECT $9::timestamptz[]), (SELECT $10::text[]), (SELECT $11::bigint[]), (SELECT $15::text[]))
+		AS t(ri, id, typ, data, at, enc, k, meta)
 	JOIN w ON w.ri = t.ri
 	RETURNING 1
 ), ` + notify + `, stored AS (
@@ -311,7 +314,8 @@ ORDER BY 2, 1`),
 		// the aggregate type, $2 its id, $3 the expected version (NULL for
 		// none), per event $4 ids, $5 types, $6 data, $7 times, $8
 		// encrypted data (NULL when no event has any), then $9 strict and
-		// $10 doomed, as for appendGroup; the rows are those of
+		// $10 doomed, as for appendGroup, $11 the offset of its positions
+		// and $12 metadata (as for appendGroup); the rows are those of
 		// appendGroup. The arrays are read through sub-selects, as in
 		// appendGroup, so that custom plans do not see their lengths:
 		// their costs then match the generic plan's and PostgreSQL
@@ -323,9 +327,9 @@ ORDER BY 2, 1`),
 		appendOne: q(loneCurrent + `ins AS (
 	INSERT INTO {{schema}}.events (` + eventCols + `)
 	SELECT ` + baseSQL + ` + $11::bigint + t.ord, $1, $2, t.id, t.typ, t.data,
-	       cur.v + 1, cur.s + t.ord, t.at, ` + baseSQL + ` + $11::bigint + 1, t.enc, ` + txSQL + `
-	FROM cur, unnest($4::text[], $5::text[], $6::bytea[], $7::timestamptz[], $8::text[])
-		WITH ORDINALITY AS t(id, typ, data, at, enc, ord)
+	       cur.v + 1, cur.s + t.ord, t.at, ` + baseSQL + ` + $11::bigint + 1, t.enc, ` + txSQL + `, nullif(t.meta, '')
+	FROM cur, unnest($4::text[], $5::text[], $6::bytea[], $7::timestamptz[], $8::text[], $12::text[])
+		WITH ORDINALITY AS t(id, typ, data, at, enc, meta, ord)
 	WHERE cur.go
 	RETURNING position
 ), ` + notify + `, stored AS (
@@ -348,7 +352,8 @@ SELECT 2, 1, version, position, event_id FROM stored`),
 		// scalar arguments: $1 the aggregate type, $2 its id, $3 the
 		// expected version (NULL for none), $4 the event id, $5 its type,
 		// $6 data, $7 time, $8 encrypted data (NULL for none), then $9
-		// strict and $10 doomed; the rows are those of appendGroup. A lone
+		// strict and $10 doomed, $11 the offset of its position and $12
+		// the metadata (NULL for none); the rows are those of appendGroup. A lone
 		// writer saving one event at a time runs nothing else, and the
 		// server spends about a fifth less CPU on it than on appendOne
 		// (no arrays to decode and unnest, no ordinality, no lateral
@@ -356,7 +361,7 @@ SELECT 2, 1, version, position, event_id FROM stored`),
 		appendSingle: q(loneCurrent + `ins AS (
 	INSERT INTO {{schema}}.events (` + eventCols + `)
 	SELECT ` + baseSQL + ` + $11::bigint + 1, $1, $2, $4, $5, $6, cur.v + 1, cur.s + 1, $7,
-	       ` + baseSQL + ` + $11::bigint + 1, $8, ` + txSQL + `
+	       ` + baseSQL + ` + $11::bigint + 1, $8, ` + txSQL + `, $12::text
 	FROM cur
 	WHERE cur.go
 	RETURNING position
@@ -378,11 +383,12 @@ WHERE NOT cur.go AND e.aggregate_type = $1 AND e.aggregate_id = $2 AND e.event_i
 		// see BenchmarkStatementCost). It notifies the channel when it
 		// writes. The arguments are $1 the
 		// aggregate type, $2 its id, $3 the event id, $4 its type, $5 data,
-		// $6 time, $8 encrypted data (NULL for none).
+		// $6 time, $8 encrypted data (NULL for none), $9 metadata (NULL
+		// for none).
 		appendLean: q(`
 WITH ins AS (
 INSERT INTO {{schema}}.events (` + eventCols + `)
-SELECT ` + baseSQL + ` + 1, $1, $2, $3, $4, $5, cur.v + 1, cur.s + 1, $6, ` + baseSQL + ` + 1, $8, ` + txSQL + `
+SELECT ` + baseSQL + ` + 1, $1, $2, $3, $4, $5, cur.v + 1, cur.s + 1, $6, ` + baseSQL + ` + 1, $8, ` + txSQL + `, $9::text
 FROM (
 	SELECT coalesce(max(version), 0) AS v, coalesce(max(sequence), 0) AS s FROM (
 		SELECT version, sequence FROM {{schema}}.events

@@ -200,7 +200,7 @@ func (s *store) beginFunc(ctx context.Context, opts pgx.TxOptions, fn func(pgx.T
 // copies the rows in.
 var tenantTables = []struct{ name, cols, order string }{
 	{"events", `position, aggregate_type, aggregate_id, event_id, event_type, data, version, sequence, recorded_at,
-	feed_sequence, encrypted_data, tx`, "position"},
+	feed_sequence, encrypted_data, tx, metadata`, "position"},
 	{"definitions", `name, spec, created_at, checkpoint, instances`, "name"},
 	{"projection_states", `name, instance_id, data, position, updated_at, created_at, ref_rank, ref_num, ref_text,
 	ref_number, search`, "name, instance_id"},

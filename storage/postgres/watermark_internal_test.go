@@ -32,7 +32,7 @@ func inFlightAppend(t *testing.T, s *store, typ, id string) (*pgxpool.Conn, stri
 	b := &pgx.Batch{}
 	n := s.queueLock(b, []storage.AppendRequest{req})
 	e := req.Events[0]
-	b.Queue(s.sql.appendLean, typ, id, e.ID, e.Type, e.Data, e.RecordedAt, nil, nil)
+	b.Queue(s.sql.appendLean, typ, id, e.ID, e.Type, e.Data, e.RecordedAt, nil, nil, nil)
 	br := conn.SendBatch(ctx, b)
 	err = execN(br, n+1)
 	if cerr := br.Close(); err == nil {

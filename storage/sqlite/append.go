@@ -362,8 +362,12 @@ func (w *writer) write(ctx context.Context, req *storage.AppendRequest) (storage
 			if e.EncryptedData != "" {
 				encrypted = e.EncryptedData
 			}
+			var meta any
+			if !e.Metadata.IsZero() {
+				meta = string(storage.AppendMetadata(nil, e.Metadata))
+			}
 			args = append(args, position, req.AggregateType, req.AggregateID, e.ID, e.Type, data,
-				version, sequence, e.RecordedAt.UnixMicro(), feedSequence, encrypted)
+				version, sequence, e.RecordedAt.UnixMicro(), feedSequence, encrypted, meta)
 		}
 		w.args = args
 		err := w.c.exec(ctx, stmtInsert+stmtID(len(chunk)-1), args...)

@@ -15,7 +15,7 @@ import (
 // eventColumns are the columns scanner.event reads, in order; feedColumns
 // add the aggregate, which Load knows already.
 const (
-	eventColumns = `event_id, event_type, data, version, sequence, position, recorded_at, feed_sequence, encrypted_data`
+	eventColumns = `event_id, event_type, data, version, sequence, position, recorded_at, feed_sequence, encrypted_data, metadata`
 	feedColumns  = eventColumns + `, aggregate_type, aggregate_id`
 )
 
@@ -318,11 +318,25 @@ func (sc *scanner) event(r *rawRow) storage.Event {
 	if r.dest[8] != nil {
 		e.EncryptedData = r.string(8)
 	}
-	if len(r.dest) > 9 {
-		e.AggregateType = sc.intern(r.string(9))
-		e.AggregateID = sc.intern(r.string(10))
+	if r.dest[9] != nil {
+		e.Metadata = metadata(r, 9)
+	}
+	if len(r.dest) > 10 {
+		e.AggregateType = sc.intern(r.string(10))
+		e.AggregateID = sc.intern(r.string(11))
 	}
 	return e
+}
+
+// metadata decodes the metadata column i of r. A column that does not
+// decode (not written by this package) fails the row as a conversion
+// error does.
+func metadata(r *rawRow, i int) storage.Metadata {
+	m, err := storage.ParseMetadataString(r.string(i))
+	if err != nil && r.err == nil {
+		r.err = fmt.Errorf("column %d: %w", i, err)
+	}
+	return m
 }
 
 // firstSequenceAfter returns the sequence of the first event of an

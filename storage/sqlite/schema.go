@@ -231,6 +231,15 @@ CREATE TABLE snapshots (
 	UNIQUE (aggregate_type, aggregate_id)
 );
 `,
+	// 10: event metadata, as storage.AppendMetadata encodes it (compact
+	// JSON), NULL when the event has none. A process of the version before
+	// keeps working beside it while it runs (its inserts name their
+	// columns and leave this one NULL, its reads do not select it), but
+	// the events it saves have no metadata, and it refuses to open the
+	// file anew (the schema is newer than it knows).
+	`
+ALTER TABLE events ADD COLUMN metadata TEXT;
+`,
 }
 
 // migrate brings the schema up to date in one IMMEDIATE transaction (db's

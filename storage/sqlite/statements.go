@@ -35,14 +35,14 @@ const (
 const insertRows = 16
 
 // insertColumns are the columns of an event row, in insert order.
-const insertColumns = 11
+const insertColumns = 12
 
 // insertQuery returns the statement that inserts n events.
 func insertQuery(n int) string {
 	row := "(" + strings.TrimSuffix(strings.Repeat("?, ", insertColumns), ", ") + ")"
 	return `INSERT INTO events
 		(position, aggregate_type, aggregate_id, event_id, event_type, data, version, sequence, recorded_at,
-		 feed_sequence, encrypted_data)
+		 feed_sequence, encrypted_data, metadata)
 		VALUES ` + strings.TrimSuffix(strings.Repeat(row+", ", n), ", ")
 }
 

@@ -182,6 +182,8 @@ func diffEvent(got, want storage.Event) string {
 		return fmt.Sprintf("FeedSequence %d, want %d", got.FeedSequence, want.FeedSequence)
 	case got.EncryptedData != want.EncryptedData:
 		return fmt.Sprintf("EncryptedData %q, want %q", clipText(got.EncryptedData), clipText(want.EncryptedData))
+	case !got.Metadata.Equal(want.Metadata):
+		return fmt.Sprintf("Metadata %+v, want %+v", got.Metadata, want.Metadata)
 	case !got.RecordedAt.Equal(want.RecordedAt):
 		return fmt.Sprintf("RecordedAt %v, want %v", got.RecordedAt, want.RecordedAt)
 	}
@@ -211,7 +213,7 @@ func request(typ, id string, events []eventstore.NewEvent, expected storage.Vers
 	req := storage.AppendRequest{AggregateType: typ, AggregateID: id, ExpectedVersion: expected, Events: make([]storage.Event, len(events))}
 	for i, e := range events {
 		req.Events[i] = storage.Event{
-			ID: strings.ToLower(e.ID), Type: e.Type, Data: e.Data, EncryptedData: e.EncryptedData,
+			ID: strings.ToLower(e.ID), Type: e.Type, Data: e.Data, EncryptedData: e.EncryptedData, Metadata: e.Metadata,
 			AggregateType: typ, AggregateID: id, RecordedAt: now,
 		}
 	}

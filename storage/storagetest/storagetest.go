@@ -76,6 +76,7 @@ func cases() []testCase {
 	all = append(all, idempotencyCases()...)
 	all = append(all, feedCases()...)
 	all = append(all, feedSequenceCases()...)
+	all = append(all, metadataCases()...)
 	all = append(all, feedDateCases()...)
 	all = append(all, loadRangeCases()...)
 	all = append(all, maxBytesCases()...)
