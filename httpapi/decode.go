@@ -11,6 +11,7 @@ import (
 
 	"github.com/eventkit-go/eventstore"
 	"github.com/eventkit-go/eventstore/internal/jsonscan"
+	"github.com/eventkit-go/eventstore/storage"
 	"github.com/tidwall/gjson"
 )
 
@@ -178,6 +179,54 @@ func array(v gjson.Result, field string, fe *fieldErrors, limit int, what string
 	return items
 }
 
+// metadata decodes an event's "metadata" object: strings only,
+// "correlationId" and "causationId" into their fields, the other keys into
+// Values. Its members are counted (up to the bound, plus one) before any
+// is kept; the Store checks the keys and the encoded size.
+func metadata(v gjson.Result, field string, fe *fieldErrors) eventstore.Metadata {
+	var m eventstore.Metadata
+	if !present(v) {
+		return m
+	}
+	if !v.IsObject() {
+		fe.add(field, "must be a JSON object of strings")
+		return m
+	}
+	const limit = eventstore.MaxMetadataKeys + 2 // with correlationId and causationId
+	n := 0
+	v.ForEach(func(_, _ gjson.Result) bool {
+		n++
+		return n <= limit
+	})
+	if n > limit {
+		fe.add(field, "may hold at most %d keys besides correlationId and causationId", eventstore.MaxMetadataKeys)
+		return m
+	}
+	v.ForEach(func(k, val gjson.Result) bool {
+		key := k.String()
+		if val.Type != gjson.String {
+			fe.add(field+"["+strconv.Quote(clip(key))+"]", "must be a string")
+			return true
+		}
+		_, dup := m.Value(key)
+		switch {
+		case dup:
+			fe.add(field+"["+strconv.Quote(clip(key))+"]", "is given more than once")
+		case key == storage.MetadataCorrelationID:
+			m.CorrelationID = val.String()
+		case key == storage.MetadataCausationID:
+			m.CausationID = val.String()
+		default:
+			if m.Values == nil {
+				m.Values = make(map[string]string, n)
+			}
+			m.Values[key] = val.String()
+		}
+		return true
+	})
+	return m
+}
+
 // decodeSave decodes a save body.
 func decodeSave(body []byte) (saveRequest, error) {
 	fe := &fieldErrors{op: "save"}
@@ -198,11 +247,12 @@ func decodeSave(body []byte) (saveRequest, error) {
 				fe.add(prefix[:len(prefix)-1], "must be an object")
 				continue
 			}
-			ef := fields(item, prefix, "an event", fe, "eventId", "eventType", "data", "encryptedData")
+			ef := fields(item, prefix, "an event", fe, "eventId", "eventType", "data", "encryptedData", "metadata")
 			e := eventstore.NewEvent{
 				ID:            str(ef[0], prefix, "eventId", fe),
 				Type:          str(ef[1], prefix, "eventType", fe),
 				EncryptedData: str(ef[3], prefix, "encryptedData", fe),
+				Metadata:      metadata(ef[4], prefix+"metadata", fe),
 			}
 			if data := ef[2]; present(data) {
 				if data.IsObject() {

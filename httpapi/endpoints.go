@@ -163,9 +163,13 @@ type eventJSON struct {
 	Data      json.RawMessage `json:"data,omitempty"`
 	// EncryptedData is the opaque string saved with the event, if any.
 	EncryptedData string `json:"encryptedData,omitempty"`
-	Version       int64  `json:"version"`
-	Sequence      int64  `json:"sequence"`
-	Position      int64  `json:"position"`
+	// Metadata is the event's metadata as one object of strings:
+	// correlationId, causationId and the caller's keys; omitted when the
+	// event has none.
+	Metadata map[string]string `json:"metadata,omitempty"`
+	Version  int64             `json:"version"`
+	Sequence int64             `json:"sequence"`
+	Position int64             `json:"position"`
 	// RecordedAt is in milliseconds since the Unix epoch, like updatedAt.
 	RecordedAt int64 `json:"recordedAt"`
 }

@@ -7,6 +7,7 @@ import (
 
 	"github.com/eventkit-go/eventstore"
 	"github.com/eventkit-go/eventstore/internal/jsonenc"
+	"github.com/eventkit-go/eventstore/storage"
 )
 
 // The append functions below write the bodies of loads and feeds without
@@ -70,6 +71,10 @@ func appendEventJSON(dst []byte, e *eventstore.Event) ([]byte, error) {
 	if e.EncryptedData != "" {
 		dst = append(dst, `,"encryptedData":`...)
 		dst = appendJSONString(dst, e.EncryptedData)
+	}
+	if !e.Metadata.IsZero() {
+		dst = append(dst, `,"metadata":`...)
+		dst = storage.AppendMetadata(dst, e.Metadata)
 	}
 	dst = append(dst, `,"version":`...)
 	dst = strconv.AppendInt(dst, e.Version, 10)

@@ -3,6 +3,7 @@ package httpapi
 import (
 	"bytes"
 	"encoding/json"
+	"maps"
 	"mime"
 	"strings"
 	"testing"
@@ -19,9 +20,28 @@ func eventsJSON(events []eventstore.Event) []eventJSON {
 	for i, e := range events {
 		out[i] = eventJSON{
 			EventID: e.ID, EventType: e.Type, Data: e.Data, EncryptedData: e.EncryptedData,
-			Version: e.Version, Sequence: e.Sequence, Position: e.Position,
+			Metadata: metadataMap(e.Metadata), Version: e.Version, Sequence: e.Sequence, Position: e.Position,
 			RecordedAt: e.RecordedAt.UnixMilli(),
 		}
+	}
+	return out
+}
+
+// metadataMap is m as one map, the form of eventJSON.Metadata; nil for
+// none.
+func metadataMap(m eventstore.Metadata) map[string]string {
+	if m.IsZero() {
+		return nil
+	}
+	out := maps.Clone(m.Values)
+	if out == nil {
+		out = map[string]string{}
+	}
+	if m.CorrelationID != "" {
+		out["correlationId"] = m.CorrelationID
+	}
+	if m.CausationID != "" {
+		out["causationId"] = m.CausationID
 	}
 	return out
 }
@@ -58,6 +78,20 @@ var trickyData = []string{
 	`{"deep":[[[{"a":[{}]}]]]}`, `[1, {"a" :"b"} ]`, `"str"`, `12`, `null`,
 }
 
+// trickyMetadata returns metadata of tricky strings for the i-th tricky
+// event, none for every third.
+func trickyMetadata(i int) eventstore.Metadata {
+	n := len(trickyStrings)
+	switch i % 3 {
+	case 0:
+		return eventstore.Metadata{}
+	case 1:
+		return eventstore.Metadata{CorrelationID: trickyStrings[(i+3)%n], Values: map[string]string{
+			"zeta": trickyStrings[(i+4)%n], "alpha": trickyStrings[(i+5)%n], "causationIdx": "x", "Z": "upper"}}
+	}
+	return eventstore.Metadata{CausationID: trickyStrings[(i+6)%n]}
+}
+
 func trickyEvents() []eventstore.Event {
 	var evs []eventstore.Event
 	at := time.UnixMilli(1_700_000_000_123).Add(456 * time.Microsecond)
@@ -66,6 +100,7 @@ func trickyEvents() []eventstore.Event {
 		evs = append(evs, eventstore.Event{
 			ID: s, Type: trickyStrings[(i+1)%len(trickyStrings)], Data: json.RawMessage(d),
 			EncryptedData: trickyStrings[(i+2)%len(trickyStrings)],
+			Metadata:      trickyMetadata(i),
 			Version:       int64(i), Sequence: int64(-i), Position: 1 << 62, RecordedAt: at,
 		})
 	}

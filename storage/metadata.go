@@ -5,8 +5,8 @@ import (
 	"fmt"
 	"maps"
 	"slices"
-	"unicode/utf8"
 
+	"github.com/eventkit-go/eventstore/internal/jsonenc"
 	"github.com/tidwall/gjson"
 )
 
@@ -24,44 +24,55 @@ func (m Metadata) Equal(o Metadata) bool {
 
 // AppendMetadata appends the encoding of m that backends store to dst and
 // returns the extended slice; it appends nothing for the zero Metadata.
-// The encoding is compact JSON, one object of strings as the HTTP API
-// shows it: "correlationId" and "causationId" first (when not empty), then
-// the keys of Values in byte order, so that equal metadata encodes to
-// equal bytes. Invalid UTF-8 is replaced by U+FFFD (the Store refuses it
-// before an append); its size is what MaxMetadataBytes bounds.
+// The encoding is the HTTP API's "metadata" object: compact JSON, one
+// object of strings holding "correlationId" and "causationId" (when not
+// empty) and the keys of Values, all in byte order, exactly as
+// encoding/json writes that map with HTML escaping off. Equal metadata
+// encodes to equal bytes; its size is what MaxMetadataBytes bounds.
 func AppendMetadata(dst []byte, m Metadata) []byte {
 	if m.IsZero() {
 		return dst
 	}
-	dst = append(dst, '{')
-	first := true
-	pair := func(k, v string) {
-		if !first {
-			dst = append(dst, ',')
-		}
-		first = false
-		dst = appendJSONString(dst, k)
-		dst = append(dst, ':')
-		dst = appendJSONString(dst, v)
-	}
+	var small [MaxMetadataKeys + 2]string
+	keys := small[:0]
 	if m.CorrelationID != "" {
-		pair(MetadataCorrelationID, m.CorrelationID)
+		keys = append(keys, MetadataCorrelationID)
 	}
 	if m.CausationID != "" {
-		pair(MetadataCausationID, m.CausationID)
+		keys = append(keys, MetadataCausationID)
 	}
-	if len(m.Values) > 0 {
-		var small [MaxMetadataKeys]string
-		keys := small[:0]
-		for k := range m.Values {
+	for k := range m.Values {
+		if (k != MetadataCorrelationID || m.CorrelationID == "") && (k != MetadataCausationID || m.CausationID == "") {
 			keys = append(keys, k)
 		}
-		slices.Sort(keys)
-		for _, k := range keys {
-			pair(k, m.Values[k])
+	}
+	slices.Sort(keys)
+	dst = append(dst, '{')
+	for i, k := range keys {
+		if i > 0 {
+			dst = append(dst, ',')
 		}
+		v, _ := m.Value(k)
+		dst = jsonenc.AppendString(dst, k)
+		dst = append(dst, ':')
+		dst = jsonenc.AppendString(dst, v)
 	}
 	return append(dst, '}')
+}
+
+// Value returns the metadata named key as the encoding names it:
+// CorrelationID for "correlationId" and CausationID for "causationId" (or
+// the key of Values of that name when the field is empty), else the key
+// of Values. ok is false when there is none.
+func (m Metadata) Value(key string) (v string, ok bool) {
+	switch {
+	case key == MetadataCorrelationID && m.CorrelationID != "":
+		return m.CorrelationID, true
+	case key == MetadataCausationID && m.CausationID != "":
+		return m.CausationID, true
+	}
+	v, ok = m.Values[key]
+	return v, ok
 }
 
 // errMetadata is the error of ParseMetadata for bytes that are not an
@@ -115,46 +126,3 @@ func ParseMetadataString(s string) (Metadata, error) {
 	return m, nil
 }
 
-// appendJSONString appends s as a JSON string, escaping what JSON
-// requires and replacing invalid UTF-8 with U+FFFD.
-func appendJSONString(dst []byte, s string) []byte {
-	const hex = "0123456789abcdef"
-	dst = append(dst, '"')
-	start := 0
-	for i := 0; i < len(s); {
-		c := s[i]
-		if c >= 0x20 && c != '"' && c != '\\' && c < utf8.RuneSelf {
-			i++
-			continue
-		}
-		if c >= utf8.RuneSelf {
-			r, size := utf8.DecodeRuneInString(s[i:])
-			if r == utf8.RuneError && size == 1 {
-				dst = append(dst, s[start:i]...)
-				dst = append(dst, "\ufffd"...)
-				i++
-				start = i
-				continue
-			}
-			i += size
-			continue
-		}
-		dst = append(dst, s[start:i]...)
-		switch c {
-		case '"', '\\':
-			dst = append(dst, '\\', c)
-		case '\n':
-			dst = append(dst, '\\', 'n')
-		case '\r':
-			dst = append(dst, '\\', 'r')
-		case '\t':
-			dst = append(dst, '\\', 't')
-		default:
-			dst = append(dst, '\\', 'u', '0', '0', hex[c>>4], hex[c&0xf])
-		}
-		i++
-		start = i
-	}
-	dst = append(dst, s[start:]...)
-	return append(dst, '"')
-}
