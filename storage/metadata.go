@@ -125,4 +125,3 @@ func ParseMetadataString(s string) (Metadata, error) {
 	}
 	return m, nil
 }
-
