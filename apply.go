@@ -238,6 +238,10 @@ func (ev *eventScope) metadata(sel *selector, in *instance) (any, bool) {
 		}
 		return millis(in.state.UpdatedAt), true
 	}
+	// A key of the event's metadata (checkMetadata allows no other).
+	if v, ok := e.Metadata.Value(sel.steps[0].key); ok {
+		return v, true
+	}
 	return nil, false
 }
 

@@ -44,7 +44,7 @@ func TestFilter(t *testing.T) {
 			t.Errorf("%s on %s: got %v, %v; want %v", c.expr, c.at, got, err, c.want)
 		}
 	}
-	for _, bad := range []string{"", "@.a ==", "(@.a == 1", "@.a == 1)", "@.a === 1", "'open", "@.a[?] == 1", "$.metadata.nope == 1", "1x == 2", "[?(@.a == 1)"} {
+	for _, bad := range []string{"", "@.a ==", "(@.a == 1", "@.a == 1)", "@.a === 1", "'open", "@.a[?] == 1", "$.metadata.projectionName == 1", "$.metadata.a.b == 1", "1x == 2", "[?(@.a == 1)"} {
 		if _, err := parseFilter(bad); err == nil {
 			t.Errorf("parseFilter(%q) accepted it", bad)
 		}

@@ -14,6 +14,7 @@ import (
 	"sync"
 
 	"github.com/eventkit-go/eventstore/internal/jsonscan"
+	"github.com/eventkit-go/eventstore/storage"
 	"github.com/tidwall/gjson"
 )
 
@@ -263,6 +264,10 @@ func functionBody(c *compiled, e *Event, in *instance) []byte {
 	if e.EncryptedData != "" {
 		b = append(b, `,"encryptedData":`...)
 		b = appendString(b, e.EncryptedData)
+	}
+	if !e.Metadata.IsZero() {
+		b = append(b, `,"metadata":`...)
+		b = storage.AppendMetadata(b, e.Metadata)
 	}
 	return append(b, "}}"...)
 }

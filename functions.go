@@ -6,6 +6,7 @@ import (
 
 	"github.com/eventkit-go/eventstore/internal/decimal"
 	"github.com/eventkit-go/eventstore/internal/jsonscan"
+	"github.com/eventkit-go/eventstore/storage"
 	"github.com/tidwall/gjson"
 )
 
@@ -259,13 +260,24 @@ func checkJSON(raw []byte) string {
 // metadataFields are the fields of $.metadata.
 var metadataFields = []string{"aggregateId", "aggregateType", "feedName", "eventId", "eventType", "timestamp", "sequenceNumber", "createdAt", "updatedAt"}
 
-// checkMetadata validates a $.metadata selector: one known field.
+// checkMetadata validates a $.metadata selector: one step, a field of
+// metadataFields or a key of the event's own Metadata (correlationId,
+// causationId or a key of the form Store.Save accepts in Values).
 func checkMetadata(sel selector) error {
 	if sel.root != metadataRoot {
 		return nil
 	}
-	if len(sel.steps) != 1 || sel.steps[0].kind != stepKey || lookupString(metadataFields, sel.steps[0].key) < 0 {
-		return fmt.Errorf("$.metadata has the fields %s, as in $.metadata.eventId", strings.Join(metadataFields, ", "))
+	if len(sel.steps) != 1 || sel.steps[0].kind != stepKey {
+		return fmt.Errorf("$.metadata has the fields %s, and the event's metadata (correlationId, causationId and the keys saved with it), as in $.metadata.eventId or $.metadata.correlationId",
+			strings.Join(metadataFields, ", "))
+	}
+	k := sel.steps[0].key
+	if lookupString(metadataFields, k) >= 0 || k == storage.MetadataCorrelationID || k == storage.MetadataCausationID {
+		return nil
+	}
+	if msg := metadataKeyProblem(k); msg != "" {
+		return fmt.Errorf("$.metadata[%q] is neither a field of $.metadata (%s, correlationId, causationId) nor a key an event's metadata may hold: %s",
+			clip(k), strings.Join(metadataFields, ", "), msg)
 	}
 	return nil
 }

@@ -170,7 +170,7 @@ func TestCompileRefusesBadFunctions(t *testing.T) {
 		"handlers[0].functions[0]":                {Name: "inc", TargetSelector: "$.projection.a", RawData: json.RawMessage(`1`)},
 		"handlers[0].functions[0].targetFilter":   {Name: "set", TargetSelector: "$.projection.l[?]", RawData: json.RawMessage(`1`)},
 		"handlers[0].functions[0].rawData":        {Name: "add", TargetSelector: "$.projection.a", RawData: json.RawMessage(`"abc"`)},
-		"handlers[0].functions[0].eventSelector":  {Name: "set", TargetSelector: "$.projection.a", EventSelector: "$.metadata.nope"},
+		"handlers[0].functions[0].eventSelector":  {Name: "set", TargetSelector: "$.projection.a", EventSelector: "$.metadata['no such key']"},
 		"handlers[0].functions[0].eventFilter":    {Name: "inc", TargetSelector: "$.projection.a", EventFilter: "@.a == "},
 	}
 	for field, fn := range cases {
