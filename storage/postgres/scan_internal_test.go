@@ -22,8 +22,9 @@ func scanWithPgx(t *testing.T, rows pgx.Rows, lead int) (heads []int64, events [
 		var e storage.Event
 		var data []byte
 		var h int64
+		var meta string
 		dest := []any{&e.Position, &e.AggregateType, &e.AggregateID, &e.ID, &e.Type,
-			&data, &e.Version, &e.Sequence, &e.RecordedAt, &e.FeedSequence, &e.EncryptedData}
+			&data, &e.Version, &e.Sequence, &e.RecordedAt, &e.FeedSequence, &e.EncryptedData, &meta}
 		if lead == 1 {
 			dest = append([]any{&h}, dest...)
 		}
@@ -36,6 +37,10 @@ func scanWithPgx(t *testing.T, rows pgx.Rows, lead int) (heads []int64, events [
 		}
 		e.Data = data
 		e.RecordedAt = e.RecordedAt.UTC()
+		var err error
+		if e.Metadata, err = storage.ParseMetadataString(meta); err != nil {
+			t.Fatal(err)
+		}
 		events = append(events, e)
 	}
 	if err := rows.Err(); err != nil {
@@ -71,6 +76,9 @@ func TestRowDecoderMatchesScan(t *testing.T) {
 				Data: datas[(i+k)%len(datas)], RecordedAt: times[(i+k)%len(times)]}
 			if (i+k)%3 == 0 {
 				events[k].EncryptedData = "c2VjcmV0"
+			}
+			if (i+k)%4 == 1 {
+				events[k].Metadata = storage.Metadata{CorrelationID: "c", Values: map[string]string{"k": "ü\u2028"}}
 			}
 		}
 		if _, err := s.Append(ctx, storage.AppendRequest{AggregateType: typ, AggregateID: []string{"a", "b", "c"}[i%3], Events: events}); err != nil {
