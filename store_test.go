@@ -115,9 +115,14 @@ func TestSaveNormalizesIDsAndCopiesData(t *testing.T) {
 	assert.Equal(t, `{"n":1}`, string(agg.Events[0].Data), "Save must copy the caller's data")
 
 	// The upper-case id is the same event: a retry is a duplicate.
-	res, err := st.Save(ctx, "order", "1", []eventstore.NewEvent{{ID: id, Type: "A"}}, nil)
+	res, err := st.Save(ctx, "order", "1", []eventstore.NewEvent{{ID: id, Type: "A", Data: []byte(`{"n":1}`)}}, nil)
 	require.NoError(t, err)
 	assert.True(t, res.Duplicate)
+	// The same id with other data is not a retry.
+	_, err = st.Save(ctx, "order", "1", []eventstore.NewEvent{{ID: id, Type: "A"}}, nil)
+	var ce *eventstore.ConflictError
+	require.ErrorAs(t, err, &ce)
+	assert.Equal(t, id, ce.ReusedID)
 }
 
 func TestVersionsCountSaves(t *testing.T) {

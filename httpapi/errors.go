@@ -241,7 +241,11 @@ func conflictMessage(r *http.Request, err error) string {
 	var ce *eventstore.ConflictError
 	if errors.As(err, &ce) {
 		what := fmt.Sprintf("aggregate %s/%s is at version %d, not the expectedVersion %s", clip(ce.AggregateType), clip(ce.AggregateID), ce.Current, ce.Expected)
-		if ce.StoredIDs > 0 {
+		switch {
+		case ce.ReusedID != "":
+			what = fmt.Sprintf("event id %s is already stored in aggregate %s/%s with a different %s "+
+				"(a retry must resend the same event; a new event needs a new id)", ce.ReusedID, clip(ce.AggregateType), clip(ce.AggregateID), ce.Differs)
+		case ce.StoredIDs > 0:
 			what = fmt.Sprintf("%d of the %d event ids are already stored in aggregate %s/%s and the others are not "+
 				"(a retry must resend the same events)", ce.StoredIDs, ce.Events, clip(ce.AggregateType), clip(ce.AggregateID))
 		}

@@ -93,3 +93,22 @@ func TestMetadataHTTP(t *testing.T) {
 	}
 	e.must(404, "GET", "/aggregates/ledger/l-9", "")
 }
+
+// TestReusedIDHTTP: a save that reuses a stored event id for another event
+// is 409 naming the id; an exact retry is 200 again.
+func TestReusedIDHTTP(t *testing.T) {
+	e := newFeedEnv(t, nil)
+	body := events(ev(id1, "Placed", `{"total":1}`))
+	e.must(200, "POST", "/aggregates/order/o-1/events", body)
+	e.must(200, "POST", "/aggregates/order/o-1/events", body)
+	b := mustErr(t, e.do("POST", "/aggregates/order/o-1/events", events(ev(id1, "Placed", `{"total":2}`))), 409, "conflict")
+	if !strings.Contains(b.Message, id1) || !strings.Contains(b.Message, "different data") {
+		t.Errorf("the conflict must name the reused id and what differs: %q", b.Message)
+	}
+	bulk := `{"batches":[{"aggregateId":"o-2","events":[` + ev(id2, "Placed", "") + `]},{"aggregateId":"o-1","events":[` + ev(id1, "Cancelled", `{"total":1}`) + `]}]}`
+	b = mustErr(t, e.do("POST", "/aggregates/order/events", bulk), 409, "conflict")
+	if !strings.Contains(b.Message, "batch 1") || !strings.Contains(b.Message, "different type") {
+		t.Errorf("bulk: %q", b.Message)
+	}
+	e.must(404, "GET", "/aggregates/order/o-2", "")
+}

@@ -15,6 +15,7 @@
 package storage
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -831,8 +832,9 @@ func (c VersionCheck) String() string {
 // ConflictError is the error of a save refused by its checks, as
 // PlanAppend decides them: either the aggregate is not at the expected
 // version, or the batch mixes event ids already stored in the aggregate
-// with new ones (StoredIDs > 0). It wraps ErrConflict. Nothing was
-// stored.
+// with new ones (StoredIDs > 0), or it reuses a stored event id for an
+// event that differs from the stored one (ReusedID). It wraps
+// ErrConflict. Nothing was stored.
 type ConflictError struct {
 	// AggregateType and AggregateID identify the aggregate.
 	AggregateType, AggregateID string
@@ -842,10 +844,19 @@ type ConflictError struct {
 	Expected VersionCheck
 	// StoredIDs counts the batch's event ids already stored, of Events.
 	StoredIDs, Events int
+	// ReusedID, when not empty, is an event id of the batch stored in the
+	// aggregate already with another event: Differs says what differs
+	// ("type", "data", "encrypted data" or "metadata"). Every id of the
+	// batch is stored (StoredIDs == Events), so the batch looks like a
+	// retry, but is not one.
+	ReusedID, Differs string
 }
 
 // Error implements the error interface.
 func (e *ConflictError) Error() string {
+	if e.ReusedID != "" {
+		return fmt.Sprintf("event id %s is already stored in %s/%s with a different %s", e.ReusedID, e.AggregateType, e.AggregateID, e.Differs)
+	}
 	if e.StoredIDs > 0 {
 		return fmt.Sprintf("%d of %d event ids are already stored in %s/%s", e.StoredIDs, e.Events, e.AggregateType, e.AggregateID)
 	}
@@ -857,12 +868,16 @@ func (e *ConflictError) Unwrap() error { return ErrConflict }
 
 // PlanAppend applies the rules of Storage.Append that every backend shares.
 // Given the request, the aggregate's current version and the already stored
-// events of that aggregate whose ids occur in req.Events, it returns:
+// events of that aggregate whose ids occur in req.Events (with their ID,
+// Type, Data, EncryptedData, Metadata, Version and Position), it returns:
 //
 //   - done == true and the stored batch's result (Duplicate set) when every
-//     event is stored already: the backend writes nothing and returns it;
-//   - an error wrapping ErrConflict when only some are stored, or when the
-//     version check fails: the backend writes nothing and returns it;
+//     event is stored already, each as the request has it (RetryDiffers):
+//     the backend writes nothing and returns it;
+//   - an error wrapping ErrConflict when only some are stored, when one is
+//     stored with another type, data or metadata (a *ConflictError naming
+//     it), or when the version check fails: the backend writes nothing and
+//     returns it;
 //   - done == false and a nil error otherwise: the backend writes the batch
 //     at version current+1.
 //
@@ -872,6 +887,10 @@ func PlanAppend(req AppendRequest, current int64, stored []Event) (res AppendRes
 		if len(stored) < len(req.Events) {
 			return AppendResult{}, false, &ConflictError{AggregateType: req.AggregateType, AggregateID: req.AggregateID,
 				Current: current, StoredIDs: len(stored), Events: len(req.Events)}
+		}
+		if id, what := reusedID(req.Events, stored); id != "" {
+			return AppendResult{}, false, &ConflictError{AggregateType: req.AggregateType, AggregateID: req.AggregateID,
+				Current: current, StoredIDs: len(stored), Events: len(req.Events), ReusedID: id, Differs: what}
 		}
 		res = AppendResult{Duplicate: true}
 		for _, e := range stored {
@@ -907,4 +926,71 @@ func (q *FeedQuery) RecordedRange() (from, to int64, ok bool) {
 		}
 	}
 	return from, to, !q.From.IsZero() || !q.To.IsZero()
+}
+
+// reusedID returns the id of the first stored event that differs from
+// the event of its id in events, with what differs, or "".
+func reusedID(events, stored []Event) (id, what string) {
+	var byID map[string]int
+	if len(stored) > 16 {
+		byID = make(map[string]int, len(events))
+		for i := range events {
+			byID[events[i].ID] = i
+		}
+	}
+	for k := range stored {
+		s := &stored[k]
+		i, ok := -1, false
+		if byID != nil {
+			i, ok = byID[s.ID]
+		} else {
+			for j := range events {
+				if events[j].ID == s.ID {
+					i, ok = j, true
+					break
+				}
+			}
+		}
+		if !ok {
+			continue // a backend's stored event of another id: not ours to judge
+		}
+		if what := RetryDiffers(s, &events[i]); what != "" {
+			return s.ID, what
+		}
+	}
+	return "", ""
+}
+
+// RetryDiffers says how a new event e differs from the stored event s of
+// its id, or returns "" when e repeats it (a retry): "type", "data",
+// "encrypted data" or "metadata". Data is the same when the bytes are
+// equal, or equal once insignificant whitespace is removed.
+func RetryDiffers(s, e *Event) string {
+	switch {
+	case s.Type != e.Type:
+		return "type"
+	case !sameData(s.Data, e.Data):
+		return "data"
+	case s.EncryptedData != e.EncryptedData:
+		return "encrypted data"
+	case !s.Metadata.Equal(e.Metadata):
+		return "metadata"
+	}
+	return ""
+}
+
+// sameData reports whether two event data are equal as stored JSON: both
+// nil, or the same bytes, or the same once compacted.
+func sameData(a, b json.RawMessage) bool {
+	if (a == nil) != (b == nil) {
+		return false
+	}
+	if bytes.Equal(a, b) {
+		return true
+	}
+	var ca, cb bytes.Buffer
+	if json.Compact(&ca, a) != nil || json.Compact(&cb, b) != nil {
+		return false
+	}
+	return bytes.Equal(ca.Bytes(), cb.Bytes())
 }

@@ -211,12 +211,30 @@ func (s *store) plan(req *storage.AppendRequest, ids []eventID, agg *aggregate) 
 		current = int64(agg.seqs.len())
 		for _, id := range ids {
 			if i, ok := agg.ids.find(id.hash, func(i int32) bool { return s.hasID(agg.events.at(int(i)), id.text) }); ok {
-				r := agg.events.at(int(i))
-				stored = append(stored, storage.Event{Version: r.version, Position: r.position})
+				stored = append(stored, s.storedEvent(agg.events.at(int(i))))
 			}
 		}
 	}
 	return storage.PlanAppend(*req, current, stored)
+}
+
+// storedEvent returns the record r as PlanAppend compares it with a
+// retried event: id, type, data (aliasing the arena), encrypted data,
+// metadata, version and position. s.mu is held.
+func (s *store) storedEvent(r *record) storage.Event {
+	text := s.arena.get(r.text)
+	end := len(text) - int(r.encLen) - int(r.metaLen)
+	e := storage.Event{
+		ID: string(text[:idLen]), Type: s.types[r.typ], Version: r.version, Position: r.position,
+		EncryptedData: string(text[end : end+int(r.encLen)]),
+	}
+	if r.hasData {
+		e.Data = text[idLen:end]
+	}
+	if r.metaLen > 0 {
+		e.Metadata, _ = storage.ParseMetadata(text[len(text)-int(r.metaLen):]) // encoded by AppendMetadata
+	}
+	return e
 }
 
 // write stores the batch req, planned by plan for agg (nil for a new

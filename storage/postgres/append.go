@@ -288,7 +288,14 @@ func (s *store) readAppend(br pgx.BatchResults, req storage.AppendRequest) (appe
 	for rows.Next() {
 		var kind int
 		var e storage.Event
-		if err := rows.Scan(&kind, &e.ID, &e.Version, &e.Position); err != nil {
+		var meta string
+		var data []byte
+		if err := rows.Scan(&kind, &e.ID, &e.Version, &e.Position, &e.Type, &data, &e.EncryptedData, &meta); err != nil {
+			rows.Close()
+			return appendResult{}, err
+		}
+		e.Data = data
+		if e.Metadata, err = storage.ParseMetadataString(meta); err != nil {
 			rows.Close()
 			return appendResult{}, err
 		}

@@ -248,16 +248,23 @@ func (s *store) readGroup(br pgx.BatchResults, reqs []storage.AppendRequest, rou
 	for rows.Next() {
 		var (
 			kind, ri, version, position int64
-			eventID                     string
+			e                           storage.Event // a stored event's type, data, ...
+			meta                        string
+			data                        []byte
 		)
-		if err := rows.Scan(&kind, &ri, &version, &position, &eventID); err != nil {
+		if err := rows.Scan(&kind, &ri, &version, &position, &e.ID, &e.Type, &data, &e.EncryptedData, &meta); err != nil {
 			return err
 		}
+		e.Data = data
 		if kind == 2 {
 			if !refused || ri != int64(j+1) {
 				return fmt.Errorf("%w: appendGroup returned a stored event out of place", errBug)
 			}
-			stored = append(stored, storage.Event{ID: eventID, Version: version, Position: position})
+			if e.Metadata, err = storage.ParseMetadataString(meta); err != nil {
+				return err
+			}
+			e.Version, e.Position = version, position
+			stored = append(stored, e)
 			continue
 		}
 		if err := decide(); err != nil {

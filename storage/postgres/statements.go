@@ -87,6 +87,14 @@ WITH cur AS MATERIALIZED (
        coalesce(e.event_id, ''), coalesce(e.event_type, ''), e.data, coalesce(e.version, 0),
        coalesce(e.sequence, 0), coalesce(e.recorded_at, 'epoch'), coalesce(e.feed_sequence, 0),
        coalesce(e.encrypted_data, ''), coalesce(e.metadata, '')`
+	// storedCols are the columns of a stored event e that an append
+	// returns for each of its event ids already stored, after event_id,
+	// version and position, for storage.PlanAppend to tell a retry from a
+	// reuse of the id; noStoredCols stand in for them in the other rows.
+	storedCols = `e.event_type AS s_type, e.data AS s_data, coalesce(e.encrypted_data, '') AS s_enc,
+	       coalesce(e.metadata, '') AS s_meta`
+	storedNames  = `s_type, s_data, s_enc, s_meta`
+	noStoredCols = `'' AS s_type, NULL::bytea AS s_data, '' AS s_enc, '' AS s_meta`
 	// stateCols are the columns of a projection state that readState
 	// reads.
 	stateCols = `instance_id, data, position, created_at, updated_at, ref_rank, ref_num, ref_text, ref_number`
@@ -213,8 +221,8 @@ WITH cur AS (
 	WHERE aggregate_type = $1 AND aggregate_id = $2
 	ORDER BY sequence DESC LIMIT 1
 ), stored AS (
-	SELECT event_id, version, position FROM {{schema}}.events
-	WHERE aggregate_type = $1 AND aggregate_id = $2 AND event_id = ANY($3::text[])
+	SELECT e.event_id, e.version, e.position, ` + storedCols + ` FROM {{schema}}.events e
+	WHERE e.aggregate_type = $1 AND e.aggregate_id = $2 AND e.event_id = ANY($3::text[])
 ), ok AS (
 	SELECT coalesce((SELECT version FROM cur), 0) AS v,
 	       coalesce((SELECT sequence FROM cur), 0) AS s,
@@ -230,10 +238,10 @@ WITH cur AS (
 	RETURNING position
 ), ` + notify + `
 SELECT 0 AS kind, '' AS event_id, coalesce((SELECT version FROM cur), 0) AS version,
-       coalesce((SELECT max(position) FROM ins), 0) AS position
+       coalesce((SELECT max(position) FROM ins), 0) AS position, ` + noStoredCols + `
 FROM (SELECT count(*) FROM notify) n
 UNION ALL
-SELECT 1, event_id, version, position FROM stored`),
+SELECT 1, event_id, version, position, ` + storedNames + ` FROM stored`),
 		// appendGroup appends one round of requests, on distinct
 		// aggregates, in one statement. The requests come as arrays ($1
 		// aggregate types, $2 ids, $3 expected versions, NULL for none, $4
@@ -290,21 +298,22 @@ WITH req AS MATERIALIZED (
 	JOIN w ON w.ri = t.ri
 	RETURNING 1
 ), ` + notify + `, stored AS (
-	SELECT req.ri, e.event_id, e.version, e.position
+	SELECT req.ri, e.event_id, e.version, e.position, ` + storedCols + `
 	FROM req
 	JOIN unnest((SELECT $5::bigint[]), (SELECT $6::text[])) AS u(ri, id) ON u.ri = req.ri
 	CROSS JOIN LATERAL (
-		SELECT event_id, version, position FROM {{schema}}.events
+		SELECT * FROM {{schema}}.events
 		WHERE aggregate_type = req.atype AND aggregate_id = req.aid AND event_id = u.id
 		LIMIT 1 -- one at most (unique); keeps the look-up a probe per id
 	) e
 	WHERE NOT req.go
 )
 SELECT CASE WHEN req.go THEN 0 ELSE 1 END AS kind, req.ri, req.v,
-       head.p + 0 * (1 / CASE WHEN $13::bool AND NOT req.go THEN 0 ELSE 1 END) AS position, '' AS event_id
+       head.p + 0 * (1 / CASE WHEN $13::bool AND NOT req.go THEN 0 ELSE 1 END) AS position, '' AS event_id,
+       ` + noStoredCols + `
 FROM req, head, (SELECT count(*) FROM notify) n
 UNION ALL
-SELECT 2, ri, version, position, event_id FROM stored
+SELECT 2, ri, version, position, event_id, ` + storedNames + ` FROM stored
 ORDER BY 2, 1`),
 		// appendOne is appendGroup for a round of one request, with a
 		// plan a third the size (no window functions, joins or sorts of
@@ -333,10 +342,10 @@ ORDER BY 2, 1`),
 	WHERE cur.go
 	RETURNING position
 ), ` + notify + `, stored AS (
-	SELECT e.event_id, e.version, e.position
+	SELECT e.event_id, e.version, e.position, ` + storedCols + `
 	FROM cur, unnest((SELECT $4::text[])) AS u(id)
 	CROSS JOIN LATERAL (
-		SELECT event_id, version, position FROM {{schema}}.events
+		SELECT * FROM {{schema}}.events
 		WHERE aggregate_type = $1 AND aggregate_id = $2 AND event_id = u.id
 		LIMIT 1
 	) e
@@ -344,10 +353,10 @@ ORDER BY 2, 1`),
 )
 SELECT CASE WHEN cur.go THEN 0 ELSE 1 END AS kind, 1::bigint AS ri, cur.v,
        coalesce((SELECT min(position) FROM ins) - 1, 0) + 0 * (1 / CASE WHEN $9::bool AND NOT cur.go THEN 0 ELSE 1 END),
-       '' AS event_id
+       '' AS event_id, ` + noStoredCols + `
 FROM cur, (SELECT count(*) FROM notify) n
 UNION ALL
-SELECT 2, 1, version, position, event_id FROM stored`),
+SELECT 2, 1, version, position, event_id, ` + storedNames + ` FROM stored`),
 		// appendSingle is appendOne for a request of one event, with
 		// scalar arguments: $1 the aggregate type, $2 its id, $3 the
 		// expected version (NULL for none), $4 the event id, $5 its type,
@@ -368,10 +377,10 @@ SELECT 2, 1, version, position, event_id FROM stored`),
 ), ` + notify + `
 SELECT CASE WHEN cur.go THEN 0 ELSE 1 END AS kind, 1::bigint AS ri, cur.v,
        coalesce((SELECT position FROM ins) - 1, 0) + 0 * (1 / CASE WHEN $9::bool AND NOT cur.go THEN 0 ELSE 1 END),
-       '' AS event_id
+       '' AS event_id, ` + noStoredCols + `
 FROM cur, (SELECT count(*) FROM notify) n
 UNION ALL
-SELECT 2, 1, e.version, e.position, e.event_id
+SELECT 2, 1, e.version, e.position, e.event_id, ` + storedCols + `
 FROM cur, {{schema}}.events e
 WHERE NOT cur.go AND e.aggregate_type = $1 AND e.aggregate_id = $2 AND e.event_id = $4`),
 		// appendLean writes a request of one event when its expected

@@ -431,7 +431,7 @@ func (w *writer) plan(ctx context.Context, req *storage.AppendRequest, current i
 	if current > 0 {
 		for _, e := range req.Events {
 			var se storage.Event
-			found, err := w.c.queryRow(ctx, stmtStored, []*int64{&se.Version, &se.Position}, req.AggregateType, req.AggregateID, e.ID)
+			found, err := w.c.queryEvent(ctx, stmtStored, &se, req.AggregateType, req.AggregateID, e.ID)
 			switch {
 			case err != nil:
 				return storage.AppendResult{}, fatalError{err}

@@ -106,7 +106,7 @@ func query(id stmtID) string {
 		return `SELECT version, sequence FROM events
 			WHERE aggregate_type = ? AND aggregate_id = ? ORDER BY sequence DESC LIMIT 1`
 	case stmtStored:
-		return `SELECT version, position FROM events
+		return `SELECT version, position, event_type, data, coalesce(encrypted_data, ''), coalesce(metadata, '') FROM events
 			WHERE aggregate_type = ? AND aggregate_id = ? AND event_id = ?`
 	case stmtLastPosition:
 		return lastPositionQuery

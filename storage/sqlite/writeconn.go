@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 
+	"github.com/eventkit-go/eventstore/storage"
 	"modernc.org/sqlite"
 )
 
@@ -246,6 +247,51 @@ func (c *writeConn) queryRow(ctx context.Context, id stmtID, dest []*int64, args
 		}
 	}
 	clear(row)
+	return true, rows.Close()
+}
+
+// queryEvent runs statement id with args and reads its first row, the
+// columns version, position, event_type, data, encrypted_data and
+// metadata of a stored event, into e, copying what it keeps. It reports
+// whether there was a row.
+func (c *writeConn) queryEvent(ctx context.Context, id stmtID, e *storage.Event, args ...any) (bool, error) {
+	st, err := c.stmt(ctx, id)
+	if err != nil {
+		return false, err
+	}
+	q, ok := st.(driver.StmtQueryContext)
+	if !ok {
+		return false, errors.New("driver statement cannot query with a context")
+	}
+	rows, err := q.QueryContext(ctx, c.bind(args))
+	c.unbind()
+	if err != nil {
+		return false, err
+	}
+	if n := len(rows.Columns()); cap(c.dest) < n {
+		c.dest = make([]driver.Value, n)
+	}
+	row := c.dest[:len(rows.Columns())]
+	defer clear(row)
+	err = rows.Next(row)
+	if errors.Is(err, io.EOF) {
+		return false, rows.Close()
+	}
+	if err != nil {
+		rows.Close()
+		return false, err
+	}
+	r := rawRow{dest: row}
+	e.Version, e.Position, e.Type = r.int64(0), r.int64(1), r.string(2)
+	if d := r.bytes(3); d != nil {
+		e.Data = append([]byte{}, d...)
+	}
+	e.EncryptedData = r.string(4)
+	e.Metadata = metadata(&r, 5)
+	if r.err != nil {
+		rows.Close()
+		return false, r.err
+	}
 	return true, rows.Close()
 }
 

@@ -15,6 +15,7 @@ func idempotencyCases() []testCase {
 		{"RetryIsIdempotent", "a retried batch whose events are all stored succeeds with Duplicate set and the original Version and Position, and stores nothing", testRetry},
 		{"MixedBatchConflicts", "a batch mixing stored and new event ids fails with ErrConflict and stores nothing", testMixedBatch},
 		{"SameIDTwiceInBatch", "the same event id twice in one batch is invalid (ErrInvalid) and stores nothing", testSameIDTwice},
+		{"ReusedIDConflicts", "saving an event id already stored in the aggregate with another type, data, encrypted data or metadata fails with a *ConflictError wrapping ErrConflict that names the id, through Append, AppendAll and with a version check that would fail, and stores nothing; an exact retry (data differing only in whitespace included) stays a Duplicate", testReusedID},
 		{"IdenticalBatchesRace", "two identical batches saved concurrently both succeed, exactly one is stored and exactly one is not a Duplicate", testIdenticalRace},
 	}
 }
