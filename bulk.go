@@ -50,7 +50,7 @@ func (s *Store) SaveAll(ctx context.Context, aggregateType string, batches []Bat
 // requests.
 func (s *Store) prepareAll(aggregateType string, batches []Batch) ([]storage.AppendRequest, error) {
 	v := validation{op: "save"}
-	checkName(&v, "aggregateType", aggregateType)
+	checkFeedName(&v, "aggregateType", aggregateType)
 	total := 0
 	for _, b := range batches {
 		total += len(b.Events)

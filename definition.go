@@ -123,7 +123,7 @@ func compile(d Definition) (*compiled, error) {
 		v.add("description", "%s", msg)
 	}
 	if d.Feed != "" {
-		checkName(&v, "feedName", d.Feed)
+		checkFeedName(&v, "feedName", d.Feed)
 	}
 	switch {
 	case len(d.Handlers) == 0:
@@ -147,7 +147,7 @@ func compile(d Definition) (*compiled, error) {
 		feed := h.Feed
 		switch {
 		case feed != "":
-			checkName(&v, hf+".feedName", feed)
+			checkFeedName(&v, hf+".feedName", feed)
 		case d.Feed == "":
 		default:
 			feed = d.Feed

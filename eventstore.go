@@ -203,7 +203,7 @@ func (s *Store) recycle(b *[]Event, n int) {
 // at the start of into when it is long enough.
 func (s *Store) prepare(aggregateType, aggregateID string, events []NewEvent, opts *SaveOptions, into []Event) (storage.AppendRequest, error) {
 	v := validation{op: "save"}
-	checkName(&v, "aggregateType", aggregateType)
+	checkFeedName(&v, "aggregateType", aggregateType)
 	checkName(&v, "aggregateId", aggregateID)
 	switch {
 	case len(events) == 0:
@@ -307,6 +307,39 @@ func CheckName(s string) error {
 		return &nameError{msg}
 	}
 	return nil
+}
+
+// AllFeed is the name of the feed of every aggregate type over HTTP
+// (GET /feeds/_all). It is reserved: Store.Save and SaveAll refuse it as
+// an aggregate type, and projection and reaction definitions as a feed
+// name (CheckFeedName).
+const AllFeed = "_all"
+
+// CheckFeedName reports whether s may be an aggregate type or the feed
+// name of a projection or reaction: CheckName's rule, and not AllFeed. Its
+// error wraps ErrInvalid and states the problem alone, as CheckName's.
+func CheckFeedName(s string) error {
+	if msg := feedNameProblem(s); msg != "" {
+		return &nameError{msg}
+	}
+	return nil
+}
+
+// feedNameProblem is the rule of CheckFeedName: it returns what is wrong
+// with s, or "".
+func feedNameProblem(s string) string {
+	if s == AllFeed {
+		return fmt.Sprintf("must not be %q: %s is the feed of all aggregate types (GET /feeds/%s), not the name of one", s, s, s)
+	}
+	return nameProblem(s)
+}
+
+// checkFeedName validates an aggregate type or a feed name with the rule
+// of CheckFeedName.
+func checkFeedName(v *validation, field, s string) {
+	if msg := feedNameProblem(s); msg != "" {
+		v.add(field, "%s", msg)
+	}
 }
 
 // nameError is the error of CheckName.

@@ -15,7 +15,7 @@ import (
 const HeaderSequenceNumber = "Serialized-SequenceNumber-Current"
 
 // allFeed is the path segment of the feed of all aggregate types.
-const allFeed = "_all"
+const allFeed = eventstore.AllFeed
 
 // DefaultMaxLongPolls is the number of long polls (feed reads with a
 // waitTime) that may wait at once when Options.MaxLongPolls is zero.

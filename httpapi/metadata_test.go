@@ -112,3 +112,28 @@ func TestReusedIDHTTP(t *testing.T) {
 	}
 	e.must(404, "GET", "/aggregates/order/o-2", "")
 }
+
+// TestAllFeedReservedHTTP: saves to the aggregate type _all and projection
+// definitions reading feed _all are 422, with a message that says what
+// _all is; GET /feeds/_all stays the feed of all types.
+func TestAllFeedReservedHTTP(t *testing.T) {
+	e := newFeedEnv(t, nil)
+	for _, c := range []struct{ path, body string }{
+		{"/aggregates/_all/a-1/events", events(ev(id1, "Placed", ""))},
+		{"/aggregates/_all/events", `{"batches":[{"aggregateId":"a-1","events":[` + ev(id1, "Placed", "") + `]}]}`},
+	} {
+		b := mustErr(t, e.do("POST", c.path, c.body), 422, "invalid")
+		if !hasField(b.Errors, "aggregateType") || !strings.Contains(b.Errors[0].Message, "feed of all aggregate types") {
+			t.Errorf("POST %s: %+v", c.path, b.Errors)
+		}
+	}
+	def := `{"projectionName":"all","feedName":"_all","aggregated":true,"handlers":[{"eventType":"Placed","functions":[{"function":"inc","targetSelector":"$.projection.n"}]}]}`
+	b := mustErr(t, e.do("POST", "/projections/definitions", def), 422, "invalid")
+	if !hasField(b.Errors, "feedName") || !strings.Contains(b.Errors[0].Message, "feed of all aggregate types") {
+		t.Errorf("definition: %+v", b.Errors)
+	}
+	e.must(200, "POST", "/aggregates/order/o-1/events", events(ev(id2, "Placed", "")))
+	if f := e.feed("/feeds/_all"); len(f.Entries) != 1 {
+		t.Errorf("GET /feeds/_all must read the feed of all types: %+v", f)
+	}
+}

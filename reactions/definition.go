@@ -135,7 +135,9 @@ func compile(d Definition, op string, check func(u *url.URL) error) (*compiled, 
 		}
 	}
 	name("reactionName", d.Name)
-	name("feedName", d.FeedName)
+	if err := eventstore.CheckFeedName(d.FeedName); err != nil {
+		add("feedName", "%v", err)
+	}
 	name("reactOnEventType", d.ReactOnEventType)
 	if len(d.Description) > MaxDescriptionBytes {
 		add("description", "is longer than %d bytes", MaxDescriptionBytes)
