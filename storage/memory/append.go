@@ -24,6 +24,10 @@ func (s *store) Append(ctx context.Context, req storage.AppendRequest) (storage.
 	if err != nil {
 		return storage.AppendResult{}, err
 	}
+	metas, err := encodeMetadata(&req)
+	if err != nil {
+		return storage.AppendResult{}, err
+	}
 	if err := ctx.Err(); err != nil {
 		return storage.AppendResult{}, err
 	}
@@ -31,9 +35,9 @@ func (s *store) Append(ctx context.Context, req storage.AppendRequest) (storage.
 		var res storage.AppendResult
 		var retry bool
 		if agg := s.lookup(req.AggregateType, req.AggregateID); agg != nil {
-			res, retry, err = s.appendTo(ctx, agg, &req, ids)
+			res, retry, err = s.appendTo(ctx, agg, &req, ids, metas)
 		} else {
-			res, retry, err = s.appendNew(ctx, &req, ids)
+			res, retry, err = s.appendNew(ctx, &req, ids, metas)
 		}
 		if !retry {
 			return res, err
@@ -44,7 +48,7 @@ func (s *store) Append(ctx context.Context, req storage.AppendRequest) (storage.
 // appendNew stores req, whose aggregate was not in the directory, under
 // s.mu. It reports retry, having done nothing, when the aggregate was
 // created meanwhile.
-func (s *store) appendNew(ctx context.Context, req *storage.AppendRequest, ids []eventID) (res storage.AppendResult, retry bool, err error) {
+func (s *store) appendNew(ctx context.Context, req *storage.AppendRequest, ids []eventID, metas [][]byte) (res storage.AppendResult, retry bool, err error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if err := s.check(ctx); err != nil {
@@ -56,13 +60,13 @@ func (s *store) appendNew(ctx context.Context, req *storage.AppendRequest, ids [
 	if res, done, err := s.plan(req, ids, nil); done || err != nil {
 		return res, false, err
 	}
-	return s.write(req, ids, nil), false, nil
+	return s.write(req, ids, metas, nil), false, nil
 }
 
 // appendTo stores req in agg, which was found in the directory without a
 // lock. It reports retry, having done nothing, when agg was deleted before
 // the outcome was settled.
-func (s *store) appendTo(ctx context.Context, agg *aggregate, req *storage.AppendRequest, ids []eventID) (res storage.AppendResult, retry bool, err error) {
+func (s *store) appendTo(ctx context.Context, agg *aggregate, req *storage.AppendRequest, ids []eventID, metas [][]byte) (res storage.AppendResult, retry bool, err error) {
 	agg.mu.Lock()
 	defer agg.mu.Unlock()
 	// Under agg.mu, no other save changes agg: its version, events and
@@ -97,7 +101,7 @@ func (s *store) appendTo(ctx context.Context, agg *aggregate, req *storage.Appen
 			return res, false, err
 		}
 	}
-	res = s.write(req, ids, agg)
+	res = s.write(req, ids, metas, agg)
 	s.mu.Unlock()
 	index(agg, first, ids)
 	return res, false, nil
@@ -114,6 +118,7 @@ func (s *store) AppendAll(ctx context.Context, reqs []storage.AppendRequest) ([]
 	}
 	all := make([]eventID, 0, total) // every request's, each capped to its own
 	ids := make([][]eventID, len(reqs))
+	metas := make([][][]byte, len(reqs))
 	seen := make(map[aggKey]int, len(reqs))
 	for i := range reqs {
 		req := &reqs[i]
@@ -123,6 +128,9 @@ func (s *store) AppendAll(ctx context.Context, reqs []storage.AppendRequest) ([]
 			return nil, batchError(i, req, err)
 		}
 		ids[i] = all[start:len(all):len(all)]
+		if metas[i], err = encodeMetadata(req); err != nil {
+			return nil, batchError(i, req, err)
+		}
 		k := aggKey{req.AggregateType, req.AggregateID}
 		if j, ok := seen[k]; ok {
 			return nil, batchError(i, req, fmt.Errorf("the aggregate of batch %d again: %w", j, storage.ErrInvalid))
@@ -133,7 +141,7 @@ func (s *store) AppendAll(ctx context.Context, reqs []storage.AppendRequest) ([]
 		return nil, err
 	}
 	for {
-		results, retry, err := s.appendAll(ctx, reqs, ids)
+		results, retry, err := s.appendAll(ctx, reqs, ids, metas)
 		if !retry {
 			return results, err
 		}
@@ -143,7 +151,7 @@ func (s *store) AppendAll(ctx context.Context, reqs []storage.AppendRequest) ([]
 // appendAll is one attempt of AppendAll. It reports retry, having done
 // nothing, when an aggregate was created or deleted between its lookup and
 // the locks.
-func (s *store) appendAll(ctx context.Context, reqs []storage.AppendRequest, ids [][]eventID) ([]storage.AppendResult, bool, error) {
+func (s *store) appendAll(ctx context.Context, reqs []storage.AppendRequest, ids [][]eventID, metas [][][]byte) ([]storage.AppendResult, bool, error) {
 	aggs := make([]*aggregate, len(reqs))
 	var held []*aggregate
 	for i := range reqs {
@@ -186,11 +194,11 @@ func (s *store) appendAll(ctx context.Context, reqs []storage.AppendRequest, ids
 		if !written[i] {
 			agg := aggs[i]
 			if agg == nil {
-				results[i] = s.write(&reqs[i], ids[i], nil)
+				results[i] = s.write(&reqs[i], ids[i], metas[i], nil)
 				continue
 			}
 			first := agg.events.len()
-			results[i] = s.write(&reqs[i], ids[i], agg)
+			results[i] = s.write(&reqs[i], ids[i], metas[i], agg)
 			index(agg, first, ids[i]) // agg.mu is held
 		}
 	}
@@ -242,7 +250,7 @@ func (s *store) storedEvent(r *record) storage.Event {
 // aggregate that exists, whose id index the caller updates (index). A new
 // aggregate is built whole, id index included, before it enters the
 // directory.
-func (s *store) write(req *storage.AppendRequest, ids []eventID, agg *aggregate) storage.AppendResult {
+func (s *store) write(req *storage.AppendRequest, ids []eventID, metas [][]byte, agg *aggregate) storage.AppendResult {
 	created := agg == nil
 	if created {
 		f := s.byType[req.AggregateType]
@@ -260,14 +268,16 @@ func (s *store) write(req *storage.AppendRequest, ids []eventID, agg *aggregate)
 	agg.seqs.push(f.seq)
 	version := int64(agg.seqs.len())
 	first := agg.events.len()
-	for i, e := range req.Events {
+	for i := range req.Events {
+		e := &req.Events[i]
 		idx := int32(agg.events.len())
 		position := int64(s.log.len()) + 1
+		meta := metaAt(metas, i)
 		agg.events.push(record{
 			typ:      s.intern(e.Type),
-			text:     s.arena.add(ids[i].text, e.Data, e.EncryptedData, ids[i].meta),
+			text:     s.arena.add(ids[i].text, e.Data, e.EncryptedData, meta),
 			encLen:   uint16(len(e.EncryptedData)),
-			metaLen:  uint16(len(ids[i].meta)),
+			metaLen:  uint16(len(meta)),
 			hasData:  e.Data != nil,
 			version:  version,
 			position: position,

@@ -12,43 +12,62 @@ import (
 type eventID struct {
 	text string
 	hash uint32
-	// meta is the event's metadata as storage.AppendMetadata encodes it,
-	// nil for none.
-	meta []byte
 }
 
 // idLen is the length of an event id: the Store passes on ids in the
 // canonical lower-case text of a UUID, which the arena keeps in 36 bytes.
 const idLen = 36
 
-// eventIDs appends the event ids of req to buf, hashed with seed, with
-// their encoded metadata. The Store has checked and lower-cased them
-// already: they are not parsed again, only their length is checked, on
-// which the arena relies.
+// eventIDs appends the event ids of req to buf, hashed with seed. The
+// Store has checked and lower-cased them already: they are not parsed
+// again, only their length is checked, on which the arena relies.
 func eventIDs(buf []eventID, seed maphash.Seed, req *storage.AppendRequest) ([]eventID, error) {
-	var meta []byte // the request's encoded metadata, when it has any
-	for i, e := range req.Events {
+	for i := range req.Events {
+		e := &req.Events[i]
 		if len(e.ID) != idLen {
 			return nil, fmt.Errorf("event id %q: not a UUID: %w", e.ID, storage.ErrInvalid)
 		}
 		if len(e.EncryptedData) > storage.MaxEncryptedData {
 			return nil, fmt.Errorf("event %s: %d bytes of encrypted data, more than %d: %w", e.ID, len(e.EncryptedData), storage.MaxEncryptedData, storage.ErrInvalid)
 		}
-		id := eventID{text: e.ID, hash: uint32(maphash.String(seed, e.ID) >> 32)}
-		if !e.Metadata.IsZero() {
-			if meta == nil {
-				meta = make([]byte, 0, 256*(len(req.Events)-i))
-			}
-			start := len(meta)
-			meta = storage.AppendMetadata(meta, e.Metadata)
-			if n := len(meta) - start; n > storage.MaxMetadataBytes {
-				return nil, fmt.Errorf("event %s: %d bytes of metadata, more than %d: %w", e.ID, n, storage.MaxMetadataBytes, storage.ErrInvalid)
-			}
-			id.meta = meta[start:len(meta):len(meta)]
-		}
-		buf = append(buf, id)
+		buf = append(buf, eventID{e.ID, uint32(maphash.String(seed, e.ID) >> 32)})
 	}
 	return buf, nil
+}
+
+// encodeMetadata returns the metadata of req's events as
+// storage.AppendMetadata encodes it, one slice per event (nil for none),
+// or nil when no event has any, which is the common case and allocates
+// nothing.
+func encodeMetadata(req *storage.AppendRequest) ([][]byte, error) {
+	var metas [][]byte
+	var buf []byte
+	for i := range req.Events {
+		e := &req.Events[i]
+		if e.Metadata.IsZero() {
+			continue
+		}
+		if metas == nil {
+			metas = make([][]byte, len(req.Events))
+			buf = make([]byte, 0, 256*(len(req.Events)-i))
+		}
+		start := len(buf)
+		buf = storage.AppendMetadata(buf, e.Metadata)
+		if n := len(buf) - start; n > storage.MaxMetadataBytes {
+			return nil, fmt.Errorf("event %s: %d bytes of metadata, more than %d: %w", e.ID, n, storage.MaxMetadataBytes, storage.ErrInvalid)
+		}
+		metas[i] = buf[start:len(buf):len(buf)]
+	}
+	return metas, nil
+}
+
+// metaAt returns the encoded metadata of event i of metas (see
+// encodeMetadata).
+func metaAt(metas [][]byte, i int) []byte {
+	if metas == nil {
+		return nil
+	}
+	return metas[i]
 }
 
 // idIndex finds an aggregate's events by id. It is a hash table with
