@@ -2,11 +2,13 @@ package eventstore_test
 
 import (
 	"context"
+	"encoding/json"
 	"testing"
 
 	"github.com/eventkit-go/eventstore"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"github.com/tidwall/gjson"
 )
 
 // TestProjectionReadsMetadata: $.metadata.correlationId, causationId and
@@ -78,4 +80,26 @@ func TestSaveKeepsMetadataOutOfReservedKeys(t *testing.T) {
 	require.ErrorAs(t, err, &ve)
 	assert.Equal(t, `events[0].metadata["timestamp"]`, ve.Fields[0].Field)
 	assert.Contains(t, ve.Fields[0].Message, "reserved")
+}
+
+// TestFunctionBodyCarriesMetadata: an external function's body has the
+// event's metadata as event.metadata, and none for an event without.
+func TestFunctionBodyCarriesMetadata(t *testing.T) {
+	ctx := context.Background()
+	g := &goCaller{fns: map[string]func(context.Context, eventstore.FunctionCall) (eventstore.FunctionResult, error){
+		"go:fold": func(_ context.Context, c eventstore.FunctionCall) (eventstore.FunctionResult, error) {
+			return eventstore.FunctionResult{State: json.RawMessage(`{}`)}, nil
+		}}}
+	st := newStore(t)
+	p := eventstore.NewProjector(st, &eventstore.ProjectorOptions{Functions: g})
+	require.NoError(t, p.Create(ctx, extDef("p", "go:fold")))
+	e := ev("Placed", "")
+	e.Metadata = eventstore.Metadata{CorrelationID: "corr-1", Values: map[string]string{"tenant": "acme"}}
+	save(t, st, "order", "o1", e)
+	save(t, st, "order", "o1", ev("Placed", ""))
+	_, err := p.Single(ctx, "p", "o1")
+	require.NoError(t, err)
+	require.Len(t, g.calls, 2)
+	assert.JSONEq(t, `{"correlationId":"corr-1","tenant":"acme"}`, gjson.GetBytes(g.calls[0].Body, "event.metadata").Raw)
+	assert.Empty(t, gjson.GetBytes(g.calls[1].Body, "event.metadata").Raw, "an event without metadata has none in the body")
 }
