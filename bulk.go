@@ -5,7 +5,9 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/eventkit-go/eventstore/internal/tracing"
 	"github.com/eventkit-go/eventstore/storage"
+	"go.opentelemetry.io/otel/trace"
 )
 
 // Batch is one aggregate's events in a Store.SaveAll.
@@ -22,7 +24,12 @@ type Batch struct {
 // stores nothing of any, and the error wraps a *BatchError naming it;
 // field names of a *ValidationError start with the batch, such as
 // "batches[2].events[0].eventId".
-func (s *Store) SaveAll(ctx context.Context, aggregateType string, batches []Batch) ([]SaveResult, error) {
+func (s *Store) SaveAll(ctx context.Context, aggregateType string, batches []Batch) (res []SaveResult, err error) {
+	var span tracing.Span
+	if s.tracer.Enabled() { // inlined: no call while nothing traces
+		ctx, span = s.tracer.Start(ctx, spanSaveAll, trace.SpanKindInternal)
+		defer func() { endSaveAll(span, aggregateType, batches, err) }()
+	}
 	reqs, err := s.prepareAll(aggregateType, batches)
 	if err != nil {
 		return nil, err
@@ -30,7 +37,12 @@ func (s *Store) SaveAll(ctx context.Context, aggregateType string, batches []Bat
 	if s.closed.Load() {
 		return nil, fmt.Errorf("save %s: %w", aggregateType, ErrClosed)
 	}
-	res, err := s.storage.AppendAll(ctx, reqs)
+	if span.Started() {
+		for i := range reqs {
+			stampTrace(ctx, reqs[i].Events)
+		}
+	}
+	res, err = s.storage.AppendAll(ctx, reqs)
 	s.noteWrite(err)
 	if err != nil {
 		return nil, fmt.Errorf("save %s: %w", aggregateType, err)

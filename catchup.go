@@ -10,14 +10,23 @@ import (
 
 	"github.com/eventkit-go/eventstore/storage"
 	"github.com/tidwall/gjson"
+	"go.opentelemetry.io/otel/trace"
 )
 
 // catchUp applies the feed to pr until the projection covers target and
 // the feed shows nothing more. Only one goroutine of this Projector applies
 // a given projection at a time; other processes are excluded by the
 // checkpoint compare-and-set of CommitProjection.
-func (p *Projector) catchUp(ctx context.Context, pr *proj, target int64, cache *pageCache) error {
+func (p *Projector) catchUp(ctx context.Context, pr *proj, target int64, cache *pageCache) (err error) {
 	name := pr.name
+	ctx, span := p.store.tracer.Start(ctx, spanCatchUp, trace.SpanKindInternal)
+	if span.Started() {
+		defer func() {
+			span.SetAttributes(attrProjection.String(name), attrCheckpoint.Int64(pr.checkpoint.Load()))
+			fail(span, err)
+			span.End()
+		}()
+	}
 	pr.mu.Lock()
 	defer pr.mu.Unlock()
 	if pr.checkpoint.Load() >= target && target > 0 && p.running.Load() > 0 {
@@ -33,7 +42,6 @@ func (p *Projector) catchUp(ctx context.Context, pr *proj, target int64, cache *
 	// none began or ended since it began.
 	gen := p.store.deletions.Load()
 	c := pr.c.Load()
-	var err error
 	var stored int64 // what the storage has committed
 	// read reads the definition: its checkpoint, and its spec when it was
 	// replaced (perhaps by another process).
@@ -115,13 +123,16 @@ func (p *Projector) catchUp(ctx context.Context, pr *proj, target int64, cache *
 			}
 		}
 		if len(page.Events) > 0 {
-			commit, err := p.apply(ctx, pr, c, stored, page, gen)
+			pctx, span := p.pageSpan(ctx, name, stored, page)
+			commit, err := p.apply(pctx, pr, c, stored, page, gen)
 			if err != nil {
+				endPage(span, commit, err)
 				return err
 			}
 			// Refused if the definition was replaced since rec was read.
 			commit.Spec = pr.spec
-			err = p.storage.CommitProjection(ctx, commit)
+			err = p.storage.CommitProjection(pctx, commit)
+			endPage(span, commit, err)
 			if !errors.Is(err, ErrConflict) {
 				p.store.noteWrite(err)
 			}

@@ -12,7 +12,9 @@ import (
 	"unicode/utf8"
 
 	"github.com/eventkit-go/eventstore/internal/jsonscan"
+	"github.com/eventkit-go/eventstore/internal/tracing"
 	"github.com/eventkit-go/eventstore/storage"
+	"go.opentelemetry.io/otel/trace"
 )
 
 // Options configures a Store; nil means all defaults.
@@ -28,6 +30,17 @@ type Options struct {
 	// the Store reads (LoadRange with a limit, ReadFeed, Subscribe,
 	// projectors); a page holds at least one save. Negative: no cap.
 	MaxReadBytes int64
+	// TracerProvider receives the spans of the Store and its Projectors
+	// (docs/tracing.md). Nil follows OpenTelemetry's global provider,
+	// which traces nothing until the program installs one.
+	TracerProvider trace.TracerProvider
+}
+
+func (o *Options) tracer() *tracing.Tracer {
+	if o == nil {
+		return tracing.New(nil)
+	}
+	return tracing.New(o.TracerProvider)
 }
 
 func (o *Options) maxReadBytes() int64 {
@@ -97,6 +110,7 @@ type Store struct {
 	prober     storage.WriteProber // the storage's, or nil
 	rewinds    atomic.Int64
 	lastRewind atomic.Pointer[storage.Rewind]
+	tracer     *tracing.Tracer // spans of the Store and its Projectors (trace.go)
 }
 
 // New returns a Store on top of s. The Store takes ownership of s: Close
@@ -112,6 +126,7 @@ func New(s storage.Storage, opts *Options) (*Store, error) {
 		changed:   make(chan struct{}),
 		bg:        background{poll: opts.pollInterval()},
 		readBytes: opts.maxReadBytes(),
+		tracer:    opts.tracer(),
 	}
 	st.watchRewinds(s)
 	return st, nil
@@ -128,7 +143,12 @@ func New(s storage.Storage, opts *Options) (*Store, error) {
 // Invalid input (see MaxEventsPerSave and MaxDataDepth; an id that is not
 // a UUID or is repeated, an empty type, data that is not a JSON object) is
 // a *ValidationError naming the event and field.
-func (s *Store) Save(ctx context.Context, aggregateType, aggregateID string, events []NewEvent, opts *SaveOptions) (SaveResult, error) {
+func (s *Store) Save(ctx context.Context, aggregateType, aggregateID string, events []NewEvent, opts *SaveOptions) (res SaveResult, err error) {
+	var span tracing.Span
+	if s.tracer.Enabled() { // inlined: no call while nothing traces
+		ctx, span = s.tracer.Start(ctx, spanSave, trace.SpanKindInternal)
+		defer func() { endSave(span, aggregateType, len(events), res, err) }()
+	}
 	buf := s.eventBuffer(len(events))
 	defer s.recycle(buf, len(events))
 	var into []Event
@@ -142,7 +162,10 @@ func (s *Store) Save(ctx context.Context, aggregateType, aggregateID string, eve
 	if s.closed.Load() {
 		return SaveResult{}, fmt.Errorf("save %s/%s: %w", aggregateType, aggregateID, ErrClosed)
 	}
-	res, err := s.storage.Append(ctx, req)
+	if span.Started() {
+		stampTrace(ctx, req.Events)
+	}
+	res, err = s.storage.Append(ctx, req)
 	s.noteWrite(err)
 	if err != nil {
 		return SaveResult{}, fmt.Errorf("save %s/%s: %w", aggregateType, aggregateID, err)
@@ -486,7 +509,12 @@ func normalizeUUID(s string) (string, bool) {
 }
 
 // Load returns the aggregate with all its events, or ErrNotFound.
-func (s *Store) Load(ctx context.Context, aggregateType, aggregateID string) (Aggregate, error) {
+func (s *Store) Load(ctx context.Context, aggregateType, aggregateID string) (agg Aggregate, err error) {
+	var span tracing.Span
+	if s.tracer.Enabled() { // inlined: no call while nothing traces
+		ctx, span = s.tracer.Start(ctx, spanLoad, trace.SpanKindInternal)
+		defer func() { endLoad(span, aggregateType, agg, err) }()
+	}
 	v := validation{op: "load"}
 	checkName(&v, "aggregateType", aggregateType)
 	checkName(&v, "aggregateId", aggregateID)
@@ -496,7 +524,7 @@ func (s *Store) Load(ctx context.Context, aggregateType, aggregateID string) (Ag
 	if s.closed.Load() {
 		return Aggregate{}, fmt.Errorf("load %s/%s: %w", aggregateType, aggregateID, ErrClosed)
 	}
-	agg, err := s.storage.Load(ctx, storage.LoadQuery{AggregateType: aggregateType, AggregateID: aggregateID})
+	agg, err = s.storage.Load(ctx, storage.LoadQuery{AggregateType: aggregateType, AggregateID: aggregateID})
 	if err != nil {
 		return Aggregate{}, wrapNotFound(fmt.Sprintf("aggregate %s/%s", aggregateType, aggregateID), err)
 	}

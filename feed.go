@@ -7,7 +7,9 @@ import (
 	"slices"
 	"time"
 
+	"github.com/eventkit-go/eventstore/internal/tracing"
 	"github.com/eventkit-go/eventstore/storage"
+	"go.opentelemetry.io/otel/trace"
 )
 
 // Limits of a feed read (the exported ones are in limits.go).
@@ -97,7 +99,12 @@ func (e *CursorAheadError) Unwrap() error { return ErrConflict }
 // type without events fails with ErrNotFound, bad options with a
 // *ValidationError, a cursor after the feed's head at once with a
 // *CursorAheadError.
-func (s *Store) ReadFeed(ctx context.Context, aggregateType string, after int64, opts *FeedOptions) (FeedResult, error) {
+func (s *Store) ReadFeed(ctx context.Context, aggregateType string, after int64, opts *FeedOptions) (res FeedResult, err error) {
+	var span tracing.Span
+	if s.tracer.Enabled() { // inlined: no call while nothing traces
+		ctx, span = s.tracer.Start(ctx, spanReadFeed, trace.SpanKindInternal)
+		defer func() { endReadFeed(span, aggregateType, after, opts, res, err) }()
+	}
 	q, err := s.feedQuery(aggregateType, after, opts)
 	if err != nil {
 		return FeedResult{}, err

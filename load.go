@@ -6,7 +6,9 @@ import (
 	"fmt"
 	"math"
 
+	"github.com/eventkit-go/eventstore/internal/tracing"
 	"github.com/eventkit-go/eventstore/storage"
+	"go.opentelemetry.io/otel/trace"
 )
 
 // LoadRange returns the aggregate with the events of its versions in
@@ -16,6 +18,11 @@ import (
 // Version while hasMore. It fails with ErrNotFound when the aggregate has
 // no events, and with a *ValidationError for a negative argument.
 func (s *Store) LoadRange(ctx context.Context, aggregateType, aggregateID string, afterVersion, limit int64) (agg Aggregate, hasMore bool, err error) {
+	var span tracing.Span
+	if s.tracer.Enabled() { // inlined: no call while nothing traces
+		ctx, span = s.tracer.Start(ctx, spanLoad, trace.SpanKindInternal)
+		defer func() { endLoad(span, aggregateType, agg, err) }()
+	}
 	v := validation{op: "load"}
 	checkName(&v, "aggregateType", aggregateType)
 	checkName(&v, "aggregateId", aggregateID)

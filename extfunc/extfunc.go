@@ -38,7 +38,11 @@ import (
 	"time"
 
 	"github.com/eventkit-go/eventstore"
+	"github.com/eventkit-go/eventstore/internal/tracing"
 	"github.com/eventkit-go/eventstore/reactions"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/propagation"
+	"go.opentelemetry.io/otel/trace"
 )
 
 // Defaults of Options.
@@ -64,6 +68,11 @@ type Options struct {
 	Backoff time.Duration
 	// MaxResponseBytes bounds an answer; a longer one is a failed call.
 	MaxResponseBytes int64
+	// TracerProvider receives a span per function call (with all its
+	// attempts), and each attempt sends its traceparent. Nil follows
+	// OpenTelemetry's global provider, which traces nothing until the
+	// program installs one.
+	TracerProvider trace.TracerProvider
 }
 
 // Caller calls external projection functions over HTTP. It is safe for
@@ -75,6 +84,7 @@ type Caller struct {
 	attempts int
 	backoff  time.Duration
 	max      int64
+	tracer   *tracing.Tracer
 }
 
 var _ eventstore.FunctionCaller = (*Caller)(nil)
@@ -85,7 +95,7 @@ func New(opts *Options) *Caller {
 		opts = &Options{}
 	}
 	c := &Caller{out: opts.Outbound, timeout: opts.Timeout, attempts: opts.Attempts,
-		backoff: opts.Backoff, max: opts.MaxResponseBytes}
+		backoff: opts.Backoff, max: opts.MaxResponseBytes, tracer: tracing.New(opts.TracerProvider)}
 	if c.out == nil {
 		c.out = &reactions.Outbound{}
 	}
@@ -120,10 +130,15 @@ func (c *Caller) CheckURI(ctx context.Context, uri string) error {
 }
 
 // CallFunction calls call.URI, retrying as the package doc says.
-func (c *Caller) CallFunction(ctx context.Context, call eventstore.FunctionCall) (eventstore.FunctionResult, error) {
+func (c *Caller) CallFunction(ctx context.Context, call eventstore.FunctionCall) (res eventstore.FunctionResult, err error) {
+	ctx, span := c.tracer.Start(ctx, "eventstore.function.Call", trace.SpanKindClient)
+	n := 0
+	if span.Started() {
+		defer func() { endCall(span, call.URI, n, err) }()
+	}
 	sig := reactions.Sign(call.Secret, call.Body)
 	delay := c.backoff
-	for n := 1; ; n++ {
+	for n = 1; ; n++ {
 		res, err := c.call(ctx, call, sig)
 		if err == nil {
 			return res, nil
@@ -180,6 +195,7 @@ func (c *Caller) call(ctx context.Context, call eventstore.FunctionCall, sig str
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set(reactions.HeaderSignature, sig)
 	req.Header.Set("User-Agent", "eventstore-projections")
+	tracing.Propagator.Inject(ctx, propagation.HeaderCarrier(req.Header))
 	resp, err := c.http.Do(req)
 	if err != nil {
 		switch {
@@ -213,4 +229,19 @@ func (c *Caller) call(ctx context.Context, call eventstore.FunctionCall, sig str
 		return eventstore.FunctionResult{}, errors.New(`the answer has neither an "updatedState" object nor "delete": true`)
 	}
 	return eventstore.FunctionResult{State: a.UpdatedState, Reference: a.Reference}, nil
+}
+
+// endCall ends the span of a function call of n attempts to uri.
+func endCall(span tracing.Span, uri string, n int, err error) {
+	if span.Recording() {
+		span.SetAttributes(attribute.String("http.request.method", http.MethodPost),
+			attribute.Int("eventstore.function.attempts", n))
+		if u, perr := url.Parse(uri); perr == nil {
+			span.SetAttributes(attribute.String("server.address", u.Hostname()))
+		}
+		if err != nil {
+			span.Fail("call_failed", true)
+		}
+	}
+	span.End()
 }

@@ -256,7 +256,9 @@ import (
 
 	"github.com/eventkit-go/eventstore"
 	"github.com/eventkit-go/eventstore/internal/safetext"
+	"github.com/eventkit-go/eventstore/internal/tracing"
 	"github.com/eventkit-go/eventstore/reactions"
+	"go.opentelemetry.io/otel/trace"
 )
 
 // Header names of the credentials every request carries. A request uses
@@ -349,6 +351,11 @@ type Options struct {
 	// StorageName names the storage backend in GET /status, such as
 	// "sqlite", "postgres" or "memory"; empty leaves it out.
 	StorageName string
+	// TracerProvider receives a server span per request, which continues
+	// the caller's trace when the request carries a W3C traceparent
+	// header (docs/tracing.md). Nil follows OpenTelemetry's global
+	// provider, which traces nothing until the program installs one.
+	TracerProvider trace.TracerProvider
 }
 
 // KeyPair is one accepted pair of credentials.
@@ -389,6 +396,7 @@ type handler struct {
 	saves       saveRate // the saves served, for GET /status
 	version     string
 	storageName string
+	tracer      *tracing.Tracer // spans of requests (trace.go)
 }
 
 // New returns an http.Handler serving st and p. Both must be non-nil; New
@@ -425,6 +433,7 @@ func New(st *eventstore.Store, p *eventstore.Projector, opts *Options) http.Hand
 	if h.version == "" {
 		h.version = moduleVersion()
 	}
+	h.tracer = tracing.New(opts.TracerProvider)
 	for _, k := range opts.Keys {
 		if k.AccessKey == "" || k.SecretAccessKey == "" {
 			continue

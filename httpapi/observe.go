@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/eventkit-go/eventstore"
+	"github.com/eventkit-go/eventstore/internal/tracing"
 )
 
 // readyTimeout bounds the storage checks of GET /readyz, so that it
@@ -50,6 +51,11 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	start := time.Now()
 	r = withRequestID(w, r)
 	rec := &recorder{w: w}
+	if h.tracer.Enabled() {
+		var span tracing.Span
+		r, span = startSpan(h.tracer, r)
+		defer h.endSpan(span, r, rec)
+	}
 	if h.observe != nil {
 		defer func() {
 			info := RequestInfo{

@@ -17,8 +17,10 @@ import (
 	"time"
 
 	"github.com/eventkit-go/eventstore"
+	"github.com/eventkit-go/eventstore/internal/tracing"
 	"github.com/eventkit-go/eventstore/storage"
 	"github.com/google/uuid"
+	"go.opentelemetry.io/otel/propagation"
 )
 
 // maxBackoff caps the delay between two attempts.
@@ -172,6 +174,14 @@ func (e *Engine) deliverLoop(ctx context.Context) {
 // ctx ended during a failed call (the lease then ends and the reaction is
 // retried).
 func (e *Engine) attempt(ctx context.Context, r storage.Reaction) (storage.ReactionOutcome, bool) {
+	ctx, span := e.deliverySpan(ctx, &r)
+	o, ok := e.attemptOnce(ctx, r)
+	endDelivery(span, o, ok)
+	return o, ok
+}
+
+// attemptOnce is attempt without its span.
+func (e *Engine) attemptOnce(ctx context.Context, r storage.Reaction) (storage.ReactionOutcome, bool) {
 	err := e.call(ctx, r)
 	if ctx.Err() != nil && err != nil {
 		return storage.ReactionOutcome{}, false
@@ -312,7 +322,11 @@ func (e *Engine) post(ctx context.Context, c *compiled, r storage.Reaction) erro
 	req.Header.Set(HeaderSignature, Sign(secret, r.Payload))
 	req.Header.Set(HeaderReactionID, r.ID)
 	req.Header.Set("User-Agent", "eventstore-reactions")
+	tracing.Propagator.Inject(ctx, propagation.HeaderCarrier(req.Header))
 	resp, err := e.http.Do(req)
+	if err == nil {
+		tracing.SpanOf(ctx).SetAttributes(semconvStatus.Int(resp.StatusCode))
+	}
 	if err != nil {
 		if errors.Is(err, ErrRefusedAddress) {
 			return fmt.Errorf("the target's address is refused by the server's outbound policy")

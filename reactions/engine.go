@@ -13,7 +13,9 @@ import (
 	"time"
 
 	"github.com/eventkit-go/eventstore"
+	"github.com/eventkit-go/eventstore/internal/tracing"
 	"github.com/eventkit-go/eventstore/storage"
+	"go.opentelemetry.io/otel/trace"
 )
 
 // ErrUnsupported reports a Storage that does not implement
@@ -72,6 +74,11 @@ type Options struct {
 	// serves: every delivery's metadata then carries it as tenantId, so
 	// that one receiver can serve every tenant (package tenancy sets it).
 	Tenant string
+	// TracerProvider receives a span per delivery, linked to the save of
+	// the event that scheduled it (docs/tracing.md); HTTP deliveries send
+	// its traceparent. Nil follows OpenTelemetry's global provider, which
+	// traces nothing until the program installs one.
+	TracerProvider trace.TracerProvider
 }
 
 // Defaults of Options.
@@ -121,7 +128,8 @@ type Engine struct {
 	schedDefs     []storage.ReactionDefinitionRecord // the definitions, for scheduling rounds
 	schedDefsRead time.Time                          // when schedDefs was read; zero: read again
 
-	opts Options // as given to New, for ForTenant
+	opts   Options // as given to New, for ForTenant
+	tracer *tracing.Tracer
 }
 
 // New returns an Engine scheduling the events of st into rs, which must be
@@ -156,6 +164,7 @@ func New(st *eventstore.Store, s storage.Storage, opts *Options) (*Engine, error
 		scanned:     make(map[string]scanned),
 	}
 	e.opts = *opts
+	e.tracer = tracing.New(opts.TracerProvider)
 	if opts.Now == nil {
 		e.now = time.Now
 	}

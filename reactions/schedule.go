@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/eventkit-go/eventstore"
+	"github.com/eventkit-go/eventstore/internal/tracing"
 	"github.com/eventkit-go/eventstore/storage"
 	"github.com/google/uuid"
 	"github.com/tidwall/gjson"
@@ -416,6 +417,10 @@ type metadata struct {
 	SequenceNumber   int64  `json:"sequenceNumber"`
 	AggregateVersion int64  `json:"aggregateVersion"`
 	TriggerAt        int64  `json:"triggerAt"`
+	// Traceparent and Tracestate are the W3C trace context of the save
+	// that stored the event, when it was traced.
+	Traceparent string `json:"traceparent,omitempty"`
+	Tracestate  string `json:"tracestate,omitempty"`
 }
 
 type eventBody struct {
@@ -431,7 +436,8 @@ func payload(r *storage.Reaction, ev *eventstore.Event, seq int64, tenant string
 	b, err := json.Marshal(body{
 		Metadata: metadata{ReactionID: r.ID, ReactionName: r.Definition, TenantID: tenant, AggregateID: ev.AggregateID,
 			AggregateType: ev.AggregateType, FeedName: ev.AggregateType, Timestamp: ev.RecordedAt.UnixMilli(),
-			SequenceNumber: seq, AggregateVersion: ev.Version, TriggerAt: r.TriggerAt.UnixMilli()},
+			SequenceNumber: seq, AggregateVersion: ev.Version, TriggerAt: r.TriggerAt.UnixMilli(),
+			Traceparent: ev.Metadata.Values[tracing.TraceparentKey], Tracestate: ev.Metadata.Values[tracing.TracestateKey]},
 		Event: eventBody{EventID: ev.ID, EventType: ev.Type, Data: ev.Data, EncryptedData: ev.EncryptedData},
 	})
 	if err != nil {

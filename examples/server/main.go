@@ -232,6 +232,15 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	if _, err := postgresSchema(cfg.storage, cfg.ops.postgresSchema); err != nil {
 		return err
 	}
+	stopTracing, err := setupTracing(ctx, getenv, log)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		defer cancel()
+		stopTracing(sctx)
+	}()
 	keys := cfg.projects
 	named := cfg.keysFile != ""
 	metrics := newPromMetrics(named)

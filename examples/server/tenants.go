@@ -172,6 +172,7 @@ func openTenants(ctx context.Context, spec, schema string, proj *eventstore.Proj
 		// As postgres.OpenURL does: the feed reads need READ COMMITTED
 		// whatever the server's default (postgres.Open refuses others).
 		pcfg.ConnConfig.RuntimeParams["default_transaction_isolation"] = "read committed"
+		pcfg.ConnConfig.Tracer = postgres.NewTracer(nil) // statement spans when tracing is on
 		if ts.pool, err = pgxpool.NewWithConfig(ctx, pcfg); err != nil {
 			return nil, nil, errors.New("open the tenants' PostgreSQL pool")
 		}

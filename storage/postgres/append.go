@@ -20,6 +20,7 @@ import (
 // result. A lone call runs in the caller's goroutine (the batcher lets the
 // first caller lead its batch).
 func (s *store) Append(ctx context.Context, req storage.AppendRequest) (storage.AppendResult, error) {
+	defer s.span(&ctx, "Append")()
 	if err := s.check(ctx, "append"); err != nil {
 		return storage.AppendResult{}, err
 	}

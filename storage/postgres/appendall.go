@@ -19,6 +19,7 @@ import (
 // not go through the group commit of Append: its batches already share one
 // transaction.
 func (s *store) AppendAll(ctx context.Context, reqs []storage.AppendRequest) ([]storage.AppendResult, error) {
+	defer s.span(&ctx, "AppendAll")()
 	if err := s.check(ctx, "append all"); err != nil {
 		return nil, err
 	}

@@ -97,9 +97,11 @@ import (
 	"time"
 
 	"github.com/eventkit-go/eventstore/internal/groupcommit"
+	"github.com/eventkit-go/eventstore/internal/tracing"
 	"github.com/eventkit-go/eventstore/storage"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
+	"go.opentelemetry.io/otel/trace"
 )
 
 // DefaultSchema is the schema used when Options.Schema is empty.
@@ -202,6 +204,11 @@ type Options struct {
 	// however many are open. The Listener must stay open until the
 	// Storage is closed.
 	Listener *Listener
+
+	// TracerProvider, used by OpenURL only, receives a span per statement
+	// run within a traced call (see NewTracer); nil follows
+	// OpenTelemetry's global provider.
+	TracerProvider trace.TracerProvider
 }
 
 func (o *Options) schema() string {
@@ -245,6 +252,7 @@ func (o *Options) writeTimeout() time.Duration {
 // Storage is the PostgreSQL backend. It is safe for concurrent use. Create
 // it with Open or OpenURL.
 type store struct {
+	tracer  *tracing.Tracer // spans of storage calls (trace.go)
 	pool    *pgxpool.Pool
 	ownPool bool
 	sql     statements
@@ -379,6 +387,7 @@ func open(ctx context.Context, pool *pgxpool.Pool, opts *Options) (*store, error
 			s.listenConfig = cfg
 		}
 	}
+	s.tracer = registerTracer(pool.Config().ConnConfig, &s.sql)
 	if err := migrate(ctx, pool, schema); err != nil {
 		return nil, s.fail(ctx, "open", err)
 	}
@@ -403,6 +412,13 @@ func OpenURL(ctx context.Context, url string, opts *Options) (storage.Storage, e
 	// Feed reads need READ COMMITTED whatever the server's default (see
 	// statements.watermark).
 	cfg.ConnConfig.RuntimeParams["default_transaction_isolation"] = "read committed"
+	if cfg.ConnConfig.Tracer == nil {
+		var tp trace.TracerProvider
+		if opts != nil {
+			tp = opts.TracerProvider
+		}
+		cfg.ConnConfig.Tracer = NewTracer(tp)
+	}
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("postgres: open: %v: %w", err, storage.ErrUnavailable)

@@ -22,6 +22,7 @@ type job struct {
 // together, in one transaction, by the group-commit batcher; each keeps its
 // own outcome.
 func (s *store) Append(ctx context.Context, req storage.AppendRequest) (storage.AppendResult, error) {
+	defer s.span(&ctx, "Append")()
 	if err := s.check(ctx, "append"); err != nil {
 		return storage.AppendResult{}, err
 	}
@@ -37,6 +38,7 @@ func (s *store) Append(ctx context.Context, req storage.AppendRequest) (storage.
 // checks the savepoint is rolled back, so none is written, while the other
 // calls of the same transaction are unaffected.
 func (s *store) AppendAll(ctx context.Context, reqs []storage.AppendRequest) ([]storage.AppendResult, error) {
+	defer s.span(&ctx, "AppendAll")()
 	if err := s.check(ctx, "append all"); err != nil {
 		return nil, err
 	}

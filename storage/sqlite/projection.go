@@ -147,6 +147,7 @@ func (s *store) LoadProjection(ctx context.Context, name, instanceID string) (st
 // with the states, deletions and errors; old errors beyond the last
 // storage.MaxRecordedErrors are trimmed.
 func (s *store) CommitProjection(ctx context.Context, c storage.ProjectionCommit) error {
+	defer s.span(&ctx, "CommitProjection")()
 	if err := s.check(ctx, "commit projection"); err != nil {
 		return err
 	}

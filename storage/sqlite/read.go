@@ -53,6 +53,7 @@ var errStop = errors.New("stop")
 // it after the range; the current version then comes from the same
 // snapshot.
 func (s *store) Load(ctx context.Context, q storage.LoadQuery) (storage.Aggregate, error) {
+	defer s.span(&ctx, "Load")()
 	if err := s.check(ctx, "load"); err != nil {
 		return storage.Aggregate{}, err
 	}
@@ -129,6 +130,7 @@ func (s *store) Load(ctx context.Context, q storage.LoadQuery) (storage.Aggregat
 // feed has no in-flight gaps. The page and its Head come from one read
 // transaction, that is one snapshot.
 func (s *store) ReadFeed(ctx context.Context, q storage.FeedQuery) (storage.FeedPage, error) {
+	defer s.span(&ctx, "ReadFeed")()
 	if err := s.check(ctx, "read feed"); err != nil {
 		return storage.FeedPage{}, err
 	}

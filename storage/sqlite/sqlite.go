@@ -46,6 +46,8 @@ import (
 	"github.com/eventkit-go/eventstore/internal/groupcommit"
 	"github.com/eventkit-go/eventstore/storage"
 
+	"github.com/eventkit-go/eventstore/internal/tracing"
+	"go.opentelemetry.io/otel/trace"
 	_ "modernc.org/sqlite" // registers the "sqlite" database/sql driver
 )
 
@@ -103,6 +105,11 @@ type Options struct {
 	// in place (cheaper to sync than a log that grows), at the price of
 	// more frequent, smaller checkpoints.
 	CheckpointPages int
+
+	// TracerProvider receives a span per storage call (append, load,
+	// feed read, projection commit) made within a traced call of the
+	// Store; nil follows OpenTelemetry's global provider.
+	TracerProvider trace.TracerProvider
 }
 
 // Storage is the SQLite backend. Create it with Open; it is safe for
@@ -123,6 +130,8 @@ type store struct {
 	closed    atomic.Bool
 	closeOnce sync.Once
 	closeErr  error
+
+	tracer *tracing.Tracer // spans of storage calls (trace.go)
 }
 
 var _ storage.Storage = (*store)(nil)
@@ -178,6 +187,11 @@ func open(path string, opts *Options) (*store, error) {
 	writeDB.SetConnMaxIdleTime(0)
 
 	s := &store{path: path, writeDB: writeDB}
+	if opts != nil {
+		s.tracer = tracing.New(opts.TracerProvider)
+	} else {
+		s.tracer = tracing.New(nil)
+	}
 	ctx := context.Background()
 	if err := migrate(ctx, writeDB); err != nil {
 		writeDB.Close()
