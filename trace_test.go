@@ -156,9 +156,6 @@ func TestTraceSaveLoadFeed(t *testing.T) {
 			// Stored with the events, the save's context: later work links to it.
 			require.Len(t, agg.Events, 1)
 			tp0 := agg.Events[0].Metadata.Values["traceparent"]
-			if tp0 == "" && b.name != "memory" {
-				t.Skip("this backend does not store event metadata yet")
-			}
 			assert.Contains(t, tp0, save.SpanContext().TraceID().String())
 			assert.Contains(t, tp0, save.SpanContext().SpanID().String())
 			assert.Equal(t, "corr-secret", agg.Events[0].Metadata.CorrelationID, "the caller's metadata is kept")
