@@ -109,7 +109,9 @@ func TestTracingProtocol(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "http/protobuf") {
 		t.Fatalf("grpc: %v, want a refusal naming http/protobuf", err)
 	}
-	if tracingWanted(func(k string) string { return map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": "x", "OTEL_SDK_DISABLED": "true"}[k] }) {
+	if tracingWanted(func(k string) string {
+		return map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": "x", "OTEL_SDK_DISABLED": "true"}[k]
+	}) {
 		t.Error("OTEL_SDK_DISABLED=true must turn tracing off")
 	}
 	if tracingWanted(func(string) string { return "" }) {
