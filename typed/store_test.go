@@ -50,8 +50,6 @@ func TestSaveLoad(t *testing.T) {
 	assert.False(t, evs[0].RecordedAt.IsZero())
 	assert.JSONEq(t, `{"total":10,"items":1}`, string(evs[0].Data), "the raw bytes stay reachable")
 
-	// Metadata is stored once the backends keep it (issue 31, "storage");
-	// until then what goes to the Store is what Registry.Encode made.
 	_, err = ts.Save(ctx, "order", "o-1", []any{shipped{Carrier: "UPS"}}, &typed.SaveOptions{ExpectedVersion: eventstore.ExpectVersion(0)})
 	assert.ErrorIs(t, err, eventstore.ErrConflict, "the version check is the Store's")
 
@@ -72,20 +70,34 @@ func TestSaveLoad(t *testing.T) {
 	}
 }
 
-// TestSaveMetadata: the metadata of a save reaches the Store, per event
-// or from SaveOptions.
+// TestSaveMetadata: the metadata of a save, per event or from
+// SaveOptions, is stored and comes back with loads and feeds, on every
+// backend.
 func TestSaveMetadata(t *testing.T) {
-	reg := newRegistry(t)
-	ne, err := reg.Encode(typed.NewEvent{Value: placed{}, Metadata: eventstore.Metadata{CausationID: "c"}})
-	require.NoError(t, err)
-	assert.Equal(t, "c", ne.Metadata.CausationID)
-	ts := typed.NewStore(mustStore(t, memory.New()), reg)
-	_, err = ts.Save(context.Background(), "order", "o-2", []any{placed{}}, &typed.SaveOptions{Metadata: eventstore.Metadata{CorrelationID: "r"}})
-	require.NoError(t, err)
-	evs := collect(t, ts.Load(context.Background(), "order", "o-2"))
-	require.Len(t, evs, 1)
-	if !evs[0].Metadata.IsZero() { // stored by a backend that keeps metadata
-		assert.Equal(t, "r", evs[0].Metadata.CorrelationID)
+	for _, b := range backends {
+		t.Run(b.name, func(t *testing.T) {
+			ctx := context.Background()
+			ts := typed.NewStore(b.open(t, 1)[0], newRegistry(t))
+			common := eventstore.Metadata{CorrelationID: "req-1", Values: map[string]string{"user": "u-1"}}
+			own := eventstore.Metadata{CausationID: "cmd-7"}
+			_, err := ts.Save(ctx, "order", "o-1", []any{
+				placed{Items: 1},
+				typed.NewEvent{Value: shipped{Carrier: "DHL"}, Metadata: own},
+			}, &typed.SaveOptions{Metadata: common})
+			require.NoError(t, err)
+			evs := collect(t, ts.Load(ctx, "order", "o-1"))
+			require.Len(t, evs, 2)
+			assert.Equal(t, common, evs[0].Metadata, "SaveOptions.Metadata for an event without its own")
+			assert.Equal(t, own, evs[1].Metadata, "an event's own metadata wins")
+			entries := collect(t, ts.Feed(ctx, "order", 0, nil))
+			require.Len(t, entries, 1)
+			assert.Equal(t, common, entries[0].Events[0].Metadata, "feeds carry it too")
+			assert.Equal(t, own, entries[0].Events[1].Metadata)
+
+			_, err = ts.Save(ctx, "order", "o-1", []any{placed{}}, &typed.SaveOptions{
+				Metadata: eventstore.Metadata{Values: map[string]string{"correlationId": "x"}}})
+			assert.ErrorIs(t, err, eventstore.ErrInvalid, "the Store's bounds apply")
+		})
 	}
 }
 
