@@ -63,9 +63,9 @@ func startProcess(t *testing.T, env []string, args ...string) *serverProcess {
 		p := &serverProcess{cmd: cmd, base: base}
 		t.Cleanup(func() { p.kill() })
 		return p
-	case <-time.After(20 * time.Second):
+	case <-time.After(60 * time.Second):
 		_ = cmd.Process.Kill()
-		t.Fatalf("server did not listen within 20 s; logs:\n%s", logs.String())
+		t.Fatalf("server did not listen within 60 s; logs:\n%s", logs.String())
 		return nil
 	}
 }
