@@ -203,20 +203,7 @@ func BenchmarkRebuildInGo(b *testing.B) {
 					b.Fatal(err)
 				}
 			}
-			b.Run("typed", func(b *testing.B) {
-				storagetest.BenchmarkRebuildInGo(b, st, "order", "Placed", events, aggregated, func(name string) eventstore.CodeProjection {
-					cp, err := benchfold.Typed(name, "order", "Placed", aggregated)
-					if err != nil {
-						b.Fatal(err)
-					}
-					return cp
-				})
-			})
-			b.Run("hook", func(b *testing.B) {
-				storagetest.BenchmarkRebuildInGo(b, st, "order", "Placed", events, aggregated, func(name string) eventstore.CodeProjection {
-					return storagetest.RebuildCode(name, "order", "Placed", aggregated)
-				})
-			})
+			benchfold.RebuildInGo(b, st, events, aggregated)
 		})
 	}
 }

@@ -7,7 +7,10 @@
 package benchfold
 
 import (
+	"testing"
+
 	"github.com/eventkit-go/eventstore"
+	"github.com/eventkit-go/eventstore/storage/storagetest"
 	"github.com/eventkit-go/eventstore/typed"
 )
 
@@ -42,4 +45,25 @@ func Typed(name, feed, eventType string, aggregated bool) (eventstore.CodeProjec
 		return eventstore.CodeProjection{}, err
 	}
 	return p.CodeProjection(), nil
+}
+
+// RebuildInGo runs storagetest.BenchmarkRebuildInGo on st, whose feed
+// "order" holds events Placed: "typed" with Typed, "hook" with
+// storagetest.RebuildCode on the root package's hook alone. The root
+// package's and every backend's benchmarks share it.
+func RebuildInGo(b *testing.B, st *eventstore.Store, events int, aggregated bool) {
+	b.Run("typed", func(b *testing.B) {
+		storagetest.BenchmarkRebuildInGo(b, st, "order", "Placed", events, aggregated, func(name string) eventstore.CodeProjection {
+			cp, err := Typed(name, "order", "Placed", aggregated)
+			if err != nil {
+				b.Fatal(err)
+			}
+			return cp
+		})
+	})
+	b.Run("hook", func(b *testing.B) {
+		storagetest.BenchmarkRebuildInGo(b, st, "order", "Placed", events, aggregated, func(name string) eventstore.CodeProjection {
+			return storagetest.RebuildCode(name, "order", "Placed", aggregated)
+		})
+	})
 }

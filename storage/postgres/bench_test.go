@@ -265,20 +265,7 @@ func BenchmarkRebuild1M(b *testing.B) {
 func BenchmarkRebuildInGo(b *testing.B) {
 	const events = 100_000
 	st := rebuildStore(b, events)
-	b.Run("typed", func(b *testing.B) {
-		storagetest.BenchmarkRebuildInGo(b, st, "order", "Placed", events, false, func(name string) eventstore.CodeProjection {
-			cp, err := benchfold.Typed(name, "order", "Placed", false)
-			if err != nil {
-				b.Fatal(err)
-			}
-			return cp
-		})
-	})
-	b.Run("hook", func(b *testing.B) {
-		storagetest.BenchmarkRebuildInGo(b, st, "order", "Placed", events, false, func(name string) eventstore.CodeProjection {
-			return storagetest.RebuildCode(name, "order", "Placed", false)
-		})
-	})
+	benchfold.RebuildInGo(b, st, events, false)
 }
 
 // rebuildStore returns a Store on a fresh schema holding events of type
