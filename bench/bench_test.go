@@ -140,6 +140,9 @@ func TestFlags(t *testing.T) {
 		{"-proc-writers", "x"},
 		{"-nope"},
 		{"extra"},
+		{"-projection", "x"},
+		{"-projection", "1k", "-projection-instances", "0"},
+		{"-projection", "1k", "-backends", "memory"},
 	} {
 		var out bytes.Buffer
 		if err := mainErr(args, &out); err == nil {
@@ -295,6 +298,30 @@ func TestGrowth(t *testing.T) {
 			t.Log("\n" + out.String())
 		})
 	}
+}
+
+// TestProjection runs the projection benchmark at a tiny size on SQLite
+// and, when its server is up, PostgreSQL, and checks its lines.
+func TestProjection(t *testing.T) {
+	backends := "sqlite"
+	if env, err := newPGEnv(context.Background(), testPGURL(), 4, 1); err == nil {
+		env.close(context.Background())
+		backends += ",postgres"
+	}
+	var out bytes.Buffer
+	if err := mainErr([]string{"-projection", "2k", "-projection-instances", "100", "-reps", "1", "-backends", backends,
+		"-pg-url", testPGURL(), "-dir", t.TempDir()}, &out); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"sqlite: filled 2000 events over 100 instances", "timed: 3 pages", "median of 1: sqlite"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("no %q in\n%s", want, out.String())
+		}
+	}
+	if strings.Contains(backends, "postgres") && !strings.Contains(out.String(), "states rows ins ") {
+		t.Errorf("no PostgreSQL row counts in\n%s", out.String())
+	}
+	t.Log("\n" + out.String())
 }
 
 func TestParseGrowth(t *testing.T) {

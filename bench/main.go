@@ -105,6 +105,8 @@ func mainErr(args []string, out io.Writer) error {
 	dir := fs.String("dir", "", "directory for the SQLite files (default: a new temporary directory)")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the whole run to this file")
 	growth := fs.String("growth", "", "instead of the comparison, the growth benchmark of \"ours\" at these store sizes (events, k and M allowed: 100k,300k; 0 is added), see growth.go")
+	projection := fs.String("projection", "", "instead of the comparison, the projection benchmark at this many events (k and M allowed), see projection.go")
+	projInstances := fs.Int("projection-instances", 50_000, "instances (aggregates) of the projection benchmark")
 	growthReads := fs.Int("growth-reads", 20, "reads per figure of the growth benchmark (loads, feed pages); the median is printed")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -183,6 +185,16 @@ func mainErr(args []string, out io.Writer) error {
 		runtime.NumCPU(), runtime.GOMAXPROCS(0), time.Now().UTC().Format(time.RFC3339))
 	fmt.Fprintf(out, "# median of %d; append %v per measurement; load %d events ×%d; feed %d events; rebuild over %d events; pg pool %d conns, %d store(s); procs %v writers over %v processes\n",
 		cfg.sizes.reps, cfg.sizes.appendFor, cfg.sizes.loadEvents, cfg.sizes.loads, cfg.sizes.feedEvents, cfg.sizes.rebuild, cfg.pgConns, cfg.pgStores, cfg.procWriters, cfg.procs)
+	if *projection != "" {
+		n, err := parseGrowth(*projection)
+		if err != nil || len(n) != 2 {
+			return fmt.Errorf("-projection: one size, got %q", *projection)
+		}
+		if *projInstances < 1 || *projInstances > 10_000_000 {
+			return fmt.Errorf("-projection-instances must be between 1 and 10,000,000, got %d", *projInstances)
+		}
+		return runProjection(ctx, cfg, n[1], *projInstances, out)
+	}
 	if len(growthSizes) > 0 {
 		fmt.Fprintf(out, "# growth: sizes %v, %d writers, saves of %d events (fill) and 1 event (%v), %d reads per figure\n\n",
 			growthSizes, growthWriters, growthSave, cfg.sizes.appendFor, *growthReads)
