@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/eventkit-go/eventstore/internal/limits"
 	"github.com/eventkit-go/eventstore/storage"
 )
 
@@ -11,10 +12,9 @@ import (
 // CreatedAt and UpdatedAt, the RecordedAt of its first and last events.
 type AggregateSummary = storage.AggregateSummary
 
-// AggregateListOptions page Store.Aggregates; nil lists the first
-// DefaultListLimit.
+// AggregateListOptions page Store.Aggregates; nil lists the first 100.
 type AggregateListOptions struct {
-	Skip, Limit int // Skip at most 1<<30; Limit 0 means DefaultListLimit
+	Skip, Limit int // Skip at most 1<<30; Limit 0 means 100, at most 1000
 }
 
 // AggregatePage is one page of Store.Aggregates.
@@ -36,10 +36,10 @@ func (s *Store) Aggregates(ctx context.Context, aggregateType string, opts *Aggr
 	v := validation{op: "list aggregates"}
 	checkName(&v, "aggregateType", aggregateType)
 	switch {
-	case o.Limit < 0 || o.Limit > MaxListLimit:
-		v.add("limit", "must be between 1 and %d, got %d", MaxListLimit, o.Limit)
+	case o.Limit < 0 || o.Limit > limits.MaxListLimit:
+		v.add("limit", "must be between 1 and %d, got %d", limits.MaxListLimit, o.Limit)
 	case o.Limit == 0:
-		o.Limit = DefaultListLimit
+		o.Limit = limits.DefaultListLimit
 	}
 	if o.Skip < 0 || o.Skip > maxListSkip {
 		v.add("skip", "must be between 0 and %d, got %d", maxListSkip, o.Skip)

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/eventkit-go/eventstore"
+	"github.com/eventkit-go/eventstore/internal/limits"
 	"github.com/eventkit-go/eventstore/storage/memory"
 )
 
@@ -25,7 +26,7 @@ func TestAggregatesOptions(t *testing.T) {
 		opts eventstore.AggregateListOptions
 	}{
 		{"order", eventstore.AggregateListOptions{Limit: -1}},
-		{"order", eventstore.AggregateListOptions{Limit: eventstore.MaxListLimit + 1}},
+		{"order", eventstore.AggregateListOptions{Limit: limits.MaxListLimit + 1}},
 		{"order", eventstore.AggregateListOptions{Skip: -1}},
 		{"order", eventstore.AggregateListOptions{Skip: 1<<30 + 1}},
 		{"", eventstore.AggregateListOptions{}},

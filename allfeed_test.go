@@ -3,10 +3,10 @@ package eventstore_test
 import (
 	"context"
 	"errors"
-	"fmt"
 	"testing"
 
 	"github.com/eventkit-go/eventstore"
+	"github.com/eventkit-go/eventstore/internal/names"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -25,7 +25,7 @@ func TestAllFeedIsReserved(t *testing.T) {
 		assert.Equal(t, field, ve.Fields[0].Field, what)
 		assert.Contains(t, ve.Fields[0].Message, "feed of all aggregate types", what)
 	}
-	_, err := st.Save(ctx, eventstore.AllFeed, "a1", []eventstore.NewEvent{ev("Placed", "")}, nil)
+	_, err := st.Save(ctx, names.AllFeed, "a1", []eventstore.NewEvent{ev("Placed", "")}, nil)
 	check("Save", err, "aggregateType")
 	_, err = st.SaveAll(ctx, "_all", []eventstore.Batch{{AggregateID: "a1", Events: []eventstore.NewEvent{ev("Placed", "")}}})
 	check("SaveAll", err, "aggregateType")
@@ -40,17 +40,14 @@ func TestAllFeedIsReserved(t *testing.T) {
 	def.Handlers[1].Feed = "_all"
 	check("a handler's feedName", p.Create(ctx, def), "handlers[1].feedName")
 
-	assert.True(t, errors.Is(eventstore.CheckFeedName("_all"), eventstore.ErrInvalid))
-	assert.NoError(t, eventstore.CheckFeedName("_all_orders"), "only the exact name is reserved")
+	assert.True(t, errors.Is(names.CheckFeed("_all"), eventstore.ErrInvalid))
+	assert.NoError(t, names.CheckFeed("_all_orders"), "only the exact name is reserved")
 	_, err = st.Save(ctx, "_All", "a1", []eventstore.NewEvent{ev("Placed", "")}, nil)
 	assert.NoError(t, err, "names are case-sensitive: _All is another type")
 }
 
-// ExampleCheckFeedName shows the name that no aggregate type may have.
-func ExampleCheckFeedName() {
-	fmt.Println(eventstore.CheckFeedName("order"))
-	fmt.Println(eventstore.CheckFeedName(eventstore.AllFeed))
-	// Output:
-	// <nil>
-	// must not be "_all": _all is the feed of all aggregate types (GET /feeds/_all), not the name of one
+// TestCheckFeedMessage: the message that no aggregate type may be _all.
+func TestCheckFeedMessage(t *testing.T) {
+	assert.NoError(t, names.CheckFeed("order"))
+	assert.EqualError(t, names.CheckFeed(names.AllFeed), `must not be "_all": _all is the feed of all aggregate types (GET /feeds/_all), not the name of one`)
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/eventkit-go/eventstore/internal/limits"
 	"github.com/eventkit-go/eventstore/internal/tracing"
 	"github.com/eventkit-go/eventstore/storage"
 	"go.opentelemetry.io/otel/trace"
@@ -70,10 +71,10 @@ func (s *Store) prepareAll(aggregateType string, batches []Batch) ([]storage.App
 	switch {
 	case len(batches) == 0:
 		v.add("batches", "at least one batch is required")
-	case len(batches) > MaxSaveAllBatches:
-		v.add("batches", "at most %d batches are allowed, got %d", MaxSaveAllBatches, len(batches))
-	case total > MaxSaveAllEvents:
-		v.add("batches", "at most %d events are allowed across the batches, got %d", MaxSaveAllEvents, total)
+	case len(batches) > limits.MaxSaveAllBatches:
+		v.add("batches", "at most %d batches are allowed, got %d", limits.MaxSaveAllBatches, len(batches))
+	case total > limits.MaxSaveAllEvents:
+		v.add("batches", "at most %d events are allowed across the batches, got %d", limits.MaxSaveAllEvents, total)
 	}
 	if err := v.err(); err != nil {
 		return nil, err

@@ -7,6 +7,7 @@ import (
 
 	"github.com/eventkit-go/eventstore"
 	"github.com/eventkit-go/eventstore/internal/fakestorage"
+	"github.com/eventkit-go/eventstore/internal/limits"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -63,7 +64,7 @@ func TestSaveAll(t *testing.T) {
 func TestSaveAllValidation(t *testing.T) {
 	st := newFakeStore(t, fakestorage.New())
 	good := evs(1)
-	many := make([]eventstore.Batch, eventstore.MaxSaveAllBatches+1)
+	many := make([]eventstore.Batch, limits.MaxSaveAllBatches+1)
 	for i := range many {
 		many[i] = eventstore.Batch{AggregateID: strings.Repeat("x", i%50+1), Events: evs(1)}
 	}
@@ -75,13 +76,13 @@ func TestSaveAllValidation(t *testing.T) {
 	}{
 		{"no batches", "acct", nil, "batches"},
 		{"too many batches", "acct", many, "batches"},
-		{"too many events", "acct", []eventstore.Batch{{AggregateID: "a", Events: make([]eventstore.NewEvent, eventstore.MaxSaveAllEvents+1)}}, "batches"},
+		{"too many events", "acct", []eventstore.Batch{{AggregateID: "a", Events: make([]eventstore.NewEvent, limits.MaxSaveAllEvents+1)}}, "batches"},
 		{"empty batch", "acct", []eventstore.Batch{{AggregateID: "a", Events: good}, {AggregateID: "b"}}, "batches[1].events"},
 		{"same aggregate twice", "acct", []eventstore.Batch{{AggregateID: "a", Events: good}, {AggregateID: "a", Events: evs(1)}}, "batches[1].aggregateId"},
 		{"bad event id", "acct", []eventstore.Batch{{AggregateID: "a", Events: []eventstore.NewEvent{{ID: "x", Type: "T"}}}}, "batches[0].events[0].eventId"},
 		{"missing id", "acct", []eventstore.Batch{{Events: good}}, "batches[0].aggregateId"},
 		{"bad type", "ac/ct", []eventstore.Batch{{AggregateID: "a", Events: good}}, "aggregateType"},
-		{"encrypted data too long", "acct", []eventstore.Batch{{AggregateID: "a", Events: []eventstore.NewEvent{{ID: good[0].ID, Type: "T", EncryptedData: strings.Repeat("x", eventstore.MaxEncryptedData+1)}}}}, "batches[0].events[0].encryptedData"},
+		{"encrypted data too long", "acct", []eventstore.Batch{{AggregateID: "a", Events: []eventstore.NewEvent{{ID: good[0].ID, Type: "T", EncryptedData: strings.Repeat("x", limits.MaxEncryptedData+1)}}}}, "batches[0].events[0].encryptedData"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -110,7 +111,7 @@ func TestEncryptedData(t *testing.T) {
 		require.NoError(t, err)
 		assert.Equal(t, e.EncryptedData, feed.Entries[0].Events[0].EncryptedData)
 
-		for _, bad := range []string{strings.Repeat("x", eventstore.MaxEncryptedData+1), "\xff"} {
+		for _, bad := range []string{strings.Repeat("x", limits.MaxEncryptedData+1), "\xff"} {
 			e := ev("Secret", "")
 			e.EncryptedData = bad
 			_, err := st.Save(ctx, "vault", "v-2", []eventstore.NewEvent{e}, nil)
@@ -119,7 +120,7 @@ func TestEncryptedData(t *testing.T) {
 			assert.Equal(t, "events[0].encryptedData", ve.Fields[0].Field)
 		}
 		e = ev("Secret", "")
-		e.EncryptedData = strings.Repeat("x", eventstore.MaxEncryptedData)
+		e.EncryptedData = strings.Repeat("x", limits.MaxEncryptedData)
 		_, err = st.Save(ctx, "vault", "v-2", []eventstore.NewEvent{e}, nil)
 		assert.NoError(t, err, "exactly the maximum")
 	})

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/eventkit-go/eventstore/internal/names"
 	"github.com/eventkit-go/eventstore/storage"
 	"github.com/tidwall/gjson"
 	"go.opentelemetry.io/otel/trace"
@@ -345,7 +346,7 @@ func instanceID(c *compiled, h *chandler, e *Event) (string, error) {
 		}
 		return "", fmt.Errorf("idField %s must be a string or a number, not %s", h.idField, clip(r.Raw))
 	}
-	if msg := nameProblem(id); msg != "" {
+	if msg := names.Problem(id); msg != "" {
 		return "", fmt.Errorf("idField %s: the id %s", h.idField, msg)
 	}
 	return id, nil

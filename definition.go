@@ -6,13 +6,16 @@ import (
 	"slices"
 	"unicode"
 	"unicode/utf8"
+
+	"github.com/eventkit-go/eventstore/internal/limits"
+	"github.com/eventkit-go/eventstore/internal/names"
 )
 
 // Definition describes a projection: which event types of which feeds it
 // processes and how each changes the instance's JSON object. Its JSON form
 // is the body of the HTTP definition calls (see DecodeDefinition).
 type Definition struct {
-	Name        string `json:"projectionName"`        // see CheckName
+	Name        string `json:"projectionName"`        // see Names in the package doc
 	Description string `json:"description,omitempty"` // for people; changing it rebuilds nothing
 	// Feed is the aggregate type whose events the projection reads; it
 	// may be empty when every handler names its own.
@@ -31,13 +34,9 @@ type Definition struct {
 	// SigningSecret keys the signature of FunctionURI calls (else the
 	// Name does); stored, never in the JSON form.
 	SigningSecret string `json:"-"`
-	// Resets counts the resets (Projector.Reset) of the projection in the
-	// store it was read from; Projector.Definition and Definitions set it,
-	// never in the JSON form. Put with a Resets above every one it applied
-	// before resets the projection: that is how package tenancy passes a
-	// project's reset on to every tenant, open or not, in any process.
-	// Leave it 0 otherwise (Put keeps the stored counts).
-	Resets int64 `json:"-"`
+	// resets counts the resets of the projection in the store it was read
+	// from (hooks.DefinitionResets).
+	resets int64
 	// Code is set, by Projector.Definition and Definitions only, on the
 	// definition of a projection written in Go (CodeProjection), whose
 	// Handlers then name only event types.
@@ -128,9 +127,9 @@ func compile(d Definition) (*compiled, error) {
 	switch {
 	case len(d.Handlers) == 0:
 		v.add("handlers", "at least one handler is required")
-	case len(d.Handlers) > MaxHandlers:
-		v.add("handlers", "at most %d handlers are allowed", MaxHandlers)
-		d.Handlers = d.Handlers[:MaxHandlers]
+	case len(d.Handlers) > limits.MaxHandlers:
+		v.add("handlers", "at most %d handlers are allowed", limits.MaxHandlers)
+		d.Handlers = d.Handlers[:limits.MaxHandlers]
 	}
 	if d.Feed == "" && slices.ContainsFunc(d.Handlers, func(h Handler) bool { return h.Feed == "" }) {
 		v.add("feedName", "is required (or a feedName on every handler)")
@@ -153,7 +152,7 @@ func compile(d Definition) (*compiled, error) {
 			feed = d.Feed
 		}
 		key := handlerKey{feed, h.EventType}
-		if msg := typeProblem(h.EventType); msg != "" {
+		if msg := names.TypeProblem(h.EventType); msg != "" {
 			v.add(hf+".eventType", "%s", msg)
 		} else if j, dup := seen[key]; dup {
 			v.add(hf+".eventType", "%q of feed %q is already handled by handlers[%d]", clip(h.EventType), clip(feed), j)
@@ -170,9 +169,9 @@ func compile(d Definition) (*compiled, error) {
 			checkFunctionURI(&v, hf, h)
 		case len(h.Functions) == 0:
 			v.add(hf+".functions", "at least one function (or a functionUri) is required")
-		case len(h.Functions) > MaxFunctions:
-			v.add(hf+".functions", "at most %d functions are allowed", MaxFunctions)
-			h.Functions = h.Functions[:MaxFunctions]
+		case len(h.Functions) > limits.MaxFunctions:
+			v.add(hf+".functions", "at most %d functions are allowed", limits.MaxFunctions)
+			h.Functions = h.Functions[:limits.MaxFunctions]
 		}
 		ch.ops = make([]op, 0, len(h.Functions))
 		for j, f := range h.Functions {
@@ -213,8 +212,8 @@ func compile(d Definition) (*compiled, error) {
 // description, or "".
 func descriptionProblem(s string) string {
 	switch {
-	case len(s) > MaxDescriptionBytes:
-		return fmt.Sprintf("must be at most %d bytes long", MaxDescriptionBytes)
+	case len(s) > limits.MaxDescriptionBytes:
+		return fmt.Sprintf("must be at most %d bytes long", limits.MaxDescriptionBytes)
 	case !utf8.ValidString(s):
 		return "must be valid UTF-8"
 	}

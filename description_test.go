@@ -7,34 +7,12 @@ import (
 	"testing"
 
 	"github.com/eventkit-go/eventstore"
+	"github.com/eventkit-go/eventstore/internal/limits"
 	"github.com/eventkit-go/eventstore/storage"
 	"github.com/eventkit-go/eventstore/storage/memory"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
-
-// TestDecodeDefinitionDescription: DecodeDefinition reads description as a
-// string and refuses any other type, naming the field.
-func TestDecodeDefinitionDescription(t *testing.T) {
-	body := `{"projectionName":"n","description":"Orders per customer.\nOne line more.","feedName":"order",
-		"handlers":[{"eventType":"Placed","functions":[{"function":"inc","targetSelector":"$.projection.n"}]}]}`
-	d, err := eventstore.DecodeDefinition([]byte(body))
-	require.NoError(t, err)
-	assert.Equal(t, "Orders per customer.\nOne line more.", d.Description)
-
-	d, err = eventstore.DecodeDefinition([]byte(strings.Replace(body, `"Orders per customer.\nOne line more."`, `null`, 1)))
-	require.NoError(t, err, "null is no description")
-	assert.Empty(t, d.Description)
-
-	for _, bad := range []string{`12`, `true`, `["a"]`, `{"text":"a"}`} {
-		_, err := eventstore.DecodeDefinition([]byte(strings.Replace(body, `"Orders per customer.\nOne line more."`, bad, 1)))
-		f := validationFields(t, err)
-		if assert.Len(t, f, 1, "description %s", bad) {
-			assert.Equal(t, "description", f[0].Field)
-			assert.Equal(t, "must be a string", f[0].Message)
-		}
-	}
-}
 
 // TestDescriptionIsStoredAndReturned: Create and Put store the description
 // with the definition; Definition and Definitions return it.
@@ -69,12 +47,12 @@ func TestDescriptionIsBounded(t *testing.T) {
 	d := countDef("n", eventstore.Function{Name: eventstore.FuncInc, TargetSelector: "$.projection.count"})
 
 	// Exactly the bound, in multi-byte runes, is accepted.
-	d.Description = strings.Repeat("é", eventstore.MaxDescriptionBytes/2)
-	require.Len(t, d.Description, eventstore.MaxDescriptionBytes)
+	d.Description = strings.Repeat("é", limits.MaxDescriptionBytes/2)
+	require.Len(t, d.Description, limits.MaxDescriptionBytes)
 	require.NoError(t, p.Create(ctx, d))
 
 	for _, tc := range []struct{ desc, want string }{
-		{strings.Repeat("a", eventstore.MaxDescriptionBytes+1), "must be at most 1000 bytes long"},
+		{strings.Repeat("a", limits.MaxDescriptionBytes+1), "must be at most 1000 bytes long"},
 		{"bad \xff byte", "must be valid UTF-8"},
 		{"a\x00b", `must not contain '\x00'`},
 		{"carriage\rreturn", `must not contain '\r'`},

@@ -32,6 +32,13 @@
 // also has a sequence number in its aggregate and a position in the
 // store's feed (see Event).
 //
+// # Names
+//
+// Aggregate types and ids, projection and feed names are 1 to 256 bytes of
+// UTF-8 without '/' or control characters, and not "." or ".."; "_all",
+// the HTTP name of the feed of all types, is no aggregate type or feed.
+// Event types may contain '/'.
+//
 // # Consistency
 //
 // Projections are applied from the feed, in order, exactly once per event,

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/eventkit-go/eventstore/internal/limits"
 	"github.com/eventkit-go/eventstore/storage"
 )
 
@@ -39,7 +40,7 @@ type FieldError struct {
 
 // ValidationError is the error of input that fails validation; it wraps
 // ErrInvalid. Fields lists the invalid fields in input order, never none
-// and at most MaxFieldErrors; Omitted counts the others.
+// and at most 100; Omitted counts the others.
 type ValidationError struct {
 	Op      string // the operation, such as "save" or "create projection"
 	Fields  []FieldError
@@ -75,7 +76,7 @@ func (e *ValidationError) Error() string {
 func (e *ValidationError) Unwrap() error { return ErrInvalid }
 
 // validation collects field errors for one operation. Beyond
-// MaxFieldErrors it only counts them, without formatting their messages.
+// limits.MaxFieldErrors it only counts them, without formatting their messages.
 type validation struct {
 	op      string
 	fields  []FieldError
@@ -83,7 +84,7 @@ type validation struct {
 }
 
 func (v *validation) add(field, format string, args ...any) {
-	if len(v.fields) >= MaxFieldErrors {
+	if len(v.fields) >= limits.MaxFieldErrors {
 		v.omitted++
 		return
 	}
@@ -98,4 +99,4 @@ func (v *validation) err() error {
 }
 
 // full reports whether the collector holds as many problems as it lists.
-func (v *validation) full() bool { return len(v.fields) >= MaxFieldErrors }
+func (v *validation) full() bool { return len(v.fields) >= limits.MaxFieldErrors }

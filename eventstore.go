@@ -9,9 +9,10 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
-	"unicode/utf8"
 
 	"github.com/eventkit-go/eventstore/internal/jsonscan"
+	"github.com/eventkit-go/eventstore/internal/limits"
+	"github.com/eventkit-go/eventstore/internal/names"
 	"github.com/eventkit-go/eventstore/internal/tracing"
 	"github.com/eventkit-go/eventstore/storage"
 	"go.opentelemetry.io/otel/trace"
@@ -28,7 +29,8 @@ type Options struct {
 	Metrics      Metrics // when set, receives the Store's figures
 	// MaxReadBytes caps the event data (Data and EncryptedData) of a page
 	// the Store reads (LoadRange with a limit, ReadFeed, Subscribe,
-	// projectors); a page holds at least one save. Negative: no cap.
+	// projectors); a page holds at least one save. 0 means 1 MiB,
+	// negative no cap.
 	MaxReadBytes int64
 	// TracerProvider receives the spans of the Store and its Projectors
 	// (docs/tracing.md). Nil follows OpenTelemetry's global provider,
@@ -46,7 +48,7 @@ func (o *Options) tracer() *tracing.Tracer {
 func (o *Options) maxReadBytes() int64 {
 	switch {
 	case o == nil || o.MaxReadBytes == 0:
-		return DefaultMaxReadBytes
+		return limits.DefaultMaxReadBytes
 	case o.MaxReadBytes < 0:
 		return 0
 	}
@@ -140,9 +142,9 @@ func New(s storage.Storage, opts *Options) (*Store, error) {
 // earlier result with Duplicate set, so a save whose outcome is unknown may
 // be retried; a batch mixing stored and new ids fails with ErrConflict.
 // Both usually come as a *ConflictError, which says which and the version.
-// Invalid input (see MaxEventsPerSave and MaxDataDepth; an id that is not
-// a UUID or is repeated, an empty type, data that is not a JSON object) is
-// a *ValidationError naming the event and field.
+// Invalid input (more than 10,000 events, data nested deeper than 64
+// levels, an id that is not a UUID or is repeated, an empty type, data that
+// is not a JSON object) is a *ValidationError naming the event and field.
 func (s *Store) Save(ctx context.Context, aggregateType, aggregateID string, events []NewEvent, opts *SaveOptions) (res SaveResult, err error) {
 	var span tracing.Span
 	if s.tracer.Enabled() { // inlined: no call while nothing traces
@@ -231,8 +233,8 @@ func (s *Store) prepare(aggregateType, aggregateID string, events []NewEvent, op
 	switch {
 	case len(events) == 0:
 		v.add("events", "at least one event is required")
-	case len(events) > MaxEventsPerSave:
-		v.add("events", "at most %d events are allowed in one save, got %d", MaxEventsPerSave, len(events))
+	case len(events) > limits.MaxEventsPerSave:
+		v.add("events", "at most %d events are allowed in one save, got %d", limits.MaxEventsPerSave, len(events))
 		return storage.AppendRequest{}, v.err()
 	}
 	req := storage.AppendRequest{AggregateType: aggregateType, AggregateID: aggregateID}
@@ -271,7 +273,7 @@ func (s *Store) prepare(aggregateType, aggregateID string, events []NewEvent, op
 		}
 		// A batch mostly repeats one type: checked once is enough.
 		if typeOK = typeOK && e.Type == events[i-1].Type; !typeOK {
-			if msg := typeProblem(e.Type); msg != "" {
+			if msg := names.TypeProblem(e.Type); msg != "" {
 				v.add(fmt.Sprintf("events[%d].eventType", i), "%s", msg)
 			} else {
 				typeOK = true
@@ -319,129 +321,6 @@ func indexOf(seen map[string]int, prev []Event, id string) int {
 	return -1
 }
 
-// maxNameLen bounds aggregate types, ids, event types and projection names.
-const maxNameLen = 256
-
-// CheckName reports whether s may be an aggregate type or id, a projection
-// or a feed name: non-empty UTF-8 of at most 256 bytes, not "." or "..",
-// without '/' or control characters. Its error wraps ErrInvalid and states
-// the problem alone ("must not contain '/'"), to prefix with the field.
-func CheckName(s string) error {
-	if msg := nameProblem(s); msg != "" {
-		return &nameError{msg}
-	}
-	return nil
-}
-
-// AllFeed is the name of the feed of every aggregate type over HTTP
-// (GET /feeds/_all). It is reserved: Store.Save and SaveAll refuse it as
-// an aggregate type, and projection and reaction definitions as a feed
-// name (CheckFeedName).
-const AllFeed = "_all"
-
-// CheckFeedName reports whether s may be an aggregate type or the feed
-// name of a projection or reaction: CheckName's rule, and not AllFeed. Its
-// error wraps ErrInvalid and states the problem alone, as CheckName's.
-func CheckFeedName(s string) error {
-	if msg := feedNameProblem(s); msg != "" {
-		return &nameError{msg}
-	}
-	return nil
-}
-
-// feedNameProblem is the rule of CheckFeedName: it returns what is wrong
-// with s, or "".
-func feedNameProblem(s string) string {
-	if s == AllFeed {
-		return fmt.Sprintf("must not be %q: %s is the feed of all aggregate types (GET /feeds/%s), not the name of one", s, s, s)
-	}
-	return nameProblem(s)
-}
-
-// checkFeedName validates an aggregate type or a feed name with the rule
-// of CheckFeedName.
-func checkFeedName(v *validation, field, s string) {
-	if msg := feedNameProblem(s); msg != "" {
-		v.add(field, "%s", msg)
-	}
-}
-
-// nameError is the error of CheckName.
-type nameError struct{ msg string }
-
-func (e *nameError) Error() string { return e.msg }
-func (e *nameError) Unwrap() error { return ErrInvalid }
-
-// checkName validates an aggregate type or id with the rule of CheckName.
-func checkName(v *validation, field, s string) {
-	if msg := nameProblem(s); msg != "" {
-		v.add(field, "%s", msg)
-	}
-}
-
-// typeProblem validates an event type: a name that may contain '/'.
-func typeProblem(s string) string {
-	return problem(s, false)
-}
-
-// nameProblem is the rule of CheckName: it returns what is wrong with s,
-// or "".
-func nameProblem(s string) string {
-	if s == "." || s == ".." {
-		return fmt.Sprintf("must not be %q", s)
-	}
-	return problem(s, true)
-}
-
-// nameClass classifies bytes for problem: nameOK for printable ASCII,
-// nameSlash for '/', nameOther for control characters, DEL and every byte
-// of a multi-byte UTF-8 sequence (or of invalid UTF-8).
-var nameClass = func() (t [256]uint8) {
-	for c := range t {
-		switch {
-		case c == '/':
-			t[c] = nameSlash
-		case c < 0x20 || c >= 0x7f:
-			t[c] = nameOther
-		}
-	}
-	return t
-}()
-
-const (
-	nameOK    = 0
-	nameSlash = 1
-	nameOther = 2
-)
-
-// problem returns what is wrong with s as a name ("" for nothing); path
-// names may not contain '/'. Names of printable ASCII, by far the most
-// common, take one pass over their bytes.
-func problem(s string, path bool) string {
-	switch {
-	case s == "":
-		return "is required"
-	case len(s) > maxNameLen:
-		return fmt.Sprintf("must be at most %d bytes long", maxNameLen)
-	}
-	var acc uint8
-	for i := 0; i < len(s); i++ {
-		acc |= nameClass[s[i]]
-	}
-	if acc == nameOK || (acc == nameSlash && !path) {
-		return ""
-	}
-	if !utf8.ValidString(s) {
-		return "must be valid UTF-8"
-	}
-	for _, r := range s {
-		if (path && r == '/') || r < 0x20 || r == 0x7f {
-			return fmt.Sprintf("must not contain %q", r)
-		}
-	}
-	return ""
-}
-
 // checkData returns the data to store (nil for none) or a message saying
 // why it is not acceptable.
 func checkData(d []byte) ([]byte, string) {
@@ -452,9 +331,9 @@ func checkData(d []byte) ([]byte, string) {
 	if i == len(d) {
 		return nil, ""
 	}
-	if err := jsonscan.Check(d, MaxDataDepth); err != nil {
+	if err := jsonscan.Check(d, limits.MaxDataDepth); err != nil {
 		if errors.Is(err, jsonscan.ErrDepth) {
-			return nil, fmt.Sprintf("nests deeper than %d levels", MaxDataDepth)
+			return nil, fmt.Sprintf("nests deeper than %d levels", limits.MaxDataDepth)
 		}
 		return nil, "is not valid JSON"
 	}
@@ -576,4 +455,19 @@ func (s *Store) watch() <-chan struct{} {
 	defer s.mu.Unlock()
 	s.watched.Store(true)
 	return s.changed
+}
+
+// checkName validates an aggregate type or id with the rule of names.Check.
+func checkName(v *validation, field, s string) {
+	if msg := names.Problem(s); msg != "" {
+		v.add(field, "%s", msg)
+	}
+}
+
+// checkFeedName validates an aggregate type or a feed name with the rule
+// of names.CheckFeed.
+func checkFeedName(v *validation, field, s string) {
+	if msg := names.FeedProblem(s); msg != "" {
+		v.add(field, "%s", msg)
+	}
 }

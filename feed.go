@@ -7,24 +7,19 @@ import (
 	"slices"
 	"time"
 
+	"github.com/eventkit-go/eventstore/internal/limits"
 	"github.com/eventkit-go/eventstore/internal/tracing"
 	"github.com/eventkit-go/eventstore/storage"
 	"go.opentelemetry.io/otel/trace"
 )
 
-// Limits of a feed read (the exported ones are in limits.go).
+// Limits of a feed read (the others are in internal/limits).
 const (
 	// maxFeedEvents bounds the events of one read: a read stops adding
 	// entries (and reports HasMore) once it holds that many.
 	maxFeedEvents = 20_000
 	// maxPageEvents bounds the events of one Storage.ReadFeed call.
 	maxPageEvents = 5000
-)
-
-// The earliest and latest FeedOptions.From and To.
-var (
-	MinFeedTime = time.Date(1, 1, 1, 0, 0, 0, 0, time.UTC)
-	MaxFeedTime = time.Date(9999, 12, 31, 23, 59, 59, 999_999_999, time.UTC)
 )
 
 // FeedOptions are optional arguments of Store.ReadFeed and Store.Subscribe;
@@ -36,7 +31,7 @@ type FeedOptions struct {
 	// PartitionCount-1): see Partition.
 	PartitionCount, PartitionNumber int
 	// From and To, when not zero, keep the entries whose RecordedAt is in
-	// [From, To], to the microsecond (see MinFeedTime); entries stay in
+	// [From, To], to the microsecond (years 1 to 9999); entries stay in
 	// feed order, which concurrent saves may make differ from time order.
 	From, To time.Time
 	Wait     time.Duration // how long ReadFeed waits for an entry after the cursor (a long poll)
@@ -200,15 +195,15 @@ func (s *Store) feedQuery(aggregateType string, after int64, opts *FeedOptions) 
 	}
 	switch {
 	case opts.Limit == 0:
-		q.limit = DefaultFeedLimit
-	case opts.Limit < 0 || opts.Limit > MaxFeedLimit:
-		v.add("limit", "must be between 1 and %d, got %d", MaxFeedLimit, opts.Limit)
+		q.limit = limits.DefaultFeedLimit
+	case opts.Limit < 0 || opts.Limit > limits.MaxFeedLimit:
+		v.add("limit", "must be between 1 and %d, got %d", limits.MaxFeedLimit, opts.Limit)
 	}
 	switch {
 	case len(opts.Types) > 0 && aggregateType != "":
 		v.add("filterType", "is only allowed on the feed of all types")
-	case len(opts.Types) > MaxFeedTypes:
-		v.add("filterType", "at most %d types are allowed, got %d", MaxFeedTypes, len(opts.Types))
+	case len(opts.Types) > limits.MaxFeedTypes:
+		v.add("filterType", "at most %d types are allowed, got %d", limits.MaxFeedTypes, len(opts.Types))
 	default:
 		for i, t := range opts.Types {
 			checkName(&v, fmt.Sprintf("filterType[%d]", i), t)
@@ -220,8 +215,8 @@ func (s *Store) feedQuery(aggregateType string, after int64, opts *FeedOptions) 
 	}
 	switch {
 	case opts.PartitionCount == 0 && opts.PartitionNumber == 0:
-	case opts.PartitionCount < 1 || opts.PartitionCount > MaxPartitionCount:
-		v.add("partitionCount", "must be between 1 and %d, got %d", MaxPartitionCount, opts.PartitionCount)
+	case opts.PartitionCount < 1 || opts.PartitionCount > limits.MaxPartitionCount:
+		v.add("partitionCount", "must be between 1 and %d, got %d", limits.MaxPartitionCount, opts.PartitionCount)
 	case opts.PartitionNumber < 0 || opts.PartitionNumber >= opts.PartitionCount:
 		v.add("partitionNumber", "must be between 0 and partitionCount-1 (%d), got %d", opts.PartitionCount-1, opts.PartitionNumber)
 	default:
@@ -231,8 +226,8 @@ func (s *Store) feedQuery(aggregateType string, after int64, opts *FeedOptions) 
 		field string
 		t     time.Time
 	}{{"from", opts.From}, {"to", opts.To}} {
-		if !b.t.IsZero() && (b.t.Before(MinFeedTime) || b.t.After(MaxFeedTime)) {
-			v.add(b.field, "must be between %s and %s, got %s", MinFeedTime.Format(time.RFC3339), MaxFeedTime.Format(time.RFC3339Nano), b.t.UTC().Format(time.RFC3339Nano))
+		if !b.t.IsZero() && (b.t.Before(limits.MinFeedTime) || b.t.After(limits.MaxFeedTime)) {
+			v.add(b.field, "must be between %s and %s, got %s", limits.MinFeedTime.Format(time.RFC3339), limits.MaxFeedTime.Format(time.RFC3339Nano), b.t.UTC().Format(time.RFC3339Nano))
 		}
 	}
 	if !opts.From.IsZero() && !opts.To.IsZero() && opts.From.After(opts.To) {

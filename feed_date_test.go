@@ -6,6 +6,7 @@ import (
 
 	"github.com/eventkit-go/eventstore"
 	"github.com/eventkit-go/eventstore/internal/fakestorage"
+	"github.com/eventkit-go/eventstore/internal/limits"
 	"github.com/eventkit-go/eventstore/storage"
 	"github.com/eventkit-go/eventstore/storage/memory"
 	"github.com/stretchr/testify/assert"
@@ -112,7 +113,7 @@ func TestReadFeedByDateValidation(t *testing.T) {
 		{eventstore.FeedOptions{From: day, To: day.Add(-time.Nanosecond)}, "from"},
 		{eventstore.FeedOptions{From: time.Date(-1, 1, 1, 0, 0, 0, 0, time.UTC)}, "from"},
 		{eventstore.FeedOptions{To: time.Date(10000, 1, 1, 0, 0, 0, 0, time.UTC)}, "to"},
-		{eventstore.FeedOptions{From: eventstore.MaxFeedTime.Add(time.Nanosecond)}, "from"},
+		{eventstore.FeedOptions{From: limits.MaxFeedTime.Add(time.Nanosecond)}, "from"},
 	} {
 		_, err := st.ReadFeed(t.Context(), "", 0, &c.opts)
 		var ve *eventstore.ValidationError
@@ -121,6 +122,6 @@ func TestReadFeedByDateValidation(t *testing.T) {
 		}
 		assert.ErrorIs(t, err, storage.ErrInvalid)
 	}
-	_, err := st.ReadFeed(t.Context(), "", 0, &eventstore.FeedOptions{From: eventstore.MinFeedTime, To: eventstore.MaxFeedTime})
+	_, err := st.ReadFeed(t.Context(), "", 0, &eventstore.FeedOptions{From: limits.MinFeedTime, To: limits.MaxFeedTime})
 	assert.NoError(t, err)
 }

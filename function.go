@@ -14,6 +14,7 @@ import (
 	"sync"
 
 	"github.com/eventkit-go/eventstore/internal/jsonscan"
+	"github.com/eventkit-go/eventstore/internal/limits"
 	"github.com/eventkit-go/eventstore/storage"
 	"github.com/tidwall/gjson"
 )
@@ -86,7 +87,7 @@ type storedSpec struct {
 // withoutResets returns d with Resets 0: a compiled definition's spec
 // carries no counts, a stored one carries them beside it (specWith).
 func withoutResets(d Definition) Definition {
-	d.Resets = 0
+	d.resets = 0
 	return d
 }
 
@@ -120,7 +121,7 @@ func decodeSpec(spec []byte) (Definition, error) {
 		return Definition{}, err
 	}
 	s.Definition.SigningSecret = s.Secret
-	s.Definition.Resets = s.Resets
+	s.Definition.resets = s.Resets
 	return s.Definition, nil
 }
 
@@ -187,7 +188,7 @@ func applyAnswer(in *instance, res FunctionResult, limit int) error {
 	if len(res.State) > limit {
 		return fmt.Errorf("the updated state is %d bytes, over the limit of %d: %w", len(res.State), limit, errTooLarge)
 	}
-	if err := jsonscan.Check(res.State, MaxDataDepth); err != nil {
+	if err := jsonscan.Check(res.State, limits.MaxDataDepth); err != nil {
 		return fmt.Errorf("the updated state is not JSON: %v", err)
 	}
 	r := gjson.ParseBytes(res.State)

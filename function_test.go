@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/eventkit-go/eventstore"
+	"github.com/eventkit-go/eventstore/storage/memory"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -38,15 +39,16 @@ func extDef(name, uri string) eventstore.Definition {
 	return eventstore.Definition{Name: name, Feed: "order", Handlers: []eventstore.Handler{{EventType: "Placed", FunctionURI: uri}}}
 }
 
-// TestFunctionDefinition: functionUri and signingSecret are decoded and
-// checked; the secret is stored and returned to Go but left out of the
+// TestFunctionDefinition: functionUri and signingSecret are checked
+// (httpapi decodes them from JSON); the secret is stored and returned to Go but left out of the
 // JSON form, and changing it alone updates the definition in place.
 func TestFunctionDefinition(t *testing.T) {
 	ctx := context.Background()
-	d, err := eventstore.DecodeDefinition([]byte(`{"projectionName":"p","feedName":"order","signingSecret":"k",
-		"handlers":[{"eventType":"Placed","functionUri":"https://fn.example.com/fold"}]}`))
+	var d eventstore.Definition
+	err := json.Unmarshal([]byte(`{"projectionName":"p","feedName":"order",
+		"handlers":[{"eventType":"Placed","functionUri":"https://fn.example.com/fold"}]}`), &d)
 	require.NoError(t, err)
-	assert.Equal(t, "k", d.SigningSecret)
+	d.SigningSecret = "k"
 	assert.Equal(t, "https://fn.example.com/fold", d.Handlers[0].FunctionURI)
 	b, err := json.Marshal(d)
 	require.NoError(t, err)
@@ -154,8 +156,10 @@ func TestFunctionSlowHoldsOnlyItself(t *testing.T) {
 			}
 			return eventstore.FunctionResult{State: json.RawMessage(`{}`)}, nil
 		}}}
-	st := newStore(t)
-	p := eventstore.NewProjector(st, &eventstore.ProjectorOptions{Functions: g, PollInterval: 10 * time.Millisecond})
+	st, err := eventstore.New(memory.New(), &eventstore.Options{PollInterval: 10 * time.Millisecond})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = st.Close() })
+	p := eventstore.NewProjector(st, &eventstore.ProjectorOptions{Functions: g})
 	require.NoError(t, p.Create(ctx, extDef("slow", "go:slow")))
 	createOrderDef(t, p, "fast", false)
 	done := make(chan error)

@@ -6,6 +6,7 @@ import (
 
 	"github.com/eventkit-go/eventstore/internal/decimal"
 	"github.com/eventkit-go/eventstore/internal/jsonscan"
+	"github.com/eventkit-go/eventstore/internal/limits"
 	"github.com/eventkit-go/eventstore/storage"
 	"github.com/tidwall/gjson"
 )
@@ -251,7 +252,7 @@ func bareWord(raw []byte) bool {
 // checkJSON returns why raw is not one JSON value within the depth limit,
 // or "".
 func checkJSON(raw []byte) string {
-	if err := jsonscan.Check(raw, MaxDataDepth); err != nil {
+	if err := jsonscan.Check(raw, limits.MaxDataDepth); err != nil {
 		return err.Error()
 	}
 	return ""

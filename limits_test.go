@@ -7,6 +7,8 @@ import (
 	"testing"
 
 	"github.com/eventkit-go/eventstore"
+	"github.com/eventkit-go/eventstore/internal/limits"
+	"github.com/eventkit-go/eventstore/internal/names"
 )
 
 // nested returns a JSON object nested depth levels deep.
@@ -29,10 +31,10 @@ func validationFields(t *testing.T, err error) []eventstore.FieldError {
 func TestSaveRefusesDeepData(t *testing.T) {
 	st := newStore(t)
 	ctx := t.Context()
-	if _, err := st.Save(ctx, "order", "ok", []eventstore.NewEvent{ev("A", nested(eventstore.MaxDataDepth))}, nil); err != nil {
-		t.Fatalf("data exactly MaxDataDepth (%d) deep must be accepted: %v", eventstore.MaxDataDepth, err)
+	if _, err := st.Save(ctx, "order", "ok", []eventstore.NewEvent{ev("A", nested(limits.MaxDataDepth))}, nil); err != nil {
+		t.Fatalf("data exactly MaxDataDepth (%d) deep must be accepted: %v", limits.MaxDataDepth, err)
 	}
-	for _, depth := range []int{eventstore.MaxDataDepth + 1, 20000} {
+	for _, depth := range []int{limits.MaxDataDepth + 1, 20000} {
 		_, err := st.Save(ctx, "order", "deep", []eventstore.NewEvent{ev("A", `{}`), ev("A", nested(depth))}, nil)
 		f := validationFields(t, err)
 		if len(f) != 1 || f[0].Field != "events[1].data" || !strings.Contains(f[0].Message, "64") {
@@ -57,7 +59,7 @@ func TestSaveRefusesDeepData(t *testing.T) {
 // is refused as a whole, with one problem.
 func TestSaveLimitsEventsPerSave(t *testing.T) {
 	st := newStore(t)
-	batch := make([]eventstore.NewEvent, eventstore.MaxEventsPerSave+1)
+	batch := make([]eventstore.NewEvent, limits.MaxEventsPerSave+1)
 	for i := range batch {
 		batch[i] = ev("A", "")
 	}
@@ -65,7 +67,7 @@ func TestSaveLimitsEventsPerSave(t *testing.T) {
 	if f := validationFields(t, err); len(f) != 1 || f[0].Field != "events" || !strings.Contains(f[0].Message, "10000") {
 		t.Errorf("fields %+v, want one for events naming the limit", f)
 	}
-	if _, err := st.Save(t.Context(), "order", "o", batch[:eventstore.MaxEventsPerSave], nil); err != nil {
+	if _, err := st.Save(t.Context(), "order", "o", batch[:limits.MaxEventsPerSave], nil); err != nil {
 		t.Errorf("a save of exactly MaxEventsPerSave events must succeed: %v", err)
 	}
 }
@@ -83,8 +85,8 @@ func TestValidationErrorsAreCapped(t *testing.T) {
 	if !errors.As(err, &ve) {
 		t.Fatalf("want a *ValidationError, got %v", err)
 	}
-	if len(ve.Fields) != eventstore.MaxFieldErrors || ve.Omitted != 150-eventstore.MaxFieldErrors {
-		t.Errorf("%d fields and %d omitted, want %d and %d", len(ve.Fields), ve.Omitted, eventstore.MaxFieldErrors, 150-eventstore.MaxFieldErrors)
+	if len(ve.Fields) != limits.MaxFieldErrors || ve.Omitted != 150-limits.MaxFieldErrors {
+		t.Errorf("%d fields and %d omitted, want %d and %d", len(ve.Fields), ve.Omitted, limits.MaxFieldErrors, 150-limits.MaxFieldErrors)
 	}
 	if ve.Fields[99].Field != "events[99].eventId" {
 		t.Errorf("the first problems are listed, in input order; the last listed is %q", ve.Fields[99].Field)
@@ -98,12 +100,12 @@ func TestValidationErrorsAreCapped(t *testing.T) {
 // names, which must also be usable as URL path segments.
 func TestCheckName(t *testing.T) {
 	for _, s := range []string{"order", "o-1", "é", ".x", "..x", "a.b", strings.Repeat("a", 256)} {
-		if err := eventstore.CheckName(s); err != nil {
+		if err := names.Check(s); err != nil {
 			t.Errorf("CheckName(%q) = %v, want nil", s, err)
 		}
 	}
 	for _, s := range []string{"", ".", "..", "a/b", "/", "a\x00", "a\x7f", "\xff", strings.Repeat("a", 257)} {
-		err := eventstore.CheckName(s)
+		err := names.Check(s)
 		if !errors.Is(err, eventstore.ErrInvalid) || err.Error() == "" || strings.HasPrefix(err.Error(), "eventstore") {
 			t.Errorf("CheckName(%q) = %v, want an ErrInvalid whose text is the bare problem", s, err)
 		}

@@ -5,6 +5,7 @@ import (
 	"slices"
 	"unicode/utf8"
 
+	"github.com/eventkit-go/eventstore/internal/limits"
 	"github.com/eventkit-go/eventstore/storage"
 )
 
@@ -18,12 +19,12 @@ var reservedMetadataKeys = append([]string{storage.MetadataCorrelationID, storag
 
 // checkEventMetadata validates the metadata of the event at field (as
 // "events[3].metadata") and adds its problems to v: at most
-// MaxMetadataKeys keys in Values, each of the form of metadataKeyProblem,
-// not reserved; every string valid UTF-8; at most MaxMetadataBytes
+// limits.MaxMetadataKeys keys in Values, each of the form of metadataKeyProblem,
+// not reserved; every string valid UTF-8; at most limits.MaxMetadataBytes
 // encoded.
 func checkEventMetadata(v *validation, field string, m *Metadata) {
-	if len(m.Values) > MaxMetadataKeys {
-		v.add(field, "may hold at most %d keys besides correlationId and causationId, got %d", MaxMetadataKeys, len(m.Values))
+	if len(m.Values) > limits.MaxMetadataKeys {
+		v.add(field, "may hold at most %d keys besides correlationId and causationId, got %d", limits.MaxMetadataKeys, len(m.Values))
 		return
 	}
 	if !utf8.ValidString(m.CorrelationID) {
@@ -45,18 +46,18 @@ func checkEventMetadata(v *validation, field string, m *Metadata) {
 	if !ok {
 		return
 	}
-	var buf [MaxMetadataBytes]byte
-	if n := len(storage.AppendMetadata(buf[:0], *m)); n > MaxMetadataBytes {
-		v.add(field, "must be at most %d bytes encoded as JSON, got %d", MaxMetadataBytes, n)
+	var buf [limits.MaxMetadataBytes]byte
+	if n := len(storage.AppendMetadata(buf[:0], *m)); n > limits.MaxMetadataBytes {
+		v.add(field, "must be at most %d bytes encoded as JSON, got %d", limits.MaxMetadataBytes, n)
 	}
 }
 
 // metadataKeyProblem validates a key of Metadata.Values: 1 to
-// MaxMetadataKeyLen ASCII letters, digits, '_', '-' or '.', starting with
+// limits.MaxMetadataKeyLen ASCII letters, digits, '_', '-' or '.', starting with
 // a letter or '_', and not a reserved name.
 func metadataKeyProblem(k string) string {
-	if k == "" || len(k) > MaxMetadataKeyLen {
-		return fmt.Sprintf("a metadata key must be 1 to %d bytes long", MaxMetadataKeyLen)
+	if k == "" || len(k) > limits.MaxMetadataKeyLen {
+		return fmt.Sprintf("a metadata key must be 1 to %d bytes long", limits.MaxMetadataKeyLen)
 	}
 	for i := 0; i < len(k); i++ {
 		c := k[i]

@@ -16,7 +16,7 @@ type Metrics interface {
 	Conflict()        // a save refused with ErrConflict
 	// StorageError reports a failed storage call, op its method (such as
 	// "Append"), for a reason other than the caller's: not ErrNotFound,
-	// ErrConflict, ErrInvalid, ErrMalformed, ErrClosed or cancellation.
+	// ErrConflict, ErrInvalid, ErrClosed or cancellation.
 	StorageError(op string)
 	// Projected reports a projection commit: events applied, failed of
 	// them recorded as errors.
@@ -75,7 +75,7 @@ type meteredStorage struct {
 func (m *meteredStorage) fail(op string, err error) error {
 	switch {
 	case err == nil, errors.Is(err, ErrNotFound), errors.Is(err, ErrConflict), errors.Is(err, ErrInvalid),
-		errors.Is(err, ErrMalformed), errors.Is(err, ErrClosed), errors.Is(err, context.Canceled):
+		errors.Is(err, ErrClosed), errors.Is(err, context.Canceled):
 	default:
 		m.m.StorageError(op)
 	}
@@ -216,7 +216,8 @@ func (o *Options) metrics() Metrics {
 	return o.Metrics
 }
 
-// Running reports whether Run is running for p, in some goroutine.
-func (p *Projector) Running() bool {
+// isRunning reports whether Run is running for p, in some goroutine
+// (hooks.ProjectorRunning).
+func (p *Projector) isRunning() bool {
 	return p.running.Load() > 0
 }

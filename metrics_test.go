@@ -2,6 +2,7 @@ package eventstore_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"sync"
 	"testing"
@@ -89,8 +90,9 @@ func TestMetricsReportSavesConflictsProjectionsAndStorageErrors(t *testing.T) {
 	require.Error(t, err)
 
 	p := eventstore.NewProjector(st, nil)
-	def, err := eventstore.DecodeDefinition([]byte(`{"projectionName":"total","feedName":"cart","aggregated":true,
-		"handlers":[{"eventType":"Added","functions":[{"function":"add","targetSelector":"$.projection.sum","eventSelector":"$.event.n"}]}]}`))
+	var def eventstore.Definition
+	err = json.Unmarshal([]byte(`{"projectionName":"total","feedName":"cart","aggregated":true,
+		"handlers":[{"eventType":"Added","functions":[{"function":"add","targetSelector":"$.projection.sum","eventSelector":"$.event.n"}]}]}`), &def)
 	require.NoError(t, err)
 	require.NoError(t, p.Create(ctx, def))
 	require.NoError(t, p.CatchUp(ctx))

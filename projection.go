@@ -9,70 +9,58 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/eventkit-go/eventstore/internal/limits"
 	"github.com/eventkit-go/eventstore/storage"
 )
 
 // ProjectorOptions configures a Projector; nil means all defaults.
 type ProjectorOptions struct {
-	BatchSize int // feed events applied per storage commit
-	// PollInterval is how often Run looks for other processes' saves
-	// (this process's wake it at once); the default is one second.
-	PollInterval time.Duration
-	// MaxInstanceBytes bounds an instance's JSON: an event that would
-	// grow one past it is recorded as an error and changes nothing.
+	BatchSize int // feed events applied per storage commit; 1000 when 0
+	// MaxInstanceBytes bounds an instance's JSON (1 MiB when 0): an event
+	// that would grow one past it is recorded as an error and changes
+	// nothing.
 	MaxInstanceBytes int
-	MaxDefinitions   int // the most definitions; one more is a *ValidationError
+	MaxDefinitions   int // the most definitions (1000 when 0); one more is a *ValidationError
 	// Functions calls handlers' FunctionURIs; without it they are refused
 	// (and, stored by another process, recorded as errors).
 	Functions FunctionCaller
-	// DefinitionsPoll is how often Run reads the list of stored
-	// definitions again when it wakes, to learn of definitions that other
-	// processes created, replaced or deleted: it catches those up within
+	// definitionsPoll is how often Run reads the list of stored
+	// definitions again when it wakes (hooks.DefinitionsPoll). Changes
+	// through this Projector take effect at once; other processes' within
 	// about that time (their creator catches them up at once, and a query
-	// of one catches it up by itself). Changes through this Projector take
-	// effect at once. The default is one second; a program that passes
-	// definition changes on by itself (as package tenancy does) may make it
-	// longer, saving a read of the definitions per wake-up of a Projector
-	// that wakes about once a second.
-	DefinitionsPoll time.Duration
+	// of one catches it up by itself).
+	defsPoll time.Duration
 }
 
-// batchSize defaults to DefaultBatchSize, 1,000 events per commit: a
+// batchSize defaults to limits.DefaultBatchSize, 1,000 events per commit: a
 // rebuild over 100,000 events ran at 0.62 (PostgreSQL) and 0.72 (SQLite)
 // of a hand-written fold that commits per 1,000 with 500, and at 0.76 and
 // 0.83 with 1,000 (bench/, -workloads rebuild); each commit rewrites every
 // instance the page touched, with its list indexes.
 func (o *ProjectorOptions) batchSize() int {
 	if o == nil || o.BatchSize <= 0 {
-		return DefaultBatchSize
+		return limits.DefaultBatchSize
 	}
 	return o.BatchSize
 }
 
-func (o *ProjectorOptions) pollInterval() time.Duration {
-	if o == nil || o.PollInterval <= 0 {
-		return time.Second
-	}
-	return o.PollInterval
-}
-
 func (o *ProjectorOptions) definitionsPoll() time.Duration {
-	if o == nil || o.DefinitionsPoll <= 0 {
+	if o == nil || o.defsPoll <= 0 {
 		return defaultDefinitionsPoll
 	}
-	return o.DefinitionsPoll
+	return o.defsPoll
 }
 
 func (o *ProjectorOptions) maxInstance() int {
 	if o == nil || o.MaxInstanceBytes <= 0 {
-		return DefaultMaxInstanceBytes
+		return limits.DefaultMaxInstanceBytes
 	}
 	return o.MaxInstanceBytes
 }
 
 func (o *ProjectorOptions) maxDefinitions() int {
 	if o == nil || o.MaxDefinitions <= 0 {
-		return DefaultMaxDefinitions
+		return limits.DefaultMaxDefinitions
 	}
 	return o.MaxDefinitions
 }
@@ -92,8 +80,8 @@ type Projector struct {
 	storage     storage.Storage
 	log         *slog.Logger
 	batch       int
-	poll        time.Duration
-	relist      time.Duration // ProjectorOptions.DefinitionsPoll
+	poll        time.Duration // the Store's Options.PollInterval
+	relist      time.Duration // hooks.DefinitionsPoll
 	maxInstance int
 	maxDefs     int
 	functions   FunctionCaller
@@ -226,7 +214,7 @@ func NewProjector(st *Store, opts *ProjectorOptions) *Projector {
 		storage:     st.storage,
 		log:         st.log,
 		batch:       opts.batchSize(),
-		poll:        opts.pollInterval(),
+		poll:        st.bg.poll,
 		relist:      opts.definitionsPoll(),
 		maxInstance: opts.maxInstance(),
 		maxDefs:     opts.maxDefinitions(),

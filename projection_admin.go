@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/eventkit-go/eventstore/internal/names"
 	"github.com/eventkit-go/eventstore/storage"
 )
 
@@ -30,7 +31,7 @@ func (p *Projector) Create(ctx context.Context, d Definition) error {
 	}
 	// Built from the start, a new projection has every reset of its
 	// source's definition behind it.
-	if err := p.storage.CreateDefinition(ctx, p.record(d.Name, c, 0, d.Resets)); err != nil {
+	if err := p.storage.CreateDefinition(ctx, p.record(d.Name, c, 0, d.resets)); err != nil {
 		if rec, rerr := p.storage.Definition(ctx, d.Name); errors.Is(err, ErrConflict) && rerr == nil && isCodeSpec(rec.Spec) {
 			err = errCodeProjection
 		}
@@ -121,9 +122,9 @@ func (p *Projector) put(ctx context.Context, d Definition, c *compiled) (PutResu
 		return 0, fmt.Errorf("put projection %q: %w", d.Name, errCodeProjection)
 	}
 	resets, applied := specCounts(rec.Spec)
-	if d.Resets > applied {
+	if d.resets > applied {
 		// A reset of the definition d was read from, not applied here yet.
-		if err := p.applyReset(ctx, d.Name, d.Resets); err != nil {
+		if err := p.applyReset(ctx, d.Name, d.resets); err != nil {
 			return 0, err
 		}
 		if rec, err = p.storage.Definition(ctx, d.Name); err != nil {
@@ -357,7 +358,7 @@ func (p *Projector) countReset(ctx context.Context, name string, add, applied in
 }
 
 func checkProjectionName(name string) error {
-	if msg := nameProblem(name); msg != "" {
+	if msg := names.Problem(name); msg != "" {
 		return &ValidationError{Op: "projection", Fields: []FieldError{{Field: "projectionName", Message: msg}}}
 	}
 	return nil

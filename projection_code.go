@@ -9,6 +9,8 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/eventkit-go/eventstore/internal/limits"
+	"github.com/eventkit-go/eventstore/internal/names"
 	"github.com/eventkit-go/eventstore/storage"
 )
 
@@ -33,7 +35,7 @@ import (
 // event type. Raising Version rebuilds the projection from history (see
 // Register).
 type CodeProjection struct {
-	// Name is the projection's name (see CheckName); it shares the names
+	// Name is the projection's name (see Names in the package doc); it shares the names
 	// of Definitions.
 	Name string
 	// Description is for people, as a Definition's.
@@ -48,10 +50,10 @@ type CodeProjection struct {
 	// Name; else there is one per aggregate id, or per Key.
 	Aggregated bool
 	// EventTypes are the event types of Feed the projection handles (at
-	// most MaxHandlers); the others are skipped without being decoded.
+	// most 1000); the others are skipped without being decoded.
 	EventTypes []string
 	// Key, for a single projection, returns the id of the instance an
-	// event changes (a name as CheckName says); nil keys instances by
+	// event changes (a name, see Names in the package doc); nil keys instances by
 	// aggregate id. An error is recorded for the event, which then
 	// changes nothing.
 	Key func(e *Event) (string, error)
@@ -116,12 +118,12 @@ func compileCode(cp CodeProjection) (*compiled, error) {
 	switch {
 	case len(cp.EventTypes) == 0:
 		v.add("eventTypes", "at least one event type is required")
-	case len(cp.EventTypes) > MaxHandlers:
-		v.add("eventTypes", "at most %d event types are allowed", MaxHandlers)
-		cp.EventTypes = cp.EventTypes[:MaxHandlers]
+	case len(cp.EventTypes) > limits.MaxHandlers:
+		v.add("eventTypes", "at most %d event types are allowed", limits.MaxHandlers)
+		cp.EventTypes = cp.EventTypes[:limits.MaxHandlers]
 	}
 	for i, t := range cp.EventTypes {
-		if msg := typeProblem(t); msg != "" {
+		if msg := names.TypeProblem(t); msg != "" {
 			v.add(fmt.Sprintf("eventTypes[%d]", i), "%s", msg)
 		} else if j := slices.Index(cp.EventTypes, t); j < i {
 			v.add(fmt.Sprintf("eventTypes[%d]", i), "%q is already at eventTypes[%d]", clip(t), j)

@@ -9,6 +9,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/eventkit-go/eventstore/internal/names"
 	"github.com/eventkit-go/eventstore/storage"
 )
 
@@ -205,7 +206,7 @@ func codeKey(cp *CodeProjection, e *Event) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("key: %w", err)
 	}
-	if msg := nameProblem(id); msg != "" {
+	if msg := names.Problem(id); msg != "" {
 		return "", fmt.Errorf("key: the id %s", msg)
 	}
 	return id, nil

@@ -8,6 +8,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/eventkit-go/eventstore/internal/limits"
+	"github.com/eventkit-go/eventstore/internal/names"
 	"github.com/eventkit-go/eventstore/storage"
 )
 
@@ -17,7 +19,7 @@ import (
 // While a replacement (Put) is rebuilt it answers from the current
 // definition; Sync waits for the swap.
 func (p *Projector) Single(ctx context.Context, name, id string) (Projection, error) {
-	if msg := nameProblem(id); msg != "" {
+	if msg := names.Problem(id); msg != "" {
 		return Projection{}, &ValidationError{Op: "projection", Fields: []FieldError{{Field: "projectionId", Message: msg}}}
 	}
 	return p.query(ctx, name, id, false)
@@ -101,9 +103,9 @@ func toProjection(name string, st storage.ProjectionState, aggregated bool) Proj
 }
 
 // ListOptions select, order and page the instances of Projector.List; the
-// zero value lists the first DefaultListLimit by id.
+// zero value lists the first 100 by id.
 type ListOptions struct {
-	Skip, Limit int // Limit 0 means DefaultListLimit
+	Skip, Limit int // Limit 0 means 100, at most 1000
 	Sort        ProjectionSort
 	Descending  bool
 	// Reference, when its Kind is set, keeps the instances with that
@@ -116,7 +118,7 @@ type ListOptions struct {
 	Search string
 }
 
-// Limits of ListOptions (the exported ones are in limits.go).
+// Limits of ListOptions (the others are in internal/limits).
 const (
 	maxListIDs  = 1000
 	maxListSkip = 1 << 30
@@ -179,14 +181,14 @@ func (p *Projector) Count(ctx context.Context, name string, ref Reference) (int6
 
 func listQuery(name string, o ListOptions) (storage.ProjectionQuery, error) {
 	v := validation{op: "list projections"}
-	if msg := nameProblem(name); msg != "" {
+	if msg := names.Problem(name); msg != "" {
 		v.add("projectionName", "%s", msg)
 	}
 	switch {
-	case o.Limit < 0 || o.Limit > MaxListLimit:
-		v.add("limit", "must be between 1 and %d", MaxListLimit)
+	case o.Limit < 0 || o.Limit > limits.MaxListLimit:
+		v.add("limit", "must be between 1 and %d", limits.MaxListLimit)
 	case o.Limit == 0:
-		o.Limit = DefaultListLimit
+		o.Limit = limits.DefaultListLimit
 	}
 	if o.Skip < 0 || o.Skip > maxListSkip {
 		v.add("skip", "must be between 0 and %d", maxListSkip)
@@ -198,7 +200,7 @@ func listQuery(name string, o ListOptions) (storage.ProjectionQuery, error) {
 		v.add("id", "at most %d ids are allowed", maxListIDs)
 	}
 	for i, id := range o.IDs {
-		if msg := nameProblem(id); msg != "" {
+		if msg := names.Problem(id); msg != "" {
 			v.add(fmt.Sprintf("id[%d]", i), "%s", msg)
 		}
 	}

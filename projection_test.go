@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/eventkit-go/eventstore"
+	"github.com/eventkit-go/eventstore/internal/hooks"
 	"github.com/eventkit-go/eventstore/storage/memory"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -450,7 +451,7 @@ func TestUpdatedAtIsEventTime(t *testing.T) {
 	assert.Equal(t, res.Position, got.Position)
 }
 
-// ProjectorOptions.DefinitionsPoll is how soon Run applies a definition
+// hooks.DefinitionsPoll is how soon Run applies a definition
 // that another process created: within about that time, and not before.
 func TestProjectorDefinitionsPoll(t *testing.T) {
 	ctx := context.Background()
@@ -464,7 +465,9 @@ func TestProjectorDefinitionsPoll(t *testing.T) {
 		// A definition Run finds at its first listing: once Run has
 		// applied it, it has listed the definitions.
 		createOrderDef(t, other, "first", true)
-		p := eventstore.NewProjector(st2, &eventstore.ProjectorOptions{DefinitionsPoll: poll})
+		po := &eventstore.ProjectorOptions{}
+		*hooks.DefinitionsPoll(po) = poll
+		p := eventstore.NewProjector(st2, po)
 		runCtx, stop := context.WithCancel(ctx)
 		done := make(chan struct{})
 		go func() { _ = p.Run(runCtx); close(done) }()

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/eventkit-go/eventstore"
+	"github.com/eventkit-go/eventstore/internal/limits"
 	"github.com/eventkit-go/eventstore/storage"
 	"github.com/eventkit-go/eventstore/storage/memory"
 	"github.com/stretchr/testify/assert"
@@ -152,7 +153,7 @@ func TestMaxReadBytesDefault(t *testing.T) {
 		opts *eventstore.Options
 		want int64
 	}{
-		{nil, eventstore.DefaultMaxReadBytes},
+		{nil, limits.DefaultMaxReadBytes},
 		{&eventstore.Options{MaxReadBytes: -1}, 0},
 	} {
 		ss := &sizingStorage{Storage: memory.New(), budgets: map[int64]int{}}

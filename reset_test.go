@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/eventkit-go/eventstore"
+	"github.com/eventkit-go/eventstore/internal/hooks"
 	"github.com/eventkit-go/eventstore/storage"
 	"github.com/eventkit-go/eventstore/storage/memory"
 	"github.com/stretchr/testify/assert"
@@ -15,7 +16,7 @@ import (
 )
 
 // TestResetPassesOnThroughPut: a Projector's resets are counted in its
-// definition (Definition.Resets), and Put of that definition into another
+// definition (hooks.DefinitionResets), and Put of that definition into another
 // store, as package tenancy does for every tenant, resets the projection
 // there once per reset counted, whatever else reset it meanwhile.
 func TestResetPassesOnThroughPut(t *testing.T) {
@@ -25,7 +26,7 @@ func TestResetPassesOnThroughPut(t *testing.T) {
 	require.NoError(t, p.Create(ctx, countDef("n", eventstore.Function{Name: "inc", TargetSelector: "$.projection.count"})))
 	d, err := p.Definition(ctx, "n")
 	require.NoError(t, err)
-	assert.Zero(t, d.Resets)
+	assert.Zero(t, *hooks.DefinitionResets(&d))
 	res, err := tp.Put(ctx, d)
 	require.NoError(t, err)
 	assert.Equal(t, eventstore.PutCreated, res)
@@ -43,7 +44,7 @@ func TestResetPassesOnThroughPut(t *testing.T) {
 	require.NoError(t, p.Reset(ctx, "n"))
 	d, err = p.Definition(ctx, "n")
 	require.NoError(t, err)
-	assert.Equal(t, int64(1), d.Resets)
+	assert.Equal(t, int64(1), *hooks.DefinitionResets(&d))
 	res, err = tp.Put(ctx, d)
 	require.NoError(t, err)
 	assert.Equal(t, eventstore.PutUnchanged, res, "the definition itself is the same")
@@ -63,7 +64,7 @@ func TestResetPassesOnThroughPut(t *testing.T) {
 	require.NoError(t, p.Reset(ctx, "n"))
 	d, err = p.Definition(ctx, "n")
 	require.NoError(t, err)
-	assert.Equal(t, int64(2), d.Resets)
+	assert.Equal(t, int64(2), *hooks.DefinitionResets(&d))
 	_, err = tp.Put(ctx, d)
 	require.NoError(t, err)
 	assert.False(t, built(), "the project's second reset reaches the tenant")
@@ -72,13 +73,14 @@ func TestResetPassesOnThroughPut(t *testing.T) {
 	// A user's Put (Resets 0) keeps the counts, in place and through a
 	// replacement that takes over.
 	desc := d
-	desc.Resets, desc.Description = 0, "counts orders"
+	*hooks.DefinitionResets(&desc) = 0
+	desc.Description = "counts orders"
 	res, err = p.Put(ctx, desc)
 	require.NoError(t, err)
 	assert.Equal(t, eventstore.PutUpdated, res)
 	d, err = p.Definition(ctx, "n")
 	require.NoError(t, err)
-	assert.Equal(t, int64(2), d.Resets)
+	assert.Equal(t, int64(2), *hooks.DefinitionResets(&d))
 	res, err = p.Put(ctx, countDef("n", eventstore.Function{Name: "add", TargetSelector: "$.projection.sum", EventSelector: "$.event.total"}))
 	require.NoError(t, err)
 	assert.Equal(t, eventstore.PutReplacing, res)
@@ -87,11 +89,11 @@ func TestResetPassesOnThroughPut(t *testing.T) {
 	d, err = p.Definition(ctx, "n")
 	require.NoError(t, err)
 	assert.Equal(t, "add", d.Handlers[0].Functions[0].Name)
-	assert.Equal(t, int64(3), d.Resets)
+	assert.Equal(t, int64(3), *hooks.DefinitionResets(&d))
 	defs, err := p.Definitions(ctx)
 	require.NoError(t, err)
 	require.Len(t, defs, 1)
-	assert.Equal(t, int64(3), defs[0].Resets)
+	assert.Equal(t, int64(3), *hooks.DefinitionResets(&defs[0]))
 
 	// A projection first created from a definition with resets is built
 	// from the start: they are behind it.
@@ -132,7 +134,7 @@ func TestResetCountedBeforeDrop(t *testing.T) {
 	require.ErrorIs(t, err, errDropFailed)
 	d, err := p.Definition(ctx, "n")
 	require.NoError(t, err)
-	assert.Equal(t, int64(1), d.Resets, "counted although the drop failed")
+	assert.Equal(t, int64(1), *hooks.DefinitionResets(&d), "counted although the drop failed")
 	s, err := p.Status(ctx, "n")
 	require.NoError(t, err)
 	assert.Equal(t, int64(1), s.Instances, "not reset here")
@@ -141,7 +143,7 @@ func TestResetCountedBeforeDrop(t *testing.T) {
 	require.NoError(t, p.Reset(ctx, "n"))
 	d, err = p.Definition(ctx, "n")
 	require.NoError(t, err)
-	assert.Equal(t, int64(2), d.Resets)
+	assert.Equal(t, int64(2), *hooks.DefinitionResets(&d))
 	s, err = p.Status(ctx, "n")
 	require.NoError(t, err)
 	assert.Zero(t, s.Instances, "reset here on the second try")

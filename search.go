@@ -6,6 +6,8 @@ import (
 	"strings"
 	"unicode"
 	"unicode/utf8"
+
+	"github.com/eventkit-go/eventstore/internal/limits"
 )
 
 // maxIndexedWordBytes is where a longer indexed word is cut (at a
@@ -23,8 +25,8 @@ func compileIndexedFields(v *validation, fields []string, aggregated bool) []sel
 		v.add("indexedFields", "applies to single projections only")
 		return nil
 	}
-	if len(fields) > MaxIndexedFields {
-		v.add("indexedFields", "at most %d fields are allowed", MaxIndexedFields)
+	if len(fields) > limits.MaxIndexedFields {
+		v.add("indexedFields", "at most %d fields are allowed", limits.MaxIndexedFields)
 		return nil
 	}
 	sels := make([]selector, 0, len(fields))
@@ -147,9 +149,9 @@ func appendValueWords(b []byte, v any) ([]byte, bool) {
 	fits := true
 	switch v := v.(type) {
 	case string:
-		return appendWords(b, v, MaxSearchTextBytes)
+		return appendWords(b, v, limits.MaxSearchTextBytes)
 	case number:
-		return appendWords(b, string(v), MaxSearchTextBytes)
+		return appendWords(b, string(v), limits.MaxSearchTextBytes)
 	case *object:
 		for i := 0; i < len(v.members) && fits; i++ {
 			b, fits = appendValueWords(b, v.members[i].val)
@@ -168,15 +170,15 @@ func searchWords(v *validation, text string) []string {
 	if text == "" {
 		return nil
 	}
-	if len(text) > MaxSearchBytes {
-		v.add("search", "must be at most %d bytes long", MaxSearchBytes)
+	if len(text) > limits.MaxSearchBytes {
+		v.add("search", "must be at most %d bytes long", limits.MaxSearchBytes)
 		return nil
 	}
 	if !utf8.ValidString(text) {
 		v.add("search", "must be valid UTF-8")
 		return nil
 	}
-	b, _ := appendWords(nil, text, 4*MaxSearchBytes)
+	b, _ := appendWords(nil, text, 4*limits.MaxSearchBytes)
 	if len(b) == 0 {
 		v.add("search", "must contain a word (a letter or a digit)")
 		return nil
@@ -187,8 +189,8 @@ func searchWords(v *validation, text string) []string {
 			words = append(words, w)
 		}
 	}
-	if len(words) > MaxSearchWords {
-		v.add("search", "at most %d words are allowed", MaxSearchWords)
+	if len(words) > limits.MaxSearchWords {
+		v.add("search", "at most %d words are allowed", limits.MaxSearchWords)
 		return nil
 	}
 	return words

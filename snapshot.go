@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/eventkit-go/eventstore/internal/limits"
 	"github.com/eventkit-go/eventstore/storage"
 )
 
@@ -13,7 +14,7 @@ import (
 // RecordedAt), so that a load can start from it: LoadSnapshot, then
 // LoadRange after its Version. The store keeps the one of the highest
 // Version per aggregate; Data is the caller's encoding, opaque to the
-// store (at most MaxSnapshotBytes); StateVersion is the caller's version
+// store (at most 16 MiB); StateVersion is the caller's version
 // of the state's shape, for telling a snapshot of an older shape apart.
 type Snapshot = storage.Snapshot
 
@@ -23,7 +24,7 @@ type Snapshot = storage.Snapshot
 // Store sets snap.RecordedAt. It fails with ErrConflict when the
 // aggregate has no events or is not at snap.Version yet, and with a
 // *ValidationError for invalid names, a Version below 1, a negative
-// StateVersion or more than MaxSnapshotBytes of Data. Deleting the
+// StateVersion or more than 16 MiB of Data. Deleting the
 // aggregate deletes its snapshot. Snapshots are opt-in: when to take one
 // (every N saves, say) and how to encode the state is the caller's
 // choice.
@@ -37,8 +38,8 @@ func (s *Store) SaveSnapshot(ctx context.Context, snap Snapshot) error {
 	if snap.StateVersion < 0 {
 		v.add("stateVersion", "must not be negative, got %d", snap.StateVersion)
 	}
-	if len(snap.Data) > MaxSnapshotBytes {
-		v.add("data", "must be at most %d bytes, got %d", MaxSnapshotBytes, len(snap.Data))
+	if len(snap.Data) > limits.MaxSnapshotBytes {
+		v.add("data", "must be at most %d bytes, got %d", limits.MaxSnapshotBytes, len(snap.Data))
 	}
 	if err := v.err(); err != nil {
 		return err

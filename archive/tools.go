@@ -7,10 +7,11 @@ import (
 	"io"
 
 	"github.com/eventkit-go/eventstore"
+	"github.com/eventkit-go/eventstore/internal/limits"
 )
 
 // exportPage is the feed entries Export reads at a time.
-const exportPage = eventstore.MaxFeedLimit
+const exportPage = limits.MaxFeedLimit
 
 // Export writes the batches of st's feed of all types after the cursor
 // after (0 for the start) to w, in feed order, page by page, and flushes

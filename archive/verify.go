@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/eventkit-go/eventstore"
+	"github.com/eventkit-go/eventstore/internal/limits"
 )
 
 // ErrDifferent is the error of Verify when the stores differ.
@@ -18,7 +19,7 @@ var ErrDifferent = errors.New("the stores hold different events")
 
 // verifyPage is the aggregates, and the versions of one aggregate, Verify
 // reads at a time.
-const verifyPage = eventstore.MaxListLimit
+const verifyPage = limits.MaxListLimit
 
 // Verify checks that a and b hold the same events: the same aggregate
 // types with the same counts (Store.Feeds), and for every aggregate, in

@@ -35,6 +35,7 @@ import (
 	"time"
 
 	"github.com/eventkit-go/eventstore"
+	"github.com/eventkit-go/eventstore/internal/limits"
 	"github.com/eventkit-go/eventstore/storage/postgres"
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
@@ -573,7 +574,7 @@ func startFollow(ctx context.Context, store *eventstore.Store, head int64) *foll
 		defer close(f.done)
 		after := head
 		for {
-			res, err := store.ReadFeed(ctx, "", after, &eventstore.FeedOptions{Limit: eventstore.MaxFeedLimit, Wait: time.Second})
+			res, err := store.ReadFeed(ctx, "", after, &eventstore.FeedOptions{Limit: limits.MaxFeedLimit, Wait: time.Second})
 			if ctx.Err() != nil {
 				return
 			}

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/eventkit-go/eventstore"
+	"github.com/eventkit-go/eventstore/internal/limits"
 )
 
 // route is the handler of one method of a path.
@@ -207,7 +208,7 @@ func (h *handler) listAggregates(w http.ResponseWriter, r *http.Request) {
 		h.fail(w, r, err)
 		return
 	}
-	limit, err := q.int("limit", eventstore.DefaultListLimit, 1, eventstore.MaxListLimit)
+	limit, err := q.int("limit", limits.DefaultListLimit, 1, limits.MaxListLimit)
 	if err != nil {
 		h.fail(w, r, err)
 		return

@@ -11,6 +11,7 @@ import (
 
 	"github.com/eventkit-go/eventstore"
 	"github.com/eventkit-go/eventstore/internal/jsonscan"
+	"github.com/eventkit-go/eventstore/internal/limits"
 	"github.com/eventkit-go/eventstore/storage"
 	"github.com/tidwall/gjson"
 )
@@ -20,7 +21,7 @@ import (
 // given twice, a body that is not UTF-8 or
 // nests deeper than maxBodyDepth, or an array longer than its limit is a
 // *eventstore.ValidationError (422) listing such fields (at most
-// eventstore.MaxFieldErrors of them). JSON null
+// limits.MaxFieldErrors of them). JSON null
 // counts as an absent field. Values are checked further by the Store and
 // the Projector.
 //
@@ -31,7 +32,7 @@ import (
 // Limits checked while decoding.
 const (
 	// maxBodyDepth bounds the nesting of a body. It leaves room above
-	// eventstore.MaxDataDepth so that event data nested too deeply is
+	// limits.MaxDataDepth so that event data nested too deeply is
 	// refused by the Store, naming the event.
 	maxBodyDepth = 256
 )
@@ -45,7 +46,7 @@ type saveRequest struct {
 }
 
 // fieldErrors collects the type errors of one body. Beyond
-// eventstore.MaxFieldErrors it only counts them.
+// limits.MaxFieldErrors it only counts them.
 type fieldErrors struct {
 	op      string
 	fields  []eventstore.FieldError
@@ -53,7 +54,7 @@ type fieldErrors struct {
 }
 
 func (f *fieldErrors) add(field, format string, args ...any) {
-	if len(f.fields) >= eventstore.MaxFieldErrors {
+	if len(f.fields) >= limits.MaxFieldErrors {
 		f.omitted++
 		return
 	}
@@ -67,12 +68,15 @@ func (f *fieldErrors) err() error {
 	return &eventstore.ValidationError{Op: f.op, Fields: f.fields, Omitted: f.omitted}
 }
 
+// full reports whether the collector holds as many problems as it lists.
+func (f *fieldErrors) full() bool { return len(f.fields) >= limits.MaxFieldErrors }
+
 // parseBody validates body as JSON and returns its top-level object.
 func parseBody(body []byte, fe *fieldErrors) (gjson.Result, error) {
 	if err := jsonscan.Check(body, maxBodyDepth); err != nil {
 		switch {
 		case errors.Is(err, jsonscan.ErrDepth):
-			fe.add("", "the body nests deeper than %d levels (event data may nest %d)", maxBodyDepth, eventstore.MaxDataDepth)
+			fe.add("", "the body nests deeper than %d levels (event data may nest %d)", maxBodyDepth, limits.MaxDataDepth)
 			return gjson.Result{}, fe.err()
 		case len(body) == 0:
 			return gjson.Result{}, apiErr(errMalformed, "the body is empty, a JSON object is required")
@@ -192,14 +196,14 @@ func metadata(v gjson.Result, field string, fe *fieldErrors) eventstore.Metadata
 		fe.add(field, "must be a JSON object of strings")
 		return m
 	}
-	const limit = eventstore.MaxMetadataKeys + 2 // with correlationId and causationId
+	const limit = limits.MaxMetadataKeys + 2 // with correlationId and causationId
 	n := 0
 	v.ForEach(func(_, _ gjson.Result) bool {
 		n++
 		return n <= limit
 	})
 	if n > limit {
-		fe.add(field, "may hold at most %d keys besides correlationId and causationId", eventstore.MaxMetadataKeys)
+		fe.add(field, "may hold at most %d keys besides correlationId and causationId", limits.MaxMetadataKeys)
 		return m
 	}
 	v.ForEach(func(k, val gjson.Result) bool {
@@ -239,7 +243,7 @@ func decodeSave(body []byte) (saveRequest, error) {
 	if !present(f[0]) {
 		fe.add("events", "is required")
 	}
-	if items := array(f[0], "events", fe, eventstore.MaxEventsPerSave, "events in one save"); items != nil {
+	if items := array(f[0], "events", fe, limits.MaxEventsPerSave, "events in one save"); items != nil {
 		req.Events = make([]eventstore.NewEvent, 0, len(items))
 		for i, item := range items {
 			prefix := "events[" + strconv.Itoa(i) + "]."
@@ -288,7 +292,7 @@ func decodeDefinition(body []byte) (eventstore.Definition, error) {
 	if err := checkDefinitionSyntax(body); err != nil {
 		return eventstore.Definition{}, err
 	}
-	return eventstore.DecodeDefinition(body)
+	return decodeDefinitionBody(body)
 }
 
 // syntaxError describes a jsonscan error of body for a client: what was
@@ -315,7 +319,7 @@ func syntaxError(body []byte, err error) error {
 }
 
 // checkDefinitionSyntax reports a definition body that is not JSON with
-// where the problem is (DecodeDefinition only says that it is not).
+// where the problem is (decodeDefinitionBody only says that it is not).
 func checkDefinitionSyntax(body []byte) error {
 	if len(body) == 0 {
 		return apiErr(errMalformed, "the body is empty, a JSON object is required")

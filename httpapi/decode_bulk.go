@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/eventkit-go/eventstore"
+	"github.com/eventkit-go/eventstore/internal/limits"
 )
 
 // decodeBulk decodes the body of POST /aggregates/{type}/events: either
@@ -39,7 +40,7 @@ func decodeBulk(body []byte) ([]eventstore.Batch, error) {
 			fe.add(name, "cannot be combined with batches: use one form")
 		}
 	}
-	items := array(f[0], "batches", fe, eventstore.MaxSaveAllBatches, "batches")
+	items := array(f[0], "batches", fe, limits.MaxSaveAllBatches, "batches")
 	switch {
 	case items == nil:
 	case len(items) == 0:

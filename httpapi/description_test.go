@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/eventkit-go/eventstore"
+	"github.com/eventkit-go/eventstore/internal/limits"
 )
 
 // describedDef is a definition body with the description desc, a JSON
@@ -70,7 +70,7 @@ func TestDefinitionDescription(t *testing.T) {
 	for _, c := range []struct{ name, body string }{
 		{"a number", describedDef("bad", `12`)},
 		{"an object", describedDef("bad", `{"en":"x"}`)},
-		{"too long", describedDef("bad", `"`+strings.Repeat("x", eventstore.MaxDescriptionBytes+1)+`"`)},
+		{"too long", describedDef("bad", `"`+strings.Repeat("x", limits.MaxDescriptionBytes+1)+`"`)},
 		{"a control character", describedDef("bad", `"a\u0000b"`)},
 	} {
 		for _, method := range []string{"POST", "PUT"} {

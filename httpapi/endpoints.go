@@ -12,19 +12,20 @@ import (
 	"time"
 
 	"github.com/eventkit-go/eventstore"
+	"github.com/eventkit-go/eventstore/internal/names"
 )
 
 // segments returns the named path values, unescaped, or a *pathError
-// (400) naming every one that eventstore.CheckName refuses: empty, "." or
+// (400) naming every one that names.Check refuses: empty, "." or
 // ".." (also escaped, as %2e%2e), longer than 256 bytes, not UTF-8, or
 // holding '/' (an escaped %2F) or a control character.
-func segments(r *http.Request, names ...string) ([]string, error) {
-	vals := make([]string, len(names))
+func segments(r *http.Request, keys ...string) ([]string, error) {
+	vals := make([]string, len(keys))
 	var fields []eventstore.FieldError
-	for i, n := range names {
+	for i, n := range keys {
 		v := r.PathValue(n)
 		vals[i] = v
-		if err := eventstore.CheckName(v); err != nil {
+		if err := names.Check(v); err != nil {
 			fields = append(fields, eventstore.FieldError{Field: pathFieldName(n), Message: err.Error()})
 		}
 	}

@@ -100,7 +100,7 @@ var errorTable = []errorRule{
 			errors.As(err, &e)
 			return fmt.Sprintf("the body is larger than the limit of %d bytes", e.Limit)
 		}},
-	{func(err error) bool { return errors.Is(err, errMalformed) || errors.Is(err, eventstore.ErrMalformed) },
+	{func(err error) bool { return errors.Is(err, errMalformed) },
 		http.StatusBadRequest, "malformed", func(r *http.Request, err error) string {
 			if s, ok := shown(err); ok {
 				return s

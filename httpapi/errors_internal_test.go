@@ -53,7 +53,6 @@ func TestErrorTable(t *testing.T) {
 		{"ErrInvalid", patDefinitions, fmt.Errorf("%w: a definition may be at most 5 bytes", eventstore.ErrInvalid), 422, "invalid", "a definition may be at most 5 bytes"},
 		{"ErrInvalid from a backend", patAggregateEvents, backend(fmt.Errorf("postgres: invalid byte sequence: %w", eventstore.ErrInvalid)), 422, "invalid", "the request is invalid"},
 		{"*ValidationError", patAggregateEvents, fmt.Errorf("wrapped: %w", ve), 422, "invalid", "events[0].eventId: is required"},
-		{"ErrMalformed", patDefinitions, fmt.Errorf("%w: not valid JSON (at byte 3)", eventstore.ErrMalformed), 400, "malformed", "not valid JSON"},
 		{"ErrClosed", patAggregate, backend(eventstore.ErrClosed), 503, "unavailable", "shutting down"},
 		{"ErrUnavailable", patAggregate, backend(eventstore.ErrUnavailable), 503, "unavailable", "unavailable, retry later"},
 		{"deadline", patAggregate, backend(context.DeadlineExceeded), 503, "unavailable", "unavailable"},

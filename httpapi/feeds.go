@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/eventkit-go/eventstore"
+	"github.com/eventkit-go/eventstore/internal/limits"
+	"github.com/eventkit-go/eventstore/internal/names"
 )
 
 // HeaderSequenceNumber is the header of HEAD /feeds/{type} holding the
@@ -15,7 +17,7 @@ import (
 const HeaderSequenceNumber = "Serialized-SequenceNumber-Current"
 
 // allFeed is the path segment of the feed of all aggregate types.
-const allFeed = eventstore.AllFeed
+const allFeed = names.AllFeed
 
 // DefaultMaxLongPolls is the number of long polls (feed reads with a
 // waitTime) that may wait at once when Options.MaxLongPolls is zero.
@@ -139,7 +141,7 @@ func (h *handler) feed(w http.ResponseWriter, r *http.Request) {
 			h.fail(w, r, &queryError{"partitionCount", "and partitionNumber must be given together"})
 			return
 		}
-		count, err := q.int("partitionCount", 0, 1, eventstore.MaxPartitionCount)
+		count, err := q.int("partitionCount", 0, 1, limits.MaxPartitionCount)
 		if err != nil {
 			h.fail(w, r, err)
 			return
@@ -156,12 +158,12 @@ func (h *handler) feed(w http.ResponseWriter, r *http.Request) {
 		case typ != "":
 			h.fail(w, r, &queryError{"filterType", "is only allowed on /feeds/" + allFeed})
 			return
-		case len(types) > eventstore.MaxFeedTypes:
-			h.fail(w, r, &queryError{"filterType", fmt.Sprintf("may be given at most %d times, got %d", eventstore.MaxFeedTypes, len(types))})
+		case len(types) > limits.MaxFeedTypes:
+			h.fail(w, r, &queryError{"filterType", fmt.Sprintf("may be given at most %d times, got %d", limits.MaxFeedTypes, len(types))})
 			return
 		}
 		for _, t := range types {
-			if err := eventstore.CheckName(t); err != nil {
+			if err := names.Check(t); err != nil {
 				h.fail(w, r, &queryError{"filterType", fmt.Sprintf("%q %v", clip(t), err)})
 				return
 			}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/eventkit-go/eventstore"
 	"github.com/eventkit-go/eventstore/httpapi"
+	"github.com/eventkit-go/eventstore/internal/hooks"
 	"github.com/eventkit-go/eventstore/storage"
 	"github.com/eventkit-go/eventstore/storage/memory"
 	"github.com/stretchr/testify/assert"
@@ -63,7 +64,7 @@ func TestOutOfSpace(t *testing.T) {
 	done := make(chan struct{})
 	go func() { defer close(done); _ = p.Run(ctx) }()
 	t.Cleanup(func() { cancel(); <-done })
-	require.Eventually(t, p.Running, 5*time.Second, 10*time.Millisecond)
+	require.Eventually(t, func() bool { return hooks.ProjectorRunning(p) }, 5*time.Second, 10*time.Millisecond)
 
 	e.must(http.StatusOK, http.MethodPost, "/projections/definitions",
 		`{"projectionName":"n","feedName":"order","aggregated":true,"handlers":[{"eventType":"Placed","functions":[{"function":"inc","targetSelector":"$.projection.count"}]}]}`)

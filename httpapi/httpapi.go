@@ -58,8 +58,8 @@
 // An unknown field, or a known field without the documented JSON type, is
 // answered with 422 and one errors[] entry per problem (an unknown field's
 // entry names the likely spelling). Bodies are checked in one pass without recursion and may nest 256
-// levels (event data eventstore.MaxDataDepth); arrays are counted before
-// they are decoded: more than eventstore.MaxEventsPerSave events, 1,000
+// levels (event data limits.MaxDataDepth); arrays are counted before
+// they are decoded: more than limits.MaxEventsPerSave events, 1,000
 // handlers or 100 functions per handler are answered with 422. Event data
 // is stored exactly as it appears in the body and never re-encoded through
 // float64; a load returns it compacted (insignificant whitespace removed).
@@ -196,8 +196,8 @@
 // searchable: search=TEXT on the list and its _count keeps the instances
 // of which every word of TEXT starts a word of an indexed field, ignoring
 // case, and combines with the other parameters (eventstore.ListOptions.Search
-// says what a word is). A search longer than eventstore.MaxSearchBytes, of
-// more than eventstore.MaxSearchWords words, without a word, given twice,
+// says what a word is). A search longer than limits.MaxSearchBytes, of
+// more than limits.MaxSearchWords words, without a word, given twice,
 // or of a projection without indexedFields is answered with 400 naming
 // search.
 //
@@ -211,7 +211,7 @@
 // this package's own. message is one line in the API's words, made from the
 // request (the aggregate, feed or projection it names), never a Go error
 // chain or a backend's text; with several problems it counts them and
-// errors lists each once (at most eventstore.MaxFieldErrors; "omitted"
+// errors lists each once (at most limits.MaxFieldErrors; "omitted"
 // counts the rest). errors is always an array. code is a stable word per
 // status, kept for programs to switch on. requestId repeats the
 // X-Request-Id header that every response carries: the request's own when
@@ -541,7 +541,7 @@ func (h *handler) recoverPanic(w http.ResponseWriter, r *http.Request) {
 // uncleanPath reports an empty, "." or ".." segment of an escaped path, and
 // a segment that is an escaped '/' alone (%2F), which the mux cannot route.
 // Escaped dots and other escaped slashes reach the endpoints, which check
-// the unescaped names with eventstore.CheckName.
+// the unescaped names with names.Check.
 func uncleanPath(p string) string {
 	if p == "/" || p == "" {
 		return ""

@@ -9,8 +9,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/eventkit-go/eventstore"
 	"github.com/eventkit-go/eventstore/httpapi"
+	"github.com/eventkit-go/eventstore/internal/limits"
 )
 
 // limitBody is an error body with the count of problems left out.
@@ -48,8 +48,8 @@ func repeated(prefix, item string, n int, suffix string) []byte {
 func TestDeepDataIsRefusedNamingTheEvent(t *testing.T) {
 	e := newEnv(t, nil)
 	deep := func(n int) string { return strings.Repeat(`{"a":`, n) + "1" + strings.Repeat("}", n) }
-	e.must(200, "POST", "/aggregates/order/o-0/events", events(ev(id3, "A", deep(eventstore.MaxDataDepth))))
-	b := mustErr(t, e.do("POST", "/aggregates/order/o-1/events", events(ev(id1, "A", `{}`), ev(id2, "A", deep(eventstore.MaxDataDepth+1)))), 422, "invalid")
+	e.must(200, "POST", "/aggregates/order/o-0/events", events(ev(id3, "A", deep(limits.MaxDataDepth))))
+	b := mustErr(t, e.do("POST", "/aggregates/order/o-1/events", events(ev(id1, "A", `{}`), ev(id2, "A", deep(limits.MaxDataDepth+1)))), 422, "invalid")
 	if !hasField(b.Errors, "events[1].data") {
 		t.Errorf("errors %+v must name events[1].data", b.Errors)
 	}

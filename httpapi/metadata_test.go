@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/eventkit-go/eventstore"
+	"github.com/eventkit-go/eventstore/internal/limits"
 )
 
 // TestMetadataHTTP: an event's "metadata" object is saved (single and
@@ -69,7 +69,7 @@ func TestMetadataHTTP(t *testing.T) {
 		t.Errorf("the library must see the metadata saved over HTTP: %+v %v", agg2.Events[0].Metadata, err)
 	}
 
-	tooMany := make([]string, eventstore.MaxMetadataKeys+3)
+	tooMany := make([]string, limits.MaxMetadataKeys+3)
 	for i := range tooMany {
 		tooMany[i] = fmt.Sprintf(`"k%d":"v"`, i)
 	}
@@ -81,7 +81,7 @@ func TestMetadataHTTP(t *testing.T) {
 		{`{"nested":{"a":"b"}}`, `events[0].metadata["nested"]`},
 		{`{"a":"1","a":"2"}`, `events[0].metadata["a"]`},
 		{`{` + strings.Join(tooMany, ",") + `}`, "events[0].metadata"},
-		{`{"big":"` + strings.Repeat("x", eventstore.MaxMetadataBytes) + `"}`, "events[0].metadata"},
+		{`{"big":"` + strings.Repeat("x", limits.MaxMetadataBytes) + `"}`, "events[0].metadata"},
 		{`{"bad key":"v"}`, `events[0].metadata["bad key"]`},
 		{`{"eventId":"v"}`, `events[0].metadata["eventId"]`},
 	} {

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/eventkit-go/eventstore"
+	"github.com/eventkit-go/eventstore/internal/hooks"
 	"github.com/eventkit-go/eventstore/internal/tracing"
 )
 
@@ -112,7 +113,7 @@ func (h *handler) route(r *http.Request) string {
 // writes (Store.ProbeWrite) and the projector runs, else the message of
 // the 503.
 func (h *handler) notReady(ctx context.Context) string {
-	if !h.p.Running() {
+	if !hooks.ProjectorRunning(h.p) {
 		return "not ready"
 	}
 	if h.st.OutOfSpace() {

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/eventkit-go/eventstore/internal/hooks"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -73,7 +74,7 @@ func TestHealthEndpoints(t *testing.T) {
 	done := make(chan struct{})
 	go func() { defer close(done); _ = e.p.Run(ctx) }()
 	t.Cleanup(func() { cancel(); <-done })
-	require.Eventually(t, e.p.Running, 5*time.Second, 10*time.Millisecond)
+	require.Eventually(t, func() bool { return hooks.ProjectorRunning(e.p) }, 5*time.Second, 10*time.Millisecond)
 	res := e.do(http.MethodGet, "/readyz", "", httpapi.HeaderAccessKey, "", httpapi.HeaderSecretAccessKey, "")
 	assert.Equal(t, http.StatusOK, res.StatusCode)
 

@@ -10,7 +10,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/eventkit-go/eventstore"
+	"github.com/eventkit-go/eventstore/internal/limits"
 )
 
 // Limits of query parameters.
@@ -104,7 +104,7 @@ const dateLayout = "2006-01-02"
 // day in UTC, or with endOfDay its last instant (23:59:59.999999999 UTC),
 // so that a date as the upper bound of a range includes its whole day.
 // The year must be from 1 to 9999 (RFC 3339 has four-digit years; year 0
-// is before eventstore.MinFeedTime).
+// is before limits.MinFeedTime).
 func (q query) time(name string, endOfDay bool) (time.Time, error) {
 	vals, ok := q.v[name]
 	if !ok {
@@ -132,7 +132,7 @@ func (q query) time(name string, endOfDay bool) (time.Time, error) {
 	if err != nil {
 		return time.Time{}, bad
 	}
-	if t.Before(eventstore.MinFeedTime) || t.After(eventstore.MaxFeedTime) {
+	if t.Before(limits.MinFeedTime) || t.After(limits.MaxFeedTime) {
 		return time.Time{}, &queryError{name, fmt.Sprintf("must be in the years 1 to 9999 (UTC), got %q", clip(v))}
 	}
 	return t.UTC(), nil

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/eventkit-go/eventstore"
+	"github.com/eventkit-go/eventstore/internal/limits"
 	"github.com/eventkit-go/eventstore/internal/safetext"
 )
 
@@ -29,7 +30,7 @@ func (h *handler) listDefinitions(w http.ResponseWriter, r *http.Request) {
 		h.fail(w, r, err)
 		return
 	}
-	limit, err := intParam(r, "limit", eventstore.DefaultListLimit, 1, eventstore.MaxListLimit)
+	limit, err := intParam(r, "limit", limits.DefaultListLimit, 1, limits.MaxListLimit)
 	if err != nil {
 		h.fail(w, r, err)
 		return
@@ -248,7 +249,7 @@ func (h *handler) listSingle(w http.ResponseWriter, r *http.Request) {
 		h.fail(w, r, err)
 		return
 	}
-	limit, err := intParam(r, "limit", eventstore.DefaultListLimit, 1, eventstore.MaxListLimit)
+	limit, err := intParam(r, "limit", limits.DefaultListLimit, 1, limits.MaxListLimit)
 	if err != nil {
 		h.fail(w, r, err)
 		return
@@ -268,8 +269,8 @@ func (h *handler) listSingle(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	opts.IDs = q["id"]
-	if len(opts.IDs) > eventstore.MaxListLimit {
-		h.fail(w, r, &queryError{"id", fmt.Sprintf("may be given at most %d times", eventstore.MaxListLimit)})
+	if len(opts.IDs) > limits.MaxListLimit {
+		h.fail(w, r, &queryError{"id", fmt.Sprintf("may be given at most %d times", limits.MaxListLimit)})
 		return
 	}
 	if opts.Search, err = searchParam(r); err != nil {

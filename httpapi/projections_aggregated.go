@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/eventkit-go/eventstore"
+	"github.com/eventkit-go/eventstore/internal/limits"
 )
 
 // aggregatedEntry is one aggregated projection's result, as
@@ -42,7 +43,7 @@ func (h *handler) listAggregated(w http.ResponseWriter, r *http.Request) {
 		h.fail(w, r, err)
 		return
 	}
-	limit, err := q.int("limit", eventstore.DefaultListLimit, 1, eventstore.MaxListLimit)
+	limit, err := q.int("limit", limits.DefaultListLimit, 1, limits.MaxListLimit)
 	if err != nil {
 		h.fail(w, r, err)
 		return

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/eventkit-go/eventstore"
+	"github.com/eventkit-go/eventstore/internal/names"
 	"github.com/eventkit-go/eventstore/storage/memory"
 )
 
@@ -14,7 +15,7 @@ import (
 func TestAllFeedIsNotAReactionFeed(t *testing.T) {
 	_, e := setup(t, memory.New(), nil)
 	d := def("http://127.0.0.1:1/x")
-	d.FeedName = eventstore.AllFeed
+	d.FeedName = names.AllFeed
 	err := e.Create(t.Context(), d)
 	var ve *eventstore.ValidationError
 	if !errors.As(err, &ve) || len(ve.Fields) == 0 || ve.Fields[0].Field != "feedName" ||

@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/eventkit-go/eventstore"
+	"github.com/eventkit-go/eventstore/internal/limits"
+	"github.com/eventkit-go/eventstore/internal/names"
 )
 
 // Action types.
@@ -125,17 +127,17 @@ var reserved = map[string]bool{
 func compile(d Definition, op string, check func(u *url.URL) error) (*compiled, error) {
 	v := &eventstore.ValidationError{Op: op}
 	add := func(field, format string, args ...any) {
-		if len(v.Fields) < eventstore.MaxFieldErrors {
+		if len(v.Fields) < limits.MaxFieldErrors {
 			v.Fields = append(v.Fields, eventstore.FieldError{Field: field, Message: fmt.Sprintf(format, args...)})
 		}
 	}
 	name := func(field, s string) {
-		if err := eventstore.CheckName(s); err != nil {
+		if err := names.Check(s); err != nil {
 			add(field, "%v", err)
 		}
 	}
 	name("reactionName", d.Name)
-	if err := eventstore.CheckFeedName(d.FeedName); err != nil {
+	if err := names.CheckFeed(d.FeedName); err != nil {
 		add("feedName", "%v", err)
 	}
 	name("reactOnEventType", d.ReactOnEventType)

@@ -2,6 +2,7 @@ package tenancy_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -51,7 +52,8 @@ func openBenchSet(b *testing.B, dir string) (*tenancy.Set, func()) {
 		b.Fatal(err)
 	}
 	defs := eventstore.NewProjector(project, nil)
-	d, err := eventstore.DecodeDefinition([]byte(benchDef))
+	var d eventstore.Definition
+	err = json.Unmarshal([]byte(benchDef), &d)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -290,7 +292,8 @@ func openSetReactions(b *testing.B, project, registry storage.Storage, open func
 		b.Fatal(err)
 	}
 	defs := eventstore.NewProjector(st, nil)
-	d, err := eventstore.DecodeDefinition([]byte(benchDef))
+	var d eventstore.Definition
+	err = json.Unmarshal([]byte(benchDef), &d)
 	if err != nil {
 		b.Fatal(err)
 	}

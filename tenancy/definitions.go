@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/eventkit-go/eventstore"
+	"github.com/eventkit-go/eventstore/internal/hooks"
 	"github.com/eventkit-go/eventstore/reactions"
 )
 
@@ -19,7 +20,7 @@ import (
 // processes made (followDefinitions).
 const definitionsEvery = time.Second
 
-// tenantDefinitionsPoll is the ProjectorOptions.DefinitionsPoll of the
+// tenantDefinitionsPoll is the hooks.DefinitionsPoll of the
 // tenants' Projectors when Options.Projector does not set it: the Set
 // passes every change of the project's definitions on to its open tenants
 // (at once when made through it, else within definitionsEvery), so that a
@@ -143,7 +144,7 @@ func (s *Set) projectDefinitions(ctx context.Context) (definitions, error) {
 	h := sha256.New()
 	for _, d := range pd.projections {
 		b, _ := json.Marshal(d) // a Definition always encodes
-		fmt.Fprintf(h, "p%d:%s%d:%s%d", len(b), b, len(d.SigningSecret), d.SigningSecret, d.Resets)
+		fmt.Fprintf(h, "p%d:%s%d:%s%d", len(b), b, len(d.SigningSecret), d.SigningSecret, *hooks.DefinitionResets(&d))
 	}
 	for _, d := range pd.reactions {
 		b, _ := json.Marshal(d) // signing secrets included
@@ -243,7 +244,7 @@ func (s *Set) DefinitionChanged(ctx context.Context, name string, reset bool) er
 			err = derr
 		default:
 			// A reset comes as the project's definition with one more
-			// reset counted (Definition.Resets), which Put applies once,
+			// reset counted (hooks.DefinitionResets), which Put applies once,
 			// whichever process or tenant open passes it on first.
 			_, err = p.Put(ctx, d)
 		}

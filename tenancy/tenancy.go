@@ -42,6 +42,8 @@ import (
 	"time"
 
 	"github.com/eventkit-go/eventstore"
+	"github.com/eventkit-go/eventstore/internal/hooks"
+	"github.com/eventkit-go/eventstore/internal/limits"
 	"github.com/eventkit-go/eventstore/reactions"
 	"github.com/eventkit-go/eventstore/storage"
 )
@@ -203,7 +205,7 @@ func New(ctx context.Context, opts Options) (*Set, error) {
 	if err != nil {
 		return nil, err
 	}
-	if opts.Projector == nil || opts.Projector.DefinitionsPoll == 0 {
+	if opts.Projector == nil || *hooks.DefinitionsPoll(opts.Projector) == 0 {
 		// The Set passes definition changes on (definitionsEvery): the
 		// tenants' Projectors need not list their definitions at every
 		// wake-up, about one a save when saves go round many tenants.
@@ -211,7 +213,7 @@ func New(ctx context.Context, opts Options) (*Set, error) {
 		if opts.Projector != nil {
 			po = *opts.Projector
 		}
-		po.DefinitionsPoll = tenantDefinitionsPoll
+		*hooks.DefinitionsPoll(&po) = tenantDefinitionsPoll
 		opts.Projector = &po
 	}
 	s := &Set{opts: opts, reg: reg, log: log, byID: map[string]*entry{}}
@@ -248,7 +250,7 @@ type registryEvent struct {
 func (s *Set) refresh(ctx context.Context) error {
 	added := false
 	for {
-		res, err := s.reg.ReadFeed(ctx, registryType, s.cursor, &eventstore.FeedOptions{Limit: eventstore.MaxFeedLimit})
+		res, err := s.reg.ReadFeed(ctx, registryType, s.cursor, &eventstore.FeedOptions{Limit: limits.MaxFeedLimit})
 		if errors.Is(err, eventstore.ErrNotFound) {
 			break
 		}

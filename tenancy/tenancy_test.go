@@ -2,6 +2,7 @@ package tenancy_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"path/filepath"
@@ -274,7 +275,8 @@ func TestDefinitionsFromElsewhere(t *testing.T) {
 				t.Fatal(err)
 			}
 		} else {
-			d, err := eventstore.DecodeDefinition([]byte(def))
+			var d eventstore.Definition
+			err := json.Unmarshal([]byte(def), &d)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -10,6 +10,7 @@ import (
 	"sync/atomic"
 
 	"github.com/eventkit-go/eventstore"
+	"github.com/eventkit-go/eventstore/internal/names"
 )
 
 // Registry maps event type names to Go types and their codecs. Register
@@ -59,7 +60,7 @@ type registeredType struct {
 // type, and those events decode to values of type T.
 //
 // It fails with an error wrapping eventstore.ErrInvalid when eventType is
-// not a valid name (eventstore.CheckName) or is registered already, when T
+// not a valid name (names.Check) or is registered already, when T
 // is registered already (under any name: encoding would be ambiguous), or
 // when T is an interface type or NewEvent.
 func Register[T any](r *Registry, eventType string) error {
@@ -73,7 +74,7 @@ func RegisterCodec[T any](r *Registry, eventType string, codec Codec) error {
 	if r == nil {
 		return fmt.Errorf("typed: register %s: nil Registry: %w", t, eventstore.ErrInvalid)
 	}
-	if err := eventstore.CheckName(eventType); err != nil {
+	if err := names.Check(eventType); err != nil {
 		return fmt.Errorf("typed: register %s: event type %q: %w", t, eventType, err)
 	}
 	switch {

@@ -57,6 +57,7 @@ import (
 	"github.com/eventkit-go/eventstore"
 	"github.com/eventkit-go/eventstore/extfunc"
 	"github.com/eventkit-go/eventstore/httpapi"
+	"github.com/eventkit-go/eventstore/internal/limits"
 	"github.com/eventkit-go/eventstore/storage"
 	"github.com/eventkit-go/eventstore/storage/memory"
 	"github.com/eventkit-go/eventstore/storage/postgres"
@@ -98,8 +99,8 @@ func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (c
 	fs.StringVar(&c.storage, "storage", "sqlite:eventstore.db", `storage backend: "sqlite:PATH" (durable, embedded), "memory" (lost at exit) or a "postgres://..." URL`)
 	fs.DurationVar(&c.shutdownTimeout, "shutdown-timeout", 10*time.Second, "how long to wait for requests in flight at shutdown")
 	fs.Int64Var(&c.maxBody, "max-body", httpapi.DefaultMaxBodyBytes, "request body limit in bytes")
-	fs.IntVar(&c.projector.MaxInstanceBytes, "max-instance-bytes", eventstore.DefaultMaxInstanceBytes, "largest JSON size of one projection instance; an event that would grow one past it is a recorded error")
-	fs.IntVar(&c.projector.MaxDefinitions, "max-definitions", eventstore.DefaultMaxDefinitions, "most projection definitions the store accepts")
+	fs.IntVar(&c.projector.MaxInstanceBytes, "max-instance-bytes", limits.DefaultMaxInstanceBytes, "largest JSON size of one projection instance; an event that would grow one past it is a recorded error")
+	fs.IntVar(&c.projector.MaxDefinitions, "max-definitions", limits.DefaultMaxDefinitions, "most projection definitions the store accepts")
 	fs.StringVar(&c.keysFile, "keys", "", "key file of several projects, each a separate data space: one \"NAME ACCESS_KEY SECRET_KEY\" a line, '#' starts a comment; "+
 		"SIGHUP reloads it; each project gets its own memory store, SQLite file PATH.NAME.EXT or PostgreSQL schema SCHEMA_NAME "+
 		"(default: one project with the key pair of EVENTSTORE_ACCESS_KEY and EVENTSTORE_SECRET_ACCESS_KEY)")

@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/eventkit-go/eventstore"
+	"github.com/eventkit-go/eventstore/internal/limits"
 )
 
 // lineWriter hands every line written to it to a channel.
@@ -219,7 +219,7 @@ func TestDefaultStorageIsSQLiteFile(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c.projector.MaxInstanceBytes != eventstore.DefaultMaxInstanceBytes || c.projector.MaxDefinitions != eventstore.DefaultMaxDefinitions {
+	if c.projector.MaxInstanceBytes != limits.DefaultMaxInstanceBytes || c.projector.MaxDefinitions != limits.DefaultMaxDefinitions {
 		t.Errorf("projector limits %+v, want the library's defaults", c.projector)
 	}
 	if c.storage != "sqlite:eventstore.db" {

@@ -17,6 +17,7 @@ import (
 
 	"github.com/eventkit-go/eventstore"
 	"github.com/eventkit-go/eventstore/httpapi"
+	"github.com/eventkit-go/eventstore/internal/hooks"
 	"github.com/eventkit-go/eventstore/reactions"
 	"github.com/eventkit-go/eventstore/storage"
 	"github.com/eventkit-go/eventstore/storage/memory"
@@ -414,7 +415,7 @@ func (rt *projectRouter) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // /readyz budget), accepts writes (Store.ProbeWrite), has space and its
 // projector runs, as httpapi's /readyz checks.
 func (p *project) ready(ctx context.Context) bool {
-	if !p.proj.Running() || p.st.OutOfSpace() {
+	if !hooks.ProjectorRunning(p.proj) || p.st.OutOfSpace() {
 		return false
 	}
 	if _, err := p.st.FeedHead(ctx, ""); err != nil {

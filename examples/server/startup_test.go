@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"log/slog"
 	"strings"
 	"testing"
@@ -24,8 +25,9 @@ func TestReportStartup(t *testing.T) {
 	require.NoError(t, err)
 	defer st.Close()
 	p := eventstore.NewProjector(st, nil)
-	def, err := eventstore.DecodeDefinition([]byte(`{"projectionName":"n","feedName":"order","aggregated":true,
-		"handlers":[{"eventType":"Placed","functions":[{"function":"inc","targetSelector":"$.projection.n"}]}]}`))
+	var def eventstore.Definition
+	err = json.Unmarshal([]byte(`{"projectionName":"n","feedName":"order","aggregated":true,
+		"handlers":[{"eventType":"Placed","functions":[{"function":"inc","targetSelector":"$.projection.n"}]}]}`), &def)
 	require.NoError(t, err)
 	require.NoError(t, p.Create(ctx, def))
 	for range 50 {
@@ -63,8 +65,9 @@ func TestReportStartupNothingToCatchUp(t *testing.T) {
 	defer st.Close()
 	p := eventstore.NewProjector(st, nil)
 	for _, name := range []string{"a", "b"} {
-		def, err := eventstore.DecodeDefinition([]byte(`{"projectionName":"` + name + `","feedName":"order","aggregated":true,
-			"handlers":[{"eventType":"Placed","functions":[{"function":"inc","targetSelector":"$.projection.n"}]}]}`))
+		var def eventstore.Definition
+		err := json.Unmarshal([]byte(`{"projectionName":"`+name+`","feedName":"order","aggregated":true,
+			"handlers":[{"eventType":"Placed","functions":[{"function":"inc","targetSelector":"$.projection.n"}]}]}`), &def)
 		require.NoError(t, err)
 		require.NoError(t, p.Create(ctx, def))
 	}

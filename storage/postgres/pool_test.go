@@ -84,7 +84,7 @@ func TestTwoStoresSmallPoolsKeepAnswering(t *testing.T) {
 			t.Fatal(err)
 		}
 		t.Cleanup(func() { _ = st.Close() })
-		return st, eventstore.NewProjector(st, &eventstore.ProjectorOptions{BatchSize: 7, PollInterval: 10 * time.Millisecond})
+		return st, eventstore.NewProjector(st, &eventstore.ProjectorOptions{BatchSize: 7})
 	}
 	storeA, projA := open()
 	storeB, projB := open()

@@ -28,7 +28,7 @@ func rewindStore(t *testing.T, ctx context.Context, schema string, create bool) 
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = st.Close() })
-	p := eventstore.NewProjector(st, &eventstore.ProjectorOptions{PollInterval: 20 * time.Millisecond})
+	p := eventstore.NewProjector(st, nil)
 	if create {
 		err := p.Create(ctx, eventstore.Definition{
 			Name: "count", Feed: "order", Aggregated: true,

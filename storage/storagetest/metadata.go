@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/eventkit-go/eventstore"
+	"github.com/eventkit-go/eventstore/internal/limits"
 	"github.com/eventkit-go/eventstore/storage"
 )
 
@@ -141,7 +142,7 @@ func testMetadataBounds(t *testing.T, h *harness) {
 		{"a key with a space", storage.Metadata{Values: map[string]string{"bad key": "v"}}, `events[1].metadata["bad key"]`},
 		{"an empty key", storage.Metadata{Values: map[string]string{"": "v"}}, `events[1].metadata[""]`},
 		{"a key starting with a digit", storage.Metadata{Values: map[string]string{"1st": "v"}}, `events[1].metadata["1st"]`},
-		{"a key too long", storage.Metadata{Values: map[string]string{strings.Repeat("k", eventstore.MaxMetadataKeyLen+1): "v"}},
+		{"a key too long", storage.Metadata{Values: map[string]string{strings.Repeat("k", limits.MaxMetadataKeyLen+1): "v"}},
 			`events[1].metadata["kkkkkkkkkkkkkkkk*`},
 		{"correlationId as a key", storage.Metadata{Values: map[string]string{"correlationId": "c"}}, `events[1].metadata["correlationId"]`},
 		{"causationId as a key", storage.Metadata{Values: map[string]string{"causationId": "c"}}, `events[1].metadata["causationId"]`},

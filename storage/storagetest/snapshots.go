@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/eventkit-go/eventstore"
+	"github.com/eventkit-go/eventstore/internal/limits"
 	"github.com/eventkit-go/eventstore/storage"
 )
 
@@ -243,7 +244,7 @@ func testSnapshotBound(t *testing.T, h *harness) {
 	for i := range pattern {
 		pattern[i] = byte(i)
 	}
-	data := bytes.Repeat(pattern, eventstore.MaxSnapshotBytes/len(pattern)+1)[:eventstore.MaxSnapshotBytes]
+	data := bytes.Repeat(pattern, limits.MaxSnapshotBytes/len(pattern)+1)[:limits.MaxSnapshotBytes]
 	if err := h.store.SaveSnapshot(ctx, eventstore.Snapshot{AggregateType: "account", AggregateID: "1", Version: 1, Data: data}); err != nil {
 		t.Fatalf("SaveSnapshot of MaxSnapshotBytes of data: %v", err)
 	}

@@ -1,4 +1,4 @@
-package eventstore
+package names
 
 import (
 	"fmt"
@@ -12,8 +12,8 @@ func problemReference(s string, path bool) string {
 	switch {
 	case s == "":
 		return "is required"
-	case len(s) > maxNameLen:
-		return fmt.Sprintf("must be at most %d bytes long", maxNameLen)
+	case len(s) > MaxLen:
+		return fmt.Sprintf("must be at most %d bytes long", MaxLen)
 	case !utf8.ValidString(s):
 		return "must be valid UTF-8"
 	}

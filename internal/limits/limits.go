@@ -1,6 +1,14 @@
-package eventstore
+// Package limits holds the bounds and defaults of the event store's input
+// and options, shared by package eventstore and the packages that decode
+// its input (httpapi, tenancy, reactions). The user-facing documentation of
+// each is beside the field it bounds.
+package limits
 
-import "github.com/eventkit-go/eventstore/storage"
+import (
+	"time"
+
+	"github.com/eventkit-go/eventstore/storage"
+)
 
 // Limits and defaults. Input beyond a Max fails with a *ValidationError
 // naming the field, unless its comment says otherwise; a Default applies
@@ -36,4 +44,10 @@ const (
 	DefaultBatchSize        = 1000    // ProjectorOptions.BatchSize
 	DefaultMaxInstanceBytes = 1 << 20 // ProjectorOptions.MaxInstanceBytes
 	DefaultMaxDefinitions   = 1000    // ProjectorOptions.MaxDefinitions
+)
+
+// The earliest and latest FeedOptions.From and To.
+var (
+	MinFeedTime = time.Date(1, 1, 1, 0, 0, 0, 0, time.UTC)
+	MaxFeedTime = time.Date(9999, 12, 31, 23, 59, 59, 999_999_999, time.UTC)
 )
