@@ -157,7 +157,8 @@ func str(v gjson.Result, prefix, name string, fe *fieldErrors) string {
 
 // array returns the elements of v, nil when absent, or records a type
 // error, or a problem when v holds more than limit elements, which are
-// counted (up to limit+1) before any is built.
+// counted (up to limit+1) before any is built; what names them in the
+// message, if not "".
 func array(v gjson.Result, field string, fe *fieldErrors, limit int, what string) []gjson.Result {
 	if !present(v) {
 		return nil
@@ -172,7 +173,10 @@ func array(v gjson.Result, field string, fe *fieldErrors, limit int, what string
 		return n <= limit
 	})
 	if n > limit {
-		fe.add(field, "at most %d %s are allowed", limit, what)
+		if what != "" {
+			what += " "
+		}
+		fe.add(field, "at most %d %sare allowed", limit, what)
 		return nil
 	}
 	items := make([]gjson.Result, 0, n)

@@ -62,7 +62,7 @@ func decodeDefinitionBody(body []byte) (eventstore.Definition, error) {
 		case "signingSecret":
 			d.SigningSecret = defStr(&v, val, field)
 		case "indexedFields":
-			for i, item := range defArray(&v, val, field, limits.MaxIndexedFields) {
+			for i, item := range array(val, field, &v, limits.MaxIndexedFields, "") {
 				if item.Type != gjson.String {
 					v.add(fmt.Sprintf("%s[%d]", field, i), "must be a string")
 					continue
@@ -82,7 +82,7 @@ func decodeDefinitionBody(body []byte) (eventstore.Definition, error) {
 // defObjects decodes an array of at most limit objects, each member by
 // member through fn, stopping once the problems fill a ValidationError.
 func defObjects[T any](v *fieldErrors, val gjson.Result, field string, limit int, fn func(x *T, key string, val gjson.Result, field string)) []T {
-	items := defArray(v, val, field, limit)
+	items := array(val, field, v, limit, "")
 	if len(items) == 0 {
 		return nil
 	}
@@ -161,28 +161,6 @@ func defMembers(v *fieldErrors, obj gjson.Result, prefix string, fn func(key str
 		fn(key, val, field)
 		return !v.full()
 	})
-}
-
-// defArray returns the elements of an array of at most limit elements,
-// counting before it builds anything.
-func defArray(v *fieldErrors, val gjson.Result, field string, limit int) []gjson.Result {
-	switch {
-	case val.Type == gjson.Null:
-		return nil
-	case !val.IsArray():
-		v.add(field, "must be an array")
-		return nil
-	}
-	n := 0
-	val.ForEach(func(_, _ gjson.Result) bool {
-		n++
-		return n <= limit
-	})
-	if n > limit {
-		v.add(field, "at most %d are allowed", limit)
-		return nil
-	}
-	return val.Array()
 }
 
 func defStr(v *fieldErrors, val gjson.Result, field string) string {
