@@ -266,3 +266,44 @@ func TestRefusedConnectionIsRetriedWithAPlainMessage(t *testing.T) {
 	assert.Equal(t, "the target refused the connection", p.Reactions[0].LastError)
 	assert.Equal(t, 2, p.Reactions[0].Attempts)
 }
+
+// TestDeliveryCarriesEventMetadata: the event's metadata (correlation and
+// causation ids and the caller's keys) is in the delivery as
+// event.metadata, in the HTTP API's shape; an event without any has none.
+func TestDeliveryCarriesEventMetadata(t *testing.T) {
+	var mu sync.Mutex
+	got := map[string]json.RawMessage{} // aggregate id: body
+	fns := map[string]reactions.Func{"remind": func(_ context.Context, d reactions.Delivery) error {
+		mu.Lock()
+		defer mu.Unlock()
+		got[d.Reaction.AggregateID] = d.Body
+		return nil
+	}}
+	st, e := setup(t, memory.New(), &reactions.Options{Funcs: fns, PollInterval: 10 * time.Millisecond})
+	require.NoError(t, e.Create(t.Context(), reactions.Definition{Name: "remind", FeedName: "order", ReactOnEventType: "placed",
+		Action: reactions.Action{Type: reactions.ActionFunc, Function: "remind"}}))
+	stop := run(t, e)
+	defer stop()
+	md := eventstore.Metadata{CorrelationID: "req-17", CausationID: "cmd-3", Values: map[string]string{"tenant": "acme", "a.b": "<c>"}}
+	_, err := st.Save(t.Context(), "order", "o-1", []eventstore.NewEvent{{ID: eventstore.NewEventID(), Type: "placed", Data: json.RawMessage(`{"n":1}`), Metadata: md}}, nil)
+	require.NoError(t, err)
+	save(t, st, "o-2", "placed", `{"n":2}`)
+	waitFor(t, "two deliveries", func() bool { mu.Lock(); defer mu.Unlock(); return len(got) == 2 })
+	mu.Lock()
+	defer mu.Unlock()
+	var b struct {
+		Metadata map[string]any `json:"metadata"`
+		Event    struct {
+			EventType string            `json:"eventType"`
+			Metadata  map[string]string `json:"metadata"`
+		} `json:"event"`
+	}
+	require.NoError(t, json.Unmarshal(got["o-1"], &b), "%s", got["o-1"])
+	assert.Equal(t, "placed", b.Event.EventType)
+	assert.Equal(t, map[string]string{"correlationId": "req-17", "causationId": "cmd-3", "tenant": "acme", "a.b": "<c>"}, b.Event.Metadata)
+	assert.Equal(t, "o-1", b.Metadata["aggregateId"], "the delivery's own metadata is unchanged")
+	assert.NotContains(t, b.Metadata, "correlationId", "the event's metadata is not mixed into the delivery's")
+	var plain map[string]map[string]any
+	require.NoError(t, json.Unmarshal(got["o-2"], &plain))
+	assert.NotContains(t, plain["event"], "metadata", "an event without metadata has none in its delivery")
+}

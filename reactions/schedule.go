@@ -428,6 +428,11 @@ type eventBody struct {
 	EventType     string          `json:"eventType"`
 	Data          json.RawMessage `json:"data,omitempty"`
 	EncryptedData string          `json:"encryptedData,omitempty"`
+	// Metadata is the event's own metadata in the shape the HTTP API
+	// gives it (correlationId, causationId and the caller's keys, see
+	// storage.AppendMetadata), as an external function's call carries it;
+	// omitted when the event has none.
+	Metadata json.RawMessage `json:"metadata,omitempty"`
 }
 
 // payload encodes the body of r's deliveries; tenant, when not empty, is
@@ -438,7 +443,8 @@ func payload(r *storage.Reaction, ev *eventstore.Event, seq int64, tenant string
 			AggregateType: ev.AggregateType, FeedName: ev.AggregateType, Timestamp: ev.RecordedAt.UnixMilli(),
 			SequenceNumber: seq, AggregateVersion: ev.Version, TriggerAt: r.TriggerAt.UnixMilli(),
 			Traceparent: ev.Metadata.Values[tracing.TraceparentKey], Tracestate: ev.Metadata.Values[tracing.TracestateKey]},
-		Event: eventBody{EventID: ev.ID, EventType: ev.Type, Data: ev.Data, EncryptedData: ev.EncryptedData},
+		Event: eventBody{EventID: ev.ID, EventType: ev.Type, Data: ev.Data, EncryptedData: ev.EncryptedData,
+			Metadata: storage.AppendMetadata(nil, ev.Metadata)},
 	})
 	if err != nil {
 		return nil, fmt.Errorf("encoding the event: %v", err)

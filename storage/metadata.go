@@ -60,6 +60,16 @@ func AppendMetadata(dst []byte, m Metadata) []byte {
 	return append(dst, '}')
 }
 
+// MetadataBytes is the length of m encoded by AppendMetadata: 0 for the
+// zero Metadata.
+func MetadataBytes(m Metadata) int {
+	if m.IsZero() {
+		return 0
+	}
+	var buf [MaxMetadataBytes]byte // metadata past the bound grows it
+	return len(AppendMetadata(buf[:0], m))
+}
+
 // Value returns the metadata named key as the encoding names it:
 // CorrelationID for "correlationId" and CausationID for "causationId" (or
 // the key of Values of that name when the field is empty), else the key

@@ -396,10 +396,15 @@ type LoadQuery struct {
 }
 
 // EventBytes is the size of an event as LoadQuery.MaxBytes and
-// FeedQuery.MaxBytes count it: the length of its Data and EncryptedData,
-// which are all of its size that callers control beyond fixed bounds.
+// FeedQuery.MaxBytes count it: the length of its Data and EncryptedData
+// and of its Metadata encoded (AppendMetadata, what backends store), which
+// are all of its size that callers control beyond fixed bounds.
 func EventBytes(e *Event) int64 {
-	return int64(len(e.Data) + len(e.EncryptedData))
+	n := int64(len(e.Data) + len(e.EncryptedData))
+	if !e.Metadata.IsZero() {
+		n += int64(MetadataBytes(e.Metadata))
+	}
+	return n
 }
 
 // FeedInfo describes one aggregate type's feed.

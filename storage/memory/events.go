@@ -161,8 +161,8 @@ func (s *store) readDated(q *storage.FeedQuery, after, head int64, limit int, fr
 // budget returns how many of refs a read with a byte budget of max keeps
 // (see storage.LoadQuery.MaxBytes and FeedQuery.MaxBytes): all when
 // max is not positive, else up to the first event, or with byVersion the
-// end of the first version, with which their data and encrypted data
-// reach max.
+// end of the first version, with which their data, encrypted data and
+// metadata reach max.
 func (s *store) budget(refs []ref, max int64, byVersion bool) int {
 	if max <= 0 {
 		return len(refs)
@@ -170,7 +170,7 @@ func (s *store) budget(refs []ref, max int64, byVersion bool) int {
 	var total int64
 	for i, r := range refs {
 		rec := (*s.aggList.at(int(r.agg))).events.at(int(r.idx))
-		total += int64(rec.text.n) - idLen - int64(rec.metaLen)
+		total += int64(rec.text.n) - idLen // data, encrypted data and metadata (storage.EventBytes)
 		if total < max {
 			continue
 		}

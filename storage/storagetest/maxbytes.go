@@ -12,19 +12,23 @@ import (
 
 func maxBytesCases() []testCase {
 	return []testCase{
-		{"LoadMaxBytes", "with LoadQuery.MaxBytes, Load returns the shortest run of whole versions of the unbounded answer whose events reach MaxBytes (EventBytes: Data and EncryptedData), or all of it when they do not; never an empty answer when the range holds a version", testLoadMaxBytes},
-		{"FeedMaxBytes", "with FeedQuery.MaxBytes, ReadFeed returns the shortest start of the unbounded page whose events reach MaxBytes, or all of it; Truncated is set exactly when that is shorter, with Head at its last event; paging with After = Head reads the same feed as without a budget", testFeedMaxBytes},
+		{"LoadMaxBytes", "with LoadQuery.MaxBytes, Load returns the shortest run of whole versions of the unbounded answer whose events reach MaxBytes (EventBytes: Data, EncryptedData and encoded Metadata), or all of it when they do not; never an empty answer when the range holds a version", testLoadMaxBytes},
+		{"FeedMaxBytes", "with FeedQuery.MaxBytes, ReadFeed returns the shortest start of the unbounded page whose events reach MaxBytes (EventBytes: Data, EncryptedData and encoded Metadata), or all of it; Truncated is set exactly when that is shorter, with Head at its last event; paging with After = Head reads the same feed as without a budget", testFeedMaxBytes},
 	}
 }
 
-// sizedEvents returns n events of type typ whose data and encrypted data
-// have sizes drawn from rng, from a few bytes to a few KiB.
+// sizedEvents returns n events of type typ whose data, encrypted data and
+// metadata have sizes drawn from rng, from a few bytes to a few KiB.
 func sizedEvents(rng *rand.Rand, typ string, n int) []eventstore.NewEvent {
 	out := make([]eventstore.NewEvent, n)
 	for i := range out {
 		out[i] = ev(typ, fmt.Sprintf(`{"pad":%q}`, strings.Repeat("x", rng.IntN(3000))))
 		if rng.IntN(4) == 0 {
 			out[i].EncryptedData = strings.Repeat("e", 1+rng.IntN(500))
+		}
+		if rng.IntN(3) == 0 {
+			out[i].Metadata = eventstore.Metadata{CorrelationID: fmt.Sprint("c-", i),
+				Values: map[string]string{"pad": strings.Repeat("m", rng.IntN(3000))}}
 		}
 	}
 	return out
