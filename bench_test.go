@@ -196,14 +196,15 @@ func BenchmarkRebuildInGo(b *testing.B) {
 			name = "aggregated"
 		}
 		b.Run(name, func(b *testing.B) {
-			st, _ := eventstore.New(memory.New(), nil)
+			ms := memory.New()
+			st, _ := eventstore.New(ms, nil)
 			defer st.Close()
 			for i, batch := range batches(events/100, 100) {
 				if _, err := st.Save(ctx, "order", fmt.Sprint(i%100), batch, nil); err != nil {
 					b.Fatal(err)
 				}
 			}
-			benchfold.RebuildInGo(b, st, events, aggregated)
+			benchfold.RebuildInGo(b, ms, events, aggregated)
 		})
 	}
 }

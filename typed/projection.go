@@ -39,14 +39,15 @@ func On[S, E any](fn func(state *S, e EventOf[E]) error) Handler[S] {
 	return Handler[S]{
 		goType: reflect.TypeFor[E](),
 		bind: func(codec Codec) func(*S, *eventstore.Event) error {
+			decode := decoder[E](codec)
 			return func(s *S, e *eventstore.Event) error {
-				ev := EventOf[E]{Event: *e}
+				var v E
 				if e.Data != nil {
-					if err := codec.Unmarshal(e.Data, &ev.Value); err != nil {
+					if err := decode(e.Data, &v); err != nil {
 						return &CodecError{Op: "decode", EventType: e.Type, GoType: reflect.TypeFor[E]().String(), EventID: e.ID, Err: err}
 					}
 				}
-				return fn(s, ev)
+				return fn(s, EventOf[E]{Event: *e, Value: v})
 			}
 		},
 	}
@@ -81,9 +82,10 @@ type ProjectionOptions struct {
 // NewProjection; it is safe for concurrent use and may be registered in
 // several Projectors.
 type Projection[S any] struct {
-	code     eventstore.CodeProjection
-	codec    Codec
-	handlers map[string]func(*S, *eventstore.Event) error // by event type
+	code        eventstore.CodeProjection
+	codec       Codec
+	decodeState func(data []byte, s *S) error                // codec.Unmarshal, or faster for JSONCodec
+	handlers    map[string]func(*S, *eventstore.Event) error // by event type
 }
 
 // NewProjection returns the projection name of feed (an aggregate type)
@@ -106,6 +108,7 @@ func NewProjection[S any](reg *Registry, name, feed string, opts *ProjectionOpti
 	if p.codec == nil {
 		p.codec = JSONCodec{}
 	}
+	p.decodeState = decoder[S](p.codec)
 	version := opts.Version
 	if version == 0 {
 		version = 1
@@ -154,7 +157,7 @@ type state[S any] struct {
 func (p *Projection[S]) decode(data []byte) (eventstore.CodeState, error) {
 	st := &state[S]{p: p}
 	if data != nil {
-		if err := p.codec.Unmarshal(data, &st.s); err != nil {
+		if err := p.decodeState(data, &st.s); err != nil {
 			return nil, err
 		}
 	}

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/eventkit-go/eventstore"
+	"github.com/eventkit-go/eventstore/storage"
 	"github.com/eventkit-go/eventstore/storage/storagetest"
 	"github.com/eventkit-go/eventstore/typed"
 )
@@ -47,13 +48,13 @@ func Typed(name, feed, eventType string, aggregated bool) (eventstore.CodeProjec
 	return p.CodeProjection(), nil
 }
 
-// RebuildInGo runs storagetest.BenchmarkRebuildInGo on st, whose feed
+// RebuildInGo runs storagetest.BenchmarkRebuildInGo on s, whose feed
 // "order" holds events Placed: "typed" with Typed, "hook" with
 // storagetest.RebuildCode on the root package's hook alone. The root
 // package's and every backend's benchmarks share it.
-func RebuildInGo(b *testing.B, st *eventstore.Store, events int, aggregated bool) {
+func RebuildInGo(b *testing.B, s storage.Storage, events int, aggregated bool) {
 	b.Run("typed", func(b *testing.B) {
-		storagetest.BenchmarkRebuildInGo(b, st, "order", "Placed", events, aggregated, func(name string) eventstore.CodeProjection {
+		storagetest.BenchmarkRebuildInGo(b, s, "order", "Placed", events, aggregated, func(name string) eventstore.CodeProjection {
 			cp, err := Typed(name, "order", "Placed", aggregated)
 			if err != nil {
 				b.Fatal(err)
@@ -62,7 +63,7 @@ func RebuildInGo(b *testing.B, st *eventstore.Store, events int, aggregated bool
 		})
 	})
 	b.Run("hook", func(b *testing.B) {
-		storagetest.BenchmarkRebuildInGo(b, st, "order", "Placed", events, aggregated, func(name string) eventstore.CodeProjection {
+		storagetest.BenchmarkRebuildInGo(b, s, "order", "Placed", events, aggregated, func(name string) eventstore.CodeProjection {
 			return storagetest.RebuildCode(name, "order", "Placed", aggregated)
 		})
 	})

@@ -254,7 +254,8 @@ func BenchmarkSuite(b *testing.B) {
 // creates a new definition and syncs it.
 func BenchmarkRebuild1M(b *testing.B) {
 	const events = 1_000_000
-	storagetest.BenchmarkRebuild(b, rebuildStore(b, events), "order", "Placed", events, false)
+	st, _ := rebuildStore(b, events)
+	storagetest.BenchmarkRebuild(b, st, "order", "Placed", events, false)
 }
 
 // BenchmarkRebuildInGo rebuilds over 100,000 stored events a projection
@@ -264,16 +265,17 @@ func BenchmarkRebuild1M(b *testing.B) {
 // (go/functions-x).
 func BenchmarkRebuildInGo(b *testing.B) {
 	const events = 100_000
-	st := rebuildStore(b, events)
-	benchfold.RebuildInGo(b, st, events, false)
+	_, s := rebuildStore(b, events)
+	benchfold.RebuildInGo(b, s, events, false)
 }
 
 // rebuildStore returns a Store on a fresh schema holding events of type
-// Placed in feed order, 100 per aggregate, inserted in bulk.
-func rebuildStore(b *testing.B, events int) *eventstore.Store {
+// Placed in feed order, 100 per aggregate, inserted in bulk, and its
+// storage.
+func rebuildStore(b *testing.B, events int) (*eventstore.Store, storage.Storage) {
 	ctx := context.Background()
 	pool := benchPool(b)
-	store, _, schema := benchStore(b, pool)
+	store, s, schema := benchStore(b, pool)
 	table := pgx.Identifier{schema}.Sanitize() + ".events_rows" // of the default tenant
 	_, err := pool.Exec(ctx, `INSERT INTO `+table+`
 SELECT g, 'order', 'o' || ((g - 1) / 100), gen_random_uuid()::text, 'Placed',
@@ -285,7 +287,7 @@ FROM generate_series(1, $1::bigint) g`, events, postgres.DefaultTenant)
 	if _, err := pool.Exec(ctx, `ANALYZE `+table); err != nil {
 		b.Fatal(err)
 	}
-	return store
+	return store, s
 }
 
 // appendRequest returns a request of n new events for aggregate id.

@@ -297,7 +297,8 @@ func BenchmarkSuite(b *testing.B) {
 // creates a new definition and syncs it.
 func BenchmarkRebuild1M(b *testing.B) {
 	const events = 1_000_000
-	storagetest.BenchmarkRebuild(b, rebuildStore(b, events), "order", "Placed", events, false)
+	st, _ := rebuildStore(b, events)
+	storagetest.BenchmarkRebuild(b, st, "order", "Placed", events, false)
 }
 
 // BenchmarkRebuildInGo rebuilds over 100,000 stored events a projection
@@ -307,13 +308,14 @@ func BenchmarkRebuild1M(b *testing.B) {
 // (go/functions-x).
 func BenchmarkRebuildInGo(b *testing.B) {
 	const events = 100_000
-	st := rebuildStore(b, events)
-	benchfold.RebuildInGo(b, st, events, false)
+	_, s := rebuildStore(b, events)
+	benchfold.RebuildInGo(b, s, events, false)
 }
 
 // rebuildStore returns a Store on a new database holding events of type
-// Placed in feed order, 100 per aggregate, inserted in bulk.
-func rebuildStore(b *testing.B, events int) *eventstore.Store {
+// Placed in feed order, 100 per aggregate, inserted in bulk, and its
+// storage.
+func rebuildStore(b *testing.B, events int) (*eventstore.Store, storage.Storage) {
 	path := filepath.Join(b.TempDir(), "es.db")
 	s, err := sqlite.Open(path, nil)
 	if err != nil {
@@ -344,7 +346,7 @@ func rebuildStore(b *testing.B, events int) *eventstore.Store {
 		b.Fatal(err)
 	}
 	b.Cleanup(func() { _ = store.Close() })
-	return store
+	return store, s
 }
 
 // The machine's fsync latency drifts, so figures of sub-benchmarks run one

@@ -4,10 +4,12 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/eventkit-go/eventstore"
+	"github.com/eventkit-go/eventstore/storage"
 )
 
 // RebuildDefinition returns the definition BenchmarkRebuild builds: a
@@ -48,22 +50,33 @@ func BenchmarkRebuild(b *testing.B, st *eventstore.Store, feed, eventType string
 
 // BenchmarkRebuildInGo measures the rebuild of a projection in Go against
 // that of the same fold in the function language (RebuildDefinition), over
-// the events feed already holds (events of them, of type eventType, their
-// data holding "sku" and "total"). Each iteration rebuilds both, one after
-// the other, alternating which goes first, so that both see the same load
-// of a shared machine; code returns the projection in Go, named name, of
-// feed and eventType. It reports the events/s of each and their ratio
-// (go/functions-x), the figure of the comparison.
-func BenchmarkRebuildInGo(b *testing.B, st *eventstore.Store, feed, eventType string, events int, aggregated bool, code func(name string) eventstore.CodeProjection) {
+// the events feed of s already holds (events of them, of type eventType,
+// their data holding "sku" and "total"). Each iteration rebuilds both, one
+// after the other, alternating which goes first, so that both see the
+// same load of a shared machine; code returns the projection in Go, named
+// name, of feed and eventType. It reports the events/s of each and their
+// ratio (go/functions-x), the figure of the comparison, and how each
+// rebuild's time splits per event (go-… and functions-…, ns/event): the
+// storage's ReadFeed (read), LoadProjections (load) and CommitProjection
+// (commit), timed around the calls, and the rest (apply: decoding,
+// folding and encoding the instances, and the Projector's bookkeeping).
+func BenchmarkRebuildInGo(b *testing.B, s storage.Storage, feed, eventType string, events int, aggregated bool, code func(name string) eventstore.CodeProjection) {
 	ctx := context.Background()
+	ts := &timedStorage{Storage: s}
+	st, err := eventstore.New(ts, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer st.Close() // not s: timedStorage.Close leaves it open
 	p := eventstore.NewProjector(st, nil)
-	var inGo, inFunctions time.Duration
+	var inGo, inFunctions rebuildSplit
 	defs, err := p.Definitions(ctx)
 	if err != nil {
 		b.Fatal(err)
 	}
-	i := len(defs) // names not taken by an earlier run on st
-	rebuild := func(name string, register func() error) time.Duration {
+	i := len(defs) // names not taken by an earlier run on s
+	rebuild := func(sum *rebuildSplit, name string, register func() error) {
+		before := ts.split()
 		start := time.Now()
 		if err := register(); err != nil {
 			b.Fatal(err)
@@ -72,6 +85,7 @@ func BenchmarkRebuildInGo(b *testing.B, st *eventstore.Store, feed, eventType st
 			b.Fatal(err)
 		}
 		took := time.Since(start)
+		sum.add(took, ts.split().minus(before))
 		s, err := p.Status(ctx, name)
 		if err != nil {
 			b.Fatal(err)
@@ -79,30 +93,88 @@ func BenchmarkRebuildInGo(b *testing.B, st *eventstore.Store, feed, eventType st
 		if len(s.Errors) > 0 || s.Instances == 0 {
 			b.Fatalf("projection %s: %d instances, errors %v", name, s.Instances, s.Errors)
 		}
-		return took
 	}
 	for b.Loop() {
 		i++
 		goName, fnName := fmt.Sprint("go-", i), fmt.Sprint("functions-", i)
-		viaGo := func() time.Duration {
-			return rebuild(goName, func() error { return p.Register(ctx, code(goName)) })
+		viaGo := func() {
+			rebuild(&inGo, goName, func() error { return p.Register(ctx, code(goName)) })
 		}
-		viaFunctions := func() time.Duration {
-			return rebuild(fnName, func() error { return p.Create(ctx, RebuildDefinition(fnName, feed, eventType, aggregated)) })
+		viaFunctions := func() {
+			rebuild(&inFunctions, fnName, func() error { return p.Create(ctx, RebuildDefinition(fnName, feed, eventType, aggregated)) })
 		}
 		if i%2 == 0 {
-			inGo += viaGo()
-			inFunctions += viaFunctions()
+			viaGo()
+			viaFunctions()
 		} else {
-			inFunctions += viaFunctions()
-			inGo += viaGo()
+			viaFunctions()
+			viaGo()
 		}
 	}
 	n := float64(events * b.N)
-	b.ReportMetric(n/inGo.Seconds(), "go-events/s")
-	b.ReportMetric(n/inFunctions.Seconds(), "functions-events/s")
-	b.ReportMetric(inFunctions.Seconds()/inGo.Seconds(), "go/functions-x")
+	b.ReportMetric(n/inGo.total.Seconds(), "go-events/s")
+	b.ReportMetric(n/inFunctions.total.Seconds(), "functions-events/s")
+	b.ReportMetric(inFunctions.total.Seconds()/inGo.total.Seconds(), "go/functions-x")
+	inGo.report(b, "go-", n)
+	inFunctions.report(b, "functions-", n)
 }
+
+// rebuildSplit is the time of rebuilds, whole and per storage call.
+type rebuildSplit struct {
+	total, read, load, commit time.Duration
+}
+
+func (r *rebuildSplit) add(total time.Duration, calls rebuildSplit) {
+	r.total += total
+	r.read += calls.read
+	r.load += calls.load
+	r.commit += calls.commit
+}
+
+func (r rebuildSplit) minus(o rebuildSplit) rebuildSplit {
+	return rebuildSplit{read: r.read - o.read, load: r.load - o.load, commit: r.commit - o.commit}
+}
+
+// report reports the split per event, of n events.
+func (r rebuildSplit) report(b *testing.B, prefix string, n float64) {
+	apply := r.total - r.read - r.load - r.commit
+	for _, m := range []struct {
+		d    time.Duration
+		name string
+	}{{r.read, "read"}, {r.load, "load"}, {r.commit, "commit"}, {apply, "apply"}} {
+		b.ReportMetric(float64(m.d.Nanoseconds())/n, prefix+m.name+"-ns/event")
+	}
+}
+
+// timedStorage sums the time of the storage calls a rebuild makes.
+type timedStorage struct {
+	storage.Storage
+	read, load, commit atomic.Int64 // ns
+}
+
+func (t *timedStorage) split() rebuildSplit {
+	return rebuildSplit{read: time.Duration(t.read.Load()), load: time.Duration(t.load.Load()), commit: time.Duration(t.commit.Load())}
+}
+
+func (t *timedStorage) ReadFeed(ctx context.Context, q storage.FeedQuery) (storage.FeedPage, error) {
+	defer t.time(&t.read, time.Now())
+	return t.Storage.ReadFeed(ctx, q)
+}
+
+func (t *timedStorage) LoadProjections(ctx context.Context, name string, ids []string) ([]storage.ProjectionState, error) {
+	defer t.time(&t.load, time.Now())
+	return t.Storage.LoadProjections(ctx, name, ids)
+}
+
+func (t *timedStorage) CommitProjection(ctx context.Context, c storage.ProjectionCommit) error {
+	defer t.time(&t.commit, time.Now())
+	return t.Storage.CommitProjection(ctx, c)
+}
+
+func (t *timedStorage) time(sum *atomic.Int64, start time.Time) { sum.Add(int64(time.Since(start))) }
+
+// Close leaves the storage open: its owner closes it.
+func (t *timedStorage) Close() error { return nil }
 
 // RebuildCode returns the fold of RebuildDefinition as a projection in Go
 // on the root package's hook (CodeProjection), with the event data decoded
