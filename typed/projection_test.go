@@ -2,6 +2,7 @@ package typed_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"testing"
@@ -230,4 +231,31 @@ func TestNewProjectionErrors(t *testing.T) {
 		fields = append(fields, f.Field)
 	}
 	assert.Equal(t, []string{"name", "version"}, fields)
+}
+
+// TestProjectionDecodesAsEncodingJSON: events whose data the fast decoder
+// of JSONCodec hands to encoding/json (a key in another case, an escape)
+// fold as encoding/json decodes them, and data of the wrong type is an
+// error recorded for its event.
+func TestProjectionDecodesAsEncodingJSON(t *testing.T) {
+	ctx := t.Context()
+	st := mustStore(t, memory.New())
+	reg := cartRegistry(t)
+	p := eventstore.NewProjector(st, nil)
+	carts := cartProjection(t, reg, "carts", nil, 1)
+	require.NoError(t, carts.Register(ctx, p))
+	var events []eventstore.NewEvent
+	for _, data := range []string{`{"sku":"x","price":1.5}`, `{"SKU":"y","PRICE":2}`, `{"sku":"z\u00e9","price":3}`, `{"sku":"w","price":"4"}`} {
+		events = append(events, eventstore.NewEvent{ID: eventstore.NewEventID(), Type: "ItemAdded", Data: json.RawMessage(data)})
+	}
+	_, err := st.Save(ctx, "cart", "c1", events, nil)
+	require.NoError(t, err)
+	c1, err := carts.Get(ctx, p, "c1")
+	require.NoError(t, err)
+	assert.Equal(t, cart{Items: map[string]float64{"x": 1.5, "y": 2, "zé": 3}, Total: 6.5, Adds: 3}, c1)
+	s, err := p.Status(ctx, "carts")
+	require.NoError(t, err)
+	require.Len(t, s.Errors, 1)
+	assert.Contains(t, s.Errors[0].Message, "typed_test.itemAdded")
+	assert.Equal(t, events[3].ID, s.Errors[0].EventID)
 }
