@@ -58,6 +58,14 @@ var (
 	// it does not pass by itself; a retry succeeds only once an operator
 	// has freed space. eventstore.Store.OutOfSpace reports it until a write succeeds.
 	ErrFull = errors.New("eventstore: storage full")
+
+	// ErrSchemaVersion reports that a backend's Open or Migrate found the
+	// stored schema at a version this program cannot use as it stands:
+	// newer than it knows, older while migrations are turned off, or due
+	// a migration that older processes cannot run beside while one of
+	// them is live (docs/upgrades.md). The message says which, and names
+	// the processes.
+	ErrSchemaVersion = errors.New("eventstore: schema version")
 )
 
 // Storage is the interface a backend implements. It holds only what must be

@@ -89,12 +89,14 @@ type config struct {
 	projector       eventstore.ProjectorOptions
 	reactions       reactionConfig
 	console         bool // serve the console at /console/
+	upgrade         upgradeConfig
 }
 
 func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (config, error) {
 	var c config
 	fs := flag.NewFlagSet("server", flag.ContinueOnError)
 	fs.SetOutput(stderr)
+	fs.Usage = usageWithSubcommands(fs)
 	fs.StringVar(&c.addr, "addr", "127.0.0.1:8080", "address to listen on")
 	fs.StringVar(&c.storage, "storage", "sqlite:eventstore.db", `storage backend: "sqlite:PATH" (durable, embedded), "memory" (lost at exit) or a "postgres://..." URL`)
 	fs.DurationVar(&c.shutdownTimeout, "shutdown-timeout", 10*time.Second, "how long to wait for requests in flight at shutdown")
@@ -107,6 +109,7 @@ func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (c
 	fs.BoolVar(&c.console, "console", true, "serve the console, a page for browsers, at /console/ (-console=false serves the API alone)")
 	c.ops.flags(fs)
 	c.reactions.flags(fs)
+	c.upgrade.flags(fs)
 	if err := fs.Parse(args); err != nil {
 		return config{}, err
 	}
@@ -120,6 +123,9 @@ func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (c
 		return config{}, err
 	}
 	if err := c.reactions.check(); err != nil {
+		return config{}, err
+	}
+	if err := c.upgrade.check(); err != nil {
 		return config{}, err
 	}
 	// External projection functions keep to the reactions' outbound policy.
@@ -187,8 +193,9 @@ func storageName(spec string) string {
 	return ""
 }
 
-// openStorage opens the backend named by the -storage flag.
-func openStorage(ctx context.Context, spec, schema string) (storage.Storage, error) {
+// openStorage opens the backend named by the -storage flag; noMigrate
+// refuses an older schema instead of migrating it (-no-migrate).
+func openStorage(ctx context.Context, spec, schema string, noMigrate bool) (storage.Storage, error) {
 	switch {
 	case spec == "memory":
 		return memory.New(), nil
@@ -200,9 +207,9 @@ func openStorage(ctx context.Context, spec, schema string) (storage.Storage, err
 		if path == "" {
 			return nil, errors.New(`-storage sqlite: needs a path, as in "sqlite:events.db"`)
 		}
-		return sqlite.Open(path, nil)
+		return sqlite.Open(path, &sqlite.Options{NoMigrate: noMigrate})
 	case strings.HasPrefix(spec, "postgres://"), strings.HasPrefix(spec, "postgresql://"):
-		return postgres.OpenURL(ctx, spec, &postgres.Options{Schema: schema})
+		return postgres.OpenURL(ctx, spec, &postgres.Options{Schema: schema, NoMigrate: noMigrate})
 	}
 	return nil, fmt.Errorf(`unknown -storage %q: use "memory", "sqlite:PATH" or "postgres://..."`, spec)
 }
@@ -224,6 +231,9 @@ func warnSmallPool(log *slog.Logger, s storage.Storage) {
 // It prints the address it listens on ("listening on http://ADDR") and, for
 // a generated key pair, the pair and a sample curl line to stdout.
 func run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
+	if sc := findSubcommand(args); sc != nil {
+		return sc.run(ctx, args[1:], stdout, stderr)
+	}
 	cfg, err := parseConfig(args, getenv, stderr)
 	if err != nil {
 		return err
@@ -232,6 +242,9 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 
 	if _, err := postgresSchema(cfg.storage, cfg.ops.postgresSchema); err != nil {
 		return err
+	}
+	if cfg.upgrade.migrateOnly {
+		return migrateOnly(ctx, &cfg, stdout)
 	}
 	stopTracing, err := setupTracing(ctx, getenv, log)
 	if err != nil {

@@ -45,6 +45,7 @@ import (
 //     need ten connections each, and PostgreSQL allows 100 by default.
 type tenantStorage struct {
 	spec, schema string
+	noMigrate    bool               // -no-migrate
 	pool         *pgxpool.Pool      // postgres only
 	listener     *postgres.Listener // postgres only
 }
@@ -106,9 +107,9 @@ func (ts tenantStorage) tenantSchema(id string) string {
 func (ts tenantStorage) registry(ctx context.Context) (storage.Storage, error) {
 	switch ts.kind() {
 	case "sqlite":
-		return openStorage(ctx, "sqlite:"+ts.sqlitePath("+tenants"), "")
+		return openStorage(ctx, "sqlite:"+ts.sqlitePath("+tenants"), "", ts.noMigrate)
 	case "postgres":
-		return postgres.Open(ctx, ts.pool, &postgres.Options{Schema: ts.registrySchema(), Listener: ts.listener})
+		return postgres.Open(ctx, ts.pool, &postgres.Options{Schema: ts.registrySchema(), Listener: ts.listener, NoMigrate: ts.noMigrate})
 	}
 	return memory.New(), nil
 }
@@ -117,9 +118,15 @@ func (ts tenantStorage) registry(ctx context.Context) (storage.Storage, error) {
 func (ts tenantStorage) open(ctx context.Context, id string) (storage.Storage, error) {
 	switch ts.kind() {
 	case "sqlite":
-		return sqlite.Open(ts.sqlitePath("+t-"+id), &tenantSQLite)
+		opts := tenantSQLite
+		// A new tenant's file is created whatever -no-migrate says: it
+		// is of this binary's version from the start.
+		if _, err := os.Stat(ts.sqlitePath("+t-" + id)); err == nil {
+			opts.NoMigrate = ts.noMigrate
+		}
+		return sqlite.Open(ts.sqlitePath("+t-"+id), &opts)
 	case "postgres":
-		opts := &postgres.Options{Schema: ts.schema, Tenant: id, Listener: ts.listener}
+		opts := &postgres.Options{Schema: ts.schema, Tenant: id, Listener: ts.listener, NoMigrate: ts.noMigrate}
 		if err := postgres.ImportTenant(ctx, ts.pool, ts.tenantSchema(id), opts); err != nil {
 			return nil, err
 		}
@@ -159,7 +166,7 @@ func openTenants(ctx context.Context, spec, schema string, proj *eventstore.Proj
 	if schema == "" {
 		schema = postgres.DefaultSchema
 	}
-	ts := tenantStorage{spec: spec, schema: schema}
+	ts := tenantStorage{spec: spec, schema: schema, noMigrate: cfg.upgrade.noMigrate}
 	release = func() {}
 	if ts.kind() == "postgres" {
 		pcfg, err := pgxpool.ParseConfig(spec)

@@ -125,7 +125,7 @@ func version1Schema(t *testing.T, prefix, rows string) (s *store, schema, quoted
 	if _, err := s.pool.Exec(context.Background(), qualify(quoted, `
 CREATE SCHEMA {{schema}};
 CREATE TABLE {{schema}}.schema_migrations (version integer PRIMARY KEY, applied_at timestamptz NOT NULL DEFAULT now());
-`+migrations[0]+`
+`+migrations[0].sql+`
 INSERT INTO {{schema}}.schema_migrations (version) VALUES (1);
 `+rows)); err != nil {
 		t.Fatal(err)

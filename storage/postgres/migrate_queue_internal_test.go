@@ -47,7 +47,7 @@ VALUES ('%s', '%s', 'r', 'order', 'o-%d', 'e-%d', 'placed', %d, %d, %d, %d, 0, 1
 CREATE TABLE {{schema}}.schema_migrations (version integer PRIMARY KEY, applied_at timestamptz NOT NULL DEFAULT now());
 `)
 	for v := 1; v <= 9; v++ {
-		fmt.Fprintf(&sql, "%s\nINSERT INTO {{schema}}.schema_migrations (version) VALUES (%d);\n", migrations[v-1], v)
+		fmt.Fprintf(&sql, "%s\nINSERT INTO {{schema}}.schema_migrations (version) VALUES (%d);\n", migrations[v-1].sql, v)
 	}
 	sql.WriteString(`INSERT INTO {{schema}}.reaction_definitions_rows (tenant, name, spec, created_at, checkpoint)
 VALUES ('` + DefaultTenant + `', 'r', '\x7b7d', 0, 0);

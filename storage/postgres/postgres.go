@@ -205,10 +205,28 @@ type Options struct {
 	// Storage is closed.
 	Listener *Listener
 
+	// NoMigrate makes Open refuse a schema older than this package's (or
+	// none) with storage.ErrSchemaVersion instead of migrating it: for
+	// processes started after a deploy step that ran Migrate (the
+	// server's -no-migrate and -migrate-only), so that only that step
+	// changes the schema.
+	NoMigrate bool
+
 	// TracerProvider, used by OpenURL only, receives a span per statement
 	// run within a traced call (see NewTracer); nil follows
 	// OpenTelemetry's global provider.
 	TracerProvider trace.TracerProvider
+
+	// testMigrations, when set, replaces the migrations this package
+	// knows: tests play an older or a newer program with it.
+	testMigrations []migration
+}
+
+func (o *Options) migrations() []migration {
+	if o == nil || o.testMigrations == nil {
+		return migrations
+	}
+	return o.testMigrations
 }
 
 func (o *Options) schema() string {
@@ -304,6 +322,9 @@ type store struct {
 	liveMu   sync.Mutex
 	live     context.Context
 	killLive context.CancelCauseFunc
+	// heartbeat is the row that says this process has the schema open
+	// (heartbeat.go).
+	heartbeat *heartbeat
 }
 
 var _ storage.Storage = (*store)(nil)
@@ -388,7 +409,12 @@ func open(ctx context.Context, pool *pgxpool.Pool, opts *Options) (*store, error
 		}
 	}
 	s.tracer = registerTracer(pool.Config().ConnConfig, &s.sql)
-	if err := migrate(ctx, pool, schema); err != nil {
+	s.heartbeat = acquireHeartbeat(pool, schema)
+	if _, _, err := migrate(ctx, pool, schema, migrateOptions{list: opts.migrations(), noMigrate: opts != nil && opts.NoMigrate, record: s.heartbeat}); err != nil {
+		releaseHeartbeat(s.heartbeat, pool)
+		if errors.Is(err, storage.ErrSchemaVersion) {
+			return nil, fmt.Errorf("postgres: open: %w", err)
+		}
 		return nil, s.fail(ctx, "open", err)
 	}
 	s.batcher = groupcommit.New(s.runBatch, groupcommit.Options{MaxBatch: opts.maxBatch(), Linger: opts.linger()})
@@ -450,6 +476,7 @@ func (s *store) Close() error {
 		s.closed.Store(true)
 		close(s.done)
 		s.batcher.Close()
+		releaseHeartbeat(s.heartbeat, s.pool)
 		if s.ownPool {
 			s.pool.Close()
 		}

@@ -4,18 +4,22 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/eventkit-go/eventstore/internal/upgrade"
 	"github.com/jackc/pgx/v5"
 )
 
 // migrations are the schema versions, in order: migrations[i] brings the
 // schema from version i to version i+1. Never edit a released migration;
-// append a new one.
+// append a new one, with its kind: upgrade.Expand when a process of the
+// version before can keep running beside it, else upgrade.Contract, which
+// migrate refuses to run while a live process of an older version is
+// recorded (docs/upgrades.md lists every migration's kind and why).
 //
 // Event data, definition specs and projection states are bytea so that the
 // bytes given are the bytes returned (jsonb would normalise them).
-var migrations = []string{
+var migrations = []migration{
 	// 1: the initial schema.
-	`
+	{upgrade.Expand, `
 CREATE TABLE {{schema}}.events (
 	position       bigint      PRIMARY KEY,
 	aggregate_type text        NOT NULL,
@@ -57,7 +61,7 @@ CREATE TABLE {{schema}}.projection_errors (
 	message     text   NOT NULL
 );
 CREATE INDEX projection_errors_name_id ON {{schema}}.projection_errors (name, id);
-`,
+`},
 	// 2: feed sequences, encrypted data, high-water marks that survive
 	// deletion, and what projection lists sort and filter on.
 	//
@@ -75,7 +79,7 @@ CREATE INDEX projection_errors_name_id ON {{schema}}.projection_errors (name, id
 	// a number, else NULL). instance_id and ref_text sort by bytes (COLLATE
 	// "C") whatever the database's collation. definitions.instances counts
 	// the instances, so an unfiltered count reads one row.
-	`
+	{upgrade.Contract, `
 ALTER TABLE {{schema}}.events ADD COLUMN feed_sequence bigint, ADD COLUMN encrypted_data text;
 UPDATE {{schema}}.events e SET feed_sequence = b.fs
 FROM (
@@ -110,23 +114,23 @@ SET instances = (SELECT count(*) FROM {{schema}}.projection_states s WHERE s.nam
 CREATE INDEX projection_states_ref ON {{schema}}.projection_states (name, ref_rank, ref_num, ref_text, instance_id);
 CREATE INDEX projection_states_created ON {{schema}}.projection_states (name, created_at, instance_id);
 CREATE INDEX projection_states_updated ON {{schema}}.projection_states (name, updated_at, instance_id);
-`,
+`},
 	// 3: one index entry per aggregate, for ListAggregates: the first
 	// event (sequence 1) of each aggregate, by type and id in byte order
 	// (COLLATE "C", whatever the database's collation), with its
 	// recorded_at, the aggregate's creation time. Only an aggregate's
 	// first append writes an entry.
-	`
+	{upgrade.Expand, `
 CREATE INDEX events_aggregates ON {{schema}}.events (aggregate_type, aggregate_id COLLATE "C") INCLUDE (recorded_at)
 WHERE sequence = 1;
-`,
+`},
 	// 4: reads of the feed, and of a type's feed, by the time the events
 	// were recorded (storage.FeedQuery.From and To). The position ends
 	// each entry, so a read after a position filters in the index.
-	`
+	{upgrade.Expand, `
 CREATE INDEX events_recorded ON {{schema}}.events (recorded_at, position);
 CREATE INDEX events_type_recorded ON {{schema}}.events (aggregate_type, recorded_at, position);
-`,
+`},
 	// 5: projection search. search holds the words of an instance's
 	// indexed fields as a tsvector of exactly those words (no parser, no
 	// dictionary), NULL when it has none; a GIN index answers prefix
@@ -136,11 +140,11 @@ CREATE INDEX events_type_recorded ON {{schema}}.events (aggregate_type, recorded
 	// well under a millisecond while inserts still go in batches (a
 	// search of 100,000 instances took 10-60 ms with 4 MB before a
 	// VACUUM, and fastupdate = off made rebuilds 1.4x slower).
-	`
+	{upgrade.Expand, `
 ALTER TABLE {{schema}}.projection_states ADD COLUMN search tsvector;
 CREATE INDEX projection_states_search ON {{schema}}.projection_states USING gin (search) WITH (gin_pending_list_limit = 128)
 WHERE search IS NOT NULL;
-`,
+`},
 	// 6: appends commit side by side (docs/appends-side-by-side.md).
 	// Positions come from the sequence positions, taken in blocks under
 	// the append lock, which a writer releases before its COMMIT, so that
@@ -150,19 +154,19 @@ WHERE search IS NOT NULL;
 	// migration, all committed): feed readers return only rows of
 	// transactions below the store's watermark. The sequence continues
 	// after every position stored or deleted.
-	`
+	{upgrade.Contract, `
 ALTER TABLE {{schema}}.events ADD COLUMN tx bigint NOT NULL DEFAULT 0;
 ALTER TABLE {{schema}}.events ALTER COLUMN tx DROP DEFAULT;
 CREATE SEQUENCE {{schema}}.positions AS bigint MINVALUE 1;
 SELECT setval({{positions}}, greatest(
 	(SELECT coalesce(max(position), 0) FROM {{schema}}.events),
 	(SELECT coalesce(max(mark), 0) FROM {{schema}}.deleted_marks WHERE feed = '')) + 1, false);
-`,
+`},
 	// 7: reactions (storage.ReactionStorage). Times
 	// are Unix microseconds, 0 for none. reactions_due holds only the
 	// pending and ongoing reactions, so claiming what is due (FOR UPDATE
 	// SKIP LOCKED) reads the index of the active ones and nothing else.
-	`
+	{upgrade.Expand, `
 CREATE TABLE {{schema}}.reaction_definitions (
 	name       text   PRIMARY KEY,
 	spec       bytea  NOT NULL,
@@ -190,7 +194,7 @@ CREATE INDEX reactions_due ON {{schema}}.reactions (due_at, id) WHERE state IN (
 CREATE INDEX reactions_pending ON {{schema}}.reactions (definition, aggregate_id) WHERE state = 0;
 CREATE INDEX reactions_trigger ON {{schema}}.reactions (trigger_at, id COLLATE "C");
 CREATE INDEX reactions_aggregate ON {{schema}}.reactions (aggregate_type, aggregate_id);
-`,
+`},
 	// 8: tenants share the tables (docs/tenants-postgres.md). Each table
 	// becomes TABLE_rows with a first column tenant (the schema's own
 	// rows get DefaultTenant) leading every key and index, and TABLE a
@@ -203,7 +207,7 @@ CREATE INDEX reactions_aggregate ON {{schema}}.reactions (aggregate_type, aggreg
 	// The GIN index of search spans the tenants (a btree column cannot
 	// lead it without an extension); the rest of a search's condition
 	// picks the tenant's rows.
-	`
+	{upgrade.Contract, `
 ALTER TABLE {{schema}}.events RENAME TO events_rows;
 ALTER TABLE {{schema}}.events_rows ADD COLUMN tenant uuid NOT NULL DEFAULT '` + DefaultTenant + `';
 ALTER TABLE {{schema}}.events_rows ALTER COLUMN tenant SET DEFAULT {{tenant}},
@@ -286,7 +290,7 @@ CREATE VIEW {{schema}}.reactions AS
 SELECT id, definition, aggregate_type, aggregate_id, event_id, event_type, state, created_at, trigger_at, due_at,
        finished_at, attempts, claim, last_error, payload, tenant
 FROM {{schema}}.reactions_rows WHERE tenant = {{tenant}} WITH CHECK OPTION;
-`,
+`},
 	// 9: one index less per appended event. Since version 6 a batch's
 	// FeedSequence is its first position, so within a type FeedSequences
 	// follow positions and every row has position >= feed_sequence:
@@ -295,11 +299,11 @@ FROM {{schema}}.reactions_rows WHERE tenant = {{tenant}} WITH CHECK OPTION;
 	// numbered per type (1, 2, 3, ...), far below their positions; a
 	// partial index of those rows alone, which appends never write to,
 	// finds where a cursor among them starts.
-	`
+	{upgrade.Expand, `
 DROP INDEX {{schema}}.events_type_feed;
 CREATE INDEX events_type_feed_before_v6 ON {{schema}}.events_rows (tenant, aggregate_type, feed_sequence)
 WHERE tx = 0;
-`,
+`},
 	// 10: deliveries write fewer index entries (docs/reactions-save-rate.md).
 	// The pending and ongoing reactions are queued in reaction_queue,
 	// a narrow table that claims scan, and reactions keeps no index on
@@ -310,7 +314,7 @@ WHERE tx = 0;
 	// fill factor leaves. A row of the queue exists exactly while its
 	// reaction's state is 0 or 1, with the same state and due_at; every
 	// statement that changes both locks the row of the queue first.
-	`
+	{upgrade.Contract, `
 CREATE TABLE {{schema}}.reaction_queue_rows (
 	tenant       uuid     NOT NULL DEFAULT {{tenant}},
 	id           text     NOT NULL,
@@ -329,7 +333,7 @@ SELECT id, definition, aggregate_id, state, due_at, tenant
 FROM {{schema}}.reaction_queue_rows WHERE tenant = {{tenant}} WITH CHECK OPTION;
 DROP INDEX {{schema}}.reactions_due, {{schema}}.reactions_pending;
 ALTER TABLE {{schema}}.reactions_rows SET (fillfactor = 70);
-`,
+`},
 	// 11: fewer bytes per stored event (issue 37). events_type_recorded
 	// (tenant, type, time, position: 93 bytes of index per event, an
 	// eighth of what an event cost on disk) served only reads of a type's
@@ -339,9 +343,9 @@ ALTER TABLE {{schema}}.reactions_rows SET (fillfactor = 70);
 	// of the window's events looks at 1/s times the rows it returns. Older
 	// processes run beside this one: no statement changes, only the plan of
 	// that read.
-	`
+	{upgrade.Expand, `
 DROP INDEX {{schema}}.events_type_recorded;
-`,
+`},
 	// 12: snapshots (storage.Snapshot), at most one per aggregate, in a
 	// table of rows of every tenant with a view per tenant, as the others
 	// (version 8). Nothing else changes: a process of version 11 still
@@ -350,7 +354,7 @@ DROP INDEX {{schema}}.events_type_recorded;
 	// recreated aggregate could then load; upgrade all processes of a
 	// schema together. A process of version 11 started after the
 	// migration refuses the schema, as it refuses any newer one.
-	`
+	{upgrade.Contract, `
 CREATE TABLE {{schema}}.snapshots_rows (
 	tenant         uuid        NOT NULL DEFAULT {{tenant}},
 	aggregate_type text        NOT NULL,
@@ -364,7 +368,7 @@ CREATE TABLE {{schema}}.snapshots_rows (
 CREATE VIEW {{schema}}.snapshots AS
 SELECT aggregate_type, aggregate_id, version, state_version, data, recorded_at, tenant
 FROM {{schema}}.snapshots_rows WHERE tenant = {{tenant}} WITH CHECK OPTION;
-`,
+`},
 	// 13: event metadata, as storage.AppendMetadata encodes it (compact
 	// JSON, kept as text so that it reads back byte for byte), NULL when
 	// the event has none; the view shows the new column last. A process
@@ -372,24 +376,67 @@ FROM {{schema}}.snapshots_rows WHERE tenant = {{tenant}} WITH CHECK OPTION;
 	// (its inserts leave metadata NULL, its reads do not select it), so
 	// it goes on working, though the events it saves carry no metadata;
 	// only its Open refuses the newer schema.
-	`
+	{upgrade.Expand, `
 ALTER TABLE {{schema}}.events_rows ADD COLUMN metadata text;
 CREATE OR REPLACE VIEW {{schema}}.events AS
 SELECT position, aggregate_type, aggregate_id, event_id, event_type, data, version, sequence, recorded_at,
        feed_sequence, encrypted_data, tx, tenant, metadata
 FROM {{schema}}.events_rows WHERE tenant = {{tenant}} WITH CHECK OPTION;
-`,
+`},
+	// 14: the processes that have the schema open (docs/upgrades.md): one
+	// row per process (per pool, within a process) with the schema version
+	// it runs against, refreshed every HeartbeatInterval and deleted when
+	// its last Storage closes; a row not refreshed for HeartbeatTimeout is
+	// dead. A contract migration refuses to run while a live row of an
+	// older version exists. The table spans the tenants (a process is not
+	// a tenant's), so that a process holding many tenants keeps one row.
+	// Older processes run beside it: they never read the table.
+	{upgrade.Expand, `
+CREATE TABLE {{schema}}.processes (
+	id         uuid        PRIMARY KEY,
+	host       text        NOT NULL,
+	pid        integer     NOT NULL,
+	started_at timestamptz NOT NULL,
+	version    integer     NOT NULL,
+	last_seen  timestamptz NOT NULL
+);
+`},
+}
+
+// migration is one schema version: its kind and its statements.
+type migration struct {
+	kind upgrade.Kind
+	sql  string
+}
+
+// migrateOptions are what an Open asks of migrate.
+type migrateOptions struct {
+	// list is the migrations this program knows: migrations, except in
+	// tests that play an older or a newer program.
+	list []migration
+	// noMigrate refuses a schema older than list, or none, instead of
+	// migrating it.
+	noMigrate bool
+	// record, when set, is the heartbeat row to write in the migration's
+	// transaction (heartbeat.go), so that no migration that must not run
+	// beside this process can start between the check and the row.
+	record *heartbeat
 }
 
 // migrate creates schema and brings its tables to the latest version, in
 // one transaction under an advisory lock, so that several processes opening
-// the same schema at once do not trip over each other.
+// the same schema at once do not trip over each other. It returns the
+// version it found and the version it left.
 // db is a pool, or a transaction, in which migrate runs in a savepoint.
 func migrate(ctx context.Context, db interface {
 	Begin(context.Context) (pgx.Tx, error)
-}, schema string) error {
+}, schema string, opts migrateOptions) (from, to int, err error) {
+	if opts.list == nil {
+		opts.list = migrations
+	}
+	latest := len(opts.list)
 	quoted := pgx.Identifier{schema}.Sanitize()
-	return pgx.BeginFunc(ctx, db, func(tx pgx.Tx) error {
+	err = pgx.BeginFunc(ctx, db, func(tx pgx.Tx) error {
 		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1)`, lockKey("migrate", schema)); err != nil {
 			return err
 		}
@@ -401,23 +448,36 @@ CREATE TABLE IF NOT EXISTS {{schema}}.schema_migrations (
 )`)); err != nil {
 			return err
 		}
-		var current int
 		if err := tx.QueryRow(ctx, qualify(quoted,
-			`SELECT coalesce(max(version), 0) FROM {{schema}}.schema_migrations`)).Scan(&current); err != nil {
+			`SELECT coalesce(max(version), 0) FROM {{schema}}.schema_migrations`)).Scan(&from); err != nil {
 			return err
 		}
-		if current > len(migrations) {
-			return fmt.Errorf("schema %s is at version %d, newer than this program knows (%d)", schema, current, len(migrations))
+		to = from
+		switch {
+		case from > latest:
+			return fmt.Errorf("schema %s: %w", schema, upgrade.Newer(from, latest))
+		case from < latest && opts.noMigrate:
+			return fmt.Errorf("schema %s: %w", schema, upgrade.Older(from, latest))
 		}
-		for v := current + 1; v <= len(migrations); v++ {
-			if _, err := tx.Exec(ctx, qualify(quoted, migrations[v-1])); err != nil {
+		for v := from + 1; v <= latest; v++ {
+			if opts.list[v-1].kind == upgrade.Contract && from > 0 {
+				if err := refuseBesideOlder(ctx, tx, quoted, v); err != nil {
+					return fmt.Errorf("schema %s: %w", schema, err)
+				}
+			}
+			if _, err := tx.Exec(ctx, qualify(quoted, opts.list[v-1].sql)); err != nil {
 				return fmt.Errorf("migration %d: %w", v, err)
 			}
 			if _, err := tx.Exec(ctx, qualify(quoted,
 				`INSERT INTO {{schema}}.schema_migrations (version) VALUES ($1)`), v); err != nil {
 				return err
 			}
+			to = v
+		}
+		if opts.record != nil {
+			return opts.record.insert(ctx, tx, latest)
 		}
 		return nil
 	})
+	return from, to, err
 }

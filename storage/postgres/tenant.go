@@ -300,7 +300,7 @@ func ImportTenant(ctx context.Context, pool *pgxpool.Pool, from string, opts *Op
 			return err
 		}
 		for _, schema := range []string{from, into} {
-			if err := migrate(ctx, tx, schema); err != nil {
+			if _, _, err := migrate(ctx, tx, schema, migrateOptions{}); err != nil {
 				return err
 			}
 		}

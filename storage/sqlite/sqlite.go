@@ -106,6 +106,17 @@ type Options struct {
 	// more frequent, smaller checkpoints.
 	CheckpointPages int
 
+	// NoMigrate makes Open refuse a file whose schema is older than this
+	// package's (or a new file) with storage.ErrSchemaVersion instead of
+	// migrating it: for processes started after a deploy step that ran
+	// Migrate (the server's -no-migrate and -migrate-only), so that only
+	// that step changes the schema.
+	NoMigrate bool
+
+	// testMigrations, when set, replaces the migrations this package
+	// knows: tests play an older or a newer program with it.
+	testMigrations []migration
+
 	// TracerProvider receives a span per storage call (append, load,
 	// feed read, projection commit) made within a traced call of the
 	// Store; nil follows OpenTelemetry's global provider.
@@ -132,6 +143,8 @@ type store struct {
 	closeErr  error
 
 	tracer *tracing.Tracer // spans of storage calls (trace.go)
+	// processID is the id of this Storage's row in the processes table.
+	processID string
 }
 
 var _ storage.Storage = (*store)(nil)
@@ -193,8 +206,12 @@ func open(path string, opts *Options) (*store, error) {
 		s.tracer = tracing.New(nil)
 	}
 	ctx := context.Background()
-	if err := migrate(ctx, writeDB); err != nil {
+	s.processID = newProcessID()
+	if _, _, err := migrate(ctx, writeDB, migrateOptions{list: o.testMigrations, noMigrate: o.NoMigrate, record: s.processID}); err != nil {
 		writeDB.Close()
+		if errors.Is(err, storage.ErrSchemaVersion) {
+			return nil, fmt.Errorf("sqlite: open %s: %w", path, err)
+		}
 		return nil, s.fail(ctx, "open "+path, err)
 	}
 
@@ -202,6 +219,7 @@ func open(path string, opts *Options) (*store, error) {
 	readDB, err := sql.Open("sqlite", DSN(path, o.BusyTimeout)+"&_pragma=query_only(1)"+cache+
 		"&_pragma=mmap_size("+strconv.FormatInt(o.MmapSize, 10)+")")
 	if err != nil {
+		_ = forget(ctx, writeDB, s.processID)
 		writeDB.Close()
 		return nil, fmt.Errorf("sqlite: open %s: %v: %w", path, err, storage.ErrUnavailable)
 	}
@@ -214,6 +232,7 @@ func open(path string, opts *Options) (*store, error) {
 	err = s.onWriteConn(ctx, func(c *writeConn) error { return c.prepare(ctx) })
 	if err != nil {
 		s.closeWriteConn()
+		_ = forget(ctx, writeDB, s.processID)
 		readDB.Close()
 		writeDB.Close()
 		return nil, s.fail(ctx, "open "+path, err)
@@ -244,6 +263,9 @@ func (s *store) Close() error {
 		s.closed.Store(true)
 		s.batcher.Close()
 		s.closeWriteConn()
+		// Best effort: a row left behind is forgotten once its process is
+		// gone.
+		_ = forget(context.Background(), s.writeDB, s.processID)
 		s.closeErr = errors.Join(s.reads.close(), s.commits.close(), s.loads.close(), s.reacts.close(), s.readDB.Close(), s.writeDB.Close())
 		if s.closeErr != nil {
 			s.closeErr = fmt.Errorf("sqlite: close %s: %w", s.path, s.closeErr)
