@@ -164,7 +164,9 @@ func TestNoMigrate(t *testing.T) {
 	}
 	_ = cur.Close()
 	missing := schema + "_missing"
-	t.Cleanup(func() { _, _ = s.pool.Exec(ctx, "DROP SCHEMA IF EXISTS "+pgx.Identifier{missing}.Sanitize()+" CASCADE") })
+	t.Cleanup(func() {
+		_, _ = s.pool.Exec(ctx, "DROP SCHEMA IF EXISTS "+pgx.Identifier{missing}.Sanitize()+" CASCADE")
+	})
 	if _, err := open(ctx, s.pool, &Options{Schema: missing, NoMigrate: true}); !errors.Is(err, storage.ErrSchemaVersion) {
 		t.Errorf("NoMigrate Open of a missing schema = %v, want ErrSchemaVersion", err)
 	}
