@@ -126,13 +126,15 @@ func (e *Engine) deliverLoop(ctx context.Context) {
 					select {
 					case b.slots <- struct{}{}:
 					case <-ctx.Done():
-						return // not attempted: the lease ends and it is claimed again
+						outcomes <- e.handBack(r) // not attempted
+						return
 					}
 					o, ok := e.attempt(ctx, r)
 					<-b.slots
-					if ok {
-						outcomes <- o
+					if !ok {
+						o = e.handBack(r) // cut short by the shutdown
 					}
+					outcomes <- o
 				})
 			}
 		}
@@ -168,6 +170,16 @@ func (e *Engine) deliverLoop(ctx context.Context) {
 		}
 		t.Stop()
 	}
+}
+
+// handBack returns the outcome that hands r, claimed but not delivered
+// when Run stops, back to the other processes: pending and due now, so
+// that a rolling restart does not leave it waiting for the end of its
+// lease. Its count of attempts keeps the one its claim added.
+func (e *Engine) handBack(r storage.Reaction) storage.ReactionOutcome {
+	now := e.now()
+	return storage.ReactionOutcome{ID: r.ID, Claim: r.Claim, State: storage.ReactionPending, DueAt: now, At: now,
+		Error: "not delivered: the process stopped"}
 }
 
 // attempt makes one attempt of r and returns its outcome, or false when
