@@ -197,4 +197,3 @@ func sameEvents(t *testing.T, what string, got, want []storage.Event) {
 		}
 	}
 }
-
