@@ -112,6 +112,13 @@ func (p *Projector) put(ctx context.Context, d Definition, c *compiled) (PutResu
 	switch {
 	case errors.Is(err, ErrNotFound):
 		if err := p.Create(ctx, d); err != nil {
+			if errors.Is(err, ErrConflict) && !errors.Is(err, errCodeProjection) {
+				// Created meanwhile, by another Put of the same name (two
+				// processes passing a project's definition on to the
+				// tenant store they share): start again from what is
+				// stored now.
+				return 0, errSpecMoved
+			}
 			return 0, err
 		}
 		return PutCreated, nil
