@@ -36,7 +36,6 @@ type heartbeat struct {
 	quoted string // the schema, quoted
 	users  int    // guarded by heartbeats.mu
 	stop   chan struct{}
-	done   chan struct{}
 }
 
 type heartbeatKey struct {
@@ -62,7 +61,7 @@ func acquireHeartbeat(pool *pgxpool.Pool, schema string) *heartbeat {
 	h := heartbeats.m[k]
 	if h == nil {
 		h = &heartbeat{key: k, id: uuid.NewString(), quoted: pgx.Identifier{schema}.Sanitize(),
-			stop: make(chan struct{}), done: make(chan struct{})}
+			stop: make(chan struct{})}
 		heartbeats.m[k] = h
 		go h.run(pool)
 	}
@@ -83,8 +82,9 @@ func releaseHeartbeat(h *heartbeat, pool *pgxpool.Pool) {
 	if !last {
 		return
 	}
+	// The refresh in flight, if any, is not waited for (the pool may be
+	// busy): an UPDATE after the DELETE changes nothing.
 	close(h.stop)
-	<-h.done
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	// Best effort: a row left behind expires after HeartbeatTimeout.
@@ -111,7 +111,6 @@ ON CONFLICT (id) DO UPDATE SET version = excluded.version, last_seen = now()`), 
 // tick; a row gone (deleted as dead while this process could not reach the
 // database) comes back with the next Open.
 func (h *heartbeat) run(pool *pgxpool.Pool) {
-	defer close(h.done)
 	t := time.NewTicker(HeartbeatInterval)
 	defer t.Stop()
 	for {
