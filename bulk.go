@@ -43,16 +43,18 @@ func (s *Store) SaveAll(ctx context.Context, aggregateType string, batches []Bat
 			stampTrace(ctx, reqs[i].Events)
 		}
 	}
-	res, err = s.storage.AppendAll(ctx, reqs)
+	rs, err := s.storage.AppendAll(ctx, reqs)
 	s.noteWrite(err)
 	if err != nil {
 		return nil, fmt.Errorf("save %s: %w", aggregateType, err)
 	}
-	if len(res) != len(reqs) {
-		return nil, fmt.Errorf("save %s: storage returned %d results for %d batches", aggregateType, len(res), len(reqs))
+	if len(rs) != len(reqs) {
+		return nil, fmt.Errorf("save %s: storage returned %d results for %d batches", aggregateType, len(rs), len(reqs))
 	}
+	res = make([]SaveResult, len(rs))
 	var last int64
-	for _, r := range res {
+	for i, r := range rs {
+		res[i] = SaveResult(r)
 		last = max(last, r.Position)
 	}
 	s.observe(last)

@@ -131,8 +131,8 @@ func TestPutDescriptionOnlyDoesNotRebuild(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, eventstore.PutCreated, res)
 	save(t, st, "order", "o1", pev(1, "Placed", `{}`), pev(2, "Placed", `{}`))
-	require.NoError(t, p1.Sync(ctx, "n"))
-	require.NoError(t, p2.Sync(ctx, "n")) // p2 has the first spec cached
+	require.NoError(t, p1.CatchUp(ctx, "n"))
+	require.NoError(t, p2.CatchUp(ctx, "n")) // p2 has the first spec cached
 	before, err := p1.Status(ctx, "n")
 	require.NoError(t, err)
 
@@ -163,10 +163,10 @@ func TestPutDescriptionOnlyDoesNotRebuild(t *testing.T) {
 	// Both Projectors go on from the kept checkpoint: p2 meets the new spec
 	// at its next commit and applies each event once.
 	save(t, st, "order", "o1", pev(3, "Placed", `{}`))
-	require.NoError(t, p2.Sync(ctx, "n"))
+	require.NoError(t, p2.CatchUp(ctx, "n"))
 	save(t, st, "order", "o1", pev(4, "Placed", `{}`))
-	require.NoError(t, p1.Sync(ctx, "n"))
-	require.NoError(t, p2.Sync(ctx, "n"))
+	require.NoError(t, p1.CatchUp(ctx, "n"))
+	require.NoError(t, p2.CatchUp(ctx, "n"))
 	for _, p := range []*eventstore.Projector{p1, p2} {
 		pj, err := p.Single(ctx, "n", "o1")
 		require.NoError(t, err)
@@ -201,7 +201,7 @@ func TestPutDescriptionWithPendingReplacement(t *testing.T) {
 	count.Description = "counts"
 	_, err = p.Put(ctx, count)
 	require.NoError(t, err)
-	require.NoError(t, p.Sync(ctx, "n"))
+	require.NoError(t, p.CatchUp(ctx, "n"))
 
 	sum := countDef("n", eventstore.Function{Name: eventstore.FuncAdd, TargetSelector: "$.projection.sum", EventSelector: "$.event.total"})
 	sum.Description = "sums"
@@ -241,7 +241,7 @@ func TestPutDescriptionWithPendingReplacement(t *testing.T) {
 	res, err = p.Put(ctx, sum)
 	require.NoError(t, err)
 	require.Equal(t, eventstore.PutReplacing, res)
-	require.NoError(t, p.Sync(ctx, "n"))
+	require.NoError(t, p.CatchUp(ctx, "n"))
 	got, err = p.Definition(ctx, "n")
 	require.NoError(t, err)
 	assert.Equal(t, sum, got)

@@ -47,7 +47,7 @@
 // query reflects every save made through the same Store before it began
 // (read your writes). Processes sharing one storage (storage/postgres)
 // still apply each event once, and see each other's saves at once when the
-// storage reports them, else within the poll interval of the options.
+// storage reports them, else within Options.PollInterval.
 //
 // # Feeds
 //

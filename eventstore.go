@@ -167,13 +167,13 @@ func (s *Store) Save(ctx context.Context, aggregateType, aggregateID string, eve
 	if span.Started() {
 		stampTrace(ctx, req.Events)
 	}
-	res, err = s.storage.Append(ctx, req)
+	r, err := s.storage.Append(ctx, req)
 	s.noteWrite(err)
 	if err != nil {
 		return SaveResult{}, fmt.Errorf("save %s/%s: %w", aggregateType, aggregateID, err)
 	}
-	s.observe(res.Position)
-	return res, nil
+	s.observe(r.Position)
+	return SaveResult(r), nil
 }
 
 // noteWrite records the outcome of a write to the storage for OutOfSpace.

@@ -34,12 +34,14 @@ type FeedOptions struct {
 	// [From, To], to the microsecond (years 1 to 9999); entries stay in
 	// feed order, which concurrent saves may make differ from time order.
 	From, To time.Time
-	Wait     time.Duration // how long ReadFeed waits for an entry after the cursor (a long poll)
-	// Poll is how often, while it waits, ReadFeed reads the feed again to
-	// find saves of other processes that nothing reported; the Store's
-	// Options.PollInterval when 0. Saves through this Store end the wait
-	// at once, and so do those the Storage's AppendWatcher reports.
-	Poll time.Duration
+	// Wait is how long ReadFeed waits for an entry after the cursor (a
+	// long poll). Saves through this Store end the wait at once, and so do
+	// those the storage reports; others are found every
+	// Options.PollInterval.
+	Wait time.Duration
+	// poll, when not 0, is the PollInterval of this read
+	// (hooks.FeedPoll).
+	poll time.Duration
 }
 
 // FeedEntry is one saved batch: the events one Save (or one batch of a
@@ -106,7 +108,7 @@ func (s *Store) ReadFeed(ctx context.Context, aggregateType string, after int64,
 	}
 	var wait, poll time.Duration
 	if opts != nil {
-		wait, poll = opts.Wait, max(opts.Poll, 0)
+		wait, poll = opts.Wait, max(opts.poll, 0)
 	}
 	if wait <= 0 {
 		return s.readFeed(ctx, q)

@@ -14,6 +14,7 @@ import (
 
 	"github.com/eventkit-go/eventstore"
 	"github.com/eventkit-go/eventstore/internal/fakestorage"
+	"github.com/eventkit-go/eventstore/internal/hooks"
 	"github.com/eventkit-go/eventstore/storage"
 	"github.com/eventkit-go/eventstore/storage/memory"
 	"github.com/stretchr/testify/assert"
@@ -576,7 +577,7 @@ func TestCloseLeavesNoGoroutines(t *testing.T) {
 	}
 }
 
-// FeedOptions.Poll: a waiting ReadFeed finds a save made through another
+// hooks.FeedPoll: a waiting ReadFeed finds a save made through another
 // Store on the same storage (which no watcher reports) within about Poll.
 func TestReadFeedPoll(t *testing.T) {
 	ctx := context.Background()
@@ -589,7 +590,9 @@ func TestReadFeedPoll(t *testing.T) {
 		_, _ = st1.Save(ctx, "order", "o2", []eventstore.NewEvent{ev("Placed", `{}`)}, nil)
 	}()
 	start := time.Now()
-	res, err := st2.ReadFeed(ctx, "", head, &eventstore.FeedOptions{Wait: 10 * time.Second, Poll: 20 * time.Millisecond})
+	opts := &eventstore.FeedOptions{Wait: 10 * time.Second}
+	*hooks.FeedPoll(opts) = 20 * time.Millisecond
+	res, err := st2.ReadFeed(ctx, "", head, opts)
 	require.NoError(t, err)
 	require.Len(t, res.Entries, 1)
 	assert.Equal(t, "o2", res.Entries[0].AggregateID)

@@ -11,4 +11,5 @@ func init() {
 	hooks.DefinitionResets = func(d any) *int64 { return &d.(*Definition).resets }
 	hooks.DefinitionsPoll = func(o any) *time.Duration { return &o.(*ProjectorOptions).defsPoll }
 	hooks.ProjectorRunning = func(p any) bool { return p.(*Projector).isRunning() }
+	hooks.FeedPoll = func(o any) *time.Duration { return &o.(*FeedOptions).poll }
 }

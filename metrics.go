@@ -82,13 +82,13 @@ func (m *meteredStorage) fail(op string, err error) error {
 	return err
 }
 
-func (m *meteredStorage) appended(r SaveResult, events int) {
+func (m *meteredStorage) appended(r storage.AppendResult, events int) {
 	if !r.Duplicate {
 		m.m.Saved(events)
 	}
 }
 
-func (m *meteredStorage) Append(ctx context.Context, req storage.AppendRequest) (SaveResult, error) {
+func (m *meteredStorage) Append(ctx context.Context, req storage.AppendRequest) (storage.AppendResult, error) {
 	r, err := m.s.Append(ctx, req)
 	switch {
 	case err == nil:
@@ -99,7 +99,7 @@ func (m *meteredStorage) Append(ctx context.Context, req storage.AppendRequest) 
 	return r, m.fail("Append", err)
 }
 
-func (m *meteredStorage) AppendAll(ctx context.Context, reqs []storage.AppendRequest) ([]SaveResult, error) {
+func (m *meteredStorage) AppendAll(ctx context.Context, reqs []storage.AppendRequest) ([]storage.AppendResult, error) {
 	rs, err := m.s.AppendAll(ctx, reqs)
 	switch {
 	case err == nil:

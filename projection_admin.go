@@ -73,7 +73,7 @@ func (r PutResult) String() string {
 // program may call it at every start: an identical definition changes
 // nothing, one differing only in Description is updated in place. A
 // replacement is rebuilt from history while queries answer from the
-// current definition, and takes over once caught up; Sync(ctx, d.Name)
+// current definition, and takes over once caught up; CatchUp(ctx, d.Name)
 // waits for that. The SigningSecret is updated in place like the
 // Description.
 func (p *Projector) Put(ctx context.Context, d Definition) (PutResult, error) {
@@ -284,7 +284,7 @@ func (p *Projector) Delete(ctx context.Context, name string) error {
 }
 
 // Reset drops every instance of the projection, to be rebuilt from the
-// start of the feed (by the next query, Sync, CatchUp or Run).
+// start of the feed (by the next query, CatchUp or Run).
 func (p *Projector) Reset(ctx context.Context, name string) error {
 	// The reset is counted before the instances are dropped: should the
 	// drop fail, the caller gets the error and tries again, and stores

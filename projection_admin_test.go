@@ -61,7 +61,7 @@ func TestPutCreatesReplacesAndIsIdempotent(t *testing.T) {
 	assert.Equal(t, "n", defs[0].Name)
 	assert.Equal(t, "add", defs[0].Handlers[0].Functions[0].Name)
 
-	require.NoError(t, p.Sync(ctx, "n"))
+	require.NoError(t, p.CatchUp(ctx, "n"))
 	pj, err = p.Single(ctx, "n", "o1")
 	require.NoError(t, err)
 	assert.JSONEq(t, `{"sum":"12"}`, string(pj.Data), "the replacement is rebuilt from the whole history")
@@ -92,7 +92,7 @@ func TestDefinitionAfterAnotherProjectorSwapped(t *testing.T) {
 	got, err := p1.Definition(ctx, "n")
 	require.NoError(t, err)
 	assert.Equal(t, "add", got.Handlers[0].Functions[0].Name, "while the replacement rebuilds")
-	require.NoError(t, p2.Sync(ctx, "n")) // builds the replacement and swaps it in
+	require.NoError(t, p2.CatchUp(ctx, "n")) // builds the replacement and swaps it in
 	got, err = p1.Definition(ctx, "n")
 	require.NoError(t, err)
 	assert.Equal(t, "add", got.Handlers[0].Functions[0].Name, "after another Projector swapped it in")
@@ -178,7 +178,7 @@ func TestListAndCount(t *testing.T) {
 	assert.Equal(t, "24", page.Projections[0].Reference.Text, "numbers sort as numbers, not text")
 	assert.Equal(t, "15", page.Projections[9].Reference.Text)
 
-	page, err = p.List(ctx, "l", eventstore.ListOptions{From: eventstore.ParseReference("5"), To: eventstore.ParseReference("9"), Sort: eventstore.SortByReference})
+	page, err = p.List(ctx, "l", eventstore.ListOptions{RefFrom: eventstore.ParseReference("5"), RefTo: eventstore.ParseReference("9"), Sort: eventstore.SortByReference})
 	require.NoError(t, err)
 	assert.Len(t, page.Projections, 5)
 	assert.False(t, page.HasMore)
@@ -271,7 +271,7 @@ func TestBehindCountsOwnFeed(t *testing.T) {
 	assert.Zero(t, s.Behind, "nothing of the projection's own feed is left to apply")
 
 	save(t, st, "order", "o2", pev(20, "Placed", `{}`))
-	all, err := p.Overview(ctx)
+	all, err := p.Statuses(ctx)
 	require.NoError(t, err)
 	require.Len(t, all, 1)
 	assert.Equal(t, all[0].Head-all[0].Checkpoint, all[0].Behind, "an event of its own feed is waiting")

@@ -227,7 +227,7 @@ func isCodeSpec(spec []byte) bool {
 // Versions: the stored record keeps the version that is applied. A
 // higher Version than the stored one is rebuilt from history as a
 // replacement, as Put does (Status.Rebuilding), and takes over once caught
-// up; Sync waits for that. Until then queries answer from the older
+// up; CatchUp waits for that. Until then queries answer from the older
 // version's instances, which only processes still registering that
 // version keep current. A process whose Version is lower than the stored
 // one (or than a replacement being built) applies nothing of it, never

@@ -17,7 +17,7 @@ import (
 // the single projection name, up to date with this process's saves. It
 // fails with ErrNotFound when there is no such projection or instance.
 // While a replacement (Put) is rebuilt it answers from the current
-// definition; Sync waits for the swap.
+// definition; CatchUp waits for the swap.
 func (p *Projector) Single(ctx context.Context, name, id string) (Projection, error) {
 	if msg := names.Problem(id); msg != "" {
 		return Projection{}, &ValidationError{Op: "projection", Fields: []FieldError{{Field: "projectionId", Message: msg}}}
@@ -52,7 +52,7 @@ func (p *Projector) AwaitSingle(ctx context.Context, name, id string) (Projectio
 // Aggregated returns the aggregated projection name, up to date with this
 // process's saves. It fails with ErrNotFound when there is no such
 // projection or no handled event yet. While a replacement (Put) is rebuilt
-// it answers from the current definition; Sync waits for the swap.
+// it answers from the current definition; CatchUp waits for the swap.
 func (p *Projector) Aggregated(ctx context.Context, name string) (Projection, error) {
 	return p.query(ctx, name, "", true)
 }
@@ -109,9 +109,9 @@ type ListOptions struct {
 	Sort        ProjectionSort
 	Descending  bool
 	// Reference, when its Kind is set, keeps the instances with that
-	// reference; From and To, when set, an inclusive range of them.
-	Reference, From, To Reference
-	IDs                 []string // when not empty, only these instances
+	// reference; RefFrom and RefTo, when set, an inclusive range of them.
+	Reference, RefFrom, RefTo Reference
+	IDs                       []string // when not empty, only these instances
 	// Search keeps the instances in which each of its words starts a word
 	// of an indexed field (Definition.IndexedFields), ignoring case; the
 	// README's "Projection search" says what a word is.
@@ -133,7 +133,7 @@ type ProjectionPage struct {
 
 // List returns instances of the single projection name, up to date with
 // this process's saves, as opts selects. While a replacement (Put) is
-// rebuilt it lists the current definition's; Sync waits for the swap.
+// rebuilt it lists the current definition's; CatchUp waits for the swap.
 func (p *Projector) List(ctx context.Context, name string, opts ListOptions) (ProjectionPage, error) {
 	q, err := listQuery(name, opts)
 	if err != nil {
@@ -209,15 +209,32 @@ func listQuery(name string, o ListOptions) (storage.ProjectionQuery, error) {
 		return storage.ProjectionQuery{}, err
 	}
 	return storage.ProjectionQuery{
-		Name: name, IDs: o.IDs, Reference: o.Reference, From: o.From, To: o.To, Search: search,
+		Name: name, IDs: o.IDs, Reference: o.Reference, From: o.RefFrom, To: o.RefTo, Search: search,
 		Sort: o.Sort, Descending: o.Descending, Skip: o.Skip, Limit: o.Limit,
 	}, nil
 }
 
-// Sync brings the projection up to date with this process's saves and
-// the feed, and builds a pending replacement, which takes over once
-// caught up.
-func (p *Projector) Sync(ctx context.Context, name string) error {
+// CatchUp brings the projections named, or every projection when none
+// is, up to date with this process's saves and the feed, and builds their
+// pending replacements (Put), which take over once caught up. Without
+// names they are caught up side by side: a slow or failing one does not
+// hold the others back. Queries catch up by themselves; CatchUp is for
+// waiting until a replacement takes over, or for doing the work before.
+func (p *Projector) CatchUp(ctx context.Context, names ...string) error {
+	if len(names) == 0 {
+		return p.catchUpAll(ctx, nil)
+	}
+	var errs []error
+	for _, name := range names {
+		if err := p.catchUpNamed(ctx, name); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// catchUpNamed is CatchUp of one projection.
+func (p *Projector) catchUpNamed(ctx context.Context, name string) error {
 	pr, err := p.lookup(ctx, name)
 	if err != nil {
 		return err
@@ -285,13 +302,7 @@ func (p *Projector) Run(ctx context.Context) error {
 	}
 }
 
-// CatchUp does what Sync does, for every projection side by side: a slow
-// or failing one does not hold the others back.
-func (p *Projector) CatchUp(ctx context.Context) error {
-	return p.catchUpAll(ctx, nil)
-}
-
-// catchUpAll is CatchUp; with apart not nil, projections with external
+// catchUpAll is CatchUp of every projection; with apart not nil, projections with external
 // functions are caught up by goroutines of their own, added to apart,
 // that it does not wait for (catchUpApart).
 func (p *Projector) catchUpAll(ctx context.Context, apart *sync.WaitGroup) error {

@@ -63,8 +63,8 @@ func (p *Projector) status(ctx context.Context, rec storage.DefinitionRecord, ne
 	return st, nil
 }
 
-// Overview returns the Status of every projection, by name.
-func (p *Projector) Overview(ctx context.Context) ([]Status, error) {
+// Statuses returns the Status of every projection, by name.
+func (p *Projector) Statuses(ctx context.Context) ([]Status, error) {
 	recs, err := p.storage.Definitions(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("projections: %w", err)

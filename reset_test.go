@@ -31,7 +31,7 @@ func TestResetPassesOnThroughPut(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, eventstore.PutCreated, res)
 	save(t, tst, "order", "o1", pev(1, "Placed", `{}`))
-	require.NoError(t, tp.Sync(ctx, "n"))
+	require.NoError(t, tp.CatchUp(ctx, "n"))
 	built := func() bool {
 		t.Helper()
 		s, err := tp.Status(ctx, "n")
@@ -49,7 +49,7 @@ func TestResetPassesOnThroughPut(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, eventstore.PutUnchanged, res, "the definition itself is the same")
 	assert.False(t, built(), "reset: no checkpoint, no instance until it catches up again")
-	require.NoError(t, tp.Sync(ctx, "n"))
+	require.NoError(t, tp.CatchUp(ctx, "n"))
 	require.True(t, built())
 	_, err = tp.Put(ctx, d)
 	require.NoError(t, err)
@@ -57,7 +57,7 @@ func TestResetPassesOnThroughPut(t *testing.T) {
 
 	// The tenant's own reset is not the project's.
 	require.NoError(t, tp.Reset(ctx, "n"))
-	require.NoError(t, tp.Sync(ctx, "n"))
+	require.NoError(t, tp.CatchUp(ctx, "n"))
 	_, err = tp.Put(ctx, d)
 	require.NoError(t, err)
 	assert.True(t, built(), "the tenant's own reset does not use up the project's next one")
@@ -68,7 +68,7 @@ func TestResetPassesOnThroughPut(t *testing.T) {
 	_, err = tp.Put(ctx, d)
 	require.NoError(t, err)
 	assert.False(t, built(), "the project's second reset reaches the tenant")
-	require.NoError(t, tp.Sync(ctx, "n"))
+	require.NoError(t, tp.CatchUp(ctx, "n"))
 
 	// A user's Put (Resets 0) keeps the counts, in place and through a
 	// replacement that takes over.
@@ -85,7 +85,7 @@ func TestResetPassesOnThroughPut(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, eventstore.PutReplacing, res)
 	require.NoError(t, p.Reset(ctx, "n"), "a reset while a replacement is built counts in both")
-	require.NoError(t, p.Sync(ctx, "n"))
+	require.NoError(t, p.CatchUp(ctx, "n"))
 	d, err = p.Definition(ctx, "n")
 	require.NoError(t, err)
 	assert.Equal(t, "add", d.Handlers[0].Functions[0].Name)
@@ -101,7 +101,7 @@ func TestResetPassesOnThroughPut(t *testing.T) {
 	_, err = np.Put(ctx, d)
 	require.NoError(t, err)
 	save(t, nst, "order", "o1", pev(1, "Placed", `{"total":3}`))
-	require.NoError(t, np.Sync(ctx, "n"))
+	require.NoError(t, np.CatchUp(ctx, "n"))
 	_, err = np.Put(ctx, d)
 	require.NoError(t, err)
 	s, err := np.Status(ctx, "n")
@@ -127,7 +127,7 @@ func TestResetCountedBeforeDrop(t *testing.T) {
 	p := eventstore.NewProjector(st, nil)
 	require.NoError(t, p.Create(ctx, countDef("n", eventstore.Function{Name: "inc", TargetSelector: "$.projection.count"})))
 	save(t, st, "order", "o1", pev(1, "Placed", `{}`))
-	require.NoError(t, p.Sync(ctx, "n"))
+	require.NoError(t, p.CatchUp(ctx, "n"))
 
 	fs.fail.Store(true)
 	err = p.Reset(ctx, "n")

@@ -71,7 +71,7 @@ func TestSearchText(t *testing.T) {
 		"e": {`{"name":"a` + strings.Repeat("b", 600) + ` c"}`, "a" + strings.Repeat("b", 511) + " c"},
 	} {
 		saveSet(t, st, id, c.data)
-		require.NoError(t, p.Sync(t.Context(), "people"))
+		require.NoError(t, p.CatchUp(t.Context(), "people"))
 		assert.Equal(t, c.want, ts.texts["people/"+id], "instance %s: %s", id, c.data)
 	}
 	assert.True(t, ts.indexed["people"], "a commit of a projection with indexedFields is Indexed")
@@ -79,7 +79,7 @@ func TestSearchText(t *testing.T) {
 	// The indexed text stops before the word that would pass MaxSearchTextBytes.
 	long := strings.Repeat("word ", limits.MaxSearchTextBytes/5+10)
 	saveSet(t, st, "f", fmt.Sprintf(`{"name":%q}`, long))
-	require.NoError(t, p.Sync(t.Context(), "people"))
+	require.NoError(t, p.CatchUp(t.Context(), "people"))
 	got := ts.texts["people/f"]
 	assert.LessOrEqual(t, len(got), limits.MaxSearchTextBytes)
 	assert.Greater(t, len(got), limits.MaxSearchTextBytes-5)
@@ -91,7 +91,7 @@ func TestSearchText(t *testing.T) {
 func TestSearchNotIndexed(t *testing.T) {
 	st, p, ts := newSearchStore(t, searchDef())
 	saveSet(t, st, "a", `{"name":"Ada"}`)
-	require.NoError(t, p.Sync(t.Context(), "people"))
+	require.NoError(t, p.CatchUp(t.Context(), "people"))
 	assert.Equal(t, "", ts.texts["people/a"])
 	assert.False(t, ts.indexed["people"])
 	_, err := p.List(t.Context(), "people", eventstore.ListOptions{Search: "ada"})
@@ -196,7 +196,7 @@ func TestIndexedFieldsChangeRebuilds(t *testing.T) {
 	res, err = p.Put(t.Context(), searchDef("name", "city"))
 	require.NoError(t, err)
 	assert.Equal(t, eventstore.PutReplacing, res)
-	require.NoError(t, p.Sync(t.Context(), "people"))
+	require.NoError(t, p.CatchUp(t.Context(), "people"))
 	page, err := p.List(t.Context(), "people", eventstore.ListOptions{Search: "lond"})
 	require.NoError(t, err)
 	assert.Equal(t, int64(1), page.Total)

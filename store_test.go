@@ -224,14 +224,14 @@ type requestChecker struct {
 	t *testing.T
 }
 
-func (c requestChecker) Append(ctx context.Context, req storage.AppendRequest) (eventstore.SaveResult, error) {
+func (c requestChecker) Append(ctx context.Context, req storage.AppendRequest) (storage.AppendResult, error) {
 	if cap(req.Events) != len(req.Events) {
 		c.t.Errorf("request of %d events has capacity %d: a Storage appending to it would write past the batch", len(req.Events), cap(req.Events))
 	}
 	return c.Storage.Append(ctx, req)
 }
 
-func (c requestChecker) AppendAll(ctx context.Context, reqs []storage.AppendRequest) ([]eventstore.SaveResult, error) {
+func (c requestChecker) AppendAll(ctx context.Context, reqs []storage.AppendRequest) ([]storage.AppendResult, error) {
 	for i, req := range reqs {
 		if cap(req.Events) != len(req.Events) {
 			c.t.Errorf("request %d of %d events has capacity %d: a Storage appending to it would write over the next", i, len(req.Events), cap(req.Events))

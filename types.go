@@ -19,10 +19,12 @@ type Event = storage.Event
 // or the range asked for) in Sequence order.
 type Aggregate = storage.Aggregate
 
-// SaveResult is the outcome of a save: the aggregate's Version after it
-// and the Position of its last event. Duplicate reports a retry whose
-// events were all stored already: nothing was written.
-type SaveResult = storage.AppendResult
+// SaveResult is the outcome of a save.
+type SaveResult struct {
+	Version   int64 // the aggregate's version after the save
+	Position  int64 // of the save's last event
+	Duplicate bool  // a retry whose events were all stored already: nothing was written
+}
 
 // VersionCheck is an optional expectation on an aggregate's version
 // (SaveOptions.ExpectedVersion); the zero value expects nothing.

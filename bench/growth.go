@@ -453,7 +453,7 @@ func (g *growthStore) measure(ctx context.Context, appendFor time.Duration, read
 		if err := g.proj.Create(ctx, def); err != nil {
 			return f, err
 		}
-		if err := g.proj.Sync(ctx, name); err != nil {
+		if err := g.proj.CatchUp(ctx, name); err != nil {
 			return f, fmt.Errorf("rebuild: %w", err)
 		}
 		rate := float64(f.typeEvents) / time.Since(t0).Seconds()

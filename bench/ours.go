@@ -90,7 +90,7 @@ func (o *ours) rebuild(ctx context.Context) (int, error) {
 	if err := o.proj.Create(ctx, def); err != nil {
 		return 0, err
 	}
-	if err := o.proj.Sync(ctx, name); err != nil {
+	if err := o.proj.CatchUp(ctx, name); err != nil {
 		return 0, err
 	}
 	st, err := o.proj.Status(ctx, name)

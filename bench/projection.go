@@ -164,7 +164,7 @@ func (p *projBench) rebuild(ctx context.Context, s *eventstore.Store, name strin
 	if err := proj.Create(ctx, def); err != nil {
 		return 0, err
 	}
-	if err := proj.Sync(ctx, name); err != nil {
+	if err := proj.CatchUp(ctx, name); err != nil {
 		return 0, fmt.Errorf("rebuild: %w", err)
 	}
 	rate := float64(p.n) / time.Since(t0).Seconds()

@@ -47,7 +47,7 @@ func BenchmarkQueryHTTP(b *testing.B) {
 	runCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	go func() { _ = p.Run(runCtx) }()
-	if err := p.Sync(ctx, "totals"); err != nil {
+	if err := p.CatchUp(ctx, "totals"); err != nil {
 		b.Fatal(err)
 	}
 

@@ -27,14 +27,14 @@ type fullStorage struct {
 	full atomic.Bool
 }
 
-func (f *fullStorage) Append(ctx context.Context, req storage.AppendRequest) (eventstore.SaveResult, error) {
+func (f *fullStorage) Append(ctx context.Context, req storage.AppendRequest) (storage.AppendResult, error) {
 	if f.full.Load() {
-		return eventstore.SaveResult{}, fmt.Errorf("disk: no space left on device: %w", eventstore.ErrFull)
+		return storage.AppendResult{}, fmt.Errorf("disk: no space left on device: %w", eventstore.ErrFull)
 	}
 	return f.Storage.Append(ctx, req)
 }
 
-func (f *fullStorage) AppendAll(ctx context.Context, reqs []storage.AppendRequest) ([]eventstore.SaveResult, error) {
+func (f *fullStorage) AppendAll(ctx context.Context, reqs []storage.AppendRequest) ([]storage.AppendResult, error) {
 	if f.full.Load() {
 		return nil, fmt.Errorf("disk: no space left on device: %w", eventstore.ErrFull)
 	}

@@ -185,7 +185,7 @@ type overviewEntry struct {
 
 // overview serves GET /projections.
 func (h *handler) overview(w http.ResponseWriter, r *http.Request) {
-	all, err := h.proj(r).Overview(r.Context())
+	all, err := h.proj(r).Statuses(r.Context())
 	if err != nil {
 		h.fail(w, r, err)
 		return
@@ -263,7 +263,7 @@ func (h *handler) listSingle(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	for name, dst := range map[string]*eventstore.Reference{"reference": &opts.Reference, "from": &opts.From, "to": &opts.To} {
+	for name, dst := range map[string]*eventstore.Reference{"reference": &opts.Reference, "from": &opts.RefFrom, "to": &opts.RefTo} {
 		if q.Has(name) {
 			*dst = eventstore.ParseReference(q.Get(name))
 		}

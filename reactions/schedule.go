@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/eventkit-go/eventstore"
+	"github.com/eventkit-go/eventstore/internal/hooks"
 	"github.com/eventkit-go/eventstore/internal/tracing"
 	"github.com/eventkit-go/eventstore/storage"
 	"github.com/google/uuid"
@@ -63,7 +64,9 @@ func (e *Engine) watch(ctx context.Context) {
 			sleep(ctx, e.pace(schedulePace))
 			continue
 		}
-		res, err := e.st.ReadFeed(ctx, "", after, &eventstore.FeedOptions{Limit: 1, Wait: 30 * time.Second, Poll: e.poll})
+		opts := &eventstore.FeedOptions{Limit: 1, Wait: 30 * time.Second}
+		*hooks.FeedPoll(opts) = e.poll
+		res, err := e.st.ReadFeed(ctx, "", after, opts)
 		switch {
 		case err != nil:
 			sleep(ctx, e.poll)

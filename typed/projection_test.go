@@ -169,7 +169,7 @@ func TestProjectionVersions(t *testing.T) {
 
 			newer := eventstore.NewProjector(stores[1], nil)
 			require.NoError(t, v2.Register(ctx, newer))
-			require.NoError(t, newer.Sync(ctx, "carts"), "builds version 2 and swaps it in")
+			require.NoError(t, newer.CatchUp(ctx, "carts"), "builds version 2 and swaps it in")
 			c, err = v2.Get(ctx, newer, "c1")
 			require.NoError(t, err)
 			assert.Equal(t, 20.0, c.Total)
@@ -186,7 +186,7 @@ func TestProjectionVersions(t *testing.T) {
 				_, err = v1.Get(ctx, old, "c1") // the old version's queries answer, applying nothing
 				require.NoError(t, err)
 			}
-			require.NoError(t, newer.Sync(ctx, "carts"))
+			require.NoError(t, newer.CatchUp(ctx, "carts"))
 			stop()
 			<-done
 			<-done

@@ -242,7 +242,7 @@ func (c *lagCollector) Collect(ch chan<- prometheus.Metric) {
 				}
 				feeds = append(feeds, lagSample{project: p.name, behind: lag})
 			}
-			st, err := p.proj.Overview(ctx)
+			st, err := p.proj.Statuses(ctx)
 			if err != nil {
 				failed = err
 				break
@@ -256,7 +256,7 @@ func (c *lagCollector) Collect(ch chan<- prometheus.Metric) {
 				if failed != nil {
 					return
 				}
-				st, err := tp.Overview(ctx)
+				st, err := tp.Statuses(ctx)
 				if err != nil {
 					failed = fmt.Errorf("tenant %s: %w", id, err)
 					return

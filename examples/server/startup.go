@@ -36,7 +36,7 @@ func reportStartup(ctx context.Context, st *eventstore.Store, p *eventstore.Proj
 	var prev int64 = -1
 	prevAt := time.Now()
 	for {
-		ov, err := p.Overview(ctx)
+		ov, err := p.Statuses(ctx)
 		if err != nil {
 			if ctx.Err() == nil {
 				log.Warn("startup: projections overview", "err", err)

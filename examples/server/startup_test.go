@@ -78,7 +78,7 @@ func TestReportStartupNothingToCatchUp(t *testing.T) {
 		_, err := st.Save(ctx, "user", uuid.NewString(), []eventstore.NewEvent{{ID: uuid.NewString(), Type: "Joined"}}, nil)
 		require.NoError(t, err)
 	}
-	ov, err := p.Overview(ctx)
+	ov, err := p.Statuses(ctx)
 	require.NoError(t, err)
 	require.Len(t, ov, 2)
 	require.Less(t, ov[0].Checkpoint, ov[0].Head, "the case of the issue: checkpoints below the head of all types")

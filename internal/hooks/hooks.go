@@ -28,6 +28,13 @@ var (
 	// makes it longer, saving a read of the definitions per wake-up.
 	DefinitionsPoll func(o any) *time.Duration
 
+	// FeedPoll returns the setting of o, an *eventstore.FeedOptions, of
+	// how often, while it waits, ReadFeed reads the feed again to find
+	// saves of other processes that nothing reported (the Store's
+	// Options.PollInterval when 0). Package reactions polls at its own
+	// interval.
+	FeedPoll func(o any) *time.Duration
+
 	// ProjectorRunning reports whether Run is running for p, an
 	// *eventstore.Projector, in some goroutine.
 	ProjectorRunning func(p any) bool

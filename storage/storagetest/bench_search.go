@@ -148,7 +148,7 @@ func benchRebuildIndexed(b *testing.B, newStorage func(tb testing.TB) storage.St
 				b.Fatal(err)
 			}
 			start, cpu := time.Now(), cpuTime()
-			if err := p.Sync(ctx, name); err != nil {
+			if err := p.CatchUp(ctx, name); err != nil {
 				b.Fatal(err)
 			}
 			took, tookCPU := time.Since(start), cpuTime()-cpu

@@ -290,7 +290,7 @@ func testCodeVersions(t *testing.T, h *harness) {
 		t.Errorf("Status after registering version 2 = %+v, %v; want version 1 current, rebuilding", st, err)
 	}
 	mustSave(t, h, "acct", "a1", deposits(3), nil)
-	if err := newP.Sync(ctx, "t"); err != nil {
+	if err := newP.CatchUp(ctx, "t"); err != nil {
 		t.Fatalf("Sync: %v", err)
 	}
 	check := func(p *eventstore.Projector, who string, sum int) {
@@ -322,7 +322,7 @@ func testCodeVersions(t *testing.T, h *harness) {
 		t.Errorf("after the swap: %+v, want version 2, not rebuilding", st)
 	}
 	before := st.Checkpoint
-	if err := newP.Sync(ctx, "t"); err != nil {
+	if err := newP.CatchUp(ctx, "t"); err != nil {
 		t.Fatal(err)
 	}
 	agg, err := newP.Aggregated(ctx, "t")

@@ -75,7 +75,7 @@ func testFeedConcurrent(t *testing.T, h *harness, typ string, bulk bool) {
 					errs <- fmt.Errorf("writer %d save %d to %s/%s: %w", w, i, at, id, err)
 					continue
 				}
-				b := ackedBatch{typ: at, id: id, res: res}
+				b := ackedBatch{typ: at, id: id, res: storage.AppendResult(res)}
 				for _, e := range batch {
 					b.ids = append(b.ids, e.ID)
 				}

@@ -24,7 +24,7 @@ func feedSequenceCases() []testCase {
 type savedBatch struct {
 	typ, id string
 	n       int
-	res     storage.AppendResult
+	res     eventstore.SaveResult
 	// feedSeq is the FeedSequence the store gave the batch's first event,
 	// as Load returns it.
 	feedSeq int64

@@ -37,7 +37,7 @@ func evs(typ string, n int) []eventstore.NewEvent {
 }
 
 // mustSave saves through the Store and fails the test on error.
-func mustSave(t testing.TB, h *harness, typ, id string, events []eventstore.NewEvent, opts *eventstore.SaveOptions) storage.AppendResult {
+func mustSave(t testing.TB, h *harness, typ, id string, events []eventstore.NewEvent, opts *eventstore.SaveOptions) eventstore.SaveResult {
 	t.Helper()
 	res, err := h.store.Save(t.Context(), typ, id, events, opts)
 	if err != nil {

@@ -102,7 +102,7 @@ func testSameIDTwice(t *testing.T, h *harness) {
 func testIdenticalRace(t *testing.T, h *harness) {
 	const rounds, racers = 20, 2
 	type outcome struct {
-		res storage.AppendResult
+		res eventstore.SaveResult
 		err error
 	}
 	for round := range rounds {

@@ -116,7 +116,7 @@ func testReplace(t *testing.T, h *harness) {
 		t.Fatalf("Put replacement: %v, %v", res, err)
 	}
 	check(`{"n":"30"}`)
-	if err := p.Sync(ctx, "r"); err != nil {
+	if err := p.CatchUp(ctx, "r"); err != nil {
 		t.Fatal(err)
 	}
 	check(`{"sum":"60"}`)

@@ -40,7 +40,7 @@ func BenchmarkRebuild(b *testing.B, st *eventstore.Store, feed, eventType string
 		if err := p.Create(ctx, RebuildDefinition(name, feed, eventType, aggregated)); err != nil {
 			b.Fatal(err)
 		}
-		if err := p.Sync(ctx, name); err != nil {
+		if err := p.CatchUp(ctx, name); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -81,7 +81,7 @@ func BenchmarkRebuildInGo(b *testing.B, s storage.Storage, feed, eventType strin
 		if err := register(); err != nil {
 			b.Fatal(err)
 		}
-		if err := p.Sync(ctx, name); err != nil {
+		if err := p.CatchUp(ctx, name); err != nil {
 			b.Fatal(err)
 		}
 		took := time.Since(start)

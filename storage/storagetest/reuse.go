@@ -78,7 +78,7 @@ func testReusedID(t *testing.T, h *harness) {
 	retry := mustSave(t, h, "order", "o", batch, nil)
 	spaced := changed(func(e *eventstore.NewEvent) { e.Data = []byte("{\"total\":12.5,\n \"sku\":\"A-1\"}") })
 	again := mustSave(t, h, "order", "o", spaced, nil)
-	for _, r := range []storage.AppendResult{retry, again} {
+	for _, r := range []eventstore.SaveResult{retry, again} {
 		if !r.Duplicate || r.Version != first.Version || r.Position != first.Position {
 			t.Errorf("a retry must be a Duplicate of the first save (%+v), got %+v", first, r)
 		}

@@ -254,7 +254,7 @@ func testSearchProjector(t *testing.T, h *harness) {
 	if _, err := p.Put(ctx, def); err != nil {
 		t.Fatal(err)
 	}
-	if err := p.Sync(ctx, "customers"); err != nil {
+	if err := p.CatchUp(ctx, "customers"); err != nil {
 		t.Fatal(err)
 	}
 	find("lond", "c1")
