@@ -24,10 +24,9 @@ type AggregatePage struct {
 	HasMore    bool               // aggregates follow this page
 }
 
-// Aggregates lists the aggregates of aggregateType that have events, by
-// the bytes of their ids, without events; page on with Skip +=
-// len(page.Aggregates) while HasMore. A type without aggregates fails
-// with ErrNotFound, bad options with a *ValidationError.
+// Aggregates lists the aggregates of aggregateType, by id, without
+// events; page on with Skip while HasMore. A type without aggregates is
+// ErrNotFound.
 func (s *Store) Aggregates(ctx context.Context, aggregateType string, opts *AggregateListOptions) (AggregatePage, error) {
 	var o AggregateListOptions
 	if opts != nil {

@@ -19,11 +19,8 @@ type Batch struct {
 }
 
 // SaveAll saves batches, each to a different aggregate of aggregateType,
-// in one atomic step: all of them or none. Each follows Save's rules (a
-// batch stored already has Duplicate set while the others are stored);
-// results[i] is batches[i]'s, and positions rise with i. A refused batch
-// stores nothing of any, and the error wraps a *BatchError naming it;
-// field names of a *ValidationError start with the batch, such as
+// atomically: all or none. Each follows Save's rules; res[i] is
+// batches[i]'s. A refused batch is named by a *BatchError, a bad field as
 // "batches[2].events[0].eventId".
 func (s *Store) SaveAll(ctx context.Context, aggregateType string, batches []Batch) (res []SaveResult, err error) {
 	var span tracing.Span

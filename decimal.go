@@ -11,9 +11,8 @@ import (
 )
 
 // Decimal is a number of a projection instance, for decoding one into a Go
-// struct: projections render numbers as JSON strings, such as "12.50",
-// which a float64 field cannot take. A Decimal takes such a string or a
-// JSON number and keeps its text exactly; the zero Decimal is no value.
+// struct: it takes a JSON string such as "12.50" (as projections render
+// numbers) or a JSON number and keeps its text; the zero Decimal is none.
 //
 //	var order struct{ Total eventstore.Decimal `json:"total"` }
 //	err := json.Unmarshal(proj.Data, &order)

@@ -13,44 +13,34 @@ import (
 
 // Definition describes a projection: which event types of which feeds it
 // processes and how each changes the instance's JSON object. Its JSON form
-// is the body of the HTTP definition calls (see DecodeDefinition).
+// is the body of the HTTP definition calls.
 type Definition struct {
-	Name        string `json:"projectionName"`        // see Names in the package doc
+	Name        string `json:"projectionName"`
 	Description string `json:"description,omitempty"` // for people; changing it rebuilds nothing
-	// Feed is the aggregate type whose events the projection reads; it
-	// may be empty when every handler names its own.
-	Feed string `json:"feedName,omitempty"`
+	Feed        string `json:"feedName,omitempty"`    // the aggregate type read, unless each handler names one
 	// Aggregated makes one instance over the whole feed, addressed by
 	// Name; else there is one per aggregate id (or IDField value).
-	Aggregated bool `json:"aggregated"`
-	// IDField, for a single projection, keys instances by this field of
-	// the event data instead of the aggregate id.
-	IDField  string    `json:"idField,omitempty"`
-	Handlers []Handler `json:"handlers"` // one per event type and feed
+	Aggregated bool      `json:"aggregated"`
+	IDField    string    `json:"idField,omitempty"` // single: key instances by this event field
+	Handlers   []Handler `json:"handlers"`          // one per event type and feed
 	// IndexedFields, for a single projection, are the fields that
-	// ListOptions.Search searches, such as customer.name; changing them
-	// rebuilds the projection.
+	// ListOptions.Search searches, such as customer.name.
 	IndexedFields []string `json:"indexedFields,omitempty"`
-	// SigningSecret keys the signature of FunctionURI calls (else the
-	// Name does); stored, never in the JSON form.
-	SigningSecret string `json:"-"`
+	SigningSecret string   `json:"-"` // keys FunctionURI calls' signatures (else Name does)
 	// resets counts the resets of the projection in the store it was read
 	// from (hooks.DefinitionResets).
 	resets int64
-	// Code is set, by Projector.Definition and Definitions only, on the
-	// definition of a projection written in Go (CodeProjection), whose
-	// Handlers then name only event types.
+	// Code is set, when read, on the definition of a CodeProjection,
+	// whose Handlers then name only event types.
 	Code *CodeSpec `json:"code,omitempty"`
 }
 
 // Handler applies Functions, in order, to the projection instance of every
 // event of type EventType, or instead calls FunctionURI (FunctionCaller).
 type Handler struct {
-	EventType string `json:"eventType"` // unique per feed in a definition
-	// Feed, when set, is read instead of the definition's, so that one
-	// projection may read several aggregate types.
-	Feed        string     `json:"feedName,omitempty"`
-	IDField     string     `json:"idField,omitempty"` // overrides the definition's
+	EventType   string     `json:"eventType"`          // unique per feed in a definition
+	Feed        string     `json:"feedName,omitempty"` // read instead of the definition's
+	IDField     string     `json:"idField,omitempty"`  // overrides the definition's
 	Functions   []Function `json:"functions,omitempty"`
 	FunctionURI string     `json:"functionUri,omitempty"` // such as https://fn.example.com/fold
 }
@@ -60,25 +50,20 @@ type Handler struct {
 //	Function{Name: FuncAdd, TargetSelector: "$.projection.total", EventSelector: "$.event.amount"}
 //	Function{Name: FuncSet, TargetSelector: "$.projection.status", RawData: Literal("placed")}
 //
-// The README's Functions section says what each function takes and does.
+// docs/projections.md says what each function takes and does.
 type Function struct {
 	Name string `json:"function"` // one of the Func constants
-	// TargetSelector is the instance field changed, such as
-	// $.projection.items[?].status; the default is $.projection.
+	// TargetSelector is the field changed, such as
+	// $.projection.items[?].status, TargetFilter what [?] stands for, such
+	// as @.id == $.event.id; the default target is $.projection.
 	TargetSelector string `json:"targetSelector,omitempty"`
-	// TargetFilter selects the array elements a [?] in TargetSelector
-	// stands for, such as @.id == $.event.id.
-	TargetFilter string `json:"targetFilter,omitempty"`
-	// EventSelector is the input, such as $.event.total or
-	// $.metadata.timestamp; the default is $.event. When the event lacks
-	// the field, the function does nothing.
-	EventSelector string `json:"eventSelector,omitempty"`
-	// EventFilter selects the elements of an event array a [?] in
-	// EventSelector stands for; without one it is a condition on the event
-	// data (@) for the function to run.
-	EventFilter string `json:"eventFilter,omitempty"`
-	// RawData is a literal JSON input instead of an event field (Literal).
-	RawData json.RawMessage `json:"rawData,omitempty"`
+	TargetFilter   string `json:"targetFilter,omitempty"`
+	// EventSelector is the input, $.event by default (a missing field does
+	// nothing); EventFilter what a [?] in it stands for, else a condition
+	// on the event data (@) for the function to run.
+	EventSelector string          `json:"eventSelector,omitempty"`
+	EventFilter   string          `json:"eventFilter,omitempty"`
+	RawData       json.RawMessage `json:"rawData,omitempty"` // a literal input instead (Literal)
 }
 
 // maxRawData bounds a function's rawData.

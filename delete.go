@@ -7,9 +7,8 @@ import (
 )
 
 // DeleteAggregate removes every event of the aggregate from loads and
-// feeds (ErrNotFound when it has none); its id can be used again. Then
-// every projection of its feed is reset, to be rebuilt without the events;
-// an error of that reset is returned after the events are gone.
+// feeds (ErrNotFound when it has none), and resets the projections of its
+// feed, to be rebuilt without them; its id can be used again.
 func (s *Store) DeleteAggregate(ctx context.Context, aggregateType, aggregateID string) error {
 	v := validation{op: "delete"}
 	checkName(&v, "aggregateType", aggregateType)

@@ -19,11 +19,9 @@
 //	agg, err := st.Load(ctx, "order", "o-1")         // the aggregate and its events
 //	proj, err := p.Aggregated(ctx, "order-totals") // {"revenue":"0.1"}
 //
-// The backends are packages of their own: storage/memory for tests and
-// embedding, storage/sqlite for one process, storage/postgres for several
-// processes sharing a database. Each returns a storage.Storage for New,
-// whose methods application code never calls. Package httpapi serves a
-// Store and a Projector over HTTP.
+// The backends are storage/memory (tests, embedding), storage/sqlite (one
+// process) and storage/postgres (processes sharing a database); package
+// httpapi serves a Store and a Projector over HTTP.
 //
 // # Aggregates and versions
 //
@@ -41,32 +39,27 @@
 //
 // # Consistency
 //
-// Projections are applied from the feed, in order, exactly once per event,
-// and committed together with the feed position they reflect. A Projector
+// Projections are applied from the feed, in order, exactly once per
+// event, and committed with the feed position they reflect. A Projector
 // applies events while [Projector.Run] runs and before every query, so a
-// query reflects every save made through the same Store before it began
-// (read your writes). Processes sharing one storage (storage/postgres)
-// still apply each event once, and see each other's saves at once when the
-// storage reports them, else within Options.PollInterval.
+// query reflects every save made through the same Store before it (read
+// your writes); other processes' saves are seen when the storage reports
+// them, else within Options.PollInterval.
 //
 // # Feeds
 //
-// Every save is an entry of two feeds: its aggregate type's, numbered by
-// strictly increasing FeedSequences, and the feed of all types, ordered by
-// position. Both numbers are never reused but may have gaps (on
-// PostgreSQL a refused or rolled-back save leaves numbers unused), so a
-// reader goes on from a cursor it was given, never from one it computed.
-// Readers ([Store.ReadFeed], [Store.Subscribe]) see every entry once, in
-// order.
+// Every save is an entry of its aggregate type's feed, numbered by
+// FeedSequence, and of the feed of all types, by Position. Both are
+// strictly increasing but may have gaps, so a reader goes on from a
+// cursor it was given, never one it computed; readers ([Store.ReadFeed],
+// [Store.Subscribe]) see every entry once, in order.
 //
 // # Numbers
 //
-// add and inc compute with exact decimals (up to 1,000 digits), never
-// float64: 0.1 + 0.2 is 0.3.
-// Numbers that functions produce are stored as JSON strings, such as "0.3"
-// or "12.50" (the digits kept); decode them with [Decimal]. An event whose
-// function cannot be applied, such as add given a text, changes nothing of its
-// instance and is recorded ([Status].Errors); later events apply as usual.
+// add and inc compute with exact decimals (up to 1,000 digits): 0.1 + 0.2
+// is 0.3. Numbers that functions produce are JSON strings, such as "12.50";
+// decode them with [Decimal]. An event that cannot be applied, such as add
+// given a text, changes nothing and is recorded ([Status].Errors).
 //
 // # Errors
 //

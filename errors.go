@@ -9,10 +9,9 @@ import (
 	"github.com/eventkit-go/eventstore/storage"
 )
 
-// Sentinel errors. An error of this package or of a storage backend wraps
-// at most one of them; test with errors.Is. They are package storage's
-// values, so a backend's errors match. After ErrUnavailable a save's
-// outcome is unknown; retrying it with the same event ids is safe.
+// Sentinel errors, package storage's values, so a backend's errors match
+// too. After ErrUnavailable a save's outcome is unknown; retrying it with
+// the same event ids is safe.
 var (
 	ErrNotFound    = storage.ErrNotFound    // no such aggregate, projection or instance
 	ErrConflict    = storage.ErrConflict    // the write contradicts the stored state (nothing was written), or a feed cursor is past the head (see CursorAheadError)
@@ -38,9 +37,9 @@ type FieldError struct {
 	Message string `json:"message"`
 }
 
-// ValidationError is the error of input that fails validation; it wraps
-// ErrInvalid. Fields lists the invalid fields in input order, never none
-// and at most 100; Omitted counts the others.
+// ValidationError is the error of invalid input; it wraps ErrInvalid.
+// Fields lists at most 100 invalid fields, in input order; Omitted counts
+// the others.
 type ValidationError struct {
 	Op      string // the operation, such as "save" or "create projection"
 	Fields  []FieldError

@@ -22,19 +22,15 @@ import (
 type Options struct {
 	Now    func() time.Time // stamps RecordedAt; the default is time.Now
 	Logger *slog.Logger     // diagnostics of the Store and its Projectors; nil discards them
-	// PollInterval is how often subscriptions, long polls and projectors
-	// look for other processes' saves when the storage does not report
-	// them; the default is one second.
+	// PollInterval is how often feed readers and projectors look for
+	// saves the storage does not report (other processes'); 1 s when 0.
 	PollInterval time.Duration
 	Metrics      Metrics // when set, receives the Store's figures
-	// MaxReadBytes caps the event data (Data and EncryptedData) of a page
-	// the Store reads (LoadRange with a limit, ReadFeed, Subscribe,
-	// projectors); a page holds at least one save. 0 means 1 MiB,
-	// negative no cap.
+	// MaxReadBytes caps the event data of a page the Store reads (at
+	// least one save): 1 MiB when 0, none when negative.
 	MaxReadBytes int64
-	// TracerProvider receives the spans of the Store and its Projectors
-	// (docs/tracing.md). Nil follows OpenTelemetry's global provider,
-	// which traces nothing until the program installs one.
+	// TracerProvider receives the spans (docs/tracing.md); nil follows
+	// OpenTelemetry's global provider.
 	TracerProvider trace.TracerProvider
 }
 
@@ -134,17 +130,14 @@ func New(s storage.Storage, opts *Options) (*Store, error) {
 	return st, nil
 }
 
-// Save appends events to the aggregate (aggregateType, aggregateID)
-// atomically, creating it on its first save, and raises its version by
-// one. With opts.ExpectedVersion it fails with ErrConflict unless the
-// aggregate is at that version. Saves are idempotent per event id: when
-// every event is stored already, Save stores nothing and returns the
-// earlier result with Duplicate set, so a save whose outcome is unknown may
-// be retried; a batch mixing stored and new ids fails with ErrConflict.
-// Both usually come as a *ConflictError, which says which and the version.
-// Invalid input (more than 10,000 events, data nested deeper than 64
-// levels, an id that is not a UUID or is repeated, an empty type, data that
-// is not a JSON object) is a *ValidationError naming the event and field.
+// Save appends events to the aggregate atomically, creating it on its
+// first save, and raises its version by one; opts.ExpectedVersion makes it
+// fail with a *ConflictError unless the aggregate is at that version.
+// Saves are idempotent per event id: a retry whose events are all stored
+// returns the earlier result with Duplicate set; a batch mixing stored and
+// new ids is a *ConflictError. Invalid input (more than 10,000 events,
+// data that is not a JSON object or nests deeper than 64 levels, an id
+// that is not a UUID) is a *ValidationError naming the event and field.
 func (s *Store) Save(ctx context.Context, aggregateType, aggregateID string, events []NewEvent, opts *SaveOptions) (res SaveResult, err error) {
 	var span tracing.Span
 	if s.tracer.Enabled() { // inlined: no call while nothing traces

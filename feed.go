@@ -27,18 +27,12 @@ const (
 type FeedOptions struct {
 	Limit int      // the most entries a read returns; it also stops at 20,000 events
 	Types []string // only these aggregate types, in the feed of all types
-	// PartitionCount > 0 keeps only partition PartitionNumber (0 to
-	// PartitionCount-1): see Partition.
+	// PartitionCount > 0 keeps only partition PartitionNumber (Partition).
 	PartitionCount, PartitionNumber int
 	// From and To, when not zero, keep the entries whose RecordedAt is in
-	// [From, To], to the microsecond (years 1 to 9999); entries stay in
-	// feed order, which concurrent saves may make differ from time order.
+	// [From, To] (years 1 to 9999), still in feed order.
 	From, To time.Time
-	// Wait is how long ReadFeed waits for an entry after the cursor (a
-	// long poll). Saves through this Store end the wait at once, and so do
-	// those the storage reports; others are found every
-	// Options.PollInterval.
-	Wait time.Duration
+	Wait     time.Duration // how long ReadFeed waits for an entry (a long poll)
 	// poll, when not 0, is the PollInterval of this read
 	// (hooks.FeedPoll).
 	poll time.Duration
@@ -47,10 +41,8 @@ type FeedOptions struct {
 // FeedEntry is one saved batch: the events one Save (or one batch of a
 // SaveAll) appended to one aggregate.
 type FeedEntry struct {
-	// Cursor is the entry's number in the feed read: its FeedSequence in
-	// a type's feed, the Position of its last event in the feed of all
-	// types (both strictly increasing, possibly with gaps). Store it as a
-	// checkpoint: reading after it goes on from here.
+	// Cursor is the entry's number in the feed read, to read on after:
+	// its FeedSequence, or in the feed of all types its last Position.
 	Cursor                     int64
 	AggregateType, AggregateID string
 	Version                    int64 // the aggregate version the batch produced
@@ -66,12 +58,9 @@ type FeedResult struct {
 	Head    int64       // the feed's latest FeedSequence or Position, whatever the options
 }
 
-// CursorAheadError is the error of a feed read (ReadFeed, Subscribe)
-// whose cursor is past the feed's head: a number the feed never gave, or
-// one given by a store that has since lost its latest events (restored
-// from a backup, or a replica promoted before it had received them). The
-// read answers at once instead of waiting for the feed to reach the
-// cursor, which it may never do. It wraps ErrConflict.
+// CursorAheadError is the error of a feed read whose cursor is past the
+// feed's head: one the feed never gave, or a store lost its latest events
+// (a restored backup, a failover). It wraps ErrConflict.
 type CursorAheadError struct {
 	AggregateType string // the feed's type, "" for the feed of all types
 	Cursor        int64  // the cursor read after
@@ -88,14 +77,10 @@ func (e *CursorAheadError) Error() string {
 func (e *CursorAheadError) Unwrap() error { return ErrConflict }
 
 // ReadFeed reads the feed of aggregateType ("" for all types) after the
-// cursor after (0 for the start). A reader that goes on from Next sees
-// every entry exactly once, in order, also under concurrent writers; a
-// batch is never split across reads. Cursors are strictly increasing and
-// never reused, but may have gaps. With opts.Wait it long-polls: it
-// returns once an entry exists or Wait has passed, or with ctx's error. A
-// type without events fails with ErrNotFound, bad options with a
-// *ValidationError, a cursor after the feed's head at once with a
-// *CursorAheadError.
+// cursor after (0 for the start); a reader going on from Next sees every
+// entry once, in order (see Feeds in the package doc). With opts.Wait it
+// long-polls until an entry exists. A type without events is ErrNotFound,
+// a cursor past the feed's head a *CursorAheadError.
 func (s *Store) ReadFeed(ctx context.Context, aggregateType string, after int64, opts *FeedOptions) (res FeedResult, err error) {
 	var span tracing.Span
 	if s.tracer.Enabled() { // inlined: no call while nothing traces

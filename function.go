@@ -19,17 +19,13 @@ import (
 	"github.com/tidwall/gjson"
 )
 
-// FunctionCaller runs the external functions of handlers with a
-// FunctionURI (ProjectorOptions.Functions): package extfunc's Caller over
-// HTTP, or a Go program's own. It is called with no storage connection
-// held, and must be safe for concurrent use.
+// FunctionCaller runs the handlers' FunctionURIs, such as package
+// extfunc's Caller over HTTP. It must be safe for concurrent use.
 type FunctionCaller interface {
-	// CheckURI says why uri may not be called: Create and Put then fail
-	// with a *ValidationError quoting it.
+	// CheckURI says why uri may not be called (Create and Put quote it).
 	CheckURI(ctx context.Context, uri string) error
-	// CallFunction folds one event into an instance. An error (after any
-	// retries) is the event's recorded projection error, shown to API
-	// users; the event changes nothing and the projection goes on.
+	// CallFunction folds one event into an instance; an error is the
+	// event's recorded error, shown to API users, and changes nothing.
 	CallFunction(ctx context.Context, call FunctionCall) (FunctionResult, error)
 }
 

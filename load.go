@@ -12,11 +12,9 @@ import (
 )
 
 // LoadRange returns the aggregate with the events of its versions in
-// (afterVersion, afterVersion+limit], in order (limit 0: all of them);
-// with a limit, a page ends early once it holds Options.MaxReadBytes.
-// agg.Version is the current version; page on from the last event's
-// Version while hasMore. It fails with ErrNotFound when the aggregate has
-// no events, and with a *ValidationError for a negative argument.
+// (afterVersion, afterVersion+limit] (limit 0: all), a page ending early
+// at Options.MaxReadBytes; page on from the last event's Version while
+// hasMore. An aggregate without events is ErrNotFound.
 func (s *Store) LoadRange(ctx context.Context, aggregateType, aggregateID string, afterVersion, limit int64) (agg Aggregate, hasMore bool, err error) {
 	var span tracing.Span
 	if s.tracer.Enabled() { // inlined: no call while nothing traces

@@ -7,20 +7,16 @@ import (
 	"github.com/eventkit-go/eventstore/storage"
 )
 
-// Metrics receives a Store's figures, for monitoring (Options.Metrics;
-// examples/server exports them for Prometheus). It is called from many
+// Metrics receives a Store's figures (Options.Metrics), from many
 // goroutines on the save and apply paths: be safe for concurrent use and
-// quick. No call carries an aggregate id or event content.
+// quick.
 type Metrics interface {
 	Saved(events int) // one batch stored (a duplicate is not)
 	Conflict()        // a save refused with ErrConflict
-	// StorageError reports a failed storage call, op its method (such as
-	// "Append"), for a reason other than the caller's: not ErrNotFound,
-	// ErrConflict, ErrInvalid, ErrClosed or cancellation.
+	// StorageError reports a storage call, op its method (such as
+	// "Append"), failed for a reason other than the caller's.
 	StorageError(op string)
-	// Projected reports a projection commit: events applied, failed of
-	// them recorded as errors.
-	Projected(projection string, events, failed int)
+	Projected(projection string, events, failed int) // a projection commit; failed of events were errors
 }
 
 // metrics returns the Store's Metrics, or nil.

@@ -17,13 +17,10 @@ import (
 type ProjectorOptions struct {
 	BatchSize int // feed events applied per storage commit; 1000 when 0
 	// MaxInstanceBytes bounds an instance's JSON (1 MiB when 0): an event
-	// that would grow one past it is recorded as an error and changes
-	// nothing.
+	// that would grow one past it is an error and changes nothing.
 	MaxInstanceBytes int
-	MaxDefinitions   int // the most definitions (1000 when 0); one more is a *ValidationError
-	// Functions calls handlers' FunctionURIs; without it they are refused
-	// (and, stored by another process, recorded as errors).
-	Functions FunctionCaller
+	MaxDefinitions   int            // 1000 when 0; one more is a *ValidationError
+	Functions        FunctionCaller // calls handlers' FunctionURIs; nil refuses them
 	// definitionsPoll is how often Run reads the list of stored
 	// definitions again when it wakes (hooks.DefinitionsPoll). Changes
 	// through this Projector take effect at once; other processes' within
@@ -73,8 +70,9 @@ func (o *ProjectorOptions) functionCaller() FunctionCaller {
 }
 
 // Projector manages projection definitions, keeps their projections
-// current (see Consistency in the package doc) and answers queries. It is
-// safe for concurrent use.
+// current (see Consistency in the package doc) and answers queries, which
+// read this process's saves; while a replacement (Put) is rebuilt they
+// answer from the current definition. It is safe for concurrent use.
 type Projector struct {
 	store       *Store
 	storage     storage.Storage
@@ -196,11 +194,9 @@ type Projection struct {
 type Status struct {
 	Definition       Definition
 	Checkpoint, Head int64 // the feed position applied up to; the latest
-	// Behind is Head - Checkpoint, an upper bound of the events to apply,
-	// or 0 when no event of the projection's feed follows.
-	Behind int64
-	// Rebuilding reports a replacement being built from history, up to
-	// RebuildCheckpoint; queries answer from the current one meanwhile.
+	Behind           int64 // at most Head - Checkpoint; 0 when no event of its feed follows
+	// Rebuilding reports a replacement (Put) being built, up to
+	// RebuildCheckpoint.
 	Rebuilding        bool
 	RebuildCheckpoint int64
 	Instances         int64

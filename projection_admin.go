@@ -11,10 +11,9 @@ import (
 	"github.com/eventkit-go/eventstore/storage"
 )
 
-// Create validates d and stores it; a definition created after events
-// exist is built from its feed's whole history. An existing name fails
-// with ErrConflict, even with the same content (Put creates or replaces);
-// an invalid definition with a *ValidationError naming each bad field.
+// Create stores a new definition, built from its feed's whole history.
+// An existing name is ErrConflict (Put creates or replaces); an invalid
+// definition a *ValidationError naming each bad field.
 func (p *Projector) Create(ctx context.Context, d Definition) error {
 	c, err := compile(d)
 	if err != nil {
@@ -70,12 +69,10 @@ func (r PutResult) String() string {
 }
 
 // Put creates the definition or replaces the one of that name, so a
-// program may call it at every start: an identical definition changes
-// nothing, one differing only in Description is updated in place. A
-// replacement is rebuilt from history while queries answer from the
-// current definition, and takes over once caught up; CatchUp(ctx, d.Name)
-// waits for that. The SigningSecret is updated in place like the
-// Description.
+// program may call it at every start: an identical one changes nothing,
+// one differing in Description or SigningSecret only is updated in place.
+// A replacement is rebuilt from history and takes over once caught up,
+// which CatchUp(ctx, d.Name) waits for.
 func (p *Projector) Put(ctx context.Context, d Definition) (PutResult, error) {
 	c, err := compile(d)
 	if err != nil {
@@ -371,9 +368,8 @@ func checkProjectionName(name string) error {
 	return nil
 }
 
-// Definition returns the definition last given to Put or Create, or
-// ErrNotFound. That may be a replacement still being rebuilt, while
-// queries answer from the current one until it takes over.
+// Definition returns the definition last given to Put or Create (maybe
+// a replacement still being rebuilt), or ErrNotFound.
 func (p *Projector) Definition(ctx context.Context, name string) (Definition, error) {
 	if err := checkProjectionName(name); err != nil {
 		return Definition{}, err

@@ -14,53 +14,28 @@ import (
 	"github.com/eventkit-go/eventstore/storage"
 )
 
-// CodeProjection is a projection whose handler is Go code instead of a
-// Definition's functions: a projection in Go. Register it with
-// [Projector.Register] in every process that should apply it; package
-// typed builds one from handlers over typed events and a typed state
-// (typed.NewProjection), which is the usual way to write one.
-//
-// A Go projection is applied by the same Projector, with the same
-// guarantees, as a Definition: from its feed, in order, exactly once per
-// event, each page committed with its checkpoint; queries (Single,
-// AwaitSingle, List, Count, Aggregated, Status) read your writes; an event
-// whose handler fails is recorded in Status.Errors and changes nothing of
-// its instance. Instances are stored as the JSON objects the states
-// encode to, and served as such by the same queries and HTTP endpoints as
-// a Definition's.
-//
-// The code is not stored. The storage keeps a definition record, so that
-// checkpoints, Status, Definitions and the HTTP listing work: a Definition
-// whose Code names the Version, with one Handler (EventType only) per
-// event type. Raising Version rebuilds the projection from history (see
-// Register).
+// CodeProjection is a projection in Go: its handler is code instead of a
+// Definition's functions (typed.NewProjection is the usual way to write
+// one). The Projector applies it with a Definition's guarantees and serves
+// its instances, the JSON objects its states encode to, through the same
+// queries and HTTP endpoints. The code is not stored: the storage keeps a
+// Definition whose Code names the Version, with a Handler per event type.
 type CodeProjection struct {
-	// Name is the projection's name (see Names in the package doc); it shares the names
-	// of Definitions.
-	Name string
-	// Description is for people, as a Definition's.
-	Description string
-	// Feed is the aggregate type whose events the projection reads.
-	Feed string
-	// Version is the version of the code, at least 1. Raise it whenever
-	// the code computes otherwise (or its state is encoded otherwise):
-	// the projection is then rebuilt from history.
-	Version int64
-	// Aggregated makes one instance over the whole feed, addressed by
-	// Name; else there is one per aggregate id, or per Key.
-	Aggregated bool
-	// EventTypes are the event types of Feed the projection handles (at
-	// most 1000); the others are skipped without being decoded.
-	EventTypes []string
+	Name        string // shared with the names of Definitions
+	Description string // for people, as a Definition's
+	Feed        string // the aggregate type whose events it reads
+	// Version, at least 1, is raised whenever the code computes or
+	// encodes otherwise: the projection is then rebuilt (see Register).
+	Version    int64
+	Aggregated bool     // one instance over the feed, else one per aggregate id or Key
+	EventTypes []string // those it handles (at most 1000); others are not decoded
 	// Key, for a single projection, returns the id of the instance an
-	// event changes (a name, see Names in the package doc); nil keys instances by
-	// aggregate id. An error is recorded for the event, which then
-	// changes nothing.
+	// event changes; nil keys by aggregate id. An error is recorded for
+	// the event, which changes nothing.
 	Key func(e *Event) (string, error)
-	// Decode returns the state of an instance from its stored JSON
-	// object, or a new state when data is nil. An instance whose stored
-	// object does not decode is left unchanged by every event, each
-	// recorded as an error.
+	// Decode returns an instance's state from its stored JSON object, or
+	// a new state for nil. An instance that does not decode is left
+	// unchanged, each event recorded as an error.
 	Decode func(data []byte) (CodeState, error)
 }
 
@@ -68,30 +43,22 @@ type CodeProjection struct {
 // Projector applies a page of events to it: decoded once per page, changed
 // by Apply for each event, and encoded once, when the page is committed.
 type CodeState interface {
-	// Apply folds e into the state. It must be deterministic, a function
-	// of the state and the event only, and do no I/O: the Projector
-	// applies events again when it rebuilds the projection, and to undo
-	// an event that failed. An error is recorded for the event, which
-	// then changes nothing: the instance is taken as it was before it.
-	// Returning DropInstance deletes the instance (a later event starts a
-	// new one). e and its Data belong to the Projector: Apply must not
-	// keep or modify them.
+	// Apply folds e into the state, deterministically and without I/O
+	// (events are applied again on rebuilds and to undo a failed one). An
+	// error is recorded for the event, which then changes nothing;
+	// DropInstance deletes the instance. Apply must not keep or modify e.
 	Apply(e *Event) error
 	// MarshalJSON encodes the state as a JSON object of at most
-	// ProjectorOptions.MaxInstanceBytes; an event after which it does
-	// not is recorded as an error and changes nothing.
+	// ProjectorOptions.MaxInstanceBytes, else the event is an error.
 	MarshalJSON() ([]byte, error)
 }
 
-// DropInstance is returned by CodeState.Apply to delete the instance the
-// event was applied to, as the function delete does. It is not an error:
-// nothing is recorded.
+// DropInstance, returned by CodeState.Apply, deletes the instance, as
+// the function delete does; nothing is recorded.
 var DropInstance = errors.New("eventstore: drop the projection instance")
 
-// CodeSpec marks the Definition of a projection in Go (CodeProjection):
-// its handlers are code, so the Definition lists only their event types.
-// Put and Create refuse a Definition with a CodeSpec, and Put refuses to
-// replace a projection in Go with a Definition.
+// CodeSpec marks the Definition of a CodeProjection. Put and Create
+// refuse a Definition with one, and to replace a CodeProjection.
 type CodeSpec struct {
 	Version int64 `json:"version"` // CodeProjection.Version
 }
@@ -217,24 +184,17 @@ func isCodeSpec(spec []byte) bool {
 	return err == nil && d.Code != nil
 }
 
-// Register adds the projection in Go cp to the Projector, which applies
-// it from then on like a stored Definition, and stores its definition
-// record (see CodeProjection) unless it is stored already. A program calls
-// it once per Projector, at start, in every process that should apply the
-// projection, before Run. The same name twice, or the name of a stored
-// Definition, is ErrConflict; an invalid cp a *ValidationError.
+// Register adds cp to the Projector, which applies it from then on like
+// a stored Definition, and stores its definition record. Call it at
+// start, before Run, in every process that should apply cp. The same name
+// twice, or a stored Definition's, is ErrConflict; an invalid cp a
+// *ValidationError.
 //
-// Versions: the stored record keeps the version that is applied. A
-// higher Version than the stored one is rebuilt from history as a
-// replacement, as Put does (Status.Rebuilding), and takes over once caught
-// up; CatchUp waits for that. Until then queries answer from the older
-// version's instances, which only processes still registering that
-// version keep current. A process whose Version is lower than the stored
-// one (or than a replacement being built) applies nothing of it, never
-// rebuilds it back, and logs a warning; its queries answer from what the
-// newer processes commit. So during a rolling deployment the processes of
-// the new version build and take over the projection, those of the old one
-// step aside, and no two processes rebuild it in turn.
+// A higher Version than the stored one is rebuilt as a replacement, as
+// Put does, and takes over once caught up; a process registering a lower
+// one applies nothing of it and logs a warning. So during a rolling
+// deployment the new version's processes build and take over the
+// projection while the old ones step aside (docs/library.md).
 func (p *Projector) Register(ctx context.Context, cp CodeProjection) error {
 	c, err := compileCode(cp)
 	if err != nil {

@@ -14,10 +14,7 @@ import (
 )
 
 // Single returns the instance id (the aggregate id or IDField value) of
-// the single projection name, up to date with this process's saves. It
-// fails with ErrNotFound when there is no such projection or instance.
-// While a replacement (Put) is rebuilt it answers from the current
-// definition; CatchUp waits for the swap.
+// the single projection name, or ErrNotFound.
 func (p *Projector) Single(ctx context.Context, name, id string) (Projection, error) {
 	if msg := names.Problem(id); msg != "" {
 		return Projection{}, &ValidationError{Op: "projection", Fields: []FieldError{{Field: "projectionId", Message: msg}}}
@@ -25,8 +22,7 @@ func (p *Projector) Single(ctx context.Context, name, id string) (Projection, er
 	return p.query(ctx, name, id, false)
 }
 
-// AwaitSingle is Single that waits, until ctx is done, for the instance
-// to exist.
+// AwaitSingle is Single that waits for the instance until ctx is done.
 func (p *Projector) AwaitSingle(ctx context.Context, name, id string) (Projection, error) {
 	for {
 		changed := p.store.watch()
@@ -49,10 +45,8 @@ func (p *Projector) AwaitSingle(ctx context.Context, name, id string) (Projectio
 	}
 }
 
-// Aggregated returns the aggregated projection name, up to date with this
-// process's saves. It fails with ErrNotFound when there is no such
-// projection or no handled event yet. While a replacement (Put) is rebuilt
-// it answers from the current definition; CatchUp waits for the swap.
+// Aggregated returns the aggregated projection name, or ErrNotFound (also
+// before its first event).
 func (p *Projector) Aggregated(ctx context.Context, name string) (Projection, error) {
 	return p.query(ctx, name, "", true)
 }
@@ -113,8 +107,7 @@ type ListOptions struct {
 	Reference, RefFrom, RefTo Reference
 	IDs                       []string // when not empty, only these instances
 	// Search keeps the instances in which each of its words starts a word
-	// of an indexed field (Definition.IndexedFields), ignoring case; the
-	// README's "Projection search" says what a word is.
+	// of an IndexedField, ignoring case (docs/projections.md).
 	Search string
 }
 
@@ -131,9 +124,8 @@ type ProjectionPage struct {
 	HasMore     bool         // instances follow this page
 }
 
-// List returns instances of the single projection name, up to date with
-// this process's saves, as opts selects. While a replacement (Put) is
-// rebuilt it lists the current definition's; CatchUp waits for the swap.
+// List returns the instances of the single projection name that opts
+// selects.
 func (p *Projector) List(ctx context.Context, name string, opts ListOptions) (ProjectionPage, error) {
 	q, err := listQuery(name, opts)
 	if err != nil {
@@ -163,7 +155,7 @@ func (p *Projector) List(ctx context.Context, name string, opts ListOptions) (Pr
 }
 
 // Count returns how many instances the single projection name has, with
-// reference ref when ref.Kind is set (a search's count is List's Total).
+// reference ref when ref.Kind is set.
 func (p *Projector) Count(ctx context.Context, name string, ref Reference) (int64, error) {
 	pr, err := p.kind(ctx, name, false)
 	if err != nil {
@@ -214,12 +206,10 @@ func listQuery(name string, o ListOptions) (storage.ProjectionQuery, error) {
 	}, nil
 }
 
-// CatchUp brings the projections named, or every projection when none
-// is, up to date with this process's saves and the feed, and builds their
-// pending replacements (Put), which take over once caught up. Without
-// names they are caught up side by side: a slow or failing one does not
-// hold the others back. Queries catch up by themselves; CatchUp is for
-// waiting until a replacement takes over, or for doing the work before.
+// CatchUp brings the projections named, or every one (side by side, so
+// that a slow one holds no other back), up to date with this process's
+// saves, and builds their replacements (Put), which then take over.
+// Queries catch up by themselves; CatchUp waits for a replacement.
 func (p *Projector) CatchUp(ctx context.Context, names ...string) error {
 	if len(names) == 0 {
 		return p.catchUpAll(ctx, nil)
@@ -268,11 +258,9 @@ func (p *Projector) sync(ctx context.Context, pr *proj) error {
 	return err
 }
 
-// Run keeps every projection current, and builds and swaps in
-// replacements, until ctx is done or the Store closed; it then returns
-// nil. It wakes on this process's saves, Create and Put, and every
-// PollInterval. Errors are logged and retried. Run is optional: queries
-// catch up by themselves.
+// Run keeps every projection current and builds replacements until ctx
+// is done or the Store closed, logging and retrying errors; it then
+// returns nil. Run is optional: queries catch up by themselves.
 func (p *Projector) Run(ctx context.Context) error {
 	defer p.store.addProjector(p)() // deletions reach it (projection_forget.go)
 	// A deletion before this point did not reach p: forget how far p knew

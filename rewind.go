@@ -135,11 +135,9 @@ func (p *Projector) rewindCheck(ctx context.Context, target int64) (int64, error
 	return last, nil
 }
 
-// ProbeWrite reports whether the storage accepts and durably commits
-// writes now: nil, or an error wrapping ErrUnavailable (a read-only
-// standby, a primary whose synchronous standbys do not answer, an
-// unreachable database). A storage that cannot tell (memory, SQLite)
-// answers nil. A readiness check calls it (httpapi's /readyz).
+// ProbeWrite reports, for a readiness check, whether the storage durably
+// commits writes now: nil, or an error wrapping ErrUnavailable (such as a
+// read-only standby). Memory and SQLite answer nil.
 func (s *Store) ProbeWrite(ctx context.Context) error {
 	if s.closed.Load() {
 		return fmt.Errorf("probe write: %w", ErrClosed)

@@ -11,23 +11,14 @@ import (
 
 // Snapshot is the state of an aggregate folded from its events up to
 // Version (AggregateType, AggregateID, Version, StateVersion, Data,
-// RecordedAt), so that a load can start from it: LoadSnapshot, then
-// LoadRange after its Version. The store keeps the one of the highest
-// Version per aggregate; Data is the caller's encoding, opaque to the
-// store (at most 16 MiB); StateVersion is the caller's version
-// of the state's shape, for telling a snapshot of an older shape apart.
+// RecordedAt). Data is the caller's encoding (at most 16 MiB),
+// StateVersion the caller's version of its shape.
 type Snapshot = storage.Snapshot
 
-// SaveSnapshot stores snap as the aggregate's snapshot, replacing the
-// stored one unless that has a higher Version: an older snapshot is
-// ignored (nil error), and one of the same Version replaces it. The
-// Store sets snap.RecordedAt. It fails with ErrConflict when the
-// aggregate has no events or is not at snap.Version yet, and with a
-// *ValidationError for invalid names, a Version below 1, a negative
-// StateVersion or more than 16 MiB of Data. Deleting the
-// aggregate deletes its snapshot. Snapshots are opt-in: when to take one
-// (every N saves, say) and how to encode the state is the caller's
-// choice.
+// SaveSnapshot stores snap as the aggregate's snapshot unless the stored
+// one has a higher Version (then it does nothing). It fails with
+// ErrConflict when the aggregate is not at snap.Version yet. Deleting the
+// aggregate deletes its snapshot.
 func (s *Store) SaveSnapshot(ctx context.Context, snap Snapshot) error {
 	v := validation{op: "save snapshot"}
 	checkName(&v, "aggregateType", snap.AggregateType)
@@ -56,18 +47,10 @@ func (s *Store) SaveSnapshot(ctx context.Context, snap Snapshot) error {
 	return nil
 }
 
-// LoadSnapshot returns the aggregate's snapshot, or an error wrapping
-// ErrNotFound when it has none. The caller checks StateVersion, decodes
-// Data, and continues with the events after its Version:
-//
-//	snap, err := store.LoadSnapshot(ctx, "account", id)
-//	// ... decode snap.Data into the state ...
-//	agg, _, err := store.LoadRange(ctx, "account", id, snap.Version, 0)
-//	// ... apply agg.Events to the state ...
-//
-// The two reads are not one snapshot of the database: should the
-// aggregate be deleted and saved again between them, agg.Version may be
-// below snap.Version, and the caller folds the events from the start.
+// LoadSnapshot returns the aggregate's snapshot, or ErrNotFound. The
+// caller decodes Data and goes on with LoadRange after snap.Version; should
+// the aggregate be deleted and saved again in between, the events' version
+// is below snap.Version, and the caller folds them from the start.
 func (s *Store) LoadSnapshot(ctx context.Context, aggregateType, aggregateID string) (Snapshot, error) {
 	v := validation{op: "load snapshot"}
 	checkName(&v, "aggregateType", aggregateType)

@@ -9,14 +9,11 @@ import (
 
 // Subscribe calls handle, in the calling goroutine, with the entries of
 // the feed of aggregateType ("" for all types) after the cursor after,
-// then with each new one as it is saved, exactly once and in order; a feed
-// without events is waited for. opts selects as for ReadFeed (Wait is
-// unused). Store each entry's Cursor (in your own transaction, if you
-// like) to resume from it. Subscribe returns nil once ctx is done (also if
-// handle then returns ctx's error), handle's error unchanged (the entry
-// counts as not delivered), or an error wrapping ErrClosed, a
-// *ValidationError, a *CursorAheadError (after is past the feed's head) or
-// a storage error; ErrUnavailable is retried.
+// then with each new one as it is saved, once and in order; opts selects
+// as for ReadFeed. Store each entry's Cursor to resume from it. Subscribe
+// returns nil once ctx is done, handle's error unchanged (that entry
+// counts as not delivered), or ReadFeed's errors; ErrUnavailable is
+// retried.
 func (s *Store) Subscribe(ctx context.Context, aggregateType string, after int64, opts *FeedOptions, handle func(ctx context.Context, e FeedEntry) error) error {
 	q, err := s.feedQuery(aggregateType, after, opts)
 	if err != nil {

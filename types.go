@@ -7,11 +7,9 @@ import "github.com/eventkit-go/eventstore/storage"
 // importing this package, and named here by aliases: a Store hands a
 // backend's events to its caller without converting or copying them.
 
-// Event is a stored event: ID, Type, Data and EncryptedData as saved;
-// AggregateType and AggregateID; Version (the version its save produced),
-// Sequence (1, 2, 3, ... per aggregate), Position (its place in the feed
-// of all types: strictly increasing, never reused, possibly with gaps),
-// FeedSequence (its save's number in its type's feed, the same) and
+// Event is a stored event: a NewEvent's fields as saved; AggregateType,
+// AggregateID; Version (its save's), Sequence (1, 2, 3, ... in its
+// aggregate), Position and FeedSequence (see Feeds in the package doc) and
 // RecordedAt (UTC, microseconds).
 type Event = storage.Event
 
