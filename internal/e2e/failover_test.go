@@ -421,7 +421,7 @@ func TestStandbyOnlyRefusedClearly(t *testing.T) {
 func TestSynchronousCancelledWaitNotAcknowledged(t *testing.T) {
 	primary, standby := newPair(t, true)
 	s := startServer(t, primary.url)
-	s.mustDo("GET", "/readyz", nil, http.StatusOK)
+	waitReady(t, s)
 	r := save(context.Background(), s)
 	require.Equal(t, http.StatusOK, r.status, "a save with the synchronous standby up")
 	standby.stop("fast")
@@ -491,6 +491,20 @@ func readyStatus(s *server) int {
 	}
 	resp.Body.Close()
 	return resp.StatusCode
+}
+
+// waitReady waits until /readyz answers 200: its write probe has 900 ms,
+// which a commit waiting for a synchronous standby can pass on a loaded
+// machine (one CI run saw the first probe answer 503 at load average 50).
+func waitReady(t *testing.T, s *server) {
+	t.Helper()
+	deadline := time.Now().Add(time.Minute)
+	for readyStatus(s) != http.StatusOK {
+		if time.Now().After(deadline) {
+			t.Fatalf("/readyz did not answer 200 within a minute\nserver log:\n%s", s.logs.String())
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
 }
 
 // probeClient asks /readyz on connections of its own, as a load
