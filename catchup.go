@@ -30,6 +30,7 @@ func (p *Projector) catchUp(ctx context.Context, pr *proj, target int64, cache *
 	}
 	pr.mu.Lock()
 	defer pr.mu.Unlock()
+	defer pr.trimRecent()
 	if pr.checkpoint.Load() >= target && target > 0 && p.running.Load() > 0 {
 		return nil // applied while we waited for the lock
 	}
@@ -81,6 +82,14 @@ func (p *Projector) catchUp(ctx context.Context, pr *proj, target int64, cache *
 		return err
 	}
 	at := stored // how far this call has verified the feed
+	readPage := func(ctx context.Context, q storage.FeedQuery) (storage.FeedPage, error) {
+		if cache != nil {
+			return cache.read(ctx, q)
+		}
+		return p.storage.ReadFeed(ctx, q)
+	}
+	var ahead *pageAhead // the next page, being read
+	defer func() { ahead.stop() }()
 	wait := time.Millisecond
 	var waited, checked time.Duration // waiting for target; when it last asked for a rewind
 	for {
@@ -104,10 +113,21 @@ func (p *Projector) catchUp(ctx context.Context, pr *proj, target int64, cache *
 		}
 		q := storage.FeedQuery{After: at, Limit: limit, AggregateType: c.feed, MaxBytes: p.store.readBytes}
 		var page storage.FeedPage
-		if cache != nil {
-			page, err = cache.read(ctx, q)
+		if ahead != nil && ahead.q == q {
+			<-ahead.done
+			page, err = ahead.page, ahead.err
 		} else {
-			page, err = p.storage.ReadFeed(ctx, q)
+			page, err = readPage(ctx, q)
+		}
+		ahead.stop()
+		ahead = nil
+		if err == nil && (len(page.Events) == limit || page.Truncated) {
+			// A full page: more is likely to follow. Read the next page
+			// while this one is applied and committed; the next
+			// iteration takes it if it asks for that page (a commit that
+			// fails starts elsewhere).
+			ahead = readAhead(ctx, readPage, storage.FeedQuery{After: page.Head, Limit: limit, AggregateType: c.feed,
+				MaxBytes: p.store.readBytes})
 		}
 		if err != nil {
 			return fmt.Errorf("projection %q: read feed: %w", name, err)
@@ -196,6 +216,36 @@ func (p *Projector) catchUp(ctx context.Context, pr *proj, target int64, cache *
 	}
 }
 
+// pageAhead is a feed page being read ahead of its catch-up.
+type pageAhead struct {
+	q      storage.FeedQuery
+	done   chan struct{} // closed when page and err are set
+	page   storage.FeedPage
+	err    error
+	cancel context.CancelFunc
+}
+
+// readAhead starts reading the page q selects with read.
+func readAhead(ctx context.Context, read func(context.Context, storage.FeedQuery) (storage.FeedPage, error),
+	q storage.FeedQuery) *pageAhead {
+	ctx, cancel := context.WithCancel(ctx)
+	a := &pageAhead{q: q, done: make(chan struct{}), cancel: cancel}
+	go func() {
+		defer close(a.done)
+		a.page, a.err = read(ctx, q)
+	}()
+	return a
+}
+
+// stop ends the read of a (nil: none) and waits for it, so that no read
+// outlives its catch-up.
+func (a *pageAhead) stop() {
+	if a != nil {
+		a.cancel()
+		<-a.done
+	}
+}
+
 // rewindWait is how long a catch-up waits for a position this process was
 // given before it asks whether the storage still holds it, and how often
 // it asks again.
@@ -253,12 +303,16 @@ func (p *Projector) apply(ctx context.Context, pr *proj, c *compiled, from int64
 	}
 	insts := make(map[string]*instance, len(ids))
 	load := ids
-	if pr.recent != nil && pr.recentAt == from && pr.recentGen == gen && p.store.deleting.Load() == 0 {
+	if from == 0 {
+		// At checkpoint 0 a projection has no instances (and the commit's
+		// compare-and-set fails unless it is at 0).
+		load = nil
+	} else if pr.recent != nil && pr.recentAt == from && pr.recentGen == gen && p.store.deleting.Load() == 0 {
 		load = nil
 		for _, id := range ids {
 			if st, ok := pr.recent[id]; ok {
 				insts[id] = &instance{id: id, root: parseObject(st.Data), state: st, stored: true, size: len(st.Data)}
-			} else {
+			} else if !pr.recentAll {
 				load = append(load, id)
 			}
 		}

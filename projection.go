@@ -133,10 +133,18 @@ type proj struct {
 	// deletion count was recentGen: a catch-up from recentAt takes them
 	// instead of loading them, since its commit's compare-and-set only
 	// succeeds if nobody committed since (the states are then the stored
-	// ones). At most maxRecent of them; nil when unknown. Guarded by mu.
-	recent    map[string]storage.ProjectionState
-	recentAt  int64
-	recentGen int64
+	// ones). They accumulate over the commits of a catch-up (up to
+	// maxCatchUpRecent, and maxRecent between catch-ups); nil when
+	// unknown. recentAll is set when they are every instance stored: they
+	// accumulated from a commit from checkpoint 0, where a projection has
+	// no instances, so an instance not among them does not exist and a
+	// rebuild loads none. recentBytes is the sum of their Data's lengths.
+	// Guarded by mu.
+	recent      map[string]storage.ProjectionState
+	recentAt    int64
+	recentGen   int64
+	recentAll   bool
+	recentBytes int
 	// warned is the stored version of a projection in Go this Projector
 	// last warned it does not apply (skipForeign). Guarded by mu.
 	warned int64
@@ -146,27 +154,60 @@ type proj struct {
 	rewinds int64
 }
 
-// maxRecent bounds proj.recent: an aggregated projection needs one
-// instance, a projection of a few busy aggregates a few.
+// maxRecent bounds proj.recent between catch-ups: an aggregated
+// projection needs one instance, a projection of a few busy aggregates a
+// few.
 const maxRecent = 64
+
+// maxCatchUpRecent and maxCatchUpRecentBytes bound proj.recent during a
+// catch-up, which keeps the instances it committed so that a rebuild loads
+// each at most once (none when it started from checkpoint 0): 100,000
+// instances, their Data 32 MiB at most.
+const (
+	maxCatchUpRecent      = 100_000
+	maxCatchUpRecentBytes = 32 << 20
+)
 
 // keepRecent records the states of commit, made while the Store's
 // deletion count was gen, in pr.recent; pr.mu is held.
 func (pr *proj) keepRecent(commit storage.ProjectionCommit, gen int64) {
-	if pr.recent == nil || pr.recentAt != commit.From || pr.recentGen != gen || len(pr.recent)+len(commit.States) > maxRecent {
-		pr.recent = make(map[string]storage.ProjectionState, min(len(commit.States), maxRecent))
-	}
-	if len(commit.States) > maxRecent {
-		pr.recent = nil
-		return
+	if pr.recent == nil || pr.recentAt != commit.From || pr.recentGen != gen {
+		pr.recent, pr.recentBytes = make(map[string]storage.ProjectionState, len(commit.States)), 0
+		// At checkpoint 0 a projection has no instances: the commit's are
+		// all of them.
+		pr.recentAll = commit.From == 0
 	}
 	for _, st := range commit.States {
+		pr.recentBytes += len(st.Data) - len(pr.recent[st.InstanceID].Data)
 		pr.recent[st.InstanceID] = st
 	}
 	for _, id := range commit.Deletes {
+		pr.recentBytes -= len(pr.recent[id].Data)
 		delete(pr.recent, id)
 	}
 	pr.recentAt, pr.recentGen = commit.To, gen
+	if len(pr.recent) > maxCatchUpRecent || pr.recentBytes > maxCatchUpRecentBytes {
+		// Over the bound: keep this commit's states alone, if they fit.
+		pr.recent, pr.recentBytes, pr.recentAll = nil, 0, false
+		if len(commit.States) <= maxCatchUpRecent {
+			pr.recent = make(map[string]storage.ProjectionState, len(commit.States))
+			for _, st := range commit.States {
+				pr.recentBytes += len(st.Data)
+				pr.recent[st.InstanceID] = st
+			}
+			if pr.recentBytes > maxCatchUpRecentBytes {
+				pr.recent, pr.recentBytes = nil, 0
+			}
+		}
+	}
+}
+
+// trimRecent bounds pr.recent to maxRecent when a catch-up ends; pr.mu is
+// held.
+func (pr *proj) trimRecent() {
+	if len(pr.recent) > maxRecent {
+		pr.recent, pr.recentBytes, pr.recentAll = nil, 0, false
+	}
 }
 
 // remember records under pr.mu that the storage holds checkpoint for
