@@ -313,7 +313,7 @@ func TestProjection(t *testing.T) {
 		"-pg-url", testPGURL(), "-dir", t.TempDir()}, &out); err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"sqlite: filled 2000 events over 100 instances", "timed: 3 pages", "median of 1: sqlite"} {
+	for _, want := range []string{"sqlite: filled 2000 events over 100 instances", "timed: 3 pages, per page", "median of 1: sqlite"} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("no %q in\n%s", want, out.String())
 		}

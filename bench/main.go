@@ -107,6 +107,7 @@ func mainErr(args []string, out io.Writer) error {
 	growth := fs.String("growth", "", "instead of the comparison, the growth benchmark of \"ours\" at these store sizes (events, k and M allowed: 100k,300k; 0 is added), see growth.go")
 	projection := fs.String("projection", "", "instead of the comparison, the projection benchmark at this many events (k and M allowed), see projection.go")
 	projInstances := fs.Int("projection-instances", 50_000, "instances (aggregates) of the projection benchmark")
+	projBatch := fs.Int("projection-batch", 0, "the Projector's BatchSize in the projection benchmark (0: its default)")
 	growthReads := fs.Int("growth-reads", 20, "reads per figure of the growth benchmark (loads, feed pages); the median is printed")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -193,7 +194,10 @@ func mainErr(args []string, out io.Writer) error {
 		if *projInstances < 1 || *projInstances > 10_000_000 {
 			return fmt.Errorf("-projection-instances must be between 1 and 10,000,000, got %d", *projInstances)
 		}
-		return runProjection(ctx, cfg, n[1], *projInstances, out)
+		if *projBatch < 0 || *projBatch > 1_000_000 {
+			return fmt.Errorf("-projection-batch must be between 0 and 1,000,000, got %d", *projBatch)
+		}
+		return runProjection(ctx, cfg, n[1], *projInstances, *projBatch, out)
 	}
 	if len(growthSizes) > 0 {
 		fmt.Fprintf(out, "# growth: sizes %v, %d writers, saves of %d events (fill) and 1 event (%v), %d reads per figure\n\n",
