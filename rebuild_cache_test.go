@@ -58,7 +58,7 @@ func TestRebuildLoadsNoInstance(t *testing.T) {
 	require.NoError(t, p.Create(ctx, countDef("n", eventstore.Function{Name: "inc", TargetSelector: "$.projection.count"})))
 	cs.loaded.Store(0)
 	cs.reads.Store(0)
-	require.NoError(t, p.Sync(ctx, "n"))
+	require.NoError(t, p.CatchUp(ctx, "n"))
 	assert.Zero(t, cs.loaded.Load(), "instances loaded by a rebuild from checkpoint 0")
 	// 20 full pages and the empty one after; a page read ahead may be
 	// read once more at most.
@@ -72,7 +72,7 @@ func TestRebuildLoadsNoInstance(t *testing.T) {
 	// A second Projector, which never committed, loads what it touches.
 	save(3)
 	p2 := eventstore.NewProjector(st, &eventstore.ProjectorOptions{BatchSize: 100})
-	require.NoError(t, p2.Sync(ctx, "n"))
+	require.NoError(t, p2.CatchUp(ctx, "n"))
 	assert.Positive(t, cs.loaded.Load(), "a catch-up from a checkpoint other than 0 loads instances")
 	for _, q := range []*eventstore.Projector{p, p2} {
 		pj, err := q.Single(ctx, "n", "o7")
@@ -81,7 +81,7 @@ func TestRebuildLoadsNoInstance(t *testing.T) {
 	}
 	// And the first, whose catch-up ended, goes on from what is stored.
 	save(2)
-	require.NoError(t, p.Sync(ctx, "n"))
+	require.NoError(t, p.CatchUp(ctx, "n"))
 	pj, err := p.Single(ctx, "n", "o7")
 	require.NoError(t, err)
 	assert.JSONEq(t, `{"count":"15"}`, string(pj.Data))
