@@ -90,6 +90,7 @@ type config struct {
 	reactions       reactionConfig
 	console         bool // serve the console at /console/
 	upgrade         upgradeConfig
+	replicas        replicaConfig
 }
 
 func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (config, error) {
@@ -110,6 +111,7 @@ func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (c
 	c.ops.flags(fs)
 	c.reactions.flags(fs)
 	c.upgrade.flags(fs)
+	c.replicas.flags(fs)
 	if err := fs.Parse(args); err != nil {
 		return config{}, err
 	}
@@ -126,6 +128,9 @@ func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (c
 		return config{}, err
 	}
 	if err := c.upgrade.check(); err != nil {
+		return config{}, err
+	}
+	if err := c.replicas.check(c.storage); err != nil {
 		return config{}, err
 	}
 	// External projection functions keep to the reactions' outbound policy.
@@ -194,8 +199,9 @@ func storageName(spec string) string {
 }
 
 // openStorage opens the backend named by the -storage flag; noMigrate
-// refuses an older schema instead of migrating it (-no-migrate).
-func openStorage(ctx context.Context, spec, schema string, noMigrate bool) (storage.Storage, error) {
+// refuses an older schema instead of migrating it (-no-migrate);
+// PostgreSQL reads from replicas when it names some (nil: none).
+func openStorage(ctx context.Context, spec, schema string, noMigrate bool, replicas *replicaConfig) (storage.Storage, error) {
 	switch {
 	case spec == "memory":
 		return memory.New(), nil
@@ -209,7 +215,7 @@ func openStorage(ctx context.Context, spec, schema string, noMigrate bool) (stor
 		}
 		return sqlite.Open(path, &sqlite.Options{NoMigrate: noMigrate})
 	case strings.HasPrefix(spec, "postgres://"), strings.HasPrefix(spec, "postgresql://"):
-		return postgres.OpenURL(ctx, spec, &postgres.Options{Schema: schema, NoMigrate: noMigrate})
+		return postgres.OpenURL(ctx, spec, replicas.apply(&postgres.Options{Schema: schema, NoMigrate: noMigrate}))
 	}
 	return nil, fmt.Errorf(`unknown -storage %q: use "memory", "sqlite:PATH" or "postgres://..."`, spec)
 }

@@ -107,7 +107,7 @@ func (ts tenantStorage) tenantSchema(id string) string {
 func (ts tenantStorage) registry(ctx context.Context) (storage.Storage, error) {
 	switch ts.kind() {
 	case "sqlite":
-		return openStorage(ctx, "sqlite:"+ts.sqlitePath("+tenants"), "", ts.noMigrate)
+		return openStorage(ctx, "sqlite:"+ts.sqlitePath("+tenants"), "", ts.noMigrate, nil)
 	case "postgres":
 		return postgres.Open(ctx, ts.pool, &postgres.Options{Schema: ts.registrySchema(), Listener: ts.listener, NoMigrate: ts.noMigrate})
 	}

@@ -27,14 +27,14 @@ import (
 // (newPair): its own data directory, port and log, never the cluster on
 // 5432.
 type pgNode struct {
-	t     *testing.T
+	t     testing.TB
 	pgCtl string
 	dir   string // holds data/, log and the socket
 	port  int
 	url   string
 }
 
-func freePort(t *testing.T) int {
+func freePort(t testing.TB) int {
 	t.Helper()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
@@ -47,7 +47,7 @@ func freePort(t *testing.T) int {
 // of the primary's taken before the primary first starts, so it streams
 // from the very first WAL record (as pg_basebackup -R would set it up).
 // Both are stopped and removed when the test ends, also when it fails.
-func newPair(t *testing.T, sync bool) (primary, standby *pgNode) {
+func newPair(t testing.TB, sync bool) (primary, standby *pgNode) {
 	t.Helper()
 	bins, _ := filepath.Glob("/usr/lib/postgresql/*/bin/pg_ctl")
 	_, err := user.Lookup("postgres")
@@ -98,13 +98,13 @@ func newPair(t *testing.T, sync bool) (primary, standby *pgNode) {
 	return primary, standby
 }
 
-func runAsPostgres(t *testing.T, args ...string) {
+func runAsPostgres(t testing.TB, args ...string) {
 	t.Helper()
 	out, err := exec.Command("runuser", append([]string{"-u", "postgres", "--"}, args...)...).CombinedOutput()
 	require.NoError(t, err, "%v: %s", args, out)
 }
 
-func appendFile(t *testing.T, path, text string) {
+func appendFile(t testing.TB, path, text string) {
 	t.Helper()
 	f, err := os.OpenFile(path, os.O_APPEND|os.O_WRONLY, 0)
 	require.NoError(t, err)
@@ -188,7 +188,7 @@ func (n *pgNode) exec(sql string, args ...any) {
 }
 
 // waitReplayed waits until standby has replayed everything primary wrote.
-func waitReplayed(t *testing.T, primary, standby *pgNode) {
+func waitReplayed(t testing.TB, primary, standby *pgNode) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()

@@ -30,7 +30,7 @@ func postgresURL() string {
 
 // unavailable skips the test, or fails it when EVENTSTORE_POSTGRES_REQUIRED
 // is set (as CI does).
-func unavailable(t *testing.T, why string, args ...any) {
+func unavailable(t testing.TB, why string, args ...any) {
 	t.Helper()
 	msg := fmt.Sprintf(why, args...)
 	if os.Getenv("EVENTSTORE_POSTGRES_REQUIRED") != "" {

@@ -193,7 +193,7 @@ func (s *store) runLean(ctx context.Context, conn *pgxpool.Conn, req *storage.Ap
 		}
 	}
 	if err == nil {
-		err = readCommit(br)
+		err = s.readCommit(br)
 	} else {
 		br.Close()
 	}
@@ -271,6 +271,7 @@ func (s *store) sendBatch(ctx context.Context, conn *pgxpool.Conn, reqs []storag
 	if tag.String() != "COMMIT" {
 		return 0, fmt.Errorf("%w: commit answered %q", errBug, tag.String())
 	}
+	s.readLSN(br)
 	return -1, nil
 }
 
@@ -462,6 +463,9 @@ func eventOffsets(reqs []storage.AppendRequest) []int64 {
 // own.
 func (s *store) queueCommit(b *pgx.Batch) {
 	b.Queue("COMMIT")
+	if s.trackLSN {
+		b.Queue(currentLSNSQL) // read replicas: where the primary's log is (replica.go)
+	}
 	b.Queue(s.sql.notify)
 }
 
@@ -469,7 +473,7 @@ func (s *store) queueCommit(b *pgx.Batch) {
 // Only an error of the COMMIT is returned: once it has succeeded the
 // append is stored, and a failed notification only delays listeners (they
 // poll as a fallback).
-func readCommit(br pgx.BatchResults) error {
+func (s *store) readCommit(br pgx.BatchResults) error {
 	tag, err := br.Exec()
 	if err != nil {
 		br.Close()
@@ -479,6 +483,7 @@ func readCommit(br pgx.BatchResults) error {
 		br.Close()
 		return fmt.Errorf("%w: commit answered %q", errBug, tag.String())
 	}
+	s.readLSN(br)
 	_ = br.Close() // the notification's outcome
 	return nil
 }
@@ -487,5 +492,5 @@ func readCommit(br pgx.BatchResults) error {
 func (s *store) commit(ctx context.Context, conn *pgxpool.Conn) error {
 	b := &pgx.Batch{}
 	s.queueCommit(b)
-	return readCommit(conn.SendBatch(ctx, b))
+	return s.readCommit(conn.SendBatch(ctx, b))
 }

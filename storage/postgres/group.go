@@ -197,7 +197,7 @@ func (s *store) runGroup(ctx context.Context, conn *pgxpool.Conn, reqs []storage
 		err = s.readGroup(br, reqs, round, results)
 	}
 	if err == nil {
-		err = readCommit(br)
+		err = s.readCommit(br)
 	} else {
 		br.Close()
 	}

@@ -212,6 +212,27 @@ type Options struct {
 	// changes the schema.
 	NoMigrate bool
 
+	// Replicas are connection strings of hot standbys of the primary that
+	// serve reads: Load, ReadFeed, ListAggregates, LoadSnapshot,
+	// LoadProjection and ListProjections go to one of them (in turn) when it
+	// has replayed what this Storage wrote, and to the primary otherwise.
+	// Writes, projector work (checkpoints, commits, the instances a
+	// projector loads), reactions, feed heads, LISTEN and migrations stay
+	// on the primary. A replica that fails, is not a standby, or lags more
+	// than ReplicaMaxLag is skipped until a later check finds it well
+	// (docs/high-availability.md, "Read replicas"). OpenURL creates and owns
+	// a pool for each; Open too.
+	Replicas []string
+
+	// ReplicaMaxLag is how far behind the primary a replica may be and
+	// still serve reads; the default is DefaultReplicaMaxLag.
+	ReplicaMaxLag time.Duration
+
+	// ReplicaWait is how long a read waits for a replica to replay this
+	// Storage's last write before it reads from the primary instead; the
+	// default is DefaultReplicaWait, a negative value does not wait.
+	ReplicaWait time.Duration
+
 	// TracerProvider, used by OpenURL only, receives a span per statement
 	// run within a traced call (see NewTracer); nil follows
 	// OpenTelemetry's global provider.
@@ -325,6 +346,16 @@ type store struct {
 	// heartbeat is the row that says this process has the schema open
 	// (heartbeat.go).
 	heartbeat *heartbeat
+
+	// trackLSN is set when the Storage has read replicas: every append's
+	// pipeline then ends with reading where the primary's log is, kept in
+	// lsn; lsnGen counts the writes whose position in the log is not
+	// known that way (replica.go). replica is set on the Storage that reads
+	// from a replica's pool.
+	trackLSN bool
+	lsn      atomic.Int64
+	lsnGen   atomic.Int64
+	replica  *replica
 }
 
 var _ storage.Storage = (*store)(nil)
@@ -339,7 +370,7 @@ func Open(ctx context.Context, pool *pgxpool.Pool, opts *Options) (storage.Stora
 	if err != nil {
 		return nil, err
 	}
-	return s, nil
+	return withReplicas(ctx, s, opts)
 }
 
 // open is Open returning the concrete store.
@@ -455,14 +486,14 @@ func OpenURL(ctx context.Context, url string, opts *Options) (storage.Storage, e
 		return nil, err
 	}
 	s.ownPool = true
-	return s, nil
+	return withReplicas(ctx, s, opts)
 }
 
 // PoolConns returns the most connections the pool of s, a storage of this
 // package, opens (pgxpool's MaxConns), to compare with MinPoolConns; 0
 // when s is not one.
 func PoolConns(s storage.Storage) int {
-	pg, ok := s.(*store)
+	pg, ok := asStore(s)
 	if !ok {
 		return 0
 	}

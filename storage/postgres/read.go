@@ -307,6 +307,9 @@ func (s *store) Feeds(ctx context.Context) ([]storage.FeedInfo, error) {
 // round trip), and returns the rows of sql; the caller closes br after
 // reading them.
 func (s *store) queryWM(ctx context.Context, sql string, args ...any) (rows pgx.Rows, br pgx.BatchResults, err error) {
+	if s.replica != nil {
+		return s.replica.queryWM(ctx, sql, args...)
+	}
 	b := &pgx.Batch{}
 	b.Queue(s.sql.watermark, s.tenant)
 	b.Queue(sql, args...)
@@ -343,7 +346,7 @@ func (s *store) queryRowWM(ctx context.Context, dest []any, sql string, args ...
 // up points at a stuck append transaction. It returns an error wrapping
 // storage.ErrInvalid when s is not a Storage of this package.
 func FeedLag(ctx context.Context, s storage.Storage) (int64, error) {
-	pg, ok := s.(*store)
+	pg, ok := asStore(s)
 	if !ok {
 		return 0, fmt.Errorf("postgres: feed lag: %T is not a PostgreSQL storage: %w", s, storage.ErrInvalid)
 	}

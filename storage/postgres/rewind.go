@@ -25,6 +25,9 @@ var _ storage.Rewinder = (*store)(nil)
 
 // see records that position p was handed out or read.
 func (s *store) see(p int64) {
+	if s.replica != nil {
+		s = s.replica.primary // what a replica shows, the primary had
+	}
 	for {
 		cur := s.seen.Load()
 		if p <= cur || s.seen.CompareAndSwap(cur, p) {
@@ -39,6 +42,10 @@ func (s *store) see(p int64) {
 // while an older one is in flight holds readers back): the check reads the
 // positions sequence, which only a rewind puts below what was seen.
 func (s *store) sawHead(ctx context.Context, head int64) {
+	if s.replica != nil {
+		s.see(head) // a replica behind is no rewind: it lags
+		return
+	}
 	seen := s.seen.Load()
 	if head >= seen {
 		s.see(head)
@@ -141,7 +148,7 @@ func (s *store) checkRewind(ctx context.Context) (int64, error) {
 // Rewinds returns how many rewinds s, a Storage of this package, has
 // found since it was opened (storage.Rewinder); 0 when s is not one.
 func Rewinds(s storage.Storage) int64 {
-	pg, ok := s.(*store)
+	pg, ok := asStore(s)
 	if !ok {
 		return 0
 	}

@@ -131,6 +131,9 @@ func (r rowsRow) Scan(dest ...any) error {
 // queryOn runs sql on db in the store's tenant: one pipeline of
 // setTenantSQL and sql, one round trip.
 func (s *store) queryOn(ctx context.Context, db sender, sql string, args ...any) (pgx.Rows, error) {
+	if s.replica != nil {
+		return s.replica.queryOn(ctx, db, sql, args...)
+	}
 	b := &pgx.Batch{}
 	b.Queue(setTenantSQL, s.tenant)
 	b.Queue(sql, args...)
