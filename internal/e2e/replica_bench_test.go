@@ -61,10 +61,23 @@ func BenchmarkReplicaReads(b *testing.B) {
 	replicated, counts := open(&postgres.Options{Schema: "bench", Replicas: []string{standby.url}})
 
 	const round = 3 * time.Second
-	measure := func(st *eventstore.Store) float64 {
+	// measure runs the clients on st for a round and returns their reads
+	// per second; with write, one more client saves in a loop through st,
+	// so that reads must see its saves (read-your-writes).
+	measure := func(st *eventstore.Store, write bool) float64 {
 		var ops atomic.Int64
 		stop := time.Now().Add(round)
 		var wg sync.WaitGroup
+		if write {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for i := 0; time.Now().Before(stop); i++ {
+					_, err := st.Save(ctx, "account", fmt.Sprintf("a%d", i%aggs), []eventstore.NewEvent{{ID: uuid.NewString(), Type: "Deposited", Data: json.RawMessage(`{"amount":"1.00"}`)}}, nil)
+					require.NoError(b, err)
+				}
+			}()
+		}
 		for c := range clients {
 			wg.Add(1)
 			go func() {
@@ -85,26 +98,35 @@ func BenchmarkReplicaReads(b *testing.B) {
 		wg.Wait()
 		return float64(ops.Load()) / round.Seconds()
 	}
-	measure(plain) // warm up both
-	measure(replicated)
-	var sumP, sumR float64
-	rounds := 0
-	for range b.N {
-		for k := range 3 {
-			var p, r float64
-			if k%2 == 0 {
-				p, r = measure(plain), measure(replicated)
-			} else {
-				r, p = measure(replicated), measure(plain)
-			}
-			b.Logf("round %d: primary alone %.0f reads/s, with the replica %.0f reads/s (%.2f)", rounds+1, p, r, r/p)
-			sumP, sumR = sumP+p, sumR+r
-			rounds++
+	for _, write := range []bool{false, true} {
+		name := "reads"
+		if write {
+			name = "reads+writer"
 		}
+		b.Run(name, func(b *testing.B) {
+			measure(plain, write) // warm up both
+			measure(replicated, write)
+			r0, p0 := counts()
+			var sumP, sumR float64
+			rounds := 0
+			for range b.N {
+				for k := range 3 {
+					var p, r float64
+					if k%2 == 0 {
+						p, r = measure(plain, write), measure(replicated, write)
+					} else {
+						r, p = measure(replicated, write), measure(plain, write)
+					}
+					b.Logf("round %d: primary alone %.0f reads/s, with the replica %.0f reads/s (%.2f)", rounds+1, p, r, r/p)
+					sumP, sumR = sumP+p, sumR+r
+					rounds++
+				}
+			}
+			r1, p1 := counts()
+			b.ReportMetric(sumP/float64(rounds), "primary-reads/s")
+			b.ReportMetric(sumR/float64(rounds), "replica-reads/s")
+			b.ReportMetric(sumR/sumP, "ratio")
+			b.ReportMetric(float64(r1-r0)/float64(r1-r0+p1-p0), "served-by-replica")
+		})
 	}
-	onReplica, onPrimary := counts()
-	b.ReportMetric(sumP/float64(rounds), "primary-reads/s")
-	b.ReportMetric(sumR/float64(rounds), "replica-reads/s")
-	b.ReportMetric(sumR/sumP, "ratio")
-	b.ReportMetric(float64(onReplica)/float64(onReplica+onPrimary), "served-by-replica")
 }
