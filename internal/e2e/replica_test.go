@@ -86,7 +86,7 @@ func TestReplicaServesReadsAndReadsYourWrites(t *testing.T) {
 	ctx := context.Background()
 	s, sr := openReplicated(t, primary, standby, "rr", nil)
 	sw := openPlain(t, primary, "rr")
-	p := eventstore.NewProjector(sr, &eventstore.ProjectorOptions{PollInterval: 50 * time.Millisecond})
+	p := eventstore.NewProjector(sr, nil)
 	require.NoError(t, p.Create(ctx, eventstore.Definition{
 		Name: "count", Feed: "order", Aggregated: true,
 		Handlers: []eventstore.Handler{{EventType: "Placed", Functions: []eventstore.Function{
@@ -179,7 +179,7 @@ func TestReplicaReadYourWritesConcurrent(t *testing.T) {
 			ctx := context.Background()
 			schema := "rc_" + fmt.Sprint(time.Now().UnixNano())
 			s, st := openReplicated(t, primary, standby, schema, nil)
-			p := eventstore.NewProjector(st, &eventstore.ProjectorOptions{PollInterval: 50 * time.Millisecond})
+			p := eventstore.NewProjector(st, nil)
 			require.NoError(t, p.Create(ctx, eventstore.Definition{
 				Name: "per", Feed: "order",
 				Handlers: []eventstore.Handler{{EventType: "Placed", Functions: []eventstore.Function{
