@@ -77,6 +77,57 @@ func (n *pgNode) setStandby(setting string) {
 	n.exec("SELECT pg_reload_conf()")
 }
 
+// waitCaughtUp waits until standby has replayed all the WAL primary has
+// inserted, also what commits without waiting for it to be flushed (a
+// projector's) and what the server writes in the background, which
+// waitReplayed (the write position) may leave out.
+func waitCaughtUp(t *testing.T, primary, standby *pgNode) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	pc, err := pgx.Connect(ctx, primary.url)
+	require.NoError(t, err)
+	defer pc.Close(ctx)
+	var lsn string
+	require.NoError(t, pc.QueryRow(ctx, "SELECT pg_current_wal_insert_lsn()::text").Scan(&lsn))
+	sc, err := pgx.Connect(ctx, standby.url)
+	require.NoError(t, err)
+	defer sc.Close(ctx)
+	for {
+		var done bool
+		require.NoError(t, sc.QueryRow(ctx, "SELECT pg_last_wal_replay_lsn() >= $1::pg_lsn", lsn).Scan(&done))
+		if done {
+			return
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatalf("the standby did not replay up to %s", lsn)
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+}
+
+// pauseReplay pauses the standby's replay and waits until it has paused
+// (pg_wal_replay_pause only asks for it: a record may still be replayed).
+func (n *pgNode) pauseReplay() {
+	n.t.Helper()
+	n.exec("SELECT pg_wal_replay_pause()")
+	ctx := context.Background()
+	c, err := pgx.Connect(ctx, n.url)
+	require.NoError(n.t, err)
+	defer c.Close(ctx)
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		var state string
+		require.NoError(n.t, c.QueryRow(ctx, "SELECT pg_get_wal_replay_pause_state()").Scan(&state))
+		if state == "paused" {
+			return
+		}
+		require.True(n.t, time.Now().Before(deadline), "the standby's replay did not pause: %s", state)
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
 // TestReplicaServesReadsAndReadsYourWrites: with the standby's replay
 // paused, what another process saved is not seen (the replica answered),
 // while what this process saved, and what follows a cursor it was given,
@@ -95,7 +146,7 @@ func TestReplicaServesReadsAndReadsYourWrites(t *testing.T) {
 	}))
 
 	first := placeOrderOn(t, sw, "a")
-	waitReplayed(t, primary, standby)
+	waitCaughtUp(t, primary, standby)
 	agg, err := sr.Load(ctx, "order", "a")
 	require.NoError(t, err)
 	assert.Equal(t, int64(1), agg.Version)
@@ -111,14 +162,15 @@ func TestReplicaServesReadsAndReadsYourWrites(t *testing.T) {
 	// The projection query, replica caught up: served by it.
 	_, err = p.Aggregated(ctx, "count") // catches up on the primary
 	require.NoError(t, err)
-	waitReplayed(t, primary, standby)
+	waitCaughtUp(t, primary, standby)
 	reads = replicaReads(s)
 	pj, err := p.Aggregated(ctx, "count")
 	require.NoError(t, err)
 	assert.JSONEq(t, `{"orders":"1"}`, string(pj.Data))
 	assert.Greater(t, replicaReads(s), reads, "the projection query was served by the replica")
 
-	standby.exec("SELECT pg_wal_replay_pause()")
+	waitCaughtUp(t, primary, standby)
+	standby.pauseReplay()
 	second := placeOrderOn(t, sw, "a")
 	third := placeOrderOn(t, sw, "b")
 	reads = replicaReads(s)
@@ -159,7 +211,7 @@ func TestReplicaServesReadsAndReadsYourWrites(t *testing.T) {
 	assert.Len(t, list.Aggregates, 2)
 
 	standby.exec("SELECT pg_wal_replay_resume()")
-	waitReplayed(t, primary, standby)
+	waitCaughtUp(t, primary, standby)
 	reads = replicaReads(s)
 	agg, err = sr.Load(ctx, "order", "a")
 	require.NoError(t, err)
@@ -257,11 +309,12 @@ func TestReplicaStoppedOrLaggingSkipped(t *testing.T) {
 	s, sr := openReplicated(t, primary, standby, "rs", &postgres.Options{ReplicaMaxLag: time.Second})
 	sw := openPlain(t, primary, "rs")
 	placeOrderOn(t, sw, "a")
-	waitReplayed(t, primary, standby)
-	_, err := sr.Load(ctx, "order", "a")
-	require.NoError(t, err)
-	rs, primaryReads := postgres.ReplicaStatus(s)
-	require.Positive(t, replicaReads(s), "%+v, %d on the primary", rs, primaryReads)
+	waitCaughtUp(t, primary, standby)
+	eventually(t, 60*time.Second, "the replica serves", func() bool {
+		_, err := sr.Load(ctx, "order", "a")
+		require.NoError(t, err)
+		return replicaReads(s) > 0
+	})
 
 	standby.stop("fast")
 	for i := 0; i < 20; i++ {
@@ -271,7 +324,7 @@ func TestReplicaStoppedOrLaggingSkipped(t *testing.T) {
 		assert.Equal(t, int64(1), agg.Version)
 		assert.Less(t, time.Since(start), 10*time.Second)
 	}
-	rs, _ = postgres.ReplicaStatus(s)
+	rs, _ := postgres.ReplicaStatus(s)
 	assert.False(t, rs[0].Healthy, "the stopped replica is out of service")
 	assert.NotEmpty(t, rs[0].LastError)
 
@@ -283,7 +336,8 @@ func TestReplicaStoppedOrLaggingSkipped(t *testing.T) {
 		return replicaReads(s) > before
 	})
 
-	standby.exec("SELECT pg_wal_replay_pause()")
+	waitCaughtUp(t, primary, standby)
+	standby.pauseReplay()
 	defer standby.exec("SELECT pg_wal_replay_resume()")
 	placeOrderOn(t, sw, "a") // another process: version 2, not replayed
 	eventually(t, 60*time.Second, "the paused replica is found lagging", func() bool {
@@ -349,10 +403,10 @@ func TestServerReadReplica(t *testing.T) {
 		return got.AggregateVersion
 	}
 	deposit(b, "x")
-	waitReplayed(t, primary, standby)
-	assert.Equal(t, int64(1), version(a, "x"))
-
-	standby.exec("SELECT pg_wal_replay_pause()")
+	waitCaughtUp(t, primary, standby)
+	assert.Equal(t, int64(1), version(a, "x")) // a learns where the primary's WAL is
+	waitCaughtUp(t, primary, standby)
+	standby.pauseReplay()
 	defer standby.exec("SELECT pg_wal_replay_resume()")
 	deposit(b, "x")
 	assert.Equal(t, int64(2), version(b, "x"))

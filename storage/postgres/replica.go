@@ -132,6 +132,7 @@ type replicated struct {
 	// notesCovered those that store.lsn accounts for. lsnMu orders the
 	// look-ups of the primary's position.
 	covered, notes, notesCovered atomic.Int64
+	notedLSN                     atomic.Int64
 	lsnMu                        sync.Mutex
 	// samples are positions of the primary's log over the last
 	// ReplicaMaxLag, for the lag of replicas.
@@ -285,6 +286,7 @@ func (w *replicated) OnRewind(f func(storage.Rewind)) {
 	w.store.OnRewind(func(r storage.Rewind) {
 		w.ownPos.Store(0)
 		w.store.lsn.Store(0)
+		w.notedLSN.Store(0)
 		w.store.lsnGen.Add(1)
 		f(r)
 	})
@@ -329,29 +331,42 @@ func (w *replicated) primaryLSN(ctx context.Context) (int64, error) {
 
 // need returns the position of the primary's log that a replica must
 // have replayed to serve a read: past every write of this Storage and,
-// with notes, past every append another process notified. ok is false
-// when the primary could not be asked.
+// with notes, past every append another process notified (that position
+// is kept apart, in notedLSN, so that the other reads do not wait for
+// other processes' appends). ok is false when the primary could not be
+// asked.
 func (w *replicated) need(ctx context.Context, notes bool) (lsn int64, ok bool) {
 	known := func() bool {
 		return w.covered.Load() >= w.store.lsnGen.Load() && (!notes || w.notesCovered.Load() >= w.notes.Load())
 	}
+	result := func() int64 {
+		if notes {
+			return max(w.store.lsn.Load(), w.notedLSN.Load())
+		}
+		return w.store.lsn.Load()
+	}
 	if known() {
-		return w.store.lsn.Load(), true
+		return result(), true
 	}
 	w.lsnMu.Lock()
 	defer w.lsnMu.Unlock()
 	if known() {
-		return w.store.lsn.Load(), true
+		return result(), true
 	}
 	gen, n := w.store.lsnGen.Load(), w.notes.Load()
 	cur, err := w.primaryLSN(ctx)
 	if err != nil {
 		return 0, false
 	}
-	w.store.noteLSN(cur)
-	w.covered.Store(gen)
+	if w.covered.Load() < gen {
+		w.store.noteLSN(cur)
+		w.covered.Store(gen)
+	}
+	if cur > w.notedLSN.Load() {
+		w.notedLSN.Store(cur) // under lsnMu: no other writer
+	}
 	w.notesCovered.Store(n)
-	return w.store.lsn.Load(), true
+	return result(), true
 }
 
 // pick returns a replica that has replayed what this Storage wrote

@@ -134,14 +134,20 @@ func (r *replica) status(ctx context.Context) (int64, error) {
 	return lsn, nil
 }
 
+// replicaAsk bounds a question of waitFor to a replica: enough for a round
+// trip on a loaded machine, or to make a connection.
+const replicaAsk = 500 * time.Millisecond
+
 // waitFor waits at most wait for the replica to replay up to lsn, and
 // reports whether it did.
 func (r *replica) waitFor(ctx context.Context, lsn int64, wait time.Duration) bool {
 	if wait <= 0 {
 		return false
 	}
+	// wait bounds how long the replica may take to replay, not a round
+	// trip: a question asked before the deadline may take replicaAsk.
 	deadline := time.Now().Add(wait)
-	ctx, cancel := context.WithDeadline(ctx, deadline.Add(wait))
+	ctx, cancel := context.WithDeadline(ctx, deadline.Add(replicaAsk))
 	defer cancel()
 	for pause := 200 * time.Microsecond; ; pause = min(2*pause, 2*time.Millisecond) {
 		got, err := r.status(ctx)
