@@ -78,33 +78,14 @@ func (n *pgNode) setStandby(setting string) {
 }
 
 // waitCaughtUp waits until standby has replayed all the WAL primary has
-// inserted, also what commits without waiting for it to be flushed (a
-// projector's) and what the server writes in the background, which
-// waitReplayed (the write position) may leave out.
+// inserted, also what was committed without waiting for its flush (a
+// projector's commits) and what servers write in the background, which
+// waitReplayed (the write position) may leave out: a transaction with an
+// id flushes it all when it commits.
 func waitCaughtUp(t *testing.T, primary, standby *pgNode) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	pc, err := pgx.Connect(ctx, primary.url)
-	require.NoError(t, err)
-	defer pc.Close(ctx)
-	var lsn string
-	require.NoError(t, pc.QueryRow(ctx, "SELECT pg_current_wal_insert_lsn()::text").Scan(&lsn))
-	sc, err := pgx.Connect(ctx, standby.url)
-	require.NoError(t, err)
-	defer sc.Close(ctx)
-	for {
-		var done bool
-		require.NoError(t, sc.QueryRow(ctx, "SELECT pg_last_wal_replay_lsn() >= $1::pg_lsn", lsn).Scan(&done))
-		if done {
-			return
-		}
-		select {
-		case <-ctx.Done():
-			t.Fatalf("the standby did not replay up to %s", lsn)
-		case <-time.After(20 * time.Millisecond):
-		}
-	}
+	primary.exec("SELECT pg_current_xact_id()")
+	waitReplayed(t, primary, standby)
 }
 
 // pauseReplay pauses the standby's replay and waits until it has paused
