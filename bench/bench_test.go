@@ -286,13 +286,16 @@ func TestGrowth(t *testing.T) {
 				if (b != "memory") != (f.bytesPerEvent > 0) {
 					t.Errorf("bytes per event %v on %s", f.bytesPerEvent, b)
 				}
+				if len(f.savesVsSmall) != growthAlternations || f.savesVsSmall[0] <= 0 {
+					t.Errorf("alternated saves: ratios %v, want %d positive", f.savesVsSmall, growthAlternations)
+				}
 			}
 			if figs[1].events < 3000 {
 				t.Errorf("the store holds %d events at size 3000", figs[1].events)
 			}
 			var out bytes.Buffer
 			printGrowth(&out, b, figs)
-			if !strings.Contains(out.String(), "new single projection") {
+			if !strings.Contains(out.String(), "new single projection") || !strings.Contains(out.String(), "a small store's, alternating") {
 				t.Errorf("table:\n%s", out.String())
 			}
 			t.Log("\n" + out.String())

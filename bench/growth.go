@@ -38,6 +38,13 @@ import (
 //     store (stating the expected version), after a quarter of that
 //     unmeasured, events/s over -append-for or
 //     until they saved 2 % of the largest size (at least 2,000 events);
+//   - the same saves alternating with saves to a small store of the same
+//     backend (100 aggregates, kept beside the big one from the start and
+//     growing only by these saves), growthAlternations times each for
+//     half of -append-for, in turn first: the median of the ratios of
+//     each pair (the big store's rate over the small one's), which the
+//     load of a shared machine moves far less than the ratio of the saves
+//     at two sizes measured minutes apart;
 //   - loads of a 10-event and a 1,000-event aggregate (written before size
 //     0), ms per load;
 //   - the type feed of "order" (a third of the events): the whole feed in
@@ -67,6 +74,9 @@ const (
 	growthPage      = 1000
 	growthEventType = "Changed"
 	growthFixture   = "fixture" // the type of the aggregates loaded
+	// growthAlternations is how many times the saves to the store and to
+	// the small store alternate at each size.
+	growthAlternations = 10
 )
 
 // growthSizes are the store sizes of a growth run, ascending, from 0.
@@ -128,6 +138,9 @@ type growthStore struct {
 	k        int     // events generated, for payloads
 	kmu      sync.Mutex
 	nproj    int
+	// small is the small store of the same backend that the saves are
+	// alternated with (nil in the small store itself).
+	small *growthStore
 }
 
 func (g *growthStore) aggID(i int) (typ, id string) {
@@ -230,19 +243,53 @@ func (g *growthStore) saveRate(ctx context.Context, d time.Duration) (float64, e
 	return float64(total) / time.Since(start).Seconds(), err
 }
 
+// alternateSaves measures 1-event saves to g and to its small store in
+// turn, growthAlternations times each for d, and returns the ratios of
+// g's rate to the small store's, sorted.
+func (g *growthStore) alternateSaves(ctx context.Context, d time.Duration) ([]float64, error) {
+	if g.small == nil {
+		return nil, nil
+	}
+	if _, err := g.small.saveRate(ctx, d/4); err != nil { // warm, as for g
+		return nil, err
+	}
+	var ratios []float64
+	for i := range growthAlternations {
+		var big, small float64
+		var err error
+		first, second := &big, &small
+		a, b := g, g.small
+		if i%2 == 1 {
+			first, second, a, b = second, first, b, a
+		}
+		if *first, err = a.saveRate(ctx, d); err != nil {
+			return nil, err
+		}
+		if *second, err = b.saveRate(ctx, d); err != nil {
+			return nil, err
+		}
+		ratios = append(ratios, big/small)
+	}
+	slices.Sort(ratios)
+	return ratios, nil
+}
+
 // growthFigures are the figures measured at one size; NaN-free: a figure
 // not measured is 0.
 type growthFigures struct {
-	events                   int
-	fill                     float64 // events/s of the fill up to this size (saves of growthSave events)
-	saves                    float64 // events/s
-	load10, load1000         float64 // ms per load
-	feedRate                 float64 // events/s of the whole type feed
-	first, last              float64 // ms per read of 1,000 entries, prepared
-	firstOneOff, lastOneOff  float64 // the same, one-off statements
-	single, aggregated       float64 // events/s of the rebuilds
-	bytesPerEvent, payload   float64
-	bytesNote                string
+	events                  int
+	fill                    float64 // events/s of the fill up to this size (saves of growthSave events)
+	saves                   float64 // events/s
+	load10, load1000        float64 // ms per load
+	feedRate                float64 // events/s of the whole type feed
+	first, last             float64 // ms per read of 1,000 entries, prepared
+	firstOneOff, lastOneOff float64 // the same, one-off statements
+	single, aggregated      float64 // events/s of the rebuilds
+	bytesPerEvent, payload  float64
+	bytesNote               string
+	// savesVsSmall are the ratios of the alternated saves, sorted (see
+	// growthAlternations).
+	savesVsSmall             []float64
 	typeEvents, singleEvents int
 }
 
@@ -346,6 +393,9 @@ JOIN pg_class c ON c.oid = i.indexrelid WHERE i.indrelid = $1::regclass ORDER BY
 // close releases the stores and what they created.
 func (g *growthStore) close() error {
 	errs := []error{g.store.Close()}
+	if g.small != nil {
+		errs = append(errs, g.small.close())
+	}
 	if g.oneOff != nil {
 		errs = append(errs, g.oneOff.Close())
 	}
@@ -368,6 +418,9 @@ func (g *growthStore) measure(ctx context.Context, appendFor time.Duration, read
 	runtime.GC()
 	if f.saves, err = g.saveRate(ctx, appendFor); err != nil {
 		return f, fmt.Errorf("saves: %w", err)
+	}
+	if f.savesVsSmall, err = g.alternateSaves(ctx, appendFor/2); err != nil {
+		return f, fmt.Errorf("alternated saves: %w", err)
 	}
 	for _, l := range []struct {
 		n  int
@@ -558,6 +611,13 @@ func growBackends(ctx context.Context, backends []string, sizes growthSizes, app
 			return nil, errors.Join(fmt.Errorf("%s: %w", b, err), closeAll())
 		}
 		stores[i] = g
+		ds := filepath.Join(dir, b+"-small")
+		if err := os.MkdirAll(ds, 0o755); err != nil {
+			return nil, errors.Join(err, closeAll())
+		}
+		if g.small, err = openGrowth(ctx, b, 0, ds, env); err != nil {
+			return nil, errors.Join(fmt.Errorf("%s, small store: %w", b, err), closeAll())
+		}
 	}
 	figs := make(map[string][]growthFigures)
 	for k, size := range sizes {
@@ -643,6 +703,14 @@ func printGrowth(w io.Writer, b string, figs []growthFigures) {
 		fmt.Fprintln(w, "| "+strings.Join(cells, " | ")+" |")
 	}
 	line("1-event saves, 8 writers", " ev/s", func(f growthFigures) float64 { return f.saves })
+	if len(figs[0].savesVsSmall) > 0 {
+		cells := []string{fmt.Sprintf("1-event saves ÷ a small store's, alternating (median of %d; range)", growthAlternations)}
+		for _, f := range figs {
+			r := f.savesVsSmall
+			cells = append(cells, fmt.Sprintf("%.2f (%.2f–%.2f)", median(r), r[0], r[len(r)-1]))
+		}
+		fmt.Fprintln(w, "| "+strings.Join(cells, " | ")+" |")
+	}
 	line("load of 10 events", " ms", func(f growthFigures) float64 { return f.load10 })
 	line("load of 1,000 events", " ms", func(f growthFigures) float64 { return f.load1000 })
 	line("type feed, whole", " ev/s", func(f growthFigures) float64 { return f.feedRate })

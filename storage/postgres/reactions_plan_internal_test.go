@@ -180,7 +180,9 @@ func checkFinishPlan(t *testing.T, s *store, rs []storage.Reaction, claim string
 
 // explainReactions runs statement sql of this package with args under
 // EXPLAIN (ANALYZE, FORMAT JSON) with plan_cache_mode mode, in s's tenant,
-// in a transaction it rolls back, and returns the plan.
+// in a transaction it rolls back, and returns the plan. The transaction's
+// eventstore.base is set, as an append's reserve statement sets it, for
+// the append statements.
 func explainReactions(t *testing.T, s *store, mode, sql string, args ...any) json.RawMessage {
 	t.Helper()
 	ctx := context.Background()
@@ -190,6 +192,9 @@ func explainReactions(t *testing.T, s *store, mode, sql string, args ...any) jso
 	}
 	defer func() { _ = tx.Rollback(ctx) }()
 	if _, err := tx.Exec(ctx, setTenantSQL, s.tenant); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tx.Exec(ctx, `SELECT set_config('eventstore.base', '100000', true)`); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := tx.Exec(ctx, "SET LOCAL plan_cache_mode = "+mode); err != nil {

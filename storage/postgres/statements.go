@@ -95,10 +95,25 @@ WITH cur AS MATERIALIZED (
 	       coalesce(e.metadata, '') AS s_meta`
 	storedNames  = `s_type, s_data, s_enc, s_meta`
 	noStoredCols = `'' AS s_type, NULL::bytea AS s_data, '' AS s_enc, '' AS s_meta`
+	// tenantText is the text of the transaction's tenant (tenantSQL), as
+	// events_event_key hashes it.
+	tenantText = tenantSQL + `::text`
 	// stateCols are the columns of a projection state that readState
 	// reads.
 	stateCols = `instance_id, data, position, created_at, updated_at, ref_rank, ref_num, ref_text, ref_number`
 )
+
+// eventKey returns the key of events_event_key (schema version 15) of an
+// event of the tenant, aggregate type, aggregate id and event id given as
+// SQL expressions of type text: the index's expression, so that a look-up
+// of an event id compares its key with the index's entries. Every look-up
+// compares the event id too, so that a collision of keys never returns
+// another event.
+func eventKey(tenant, typ, id, eventID string) string {
+	return fmt.Sprintf(`(left(md5(%[1]s || length(%[2]s)::text || ':' || %[2]s || %[3]s), 12) ||
+	right(md5(%[1]s || length(%[2]s)::text || ':' || %[2]s || length(%[3]s)::text || ':' || %[3]s || %[4]s), 20))::uuid`,
+		tenant, typ, id, eventID)
+}
 
 // newStatements returns the statements for the quoted schema name; channel
 // is the quoted SQL string literal of the channel appends notify, regKey
@@ -222,7 +237,9 @@ WITH cur AS (
 	ORDER BY sequence DESC LIMIT 1
 ), stored AS (
 	SELECT e.event_id, e.version, e.position, ` + storedCols + ` FROM {{schema}}.events e
-	WHERE e.aggregate_type = $1 AND e.aggregate_id = $2 AND e.event_id = ANY($3::text[])
+	WHERE ` + eventKey("e.tenant::text", "e.aggregate_type", "e.aggregate_id", "e.event_id") + ` = ANY(ARRAY(SELECT ` + eventKey(tenantText, "$1::text", "$2::text", "u.id") + `
+		FROM unnest($3::text[]) AS u(id)))
+	  AND e.aggregate_type = $1 AND e.aggregate_id = $2 AND e.event_id = ANY($3::text[])
 ), ok AS (
 	SELECT coalesce((SELECT version FROM cur), 0) AS v,
 	       coalesce((SELECT sequence FROM cur), 0) AS s,
@@ -303,7 +320,9 @@ WITH req AS MATERIALIZED (
 	JOIN unnest((SELECT $5::bigint[]), (SELECT $6::text[])) AS u(ri, id) ON u.ri = req.ri
 	CROSS JOIN LATERAL (
 		SELECT * FROM {{schema}}.events
-		WHERE aggregate_type = req.atype AND aggregate_id = req.aid AND event_id = u.id
+		WHERE ` + eventKey("tenant::text", "aggregate_type", "aggregate_id", "event_id") + ` =
+		      ` + eventKey(tenantText, "req.atype", "req.aid", "u.id") + `
+		  AND aggregate_type = req.atype AND aggregate_id = req.aid AND event_id = u.id
 		LIMIT 1 -- one at most (unique); keeps the look-up a probe per id
 	) e
 	WHERE NOT req.go
@@ -346,7 +365,9 @@ ORDER BY 2, 1`),
 	FROM cur, unnest((SELECT $4::text[])) AS u(id)
 	CROSS JOIN LATERAL (
 		SELECT * FROM {{schema}}.events
-		WHERE aggregate_type = $1 AND aggregate_id = $2 AND event_id = u.id
+		WHERE ` + eventKey("tenant::text", "aggregate_type", "aggregate_id", "event_id") + ` =
+		      ` + eventKey(tenantText, "$1::text", "$2::text", "u.id") + `
+		  AND aggregate_type = $1 AND aggregate_id = $2 AND event_id = u.id
 		LIMIT 1
 	) e
 	WHERE NOT cur.go
@@ -382,7 +403,8 @@ FROM cur, (SELECT count(*) FROM notify) n
 UNION ALL
 SELECT 2, 1, e.version, e.position, e.event_id, ` + storedCols + `
 FROM cur, {{schema}}.events e
-WHERE NOT cur.go AND e.aggregate_type = $1 AND e.aggregate_id = $2 AND e.event_id = $4`),
+WHERE NOT cur.go AND ` + eventKey("e.tenant::text", "e.aggregate_type", "e.aggregate_id", "e.event_id") + ` = ` + eventKey(tenantText, "$1::text", "$2::text", "$4::text") + `
+  AND e.aggregate_type = $1 AND e.aggregate_id = $2 AND e.event_id = $4`),
 		// appendLean writes a request of one event when its expected
 		// version ($7, NULL for none) matches, and returns its position and
 		// version; it returns no row when it does not match, and fails

@@ -368,7 +368,7 @@ func (w *writer) write(ctx context.Context, req *storage.AppendRequest) (storage
 			if !e.Metadata.IsZero() {
 				meta = string(storage.AppendMetadata(nil, e.Metadata))
 			}
-			args = append(args, position, req.AggregateType, req.AggregateID, e.ID, e.Type, data,
+			args = append(args, position, req.AggregateType, req.AggregateID, eventIDValue(e.ID), e.Type, data,
 				version, sequence, e.RecordedAt.UnixMicro(), feedSequence, encrypted, meta)
 		}
 		w.args = args
@@ -433,7 +433,7 @@ func (w *writer) plan(ctx context.Context, req *storage.AppendRequest, current i
 	if current > 0 {
 		for _, e := range req.Events {
 			var se storage.Event
-			found, err := w.c.queryEvent(ctx, stmtStored, &se, req.AggregateType, req.AggregateID, e.ID)
+			found, err := w.c.queryEvent(ctx, stmtStored, &se, req.AggregateType, req.AggregateID, eventIDValue(e.ID))
 			switch {
 			case err != nil:
 				return storage.AppendResult{}, fatalError{err}

@@ -13,15 +13,18 @@ import (
 const (
 	// datedPositionsQuery and datedTypePositionsQuery pick the first
 	// positions after a position ($3, $4 with a type) recorded within the
-	// range: a range scan of the events_by_time or events_by_type_time
-	// index, whose entries end with the position, and a sort of the
-	// integers found, without reading a row. RecordedAt need not rise with
-	// the position, so every entry of the range after the position is
+	// range: a range scan of the events_by_time index, whose entries end
+	// with the position, and a sort of the integers found, without reading
+	// a row; of a type, each entry's row is read for its type (schema
+	// version 13 dropped the index of each type's times, see migrations),
+	// so that a read of a type holding a share s of the range's events
+	// looks at 1/s times the rows it returns. RecordedAt need not rise
+	// with the position, so every entry of the range after the position is
 	// looked at: the cost grows with the events recorded in the range, not
 	// with the feed.
 	datedPositionsQuery = `SELECT position FROM events INDEXED BY events_by_time
 		WHERE recorded_at BETWEEN ? AND ? AND position > ? ORDER BY position LIMIT ?`
-	datedTypePositionsQuery = `SELECT position FROM events INDEXED BY events_by_type_time
+	datedTypePositionsQuery = `SELECT position FROM events INDEXED BY events_by_time
 		WHERE aggregate_type = ? AND recorded_at BETWEEN ? AND ? AND position > ? ORDER BY position LIMIT ?`
 	// datedSpanQuery reads the rows from one position to another that
 	// are within the range (and of the type, when ?5 is not NULL): one
@@ -45,7 +48,7 @@ const (
 	datedCountQuery = `SELECT count(*), coalesce(min(position), 0), coalesce(max(position), 0), (` + lastPositionQuery + `)
 		FROM (SELECT position FROM events INDEXED BY events_by_time WHERE recorded_at BETWEEN ? AND ? AND position > ? LIMIT ?)`
 	datedTypeCountQuery = `SELECT count(*), coalesce(min(position), 0), coalesce(max(position), 0), (` + lastPositionQuery + `)
-		FROM (SELECT position FROM events INDEXED BY events_by_type_time
+		FROM (SELECT position FROM events INDEXED BY events_by_time
 			WHERE aggregate_type = ? AND recorded_at BETWEEN ? AND ? AND position > ? LIMIT ?)`
 	datedPickQuery     = `SELECT count(*), coalesce(min(position), 0), coalesce(max(position), 0) FROM (` + datedPositionsQuery + `)`
 	datedTypePickQuery = `SELECT count(*), coalesce(min(position), 0), coalesce(max(position), 0) FROM (` + datedTypePositionsQuery + `)`
@@ -59,12 +62,13 @@ const (
 // feed read in position order with the range as a filter, whose cost
 // grows with the page, not with the range.
 const (
-	// recordedSpanQuery and recordedTypeSpanQuery are the earliest and
-	// latest RecordedAt stored (of a type): one index probe each.
+	// recordedSpanQuery is the earliest and latest RecordedAt stored: one
+	// index probe each. A range that covers them covers every type's
+	// events too; one that covers a type's but not all is read as a range
+	// (no index gives a type's earliest and latest since schema version
+	// 12).
 	recordedSpanQuery = `SELECT coalesce((SELECT min(recorded_at) FROM events INDEXED BY events_by_time), 0),
 		coalesce((SELECT max(recorded_at) FROM events INDEXED BY events_by_time), -1)`
-	recordedTypeSpanQuery = `SELECT coalesce((SELECT min(recorded_at) FROM events INDEXED BY events_by_type_time WHERE aggregate_type = ?1), 0),
-		coalesce((SELECT max(recorded_at) FROM events INDEXED BY events_by_type_time WHERE aggregate_type = ?1), -1)`
 	// coveredQuery is feedQuery with the range; coveredTypeQuery is
 	// feedTypeQuery with it.
 	coveredQuery = `SELECT ` + feedColumns + ` FROM events NOT INDEXED
@@ -160,11 +164,7 @@ func (s *store) readDated(ctx context.Context, q storage.FeedQuery, after int64,
 				// position order with the range as a filter (a range such
 				// as year 1 to 9999 would make the sort below visit every
 				// entry of the index).
-				query, args := recordedSpanQuery, []driver.NamedValue(nil)
-				if q.AggregateType != "" {
-					query, args = recordedTypeSpanQuery, []driver.NamedValue{{Ordinal: 1, Value: q.AggregateType}}
-				}
-				err := rawQuery(ctx, dc, query, args, func(r *rawRow) error {
+				err := rawQuery(ctx, dc, recordedSpanQuery, nil, func(r *rawRow) error {
 					covered = from <= r.int64(0) && r.int64(1) <= to
 					return nil
 				})

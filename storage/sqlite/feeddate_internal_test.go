@@ -22,14 +22,13 @@ func TestDatedReadPlans(t *testing.T) {
 		want  []string
 	}{
 		{datedCountQuery, []any{1, 2, 3, 4}, []string{"USING COVERING INDEX events_by_time (recorded_at>? AND recorded_at<?)"}},
-		{datedTypeCountQuery, []any{"t", 1, 2, 3, 4}, []string{"USING COVERING INDEX events_by_type_time (aggregate_type=? AND recorded_at>? AND recorded_at<?)"}},
+		{datedTypeCountQuery, []any{"t", 1, 2, 3, 4}, []string{"USING INDEX events_by_time (recorded_at>? AND recorded_at<?)"}},
 		{datedPickQuery, []any{1, 2, 3, 4}, []string{"USING COVERING INDEX events_by_time (recorded_at>? AND recorded_at<?)"}},
-		{datedTypePickQuery, []any{"t", 1, 2, 3, 4}, []string{"USING COVERING INDEX events_by_type_time (aggregate_type=? AND recorded_at>? AND recorded_at<?)"}},
+		{datedTypePickQuery, []any{"t", 1, 2, 3, 4}, []string{"USING INDEX events_by_time (recorded_at>? AND recorded_at<?)"}},
 		{datedSpanQuery, []any{1, 2, 3, 4, nil}, []string{"USING INTEGER PRIMARY KEY (rowid>? AND rowid<?)"}},
 		{datedRowsQuery, []any{1, 2, 3, 4}, []string{"USING INTEGER PRIMARY KEY (rowid=?)", "USING COVERING INDEX events_by_time"}},
-		{datedTypeRowsQuery, []any{"t", 1, 2, 3, 4}, []string{"USING INTEGER PRIMARY KEY (rowid=?)", "USING COVERING INDEX events_by_type_time"}},
+		{datedTypeRowsQuery, []any{"t", 1, 2, 3, 4}, []string{"USING INTEGER PRIMARY KEY (rowid=?)", "USING INDEX events_by_time (recorded_at>? AND recorded_at<?)"}},
 		{recordedSpanQuery, nil, []string{"SEARCH events USING COVERING INDEX events_by_time"}},
-		{recordedTypeSpanQuery, []any{"t"}, []string{"SEARCH events USING COVERING INDEX events_by_type_time (aggregate_type=?)"}},
 		{coveredQuery, []any{1, 2, 3, 4}, []string{"USING INTEGER PRIMARY KEY (rowid>?)"}},
 		{coveredTypeQuery, []any{"t", 1, 2, 3, 4, 5}, []string{"USING INDEX events_by_feed (aggregate_type=? AND feed_sequence>?)"}},
 		{typeFirstAfterQuery, []any{"t", 1}, []string{"USING COVERING INDEX events_by_feed"}},

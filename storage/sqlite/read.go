@@ -308,7 +308,7 @@ func (sc *scanner) copyData(d []byte) []byte {
 // event converts one row of eventColumns or feedColumns.
 func (sc *scanner) event(r *rawRow) storage.Event {
 	e := storage.Event{
-		ID:           r.string(0),
+		ID:           r.eventID(0),
 		Type:         sc.intern(r.string(1)),
 		Data:         sc.copyData(r.bytes(2)),
 		Version:      r.int64(3),

@@ -1,0 +1,63 @@
+package postgres
+
+import (
+	"context"
+	"testing"
+	"time"
+)
+
+// TestStoredIDLookupsUseEventKey checks that every append statement that
+// looks up its event ids among the stored ones (a retry, a reuse of an id)
+// finds them through events_event_key (schema version 15), reading a few
+// rows of events_rows, not the 20,000 events of the aggregate, planned
+// for its arguments and as a generic plan: the statements' key expression
+// (eventKey) is the index's.
+func TestStoredIDLookupsUseEventKey(t *testing.T) {
+	s := openBatchTest(t)
+	ctx := context.Background()
+	_, err := s.pool.Exec(ctx, qualify(s.schema, inDefaultTenant+`
+INSERT INTO {{schema}}.events (position, aggregate_type, aggregate_id, event_id, event_type, data, version, sequence,
+	recorded_at, feed_sequence, tx)
+SELECT g, 'account', 'long', 'e' || g, 'Deposited', '{"cents":100}', g, g, now(), g, 0
+FROM generate_series(1, 20000) g;
+INSERT INTO {{schema}}.events (position, aggregate_type, aggregate_id, event_id, event_type, data, version, sequence,
+	recorded_at, feed_sequence, tx)
+SELECT 20000 + g, 'account', 'other-' || g % 50, gen_random_uuid()::text, 'Deposited', '{}', g / 50 + 1, g / 50 + 1,
+	now(), 20000 + g, 0
+FROM generate_series(1, 5000) g;
+ANALYZE {{schema}}.events_rows;`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	at := time.Now().UTC()
+	stale := int64(1) // the aggregate is at version 20,000: every request is refused
+	ids := []string{"e10", "e15000", "new"}
+	types := []string{"Deposited", "Deposited", "Deposited"}
+	data := [][]byte{[]byte(`{"cents":100}`), []byte(`{"cents":100}`), []byte(`{}`)}
+	times := []time.Time{at, at, at}
+	cases := []struct {
+		name string
+		sql  string
+		args []any
+	}{
+		{"appendSingle", s.sql.appendSingle, []any{"account", "long", &stale, "e10", "Deposited", []byte(`{"cents":100}`), at,
+			nil, false, false, int64(0), nil}},
+		{"appendOne", s.sql.appendOne, []any{"account", "long", &stale, ids, types, data, times, nil, false, false, int64(0), nil}},
+		{"append", s.sql.append, []any{"account", "long", ids, &stale, types, data, times, nil, int64(0), nil}},
+		{"appendGroup", s.sql.appendGroup, []any{[]string{"account", "account"}, []string{"long", "other-1"},
+			[]*int64{&stale, &stale}, []int64{3, 1}, []int64{1, 1, 1, 2}, append(ids, "x"), append(types, "Deposited"),
+			append(data, []byte(`{}`)), append(times, at), nil, []int64{1, 2, 3, 1}, int64(0), false,
+			[]bool{false, false}, nil}},
+	}
+	for _, c := range cases {
+		for _, mode := range []string{"auto", "force_generic_plan"} {
+			plan := explainReactions(t, s, mode, c.sql, c.args...)
+			read := eventRowsRead(t, plan)
+			t.Logf("%s, plan_cache_mode %s: %v rows of events_rows read", c.name, mode, read)
+			if read > 100 {
+				t.Errorf("%s, plan_cache_mode %s: a refused append of a 20,000-event aggregate read %v rows of events_rows; want at most 100:\n%s",
+					c.name, mode, read, plan)
+			}
+		}
+	}
+}
