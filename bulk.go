@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/eventkit-go/eventstore/internal/limits"
 	"github.com/eventkit-go/eventstore/internal/tracing"
@@ -32,10 +33,16 @@ func (s *Store) SaveAll(ctx context.Context, aggregateType string, batches []Bat
 	if err != nil {
 		return nil, err
 	}
+	return s.appendAll(ctx, "save "+aggregateType, reqs, span.Started())
+}
+
+// appendAll appends the requests of a SaveAll or SaveImported, op naming
+// it in errors; traced stamps the events with the span.
+func (s *Store) appendAll(ctx context.Context, op string, reqs []storage.AppendRequest, traced bool) ([]SaveResult, error) {
 	if s.closed.Load() {
-		return nil, fmt.Errorf("save %s: %w", aggregateType, ErrClosed)
+		return nil, fmt.Errorf("%s: %w", op, ErrClosed)
 	}
-	if span.Started() {
+	if traced {
 		for i := range reqs {
 			stampTrace(ctx, reqs[i].Events)
 		}
@@ -43,12 +50,12 @@ func (s *Store) SaveAll(ctx context.Context, aggregateType string, batches []Bat
 	rs, err := s.storage.AppendAll(ctx, reqs)
 	s.noteWrite(err)
 	if err != nil {
-		return nil, fmt.Errorf("save %s: %w", aggregateType, err)
+		return nil, fmt.Errorf("%s: %w", op, err)
 	}
 	if len(rs) != len(reqs) {
-		return nil, fmt.Errorf("save %s: storage returned %d results for %d batches", aggregateType, len(rs), len(reqs))
+		return nil, fmt.Errorf("%s: storage returned %d results for %d batches", op, len(rs), len(reqs))
 	}
-	res = make([]SaveResult, len(rs))
+	res := make([]SaveResult, len(rs))
 	var last int64
 	for i, r := range rs {
 		res[i] = SaveResult(r)
@@ -63,6 +70,14 @@ func (s *Store) SaveAll(ctx context.Context, aggregateType string, batches []Bat
 func (s *Store) prepareAll(aggregateType string, batches []Batch) ([]storage.AppendRequest, error) {
 	v := validation{op: "save"}
 	checkFeedName(&v, "aggregateType", aggregateType)
+	return s.prepareBatches(&v, batches, func(int) (string, time.Time) { return aggregateType, time.Time{} }, true)
+}
+
+// prepareBatches validates batches and builds their storage requests,
+// batches[i] of the aggregate type and recorded time of of(i) (zero for
+// now). With oneType, every batch is of one type, checked by the caller
+// (its problems are reported once, not per batch).
+func (s *Store) prepareBatches(v *validation, batches []Batch, of func(i int) (string, time.Time), oneType bool) ([]storage.AppendRequest, error) {
 	total := 0
 	for _, b := range batches {
 		total += len(b.Events)
@@ -79,21 +94,23 @@ func (s *Store) prepareAll(aggregateType string, batches []Batch) ([]storage.App
 		return nil, err
 	}
 	reqs := make([]storage.AppendRequest, len(batches))
-	first := make(map[string]int, len(batches))
+	type key struct{ typ, id string }
+	first := make(map[key]int, len(batches))
 	events := make([]Event, total) // of every request, each capped to its own
 	for i, b := range batches {
 		prefix := func() string { return fmt.Sprintf("batches[%d].", i) } // only on errors
-		if j, ok := first[b.AggregateID]; ok && b.AggregateID != "" {
+		typ, at := of(i)
+		if j, ok := first[key{typ, b.AggregateID}]; ok && b.AggregateID != "" {
 			v.add(prefix()+"aggregateId", "repeats the aggregate of batches[%d]", j)
 		} else {
-			first[b.AggregateID] = i
+			first[key{typ, b.AggregateID}] = i
 		}
-		req, err := s.prepare(aggregateType, b.AggregateID, b.Events, &SaveOptions{ExpectedVersion: b.ExpectedVersion}, events)
+		req, err := s.prepare(typ, b.AggregateID, b.Events, &SaveOptions{ExpectedVersion: b.ExpectedVersion}, events, at)
 		events = events[min(len(b.Events), len(events)):]
 		if ve, ok := err.(*ValidationError); ok {
 			for _, f := range ve.Fields {
-				if f.Field == "aggregateType" {
-					continue // reported once above
+				if f.Field == "aggregateType" && oneType {
+					continue // reported once by the caller
 				}
 				if f.Field != "" && !strings.HasPrefix(f.Field, "[") {
 					f.Field = prefix() + f.Field

@@ -150,7 +150,7 @@ func (s *Store) Save(ctx context.Context, aggregateType, aggregateID string, eve
 	if buf != nil {
 		into = *buf
 	}
-	req, err := s.prepare(aggregateType, aggregateID, events, opts, into)
+	req, err := s.prepare(aggregateType, aggregateID, events, opts, into, time.Time{})
 	if err != nil {
 		return SaveResult{}, err
 	}
@@ -218,8 +218,9 @@ func (s *Store) recycle(b *[]Event, n int) {
 }
 
 // prepare validates a save and builds the storage request, with its events
-// at the start of into when it is long enough.
-func (s *Store) prepare(aggregateType, aggregateID string, events []NewEvent, opts *SaveOptions, into []Event) (storage.AppendRequest, error) {
+// at the start of into when it is long enough, recorded at at (now when
+// at is zero; SaveImported checks it before).
+func (s *Store) prepare(aggregateType, aggregateID string, events []NewEvent, opts *SaveOptions, into []Event, at time.Time) (storage.AppendRequest, error) {
 	v := validation{op: "save"}
 	checkFeedName(&v, "aggregateType", aggregateType)
 	checkName(&v, "aggregateId", aggregateID)
@@ -237,7 +238,10 @@ func (s *Store) prepare(aggregateType, aggregateID string, events []NewEvent, op
 			v.add("expectedVersion", "must not be negative, got %d", n)
 		}
 	}
-	now := s.now().UTC().Truncate(time.Microsecond)
+	now := at.UTC().Truncate(time.Microsecond)
+	if at.IsZero() {
+		now = s.now().UTC().Truncate(time.Microsecond)
+	}
 	if len(into) >= len(events) {
 		req.Events = into[:len(events):len(events)]
 	} else {

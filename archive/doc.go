@@ -27,10 +27,9 @@
 // version 1 refuses unknown fields and other versions: a later version
 // that adds lines (definitions, tenants) changes the number.
 //
-// # Not kept
+// # Recorded times
 //
-// Import saves with eventstore.Store.Save, which stamps events with the
-// time it saves them: imported events get the import's time, not the
-// recordedAt of the archive (which is written, and read into
-// Batch.RecordedAt, for when the store can take it).
+// Import saves with eventstore.Store.SaveImported, which keeps each
+// batch's recordedAt (from 1970 on, at most eventstore.MaxImportSkew after
+// the target's clock); positions are given in the archive's order.
 package archive

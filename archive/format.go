@@ -185,6 +185,8 @@ func checkBatch(b *Batch) error {
 		return fmt.Errorf("aggregateType and aggregateId must not be empty: %w", eventstore.ErrInvalid)
 	case b.Version < 1:
 		return fmt.Errorf("%s/%s: version must be at least 1, got %d: %w", b.AggregateType, b.AggregateID, b.Version, eventstore.ErrInvalid)
+	case b.RecordedAt.IsZero():
+		return fmt.Errorf("%s/%s: recordedAt is required: %w", b.AggregateType, b.AggregateID, eventstore.ErrInvalid)
 	case len(b.Events) == 0:
 		return fmt.Errorf("%s/%s: a batch has at least one event: %w", b.AggregateType, b.AggregateID, eventstore.ErrInvalid)
 	}

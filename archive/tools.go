@@ -59,55 +59,138 @@ type Stats struct {
 	Batches, Events, Duplicates int64
 }
 
-// Import saves every batch of r into st with Store.Save, in order, each
-// atomically, keeping event ids and aggregate versions: a batch is saved
-// only if its aggregate is at the batch's version minus one. Batches
-// stored already are Duplicates, so an import interrupted and run again
-// on the same archive ends with exactly one copy of every event. It stops
-// at the first bad line or batch with an error naming the line, leaving
-// the batches before it imported: a bad archive (see Reader.Next) wraps
+// importGroup bounds the batches Import saves in one SaveImported (one
+// transaction); eventstore.MaxSaveAllEvents bounds their events.
+const importGroup = 500
+
+// Import saves every batch of r into st, in order, keeping event ids,
+// aggregate versions and recorded times (eventstore.Store.SaveImported):
+// a batch is saved only if its aggregate is at the batch's version minus
+// one. Runs of batches of distinct aggregates are saved together, each
+// run atomically, and so each batch. Batches stored already are
+// Duplicates, so an import interrupted and run again on the same archive
+// ends with exactly one copy of every event. It stops at the first bad
+// line or batch with an error naming the line, leaving every batch before
+// it imported: a bad archive (see Reader.Next) wraps
 // eventstore.ErrInvalid, a batch that st refuses (such as an event id or
-// type it does not take) the error of Save, and a batch whose version
-// does not follow the aggregate's version in st wraps
-// eventstore.ErrConflict. Events get the time of the import as their
-// recorded time (see the package doc).
+// type it does not take, or a recorded time in the future) the error of
+// SaveImported, and a batch whose version does not follow the aggregate's
+// version in st wraps eventstore.ErrConflict.
 func Import(ctx context.Context, st *eventstore.Store, r *Reader) (Stats, error) {
-	var stats Stats
-	var events []eventstore.NewEvent
+	im := importer{st: st}
 	for {
 		if err := ctx.Err(); err != nil {
-			return stats, fmt.Errorf("archive: import: %w", err)
+			return im.stats, fmt.Errorf("archive: import: %w", err)
 		}
 		b, err := r.Next()
 		if err == io.EOF {
-			return stats, nil
+			return im.stats, im.flush(ctx)
 		}
 		if err != nil {
-			return stats, fmt.Errorf("archive: import: %w", err)
+			if ferr := im.flush(ctx); ferr != nil {
+				return im.stats, ferr
+			}
+			return im.stats, fmt.Errorf("archive: import: %w", err)
 		}
-		events = events[:0]
-		for _, e := range b.Events {
-			events = append(events, eventstore.NewEvent{ID: e.ID, Type: e.Type, Data: e.Data,
-				EncryptedData: e.EncryptedData, Metadata: e.Metadata})
-		}
-		res, err := st.Save(ctx, b.AggregateType, b.AggregateID, events,
-			&eventstore.SaveOptions{ExpectedVersion: eventstore.ExpectVersion(b.Version - 1)})
-		var ce *eventstore.ConflictError
-		switch {
-		case errors.As(err, &ce) && ce.StoredIDs == 0:
-			return stats, fmt.Errorf("archive: import: line %d: batch %s/%s version %d does not follow the stored version %d: %w",
-				r.Line(), b.AggregateType, b.AggregateID, b.Version, ce.Current, eventstore.ErrConflict)
-		case err != nil:
-			return stats, fmt.Errorf("archive: import: line %d: %w", r.Line(), err)
-		case res.Version != b.Version:
-			// A duplicate of events stored by a save of another version.
-			return stats, fmt.Errorf("archive: import: line %d: batch %s/%s version %d is stored as version %d: %w",
-				r.Line(), b.AggregateType, b.AggregateID, b.Version, res.Version, eventstore.ErrConflict)
-		case res.Duplicate:
-			stats.Duplicates++
-		default:
-			stats.Batches++
-			stats.Events += int64(len(b.Events))
+		if err := im.add(ctx, b, r.Line()); err != nil {
+			return im.stats, err
 		}
 	}
+}
+
+// importer gathers runs of batches of distinct aggregates and saves each
+// run with one SaveImported.
+type importer struct {
+	st     *eventstore.Store
+	stats  Stats
+	group  []eventstore.ImportedBatch
+	lines  []int // of group's batches
+	events int   // in group
+	keys   map[[2]string]bool
+}
+
+// add adds b, read from line, to the run, saving the run first when b
+// would not fit in it.
+func (im *importer) add(ctx context.Context, b Batch, line int) error {
+	key := [2]string{b.AggregateType, b.AggregateID}
+	if len(im.group) >= importGroup || im.events+len(b.Events) > eventstore.MaxSaveAllEvents || im.keys[key] {
+		if err := im.flush(ctx); err != nil {
+			return err
+		}
+	}
+	if im.keys == nil {
+		im.keys = make(map[[2]string]bool, importGroup)
+	}
+	im.keys[key] = true
+	events := make([]eventstore.NewEvent, len(b.Events))
+	for i, e := range b.Events {
+		events[i] = eventstore.NewEvent{ID: e.ID, Type: e.Type, Data: e.Data, EncryptedData: e.EncryptedData, Metadata: e.Metadata}
+	}
+	im.group = append(im.group, eventstore.ImportedBatch{AggregateType: b.AggregateType, AggregateID: b.AggregateID,
+		Events: events, ExpectedVersion: eventstore.ExpectVersion(b.Version - 1), RecordedAt: b.RecordedAt})
+	im.lines = append(im.lines, line)
+	im.events += len(b.Events)
+	return nil
+}
+
+// flush saves the run. When the run is refused, it saves its batches one
+// at a time, so that those before the bad one are imported and the error
+// names the bad one's line.
+func (im *importer) flush(ctx context.Context) error {
+	if len(im.group) == 0 {
+		return nil
+	}
+	group, lines := im.group, im.lines
+	im.group, im.lines, im.events = im.group[:0], im.lines[:0], 0
+	clear(im.keys)
+	res, err := im.st.SaveImported(ctx, group)
+	if err == nil {
+		for i := range group {
+			if err := im.count(group[i], res[i], lines[i]); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	if len(group) == 1 {
+		return im.refused(group[0], lines[0], err)
+	}
+	for i := range group {
+		res, err := im.st.SaveImported(ctx, group[i:i+1])
+		if err != nil {
+			return im.refused(group[i], lines[i], err)
+		}
+		if err := im.count(group[i], res[0], lines[i]); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// count adds the outcome of saving b to the stats.
+func (im *importer) count(b eventstore.ImportedBatch, res eventstore.SaveResult, line int) error {
+	version, _ := b.ExpectedVersion.Version()
+	switch {
+	case res.Version != version+1:
+		// A duplicate of events stored by a save of another version.
+		return fmt.Errorf("archive: import: line %d: batch %s/%s version %d is stored as version %d: %w",
+			line, b.AggregateType, b.AggregateID, version+1, res.Version, eventstore.ErrConflict)
+	case res.Duplicate:
+		im.stats.Duplicates++
+	default:
+		im.stats.Batches++
+		im.stats.Events += int64(len(b.Events))
+	}
+	return nil
+}
+
+// refused is the error of Import for batch b of line, refused with err.
+func (im *importer) refused(b eventstore.ImportedBatch, line int, err error) error {
+	version, _ := b.ExpectedVersion.Version()
+	var ce *eventstore.ConflictError
+	if errors.As(err, &ce) && ce.StoredIDs == 0 {
+		return fmt.Errorf("archive: import: line %d: batch %s/%s version %d does not follow the stored version %d: %w",
+			line, b.AggregateType, b.AggregateID, version+1, ce.Current, eventstore.ErrConflict)
+	}
+	return fmt.Errorf("archive: import: line %d: %w", line, err)
 }

@@ -24,9 +24,10 @@ const verifyPage = limits.MaxListLimit
 // Verify checks that a and b hold the same events: the same aggregate
 // types with the same counts (Store.Feeds), and for every aggregate, in
 // id order, the same version and the same checksum over its events' ids,
-// types, data, encrypted data and versions, in sequence order. Positions,
-// cursors and recorded times are not compared (an import renumbers and
-// restamps them), nor metadata. The first difference is an error naming
+// types, data, encrypted data, metadata, versions and sequence numbers, in
+// sequence order. Positions and cursors are not compared (an import
+// renumbers them), nor recorded times (Verify compares stores, not their
+// history of saves; Import keeps them). The first difference is an error naming
 // it that wraps ErrDifferent; a read that fails, its error. It holds a
 // page of aggregates and one page of events at a time.
 func Verify(ctx context.Context, a, b *eventstore.Store) error {
@@ -130,6 +131,7 @@ func checksum(ctx context.Context, st *eventstore.Store, typ, id string) ([sha25
 			writeString(h, e.Type)
 			writeString(h, string(e.Data))
 			writeString(h, e.EncryptedData)
+			writeMetadata(h, e.Metadata)
 			after = e.Version
 		}
 		if !more || len(agg.Events) == 0 {
@@ -139,6 +141,23 @@ func checksum(ctx context.Context, st *eventstore.Store, typ, id string) ([sha25
 	var sum [sha256.Size]byte
 	h.Sum(sum[:0])
 	return sum, nil
+}
+
+// writeMetadata writes m: its correlation and causation ids, then its
+// values in key order.
+func writeMetadata(h hash.Hash, m eventstore.Metadata) {
+	writeString(h, m.CorrelationID)
+	writeString(h, m.CausationID)
+	keys := make([]string, 0, len(m.Values))
+	for k := range m.Values {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	writeInt(h, int64(len(keys)))
+	for _, k := range keys {
+		writeString(h, k)
+		writeString(h, m.Values[k])
+	}
 }
 
 // writeString and writeInt write length-prefixed fields, so that no two

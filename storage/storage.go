@@ -462,6 +462,12 @@ type AppendRequest struct {
 	ExpectedVersion VersionCheck
 	// Events are the events to store, with ID, Type, Data and RecordedAt
 	// set; Version, Sequence and Position are assigned by the backend.
+	// RecordedAt is stored as given: the Store's clock for a save, the
+	// source's time for an import (eventstore.Store.SaveImported), which
+	// may be years before the events stored already (from 1970 on, at
+	// most eventstore.MaxImportSkew after the Store's clock) and need not
+	// rise with the position; reads by date (FeedQuery.From) still find
+	// every event by it.
 	// Every ID is a UUID in its canonical lower-case 36-character form (the
 	// eventstore.Store checks and normalises ids before it appends), so a backend may
 	// compare ids as bytes without parsing them again.

@@ -78,6 +78,7 @@ func cases() []testCase {
 	all = append(all, feedSequenceCases()...)
 	all = append(all, metadataCases()...)
 	all = append(all, feedDateCases()...)
+	all = append(all, importedCases()...)
 	all = append(all, loadRangeCases()...)
 	all = append(all, maxBytesCases()...)
 	all = append(all, deleteCases()...)
