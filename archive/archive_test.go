@@ -326,8 +326,12 @@ func TestVerifyFindsTheFirstDifference(t *testing.T) {
 			msg: "aggregate order/o-1: its events differ",
 		},
 		"other metadata": {
-			a: func(st *eventstore.Store) { saveMeta(t, st, id, eventstore.Metadata{Values: map[string]string{"k": "1"}}) },
-			b: func(st *eventstore.Store) { saveMeta(t, st, id, eventstore.Metadata{Values: map[string]string{"k": "2"}}) },
+			a: func(st *eventstore.Store) {
+				saveMeta(t, st, id, eventstore.Metadata{Values: map[string]string{"k": "1"}})
+			},
+			b: func(st *eventstore.Store) {
+				saveMeta(t, st, id, eventstore.Metadata{Values: map[string]string{"k": "2"}})
+			},
 			msg: "aggregate order/o-1: its events differ",
 		},
 		"metadata on one side": {
