@@ -42,6 +42,50 @@ type Event struct {
 	Metadata      eventstore.Metadata
 }
 
+// Kinds of the record lines of an archive, beside batch lines: a
+// projection definition, a reaction definition, a tenant.
+const (
+	KindProjection = "projection"
+	KindReaction   = "reaction"
+	KindTenant     = "tenant"
+)
+
+// Record is one line of an archive that is not a batch: Kind says which
+// of its fields is set.
+type Record struct {
+	Kind string
+	// Projection is a projection definition (KindProjection) in its JSON
+	// form (the body of PUT /projections/definitions/{name}), with its
+	// SigningSecret, which that form leaves out.
+	Projection    json.RawMessage
+	SigningSecret string
+	// Reaction is a reaction definition (KindReaction) in its JSON form
+	// (reactions.Definition).
+	Reaction json.RawMessage
+	// Tenant is a tenant (KindTenant): the batches after it, up to the
+	// next tenant, are its events.
+	Tenant Tenant
+}
+
+// Tenant is a tenant of a project (package tenancy).
+type Tenant struct {
+	ID        string `json:"id"`
+	Reference string `json:"reference,omitempty"`
+}
+
+// recordLine is a Record as JSON; "kind" comes first, which is how a
+// Reader tells a record from a batch.
+type recordLine struct {
+	Kind          string          `json:"kind"`
+	Projection    json.RawMessage `json:"projection,omitempty"`
+	SigningSecret string          `json:"signingSecret,omitempty"`
+	Reaction      json.RawMessage `json:"reaction,omitempty"`
+	Tenant        *Tenant         `json:"tenant,omitempty"`
+}
+
+// recordPrefix starts every record line.
+var recordPrefix = []byte(`{"kind":`)
+
 // header is the first line of an archive.
 type header struct {
 	Format  string `json:"format"`
@@ -150,19 +194,40 @@ func (w *Writer) WriteBatch(b Batch) error {
 		l.Events[i] = eventLine{ID: e.ID, Type: e.Type, Data: e.Data, EncryptedData: e.EncryptedData,
 			Metadata: metadataObject(e.Metadata)}
 	}
+	return w.writeLine(&l, "batch "+b.AggregateType+"/"+b.AggregateID)
+}
+
+// writeLine writes v as one line; what names it in errors.
+func (w *Writer) writeLine(v any, what string) error {
 	buf := bytes.NewBuffer(w.line[:0])
 	enc := json.NewEncoder(buf)
 	enc.SetEscapeHTML(false)
-	if err := enc.Encode(&l); err != nil { // Encode ends the line with "\n"
-		return fmt.Errorf("archive: write batch %s/%s: %v: %w", b.AggregateType, b.AggregateID, err, eventstore.ErrInvalid)
+	if err := enc.Encode(v); err != nil { // Encode ends the line with "\n"
+		return fmt.Errorf("archive: write %s: %v: %w", what, err, eventstore.ErrInvalid)
 	}
 	w.line = buf.Bytes()
 	if len(w.line) > MaxLineBytes {
-		return fmt.Errorf("archive: write batch %s/%s: %d bytes, more than %d: %w",
-			b.AggregateType, b.AggregateID, len(w.line), MaxLineBytes, eventstore.ErrInvalid)
+		return fmt.Errorf("archive: write %s: %d bytes, more than %d: %w", what, len(w.line), MaxLineBytes, eventstore.ErrInvalid)
 	}
 	_, w.err = w.w.Write(w.line)
 	return w.err
+}
+
+// WriteRecord writes r as one line. A record of an unknown Kind, without
+// the field of its kind, or whose definition is not a JSON object, is
+// refused with an error wrapping eventstore.ErrInvalid.
+func (w *Writer) WriteRecord(r Record) error {
+	if err := w.writeHeader(); err != nil {
+		return err
+	}
+	if err := checkRecord(&r); err != nil {
+		return fmt.Errorf("archive: write record: %w", err)
+	}
+	l := recordLine{Kind: r.Kind, Projection: r.Projection, SigningSecret: r.SigningSecret, Reaction: r.Reaction}
+	if r.Kind == KindTenant {
+		l.Tenant = &r.Tenant
+	}
+	return w.writeLine(&l, r.Kind+" record")
 }
 
 // Flush writes the header if nothing was written yet (an archive of no
@@ -176,6 +241,32 @@ func (w *Writer) Flush() error {
 		w.err = err
 	}
 	return w.err
+}
+
+// checkRecord says what is wrong with r, wrapping eventstore.ErrInvalid.
+func checkRecord(r *Record) error {
+	object := func(b json.RawMessage) bool {
+		t := bytes.TrimSpace(b)
+		return len(t) > 0 && t[0] == '{'
+	}
+	switch r.Kind {
+	case KindProjection:
+		if !object(r.Projection) {
+			return fmt.Errorf("a projection record needs the definition as a JSON object: %w", eventstore.ErrInvalid)
+		}
+	case KindReaction:
+		if !object(r.Reaction) {
+			return fmt.Errorf("a reaction record needs the definition as a JSON object: %w", eventstore.ErrInvalid)
+		}
+	case KindTenant:
+		if r.Tenant.ID == "" {
+			return fmt.Errorf("a tenant record needs the tenant's id: %w", eventstore.ErrInvalid)
+		}
+	default:
+		return fmt.Errorf("unknown record kind %q: this version reads the kinds %s, %s and %s beside batches "+
+			"(an archive of a later version?): %w", r.Kind, KindProjection, KindReaction, KindTenant, eventstore.ErrInvalid)
+	}
+	return nil
 }
 
 // checkBatch says what is wrong with b, wrapping eventstore.ErrInvalid.
@@ -240,50 +331,71 @@ func (r *Reader) Line() int { return r.line }
 // Next returns the next batch, or io.EOF after the last one. A bad
 // archive fails with an error naming the line that wraps
 // eventstore.ErrInvalid: a wrong format or version, a line longer than
-// MaxLineBytes or truncated, a line that is not a valid batch. An error
-// is returned by every later call.
+// MaxLineBytes or truncated, a line that is not a valid batch, and a
+// record (see Read), which Next does not skip. An error is returned by
+// every later call.
 func (r *Reader) Next() (Batch, error) {
-	if r.err != nil {
-		return Batch{}, r.err
+	b, rec, err := r.Read()
+	if err == nil && b == nil {
+		err = r.invalid("a %s record: this archive holds more than batches (read it with Read or ImportProject)", rec.Kind)
+		r.err = err
 	}
-	b, err := r.next()
+	if err != nil {
+		return Batch{}, err
+	}
+	return *b, nil
+}
+
+// Read returns the next line: a batch, or else a record (a definition or
+// a tenant), or io.EOF after the last line. Errors are those of Next; a
+// record of an unknown kind is one (an archive of a later version), not
+// skipped, so that nothing of an archive is left out unnoticed.
+func (r *Reader) Read() (*Batch, Record, error) {
+	if r.err != nil {
+		return nil, Record{}, r.err
+	}
+	b, rec, err := r.read()
 	if err != nil {
 		r.err = err
 	}
-	return b, err
+	return b, rec, err
 }
 
-func (r *Reader) next() (Batch, error) {
+func (r *Reader) read() (*Batch, Record, error) {
 	if !r.header {
 		line, err := r.scan()
 		if err == io.EOF {
 			r.line = 1
-			return Batch{}, r.invalid("no header: the archive is empty")
+			return nil, Record{}, r.invalid("no header: the archive is empty")
 		}
 		if err != nil {
-			return Batch{}, err
+			return nil, Record{}, err
 		}
 		var h header
 		if err := json.Unmarshal(line, &h); err != nil || h.Format != Format {
-			return Batch{}, r.invalid("not an archive: the header must be {\"format\":%q,\"version\":%d}", Format, Version)
+			return nil, Record{}, r.invalid("not an archive: the header must be {\"format\":%q,\"version\":%d}", Format, Version)
 		}
 		if h.Version != Version {
-			return Batch{}, r.invalid("archive version %d, this reader reads version %d", h.Version, Version)
+			return nil, Record{}, r.invalid("archive version %d, this reader reads version %d", h.Version, Version)
 		}
 		r.header = true
 	}
 	line, err := r.scan()
 	if err != nil {
-		return Batch{}, err
+		return nil, Record{}, err
+	}
+	if bytes.HasPrefix(line, recordPrefix) {
+		rec, err := r.record(line)
+		return nil, rec, err
 	}
 	var l batchLine
 	dec := json.NewDecoder(bytes.NewReader(line))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&l); err != nil {
-		return Batch{}, r.invalid("not a batch: %v", err)
+		return nil, Record{}, r.invalid("not a batch: %v", err)
 	}
 	if dec.More() {
-		return Batch{}, r.invalid("not a batch: more than one JSON value")
+		return nil, Record{}, r.invalid("not a batch: more than one JSON value")
 	}
 	b := Batch{AggregateType: l.AggregateType, AggregateID: l.AggregateID, Version: l.Version,
 		RecordedAt: l.RecordedAt, Events: make([]Event, len(l.Events))}
@@ -295,9 +407,30 @@ func (r *Reader) next() (Batch, error) {
 			Metadata: metadataOf(e.Metadata)}
 	}
 	if err := checkBatch(&b); err != nil {
-		return Batch{}, fmt.Errorf("archive: line %d: %w", r.line, err)
+		return nil, Record{}, fmt.Errorf("archive: line %d: %w", r.line, err)
 	}
-	return b, nil
+	return &b, Record{}, nil
+}
+
+// record decodes a record line.
+func (r *Reader) record(line []byte) (Record, error) {
+	var l recordLine
+	dec := json.NewDecoder(bytes.NewReader(line))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&l); err != nil {
+		return Record{}, r.invalid("not a record: %v", err)
+	}
+	if dec.More() {
+		return Record{}, r.invalid("not a record: more than one JSON value")
+	}
+	rec := Record{Kind: l.Kind, Projection: l.Projection, SigningSecret: l.SigningSecret, Reaction: l.Reaction}
+	if l.Tenant != nil {
+		rec.Tenant = *l.Tenant
+	}
+	if err := checkRecord(&rec); err != nil {
+		return Record{}, fmt.Errorf("archive: line %d: %w", r.line, err)
+	}
+	return rec, nil
 }
 
 // scan reads the next line, io.EOF at the end.

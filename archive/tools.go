@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 
 	"github.com/eventkit-go/eventstore"
 	"github.com/eventkit-go/eventstore/internal/limits"
@@ -77,25 +76,7 @@ const importGroup = 500
 // SaveImported, and a batch whose version does not follow the aggregate's
 // version in st wraps eventstore.ErrConflict.
 func Import(ctx context.Context, st *eventstore.Store, r *Reader) (Stats, error) {
-	im := importer{st: st}
-	for {
-		if err := ctx.Err(); err != nil {
-			return im.stats, fmt.Errorf("archive: import: %w", err)
-		}
-		b, err := r.Next()
-		if err == io.EOF {
-			return im.stats, im.flush(ctx)
-		}
-		if err != nil {
-			if ferr := im.flush(ctx); ferr != nil {
-				return im.stats, ferr
-			}
-			return im.stats, fmt.Errorf("archive: import: %w", err)
-		}
-		if err := im.add(ctx, b, r.Line()); err != nil {
-			return im.stats, err
-		}
-	}
+	return ImportProject(ctx, Project{Store: st}, r)
 }
 
 // importer gathers runs of batches of distinct aggregates and saves each
