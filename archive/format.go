@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"sync/atomic"
 	"time"
 
 	"github.com/eventkit-go/eventstore"
@@ -158,7 +159,12 @@ type Writer struct {
 	header bool
 	err    error
 	line   []byte
+	events atomic.Int64 // of the batches written
 }
+
+// Events returns the number of events of the batches written so far. It
+// may be called from another goroutine, to report progress.
+func (w *Writer) Events() int64 { return w.events.Load() }
 
 // NewWriter returns a Writer of an archive to w. It writes nothing until
 // WriteBatch or Flush.
@@ -194,7 +200,11 @@ func (w *Writer) WriteBatch(b Batch) error {
 		l.Events[i] = eventLine{ID: e.ID, Type: e.Type, Data: e.Data, EncryptedData: e.EncryptedData,
 			Metadata: metadataObject(e.Metadata)}
 	}
-	return w.writeLine(&l, "batch "+b.AggregateType+"/"+b.AggregateID)
+	if err := w.writeLine(&l, "batch "+b.AggregateType+"/"+b.AggregateID); err != nil {
+		return err
+	}
+	w.events.Add(int64(len(b.Events)))
+	return nil
 }
 
 // writeLine writes v as one line; what names it in errors.
@@ -299,7 +309,12 @@ type Reader struct {
 	line   int
 	header bool
 	err    error
+	events atomic.Int64 // of the batches read
 }
+
+// Events returns the number of events of the batches read so far. It may
+// be called from another goroutine, to report progress.
+func (r *Reader) Events() int64 { return r.events.Load() }
 
 // NewReader returns a Reader of the archive r.
 func NewReader(r io.Reader) *Reader {
@@ -409,6 +424,7 @@ func (r *Reader) read() (*Batch, Record, error) {
 	if err := checkBatch(&b); err != nil {
 		return nil, Record{}, fmt.Errorf("archive: line %d: %w", r.line, err)
 	}
+	r.events.Add(int64(len(b.Events)))
 	return &b, Record{}, nil
 }
 

@@ -96,21 +96,40 @@ func ExportProject(ctx context.Context, p Project, w *Writer, from Cursor) (Curs
 		if t.ID == from.Tenant {
 			after = from.After
 		}
-		cur = Cursor{Tenant: t.ID, After: after}
-		if err := w.WriteRecord(Record{Kind: KindTenant, Tenant: Tenant{ID: t.ID, Reference: t.Reference}}); err != nil {
+		if cur, err = ExportTenant(ctx, p.Tenants, t.ID, w, after); err != nil {
 			return cur, err
-		}
-		st, _, release, err := p.Tenants.Open(ctx, t.ID)
-		if err != nil {
-			return cur, fmt.Errorf("archive: export tenant %s: %w", t.ID, err)
-		}
-		cur.After, err = Export(ctx, st, w, after)
-		release()
-		if err != nil {
-			return cur, fmt.Errorf("archive: export tenant %s: %w", t.ID, err)
 		}
 	}
 	return cur, w.Flush()
+}
+
+// ExportTenant writes tenant id of tenants to w: its tenant record, then
+// its events after feed position after (Export). It returns the cursor to
+// go on from, also with an error (see Export). An unknown or deleted
+// tenant is an error wrapping tenancy.ErrUnknownTenant.
+func ExportTenant(ctx context.Context, tenants *tenancy.Set, id string, w *Writer, after int64) (Cursor, error) {
+	cur := Cursor{Tenant: id, After: after}
+	st, _, release, err := tenants.Open(ctx, id)
+	if err != nil {
+		return cur, fmt.Errorf("archive: export tenant %s: %w", id, err)
+	}
+	defer release()
+	ref := ""
+	if list, err := tenants.List(ctx); err == nil {
+		for _, t := range list {
+			if t.ID == id {
+				ref = t.Reference
+			}
+		}
+	}
+	if err := w.WriteRecord(Record{Kind: KindTenant, Tenant: Tenant{ID: id, Reference: ref}}); err != nil {
+		return cur, err
+	}
+	cur.After, err = Export(ctx, st, w, after)
+	if err != nil {
+		return cur, fmt.Errorf("archive: export tenant %s: %w", id, err)
+	}
+	return cur, nil
 }
 
 // exportDefinitions writes p's projection and reaction definitions.

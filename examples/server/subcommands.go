@@ -16,9 +16,9 @@ type subcommand struct {
 
 // subcommands are the server's subcommands, in the order -h lists them.
 func subcommands() []subcommand {
-	return []subcommand{
+	return append([]subcommand{
 		{"backup", "copy a SQLite store (and its tenants' files) while the server serves writes; see server backup -h", runBackup},
-	}
+	}, dataSubcommands()...) // data.go
 }
 
 // findSubcommand returns the subcommand args name, or nil when args start
