@@ -24,8 +24,10 @@
 // data, encryptedData and metadata are left out when empty; metadata has
 // the shape of eventstore.Metadata over HTTP: "correlationId",
 // "causationId" and the caller's own keys, all strings. A reader of
-// version 1 refuses unknown fields and other versions: a later version
-// that adds lines (definitions, tenants) changes the number.
+// version 1 refuses unknown fields and other versions. Record lines,
+// which start with {"kind":, hold a projection or reaction definition or
+// a tenant (Record, ExportProject); a reader refuses a kind it does not
+// know rather than skip it, and a later kind changes the version.
 //
 // # Recorded times
 //

@@ -74,7 +74,8 @@ const importGroup = 500
 // eventstore.ErrInvalid, a batch that st refuses (such as an event id or
 // type it does not take, or a recorded time in the future) the error of
 // SaveImported, and a batch whose version does not follow the aggregate's
-// version in st wraps eventstore.ErrConflict.
+// version in st wraps eventstore.ErrConflict. An archive with records
+// (definitions, tenants) is refused at the first: use ImportProject.
 func Import(ctx context.Context, st *eventstore.Store, r *Reader) (Stats, error) {
 	return ImportProject(ctx, Project{Store: st}, r)
 }
