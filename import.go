@@ -5,16 +5,10 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/eventkit-go/eventstore/internal/limits"
 	"github.com/eventkit-go/eventstore/internal/tracing"
 	"go.opentelemetry.io/otel/trace"
 )
-
-// MaxImportSkew is how far after the Store's clock an imported batch's
-// RecordedAt may be (SaveImported): the clocks of the machine that
-// recorded it and of this one may differ a little, but a time further
-// ahead is a mistake that would put the events after everything saved
-// from now on in a feed read by date.
-const MaxImportSkew = 5 * time.Minute
 
 // ImportedBatch is one aggregate's events in a Store.SaveImported: events
 // recorded elsewhere (another store, an archive), with the time they were
@@ -24,8 +18,10 @@ type ImportedBatch struct {
 	Events                     []NewEvent
 	ExpectedVersion            VersionCheck // when set, the version the aggregate must be at
 	// RecordedAt is when the batch was recorded: from 1970-01-01 UTC to
-	// MaxImportSkew after the Store's clock, kept at microsecond
-	// precision.
+	// 5 minutes after the Store's clock (the clocks of the machine that
+	// recorded it and of this one may differ a little, but a time further
+	// ahead is a mistake that would put the events after everything saved
+	// from now on in a feed read by date), kept at microsecond precision.
 	RecordedAt time.Time
 }
 
@@ -43,7 +39,7 @@ const spanSaveImported = "eventstore.SaveImported"
 //
 // It is for import tools: an application saving its own events uses Save
 // or SaveAll, which stamp them with the Store's clock. A RecordedAt that
-// is zero, before 1970 or more than MaxImportSkew after the Store's clock
+// is zero, before 1970 or more than 5 minutes after the Store's clock
 // is a *ValidationError.
 func (s *Store) SaveImported(ctx context.Context, batches []ImportedBatch) (res []SaveResult, err error) {
 	var span tracing.Span
@@ -63,7 +59,7 @@ func (s *Store) SaveImported(ctx context.Context, batches []ImportedBatch) (res 
 	}
 	v := validation{op: "save imported"}
 	bs := make([]Batch, len(batches))
-	latest := s.now().Add(MaxImportSkew)
+	latest := s.now().Add(limits.MaxImportSkew)
 	for i, b := range batches {
 		bs[i] = Batch{AggregateID: b.AggregateID, Events: b.Events, ExpectedVersion: b.ExpectedVersion}
 		field := fmt.Sprintf("batches[%d].recordedAt", i)
@@ -73,7 +69,7 @@ func (s *Store) SaveImported(ctx context.Context, batches []ImportedBatch) (res 
 		case b.RecordedAt.Before(minRecordedAt):
 			v.add(field, "must not be before 1970-01-01T00:00:00Z, got %s", b.RecordedAt.UTC().Format(time.RFC3339Nano))
 		case b.RecordedAt.After(latest):
-			v.add(field, "must not be more than %v after the store's clock, got %s", MaxImportSkew, b.RecordedAt.UTC().Format(time.RFC3339Nano))
+			v.add(field, "must not be more than %v after the store's clock, got %s", limits.MaxImportSkew, b.RecordedAt.UTC().Format(time.RFC3339Nano))
 		}
 	}
 	reqs, err := s.prepareBatches(&v, bs, func(i int) (string, time.Time) {

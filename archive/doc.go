@@ -32,6 +32,6 @@
 // # Recorded times
 //
 // Import saves with eventstore.Store.SaveImported, which keeps each
-// batch's recordedAt (from 1970 on, at most eventstore.MaxImportSkew after
+// batch's recordedAt (from 1970 on, at most 5 minutes after
 // the target's clock); positions are given in the archive's order.
 package archive

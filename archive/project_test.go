@@ -3,6 +3,7 @@ package archive_test
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -105,7 +106,8 @@ func fillProject(t *testing.T, p archive.Project) (tenants []string) {
 	t.Helper()
 	ctx := context.Background()
 	for _, body := range []string{countOrders, perOrder} {
-		d, err := eventstore.DecodeDefinition([]byte(body))
+		var d eventstore.Definition
+		err := json.Unmarshal([]byte(body), &d)
 		require.NoError(t, err)
 		d.SigningSecret = "s3cret"
 		_, err = p.Projector.Put(ctx, d)

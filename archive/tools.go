@@ -59,7 +59,7 @@ type Stats struct {
 }
 
 // importGroup bounds the batches Import saves in one SaveImported (one
-// transaction); eventstore.MaxSaveAllEvents bounds their events.
+// transaction); limits.MaxSaveAllEvents bounds their events.
 const importGroup = 500
 
 // Import saves every batch of r into st, in order, keeping event ids,
@@ -95,7 +95,7 @@ type importer struct {
 // would not fit in it.
 func (im *importer) add(ctx context.Context, b Batch, line int) error {
 	key := [2]string{b.AggregateType, b.AggregateID}
-	if len(im.group) >= importGroup || im.events+len(b.Events) > eventstore.MaxSaveAllEvents || im.keys[key] {
+	if len(im.group) >= importGroup || im.events+len(b.Events) > limits.MaxSaveAllEvents || im.keys[key] {
 		if err := im.flush(ctx); err != nil {
 			return err
 		}

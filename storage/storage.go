@@ -465,7 +465,7 @@ type AppendRequest struct {
 	// RecordedAt is stored as given: the Store's clock for a save, the
 	// source's time for an import (eventstore.Store.SaveImported), which
 	// may be years before the events stored already (from 1970 on, at
-	// most eventstore.MaxImportSkew after the Store's clock) and need not
+	// most 5 minutes after the Store's clock) and need not
 	// rise with the position; reads by date (FeedQuery.From) still find
 	// every event by it.
 	// Every ID is a UUID in its canonical lower-case 36-character form (the

@@ -15,6 +15,7 @@ import (
 
 	"github.com/eventkit-go/eventstore"
 	"github.com/eventkit-go/eventstore/archive"
+	"github.com/eventkit-go/eventstore/internal/names"
 	"github.com/eventkit-go/eventstore/reactions"
 )
 
@@ -78,7 +79,7 @@ func parseDataFlags(fs *flag.FlagSet, args []string) error {
 // the projections. close releases it all.
 func openProject(ctx context.Context, f storeFlags, log *slog.Logger) (p archive.Project, close func(), err error) {
 	if f.project != "" {
-		if err := eventstore.CheckName(f.project); err != nil || strings.ContainsAny(f.project, "+") {
+		if err := names.Check(f.project); err != nil || strings.ContainsAny(f.project, "+") {
 			return archive.Project{}, nil, fmt.Errorf("-project %q: not a project name", f.project)
 		}
 	}

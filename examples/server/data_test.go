@@ -25,7 +25,8 @@ func fillDataProject(t *testing.T, storage string) string {
 		t.Fatal(err)
 	}
 	defer closeProject()
-	d, err := eventstore.DecodeDefinition([]byte(`{"projectionName":"orders","feedName":"order","aggregated":true,"handlers":[{"eventType":"Placed","functions":[{"function":"inc","targetSelector":"$.projection.n"}]}]}`))
+	var d eventstore.Definition
+	err = json.Unmarshal([]byte(`{"projectionName":"orders","feedName":"order","aggregated":true,"handlers":[{"eventType":"Placed","functions":[{"function":"inc","targetSelector":"$.projection.n"}]}]}`), &d)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -24,6 +24,7 @@ const (
 	MaxSaveAllBatches = 1000                     // batches of one Store.SaveAll
 	MaxSaveAllEvents  = 10_000                   // events of one Store.SaveAll, all batches
 	MaxFieldErrors    = 100                      // ValidationError.Fields; the rest are counted in Omitted
+	MaxImportSkew     = 5 * time.Minute          // how far after the Store's clock ImportedBatch.RecordedAt may be
 
 	DefaultFeedLimit  = 100  // FeedOptions.Limit
 	MaxFeedLimit      = 1000 // FeedOptions.Limit
