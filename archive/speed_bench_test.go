@@ -17,6 +17,7 @@ import (
 
 	"github.com/eventkit-go/eventstore"
 	"github.com/eventkit-go/eventstore/archive"
+	"github.com/eventkit-go/eventstore/storage"
 	"github.com/eventkit-go/eventstore/storage/postgres"
 	"github.com/eventkit-go/eventstore/storage/sqlite"
 	"github.com/google/uuid"
@@ -76,15 +77,7 @@ func openSpeedStore(b *testing.B, kind, name string) speedStore {
 	if kind == "sqlite" {
 		path := filepath.Join(b.TempDir(), name+".db")
 		s, err := sqlite.Open(path, nil)
-		if err != nil {
-			b.Fatal(err)
-		}
-		st, err := eventstore.New(s, nil)
-		if err != nil {
-			b.Fatal(err)
-		}
-		b.Cleanup(func() { _ = st.Close() })
-		return speedStore{st: st, path: path}
+		return speedStore{st: benchStore(b, s, err), path: path}
 	}
 	url := postgresURL()
 	schema := fmt.Sprintf("es_archive_speed_%d_%s_%d", os.Getpid(), name, schemas.Add(1))
@@ -102,6 +95,12 @@ func openSpeedStore(b *testing.B, kind, name string) speedStore {
 		b.Fatal(err)
 	}
 	s, err := postgres.OpenURL(ctx, url, &postgres.Options{Schema: schema})
+	return speedStore{st: benchStore(b, s, err), schema: schema, conn: conn}
+}
+
+// benchStore returns a Store on s, opened with err, closed at the end.
+func benchStore(b *testing.B, s storage.Storage, err error) *eventstore.Store {
+	b.Helper()
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -110,7 +109,7 @@ func openSpeedStore(b *testing.B, kind, name string) speedStore {
 		b.Fatal(err)
 	}
 	b.Cleanup(func() { _ = st.Close() })
-	return speedStore{st: st, schema: schema, conn: conn}
+	return st
 }
 
 const speedData = `{"amount":"12.50","currency":"EUR","customer":"c-1234","note":"a line of text"}`
