@@ -170,7 +170,7 @@ func TestDataBadInput(t *testing.T) {
 		{[]string{"copy", "-storage", dst}, "", "-to is required"},
 		{[]string{"verify", "-storage", dst}, "", "-other is required"},
 		{[]string{"export", "-storage", "bogus"}, "", `unknown -storage "bogus"`},
-		{[]string{"nope"}, "", `nope is not a subcommand`},
+		{[]string{"nope"}, "", `unexpected arguments`},
 	} {
 		_, _, err := runData(t, c.stdin, c.args...)
 		if err == nil || !strings.Contains(err.Error(), c.want) || strings.Contains(err.Error(), "\n") {
