@@ -91,6 +91,7 @@ type config struct {
 	console         bool // serve the console at /console/
 	upgrade         upgradeConfig
 	replicas        replicaConfig
+	listen          listenURLConfig
 }
 
 func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (config, error) {
@@ -112,6 +113,7 @@ func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (c
 	c.reactions.flags(fs)
 	c.upgrade.flags(fs)
 	c.replicas.flags(fs)
+	c.listen.flags(fs)
 	if err := fs.Parse(args); err != nil {
 		return config{}, err
 	}
@@ -131,6 +133,9 @@ func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (c
 		return config{}, err
 	}
 	if err := c.replicas.check(c.storage); err != nil {
+		return config{}, err
+	}
+	if err := c.listen.check(c.storage); err != nil {
 		return config{}, err
 	}
 	// External projection functions keep to the reactions' outbound policy.
@@ -200,8 +205,9 @@ func storageName(spec string) string {
 
 // openStorage opens the backend named by the -storage flag; noMigrate
 // refuses an older schema instead of migrating it (-no-migrate);
-// PostgreSQL reads from replicas when it names some (nil: none).
-func openStorage(ctx context.Context, spec, schema string, noMigrate bool, replicas *replicaConfig) (storage.Storage, error) {
+// PostgreSQL reads from replicas when it names some (nil: none);
+// listenURL is -postgres-listen-url.
+func openStorage(ctx context.Context, spec, schema string, noMigrate bool, replicas *replicaConfig, listenURL string) (storage.Storage, error) {
 	switch {
 	case spec == "memory":
 		return memory.New(), nil
@@ -215,7 +221,7 @@ func openStorage(ctx context.Context, spec, schema string, noMigrate bool, repli
 		}
 		return sqlite.Open(path, &sqlite.Options{NoMigrate: noMigrate})
 	case strings.HasPrefix(spec, "postgres://"), strings.HasPrefix(spec, "postgresql://"):
-		return postgres.OpenURL(ctx, spec, replicas.apply(&postgres.Options{Schema: schema, NoMigrate: noMigrate}))
+		return postgres.OpenURL(ctx, spec, replicas.apply(&postgres.Options{Schema: schema, NoMigrate: noMigrate, ListenURL: listenURL}))
 	}
 	return nil, fmt.Errorf(`unknown -storage %q: use "memory", "sqlite:PATH" or "postgres://..."`, spec)
 }

@@ -212,7 +212,7 @@ func (rt *projectRouter) open(ctx context.Context, name string) (*project, error
 	}
 	log.Info("opening storage", "storage", storageKind(spec))
 	opened := time.Now()
-	s, err := openStorage(ctx, spec, schema, rt.cfg.upgrade.noMigrate, &rt.cfg.replicas)
+	s, err := openStorage(ctx, spec, schema, rt.cfg.upgrade.noMigrate, &rt.cfg.replicas, rt.cfg.listen.url)
 	if err != nil {
 		return nil, fmt.Errorf("open storage: %w", err)
 	}

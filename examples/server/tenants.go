@@ -107,7 +107,7 @@ func (ts tenantStorage) tenantSchema(id string) string {
 func (ts tenantStorage) registry(ctx context.Context) (storage.Storage, error) {
 	switch ts.kind() {
 	case "sqlite":
-		return openStorage(ctx, "sqlite:"+ts.sqlitePath("+tenants"), "", ts.noMigrate, nil)
+		return openStorage(ctx, "sqlite:"+ts.sqlitePath("+tenants"), "", ts.noMigrate, nil, "")
 	case "postgres":
 		return postgres.Open(ctx, ts.pool, &postgres.Options{Schema: ts.registrySchema(), Listener: ts.listener, NoMigrate: ts.noMigrate})
 	}
@@ -183,9 +183,13 @@ func openTenants(ctx context.Context, spec, schema string, proj *eventstore.Proj
 		if ts.pool, err = pgxpool.NewWithConfig(ctx, pcfg); err != nil {
 			return nil, nil, errors.New("open the tenants' PostgreSQL pool")
 		}
-		ts.listener = postgres.NewListener(ts.pool)
+		var closeListener func()
+		if ts.listener, closeListener, err = cfg.listen.tenantListener(ctx, ts.pool); err != nil {
+			ts.pool.Close()
+			return nil, nil, err
+		}
 		release = func() {
-			_ = ts.listener.Close()
+			closeListener()
 			ts.pool.Close()
 		}
 	}

@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net"
@@ -142,6 +143,10 @@ func TestPgBouncerTransactionMode(t *testing.T) {
 		t.Cleanup(func() { _ = s.Close() })
 		return s
 	}
+	// Without ListenURL the transaction pooler is detected and refused.
+	_, err := postgres.OpenURL(ctx, url, &postgres.Options{Schema: "bouncer"})
+	require.ErrorIs(t, err, storage.ErrInvalid)
+	assert.Contains(t, err.Error(), "ListenURL")
 	a, b := open(), open()
 	notes := make(chan struct{}, 1)
 	wctx, stopWatch := context.WithCancel(ctx)
@@ -209,7 +214,7 @@ func TestPgBouncerTransactionMode(t *testing.T) {
 	for len(notes) > 0 {
 		<-notes
 	}
-	_, err := a.Append(ctx, storage.AppendRequest{AggregateType: "t", AggregateID: uuid.NewString(), Events: []storage.Event{ev("Good")}})
+	_, err = a.Append(ctx, storage.AppendRequest{AggregateType: "t", AggregateID: uuid.NewString(), Events: []storage.Event{ev("Good")}})
 	require.NoError(t, err)
 	select {
 	case <-notes:
@@ -219,4 +224,75 @@ func TestPgBouncerTransactionMode(t *testing.T) {
 	page, err := b.ReadFeed(ctx, storage.FeedQuery{Limit: 1000})
 	require.NoError(t, err)
 	assert.Equal(t, 20*6+20+1, len(page.Events), "every acknowledged append is in the feed once")
+}
+
+// TestPgBouncerTransactionModeServer: the server through PgBouncer in
+// transaction mode stops at start with a message saying what to change
+// (the flag for a direct notification URL; the exec mode when the URL
+// leaves pgx's prepared statements on), and with -postgres-listen-url two
+// servers work: saves, projections, and a long poll on one server woken
+// by the other's saves through the direct connection (through the pooler
+// LISTEN is dead and the wake-up would wait for the 30 s safety poll).
+func TestPgBouncerTransactionModeServer(t *testing.T) {
+	db := newCluster(t)
+	port := startPgBouncer(t, db.port, "transaction", "extra_float_digits,default_transaction_isolation")
+	bare := fmt.Sprintf("postgres://postgres@127.0.0.1:%d/postgres?sslmode=disable", port)
+	url := bare + "&default_query_exec_mode=exec"
+	refused := func(storageURL string) string {
+		cmd := exec.Command(serverBinary(t), "-addr", "127.0.0.1:0", "-storage", storageURL)
+		cmd.Env = append(os.Environ(), "EVENTSTORE_ACCESS_KEY="+accessKey, "EVENTSTORE_SECRET_ACCESS_KEY="+secretKey)
+		out, err := cmd.CombinedOutput()
+		require.Error(t, err, "the server started through PgBouncer in transaction mode without -postgres-listen-url:\n%s", out)
+		return string(out)
+	}
+	out := refused(url)
+	assert.Contains(t, out, "transaction mode")
+	assert.Contains(t, out, "-postgres-listen-url")
+	assert.NotContains(t, out, "default_query_exec_mode", "the URL sets it already")
+	assert.Contains(t, refused(bare), "default_query_exec_mode=exec", "the URL leaves named prepared statements on")
+
+	a := startServer(t, url, "-postgres-listen-url", db.url)
+	b := startServer(t, url, "-postgres-listen-url", db.url)
+	a.mustDo("POST", "/projections/definitions", definition("totals", true), http.StatusOK)
+	for i := range 10 {
+		r := save(context.Background(), []*server{a, b}[i%2])
+		require.Equal(t, http.StatusOK, r.status)
+	}
+	for _, s := range []*server{a, b} {
+		require.Eventually(t, func() bool { n, _ := totals(t, s); return n == 20 }, 30*time.Second, 100*time.Millisecond,
+			"totals on %s", s.base)
+	}
+	_, cursor := follow(t, b, 0)
+	time.Sleep(3 * time.Second) // b's waiters trust its watcher once it ran 2 s (watcherSettle)
+	for round := range 3 {
+		type answer struct {
+			page feedPage
+			err  error
+			at   time.Time
+		}
+		got := make(chan answer, 1)
+		go func() {
+			status, body, err := b.do(context.Background(), "GET", fmt.Sprintf("/feeds/_all?since=%d&waitTime=20000", cursor), nil)
+			ans := answer{err: err, at: time.Now()}
+			if err == nil && status != http.StatusOK {
+				ans.err = fmt.Errorf("status %d: %s", status, body)
+			}
+			if ans.err == nil {
+				ans.err = json.Unmarshal(body, &ans.page)
+			}
+			got <- ans
+		}()
+		time.Sleep(100 * time.Millisecond) // b's long poll waits
+		r := save(context.Background(), a)
+		require.Equal(t, http.StatusOK, r.status)
+		acked := time.Now()
+		ans := <-got
+		require.NoError(t, ans.err)
+		require.NotEmpty(t, ans.page.Entries, "round %d: b's long poll returned nothing", round)
+		took := max(0, ans.at.Sub(acked))
+		t.Logf("round %d: b's long poll answered %v after a's save", round, took)
+		assert.Less(t, took, 5*time.Second, "round %d: b was not woken by a's save (LISTEN through the pooler?)", round)
+		cursor = ans.page.Entries[len(ans.page.Entries)-1].SequenceNumber
+	}
+	a.mustDo("GET", "/readyz", nil, http.StatusOK)
 }

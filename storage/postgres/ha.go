@@ -121,7 +121,11 @@ const (
 //
 // A connection string that sets connect_timeout keeps its own dialer.
 func Configure(cfg *pgxpool.Config) {
-	cc := cfg.ConnConfig
+	configureConn(cfg.ConnConfig)
+}
+
+// configureConn is Configure on the configuration of one connection.
+func configureConn(cc *pgx.ConnConfig) {
 	if cc.ConnectTimeout == 0 {
 		cc.ConnectTimeout = DefaultConnectTimeout
 		d := &net.Dialer{

@@ -193,7 +193,14 @@ type Options struct {
 	// with instead of the pool's configuration: a direct connection to the
 	// primary when the pool goes through a pooler in transaction mode
 	// (PgBouncer's pool_mode = transaction), through which LISTEN does
-	// not work. Ignored with Listener.
+	// not work. It gets the connect and keepalive defaults of Configure.
+	// Ignored with Listener.
+	//
+	// Open detects a pooler in transaction mode when ListenURL is empty
+	// (two connections of the pool reaching one server session, or one
+	// connection moving between sessions) and refuses it with ErrInvalid
+	// and a message saying what to set, unless Listener connects to
+	// another server than the pool.
 	ListenURL string
 
 	// Listener, when set, is the connection WatchAppends listens on,
@@ -414,6 +421,9 @@ func open(ctx context.Context, pool *pgxpool.Pool, opts *Options) (*store, error
 			"the store needs \"read committed\" (the server's default; set default_transaction_isolation in "+
 			"the pool's RuntimeParams): %w", isolation, storage.ErrInvalid)
 	}
+	if err := checkPooler(ctx, pool, opts); err != nil {
+		return nil, err
+	}
 	s := &store{
 		pool: pool,
 		sql: newStatements(pgx.Identifier{schema}.Sanitize(), quoteLiteral(channel),
@@ -436,6 +446,7 @@ func open(ctx context.Context, pool *pgxpool.Pool, opts *Options) (*store, error
 			if err != nil {
 				return nil, fmt.Errorf("postgres: open: ListenURL: %v: %w", err, storage.ErrInvalid)
 			}
+			configureConn(cfg)
 			s.listenConfig = cfg
 		}
 	}
