@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -127,10 +128,10 @@ func TestPgBouncerSessionMode(t *testing.T) {
 
 // TestPgBouncerTransactionMode: two Storages through PgBouncer in
 // transaction mode (default_query_exec_mode=exec, notifications through a
-// direct ListenURL). A group of appends refused by the server after it
-// took the append lock must not leave the lock held on some server
-// session (that stopped every writer of every process for good): both
-// Storages go on appending; and the watcher hears the other's appends.
+// direct ListenURL; without it the pooler is refused). Groups of appends
+// some of which the server refuses (a NUL byte) keep the others' results
+// and both Storages go on appending; the watcher hears the other's
+// appends. (The lock leak is TestPgBouncerTransactionModeLockLeak's.)
 func TestPgBouncerTransactionMode(t *testing.T) {
 	db := newCluster(t)
 	port := startPgBouncer(t, db.port, "transaction", "extra_float_digits,default_transaction_isolation")
@@ -295,4 +296,82 @@ func TestPgBouncerTransactionModeServer(t *testing.T) {
 		cursor = ans.page.Entries[len(ans.page.Entries)-1].SequenceNumber
 	}
 	a.mustDo("GET", "/readyz", nil, http.StatusOK)
+}
+
+// TestPgBouncerTransactionModeLockLeak reproduces the lock leak of issue
+// 32: through PgBouncer in transaction mode, an append that fails inside
+// the statement that holds the session append lock (reserve; here the
+// positions sequence is exhausted, so that nextval fails after
+// pg_advisory_lock) must release the lock on the server session that
+// holds it. Released in a round trip after the ROLLBACK's (the code
+// before af57150), the pooler could hand that session to another client
+// in between and run the unlock on another: the lock stayed held, and
+// every append of every process reaching another server session waited
+// for it until WriteTimeout, for good. (A refusal of a later statement of
+// the append, as TestPgBouncerTransactionMode's NUL bytes, comes after
+// reserve released the lock and never showed the leak.)
+func TestPgBouncerTransactionModeLockLeak(t *testing.T) {
+	db := newCluster(t)
+	port := startPgBouncer(t, db.port, "transaction", "extra_float_digits,default_transaction_isolation")
+	url := fmt.Sprintf("postgres://postgres@127.0.0.1:%d/postgres?sslmode=disable&default_query_exec_mode=exec", port)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	open := func() storage.Storage {
+		s, err := postgres.OpenURL(ctx, url, &postgres.Options{Schema: "leak", ListenURL: db.url, WriteTimeout: 5 * time.Second})
+		require.NoError(t, err)
+		t.Cleanup(func() { _ = s.Close() })
+		return s
+	}
+	a, b := open(), open()
+	admin, err := pgx.Connect(ctx, db.url)
+	require.NoError(t, err)
+	defer admin.Close(context.Background())
+	appendOne := func(s storage.Storage) error {
+		_, err := s.Append(ctx, storage.AppendRequest{AggregateType: "t", AggregateID: uuid.NewString(),
+			Events: []storage.Event{{ID: uuid.NewString(), Type: "Good", Data: []byte(`{}`), RecordedAt: time.Now().UTC()}}})
+		return err
+	}
+	require.NoError(t, appendOne(a))
+	// Readers keep the pooler's three server sessions busy, so that a
+	// session freed by a ROLLBACK goes to a waiting client at once.
+	var readers sync.WaitGroup
+	rctx, stopReaders := context.WithCancel(ctx)
+	defer func() { stopReaders(); readers.Wait() }()
+	for range 4 {
+		readers.Go(func() {
+			for rctx.Err() == nil {
+				_, _ = b.FeedHead(rctx, "")
+			}
+		})
+	}
+	acked := 1
+	for cycle := range 5 {
+		var last int64
+		require.NoError(t, admin.QueryRow(ctx, `SELECT last_value FROM leak.positions`).Scan(&last))
+		_, err := admin.Exec(ctx, `SELECT setval('leak.positions', 9223372036854775807)`)
+		require.NoError(t, err)
+		var wg sync.WaitGroup
+		errs := make([]error, 8)
+		for i := range errs {
+			wg.Go(func() { errs[i] = appendOne([]storage.Storage{a, b}[i%2]) })
+		}
+		wg.Wait()
+		for i, err := range errs {
+			require.Error(t, err, "cycle %d: append %d with the sequence exhausted", cycle, i)
+		}
+		_, err = admin.Exec(ctx, `SELECT setval('leak.positions', $1)`, last)
+		require.NoError(t, err)
+		// Every append of both processes goes through, whatever server
+		// session it reaches: no failed append left the lock behind.
+		for i := range 6 {
+			start := time.Now()
+			err := appendOne([]storage.Storage{a, b}[i%2])
+			require.NoError(t, err, "cycle %d, append %d after the sequence was restored (%v): the append lock was left held",
+				cycle, i, time.Since(start).Round(time.Millisecond))
+			acked++
+		}
+	}
+	page, err := a.ReadFeed(ctx, storage.FeedQuery{Limit: 1000})
+	require.NoError(t, err)
+	assert.Equal(t, acked, len(page.Events), "every acknowledged append is in the feed once")
 }
