@@ -96,7 +96,7 @@ func openProject(ctx context.Context, f storeFlags, log *slog.Logger) (p archive
 			return archive.Project{}, nil, fmt.Errorf("-storage %s: no store there: %w", spec, err)
 		}
 	}
-	s, err := openStorage(ctx, spec, schema, false, nil)
+	s, err := openStorage(ctx, spec, schema, false, nil, "")
 	if err != nil {
 		return archive.Project{}, nil, fmt.Errorf("open storage %s: %w", storageKind(spec), err)
 	}
