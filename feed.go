@@ -58,9 +58,8 @@ type FeedResult struct {
 	Head    int64       // the feed's latest FeedSequence or Position, whatever the options
 }
 
-// CursorAheadError is the error of a feed read whose cursor is past the
-// feed's head: one the feed never gave, or a store lost its latest events
-// (a restored backup, a failover). It wraps ErrConflict.
+// CursorAheadError (wrapping ErrConflict) refuses a feed read after a
+// cursor past the head: one never given, or lost by a restore or failover.
 type CursorAheadError struct {
 	AggregateType string // the feed's type, "" for the feed of all types
 	Cursor        int64  // the cursor read after

@@ -10,37 +10,22 @@ import (
 	"go.opentelemetry.io/otel/trace"
 )
 
-// ImportedBatch is one aggregate's events in a Store.SaveImported: events
-// recorded elsewhere (another store, an archive), with the time they were
-// recorded there.
+// ImportedBatch is one aggregate's events for Store.SaveImported, with
+// the time they were recorded elsewhere.
 type ImportedBatch struct {
 	AggregateType, AggregateID string
 	Events                     []NewEvent
 	ExpectedVersion            VersionCheck // when set, the version the aggregate must be at
-	// RecordedAt is when the batch was recorded: from 1970-01-01 UTC to
-	// 5 minutes after the Store's clock (the clocks of the machine that
-	// recorded it and of this one may differ a little, but a time further
-	// ahead is a mistake that would put the events after everything saved
-	// from now on in a feed read by date), kept at microsecond precision.
-	RecordedAt time.Time
+	RecordedAt                 time.Time    // from 1970 to 5 minutes after the Store's clock; kept to the microsecond
 }
 
 // spanSaveImported is the span of a SaveImported.
 const spanSaveImported = "eventstore.SaveImported"
 
-// SaveImported saves batches recorded elsewhere, as an import does
-// (package archive): as SaveAll does, in one atomic step with SaveAll's
-// rules and bounds, except that the batches may be of different aggregate
-// types (each aggregate at most once) and their events keep the
-// batch's RecordedAt instead of getting the time of the save. Positions
-// are still given in the order of the batches, so a feed read by date
-// (FeedOptions.From and To) finds imported events by their recorded time
-// while their positions follow the import's order.
-//
-// It is for import tools: an application saving its own events uses Save
-// or SaveAll, which stamp them with the Store's clock. A RecordedAt that
-// is zero, before 1970 or more than 5 minutes after the Store's clock
-// is a *ValidationError.
+// SaveImported is SaveAll for import tools (package archive): the
+// batches may be of several types (each aggregate once) and keep their
+// RecordedAt; positions follow the batches' order. A RecordedAt out of
+// range is a *ValidationError.
 func (s *Store) SaveImported(ctx context.Context, batches []ImportedBatch) (res []SaveResult, err error) {
 	var span tracing.Span
 	if s.tracer.Enabled() {

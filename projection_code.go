@@ -14,43 +14,33 @@ import (
 	"github.com/eventkit-go/eventstore/storage"
 )
 
-// CodeProjection is a projection in Go: its handler is code instead of a
-// Definition's functions (typed.NewProjection is the usual way to write
-// one). The Projector applies it with a Definition's guarantees and serves
-// its instances, the JSON objects its states encode to, through the same
-// queries and HTTP endpoints. The code is not stored: the storage keeps a
-// Definition whose Code names the Version, with a Handler per event type.
+// CodeProjection is a projection in Go (typed.NewProjection is the usual
+// way to write one), applied with a Definition's guarantees and served
+// through the same queries and endpoints as the JSON its states encode to.
+// The code is not stored: the storage keeps a Definition naming Version.
 type CodeProjection struct {
-	Name        string // shared with the names of Definitions
-	Description string // for people, as a Definition's
-	Feed        string // the aggregate type whose events it reads
-	// Version, at least 1, is raised whenever the code computes or
-	// encodes otherwise: the projection is then rebuilt (see Register).
-	Version    int64
-	Aggregated bool     // one instance over the feed, else one per aggregate id or Key
-	EventTypes []string // those it handles (at most 1000); others are not decoded
+	Name        string   // shared with the names of Definitions
+	Description string   // for people, as a Definition's
+	Feed        string   // the aggregate type whose events it reads
+	Version     int64    // at least 1; raise it when the code computes or encodes otherwise (a rebuild, see Register)
+	Aggregated  bool     // one instance over the feed, else one per aggregate id or Key
+	EventTypes  []string // those it handles (at most 1000); others are not decoded
 	// Key, for a single projection, returns the id of the instance an
-	// event changes; nil keys by aggregate id. An error is recorded for
-	// the event, which changes nothing.
+	// event changes (nil: the aggregate id); an error is recorded.
 	Key func(e *Event) (string, error)
 	// Decode returns an instance's state from its stored JSON object, or
-	// a new state for nil. An instance that does not decode is left
-	// unchanged, each event recorded as an error.
+	// a new state for nil; an error is recorded for each event.
 	Decode func(data []byte) (CodeState, error)
 }
 
-// CodeState is the state of one instance of a CodeProjection while the
-// Projector applies a page of events to it: decoded once per page, changed
-// by Apply for each event, and encoded once, when the page is committed.
+// CodeState is an instance's state while the Projector applies a page of
+// events to it: decoded once per page, encoded once at its commit.
 type CodeState interface {
-	// Apply folds e into the state, deterministically and without I/O
-	// (events are applied again on rebuilds and to undo a failed one). An
-	// error is recorded for the event, which then changes nothing;
-	// DropInstance deletes the instance. Apply must not keep or modify e.
+	// Apply folds e into the state, deterministically and without I/O, nor
+	// keeping or changing e; an error is recorded for the event, which then
+	// changes nothing; DropInstance deletes the instance.
 	Apply(e *Event) error
-	// MarshalJSON encodes the state as a JSON object of at most
-	// ProjectorOptions.MaxInstanceBytes, else the event is an error.
-	MarshalJSON() ([]byte, error)
+	MarshalJSON() ([]byte, error) // a JSON object of at most ProjectorOptions.MaxInstanceBytes
 }
 
 // DropInstance, returned by CodeState.Apply, deletes the instance, as

@@ -32,14 +32,12 @@ type VersionCheck = storage.VersionCheck
 // ExpectVersion(0) means it must not exist yet.
 func ExpectVersion(v int64) VersionCheck { return storage.ExpectVersion(v) }
 
-// BatchError is the error of Store.SaveAll when one batch of several is
-// refused: its Index, AggregateType and AggregateID, and Err, why (it wraps
-// a sentinel such as ErrConflict). Nothing was written.
+// BatchError says which batch (Index, AggregateType, AggregateID) of a
+// SaveAll was refused, and why (Err, wrapping a sentinel); nothing was written.
 type BatchError = storage.BatchError
 
-// ConflictError is the error of a save refused by its checks: the
-// aggregate is at version Current, not Expected, or StoredIDs (> 0) of its
-// Events ids are stored already but not the others. It wraps ErrConflict.
+// ConflictError (wrapping ErrConflict) refuses a save: the aggregate is at
+// version Current, not Expected, or StoredIDs (> 0) of its ids are stored.
 type ConflictError = storage.ConflictError
 
 // FeedInfo is an aggregate type's AggregateCount, BatchCount and EventCount.
