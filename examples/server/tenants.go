@@ -180,6 +180,10 @@ func openTenants(ctx context.Context, spec, schema string, proj *eventstore.Proj
 		// whatever the server's default (postgres.Open refuses others).
 		pcfg.ConnConfig.RuntimeParams["default_transaction_isolation"] = "read committed"
 		pcfg.ConnConfig.Tracer = postgres.NewTracer(nil) // statement spans when tracing is on
+		// As OpenURL does: connect and keepalive defaults, and the notice
+		// handler that makes a cancelled synchronous commit an unknown
+		// outcome instead of an acknowledged save.
+		postgres.Configure(pcfg)
 		if ts.pool, err = pgxpool.NewWithConfig(ctx, pcfg); err != nil {
 			return nil, nil, errors.New("open the tenants' PostgreSQL pool")
 		}
