@@ -92,6 +92,9 @@ type Projector struct {
 	code map[string]*compiled
 	// busy names the projections caught up apart (catchUpApart).
 	busy map[string]bool
+	// rebuilds are the projections being rebuilt after a rewind, by
+	// name (rewind.go).
+	rebuilds map[string]rewindRebuild
 	// listed are the names of the stored definitions as Run last read
 	// them, at listedAt, when wake had been called changes times; Run
 	// reads them again after relist, or at once after wake (a definition
@@ -152,6 +155,9 @@ type proj struct {
 	// checked the stored checkpoint against the storage (checkRewound).
 	// Guarded by mu.
 	rewinds int64
+	// beforeRewind is checkpoint as it was when a rewind made the
+	// Projector forget it (forgetRewound), until checkRewound reads it.
+	beforeRewind atomic.Int64
 }
 
 // maxRecent bounds proj.recent between catch-ups: an aggregated
@@ -240,8 +246,15 @@ type Status struct {
 	// RebuildCheckpoint.
 	Rebuilding        bool
 	RebuildCheckpoint int64
-	Instances         int64
-	Errors            []ProjectionError // the most recent, oldest first
+	// RebuildReason, when set, says why the projection itself is being
+	// rebuilt from the start of the feed: after a rewind (Store.Rewinds)
+	// it had applied events the storage no longer has. It is set by the
+	// Projector that reset it, and by one that had seen it applied past
+	// where the storage was found, until the projection has caught up
+	// (Checkpoint past that position, or nothing left to apply).
+	RebuildReason string
+	Instances     int64
+	Errors        []ProjectionError // the most recent, oldest first
 }
 
 // NewProjector returns a Projector for the projections of st's storage.

@@ -57,6 +57,7 @@ func (p *Projector) status(ctx context.Context, rec storage.DefinitionRecord, ne
 		return Status{}, fmt.Errorf("projection %q: %w", rec.Name, err)
 	}
 	st.Instances = list.Total
+	st.RebuildReason = p.rebuildReason(rec.Name, rec.Checkpoint, st.Behind)
 	if next != nil {
 		st.Rebuilding, st.RebuildCheckpoint = true, next.Checkpoint
 	}

@@ -80,7 +80,9 @@ func (p *Projector) forgetRewound() {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	for _, pr := range p.projs {
-		pr.checkpoint.Store(0)
+		if c := pr.checkpoint.Swap(0); c > 0 {
+			pr.beforeRewind.Store(c)
+		}
 	}
 }
 
@@ -97,7 +99,13 @@ func (p *Projector) checkRewound(ctx context.Context, pr *proj, stored int64) (b
 		return false, nil
 	}
 	pr.rewinds = n
+	before := max(pr.beforeRewind.Swap(0), pr.checkpoint.Load())
 	if stored <= r.Found || stored > r.Seen {
+		if stored <= r.Found && before > r.Found && before <= r.Seen {
+			// Reset by another process: this one had seen it applied
+			// past where the storage was found.
+			p.noteRebuild(pr.name, before, r)
+		}
 		return false, nil
 	}
 	if err := p.storage.ResetProjection(ctx, pr.name); err != nil && !isNotFound(err) {
@@ -106,9 +114,46 @@ func (p *Projector) checkRewound(ctx context.Context, pr *proj, stored int64) (b
 	}
 	pr.checkpoint.Store(0)
 	pr.storedOK, pr.recent = false, nil
+	p.noteRebuild(pr.name, stored, r)
 	p.log.Error("eventstore: projection rebuilt: it had applied events the storage no longer has",
 		"projection", pr.name, "checkpoint", stored, "storage at", r.Found)
 	return true, nil
+}
+
+// rewindRebuild is a projection being rebuilt because it had applied
+// events that a rewind lost (Status.RebuildReason).
+type rewindRebuild struct {
+	checkpoint int64 // how far it had been applied
+	found      int64 // where the storage was found: rebuilt once past it
+}
+
+// noteRebuild records that projection name, applied up to checkpoint, is
+// rebuilt after rewind r, for Status until it caught up.
+func (p *Projector) noteRebuild(name string, checkpoint int64, r *storage.Rewind) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.rebuilds == nil {
+		p.rebuilds = make(map[string]rewindRebuild)
+	}
+	p.rebuilds[name] = rewindRebuild{checkpoint: checkpoint, found: r.Found}
+}
+
+// rebuildReason returns Status.RebuildReason of projection name at
+// checkpoint, behind positions behind the feed's head: why it is rebuilt,
+// or "" once it has caught up (it then forgets the rebuild).
+func (p *Projector) rebuildReason(name string, checkpoint, behind int64) string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	rb, ok := p.rebuilds[name]
+	if !ok {
+		return ""
+	}
+	if behind == 0 || checkpoint > rb.found {
+		delete(p.rebuilds, name)
+		return ""
+	}
+	return fmt.Sprintf("the storage went back to position %d (a failover that lost the last commits, or a restored backup) "+
+		"after the projection had applied events up to position %d: it is rebuilt from the start of the feed", rb.found, rb.checkpoint)
 }
 
 // rewindCheck is called by a catch-up of pr that has waited for target

@@ -3,6 +3,7 @@ package eventstore_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -122,4 +123,102 @@ func TestRewindQueriesDoNotWaitForLostPositions(t *testing.T) {
 	assert.Equal(t, int64(2), st.Rewinds())
 	assert.Equal(t, int64(2), m.rewinds.Load())
 	assert.Equal(t, `"1"`, count())
+}
+
+// gatedStorage is a lossyStorage whose catch-up reads (more than one
+// event) wait while gate is set, so that a test can look at a projection
+// in the middle of its rebuild.
+type gatedStorage struct {
+	*lossyStorage
+	gate atomic.Pointer[chan struct{}]
+}
+
+func (g *gatedStorage) ReadFeed(ctx context.Context, q storage.FeedQuery) (storage.FeedPage, error) {
+	if ch := g.gate.Load(); ch != nil && q.Limit > 1 {
+		select {
+		case <-*ch:
+		case <-ctx.Done():
+			return storage.FeedPage{}, ctx.Err()
+		}
+	}
+	return g.lossyStorage.ReadFeed(ctx, q)
+}
+
+// TestRewindRebuildShownInOverview: a projection reset after a rewind
+// because it had applied lost events shows in Status and Overview as
+// rebuilt, with why, until it caught up; one that had not applied lost
+// events does not.
+func TestRewindRebuildShownInOverview(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	s := &gatedStorage{lossyStorage: &lossyStorage{Storage: memory.New()}}
+	st, err := eventstore.New(s, nil)
+	require.NoError(t, err)
+	defer st.Close()
+	p := eventstore.NewProjector(st, nil)
+	def := func(name, feed string) eventstore.Definition {
+		return eventstore.Definition{Name: name, Feed: feed, Aggregated: true,
+			Handlers: []eventstore.Handler{{EventType: "Placed", Functions: []eventstore.Function{
+				{Name: eventstore.FuncInc, TargetSelector: "$.projection.n"},
+			}}}}
+	}
+	require.NoError(t, p.Create(ctx, def("orders", "order")))
+	require.NoError(t, p.Create(ctx, def("early", "early")))
+	_, err = st.Save(ctx, "early", "e-1", []eventstore.NewEvent{mev("Placed", `{}`)}, nil)
+	require.NoError(t, err)
+	var positions []int64
+	for i := range 5 {
+		res, err := st.Save(ctx, "order", "o-"+string(rune('a'+i)), []eventstore.NewEvent{mev("Placed", `{}`)}, nil)
+		require.NoError(t, err)
+		positions = append(positions, res.Position)
+	}
+	for _, name := range []string{"orders", "early"} {
+		_, err := p.Aggregated(ctx, name)
+		require.NoError(t, err)
+	}
+	st0, err := p.Status(ctx, "orders")
+	require.NoError(t, err)
+	require.Empty(t, st0.RebuildReason, "before the rewind")
+
+	// The storage loses positions 3 to 5, which "orders" applied and
+	// "early" did not; the catch-up after it waits in its first read.
+	s.mu.Lock()
+	f := s.onRewind
+	s.mu.Unlock()
+	require.NotNil(t, f)
+	gate := make(chan struct{})
+	s.gate.Store(&gate)
+	s.cut.Store(positions[1])
+	f(storage.Rewind{Seen: positions[4], Found: positions[1], Resumed: positions[4] + 100})
+	queried := make(chan error, 1)
+	go func() {
+		_, err := p.Aggregated(ctx, "orders")
+		queried <- err
+	}()
+	var reason string
+	require.Eventually(t, func() bool {
+		st, err := p.Status(ctx, "orders")
+		require.NoError(t, err)
+		reason = st.RebuildReason
+		return reason != ""
+	}, 10*time.Second, 10*time.Millisecond, "Status shows no rebuild after the rewind")
+	assert.Contains(t, reason, fmt.Sprintf("went back to position %d", positions[1]))
+	assert.Contains(t, reason, fmt.Sprintf("up to position %d", positions[4]))
+	all, err := p.Overview(ctx)
+	require.NoError(t, err)
+	shown := map[string]string{}
+	for _, st := range all {
+		shown[st.Definition.Name] = st.RebuildReason
+	}
+	assert.Equal(t, reason, shown["orders"], "Overview shows the rebuild")
+	assert.Empty(t, shown["early"], "a projection that applied no lost event is not rebuilt")
+
+	// Caught up: no longer shown.
+	s.gate.Store(nil)
+	close(gate)
+	require.NoError(t, <-queried)
+	st1, err := p.Status(ctx, "orders")
+	require.NoError(t, err)
+	assert.Empty(t, st1.RebuildReason, "after the rebuild caught up")
+	assert.Zero(t, st1.Behind)
 }

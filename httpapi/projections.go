@@ -180,6 +180,7 @@ type overviewEntry struct {
 	Behind            int64                        `json:"behind"`
 	Rebuilding        bool                         `json:"rebuilding"`
 	RebuildCheckpoint int64                        `json:"rebuildCheckpoint,omitempty"`
+	RebuildReason     string                       `json:"rebuildReason,omitempty"`
 	Errors            []eventstore.ProjectionError `json:"errors"`
 }
 
@@ -199,7 +200,7 @@ func (h *handler) overview(w http.ResponseWriter, r *http.Request) {
 		out[i] = overviewEntry{
 			ProjectionName: s.Definition.Name, FeedName: s.Definition.Feed, Aggregated: s.Definition.Aggregated,
 			ProjectionsCount: s.Instances, Checkpoint: s.Checkpoint, Head: s.Head, Behind: s.Behind,
-			Rebuilding: s.Rebuilding, RebuildCheckpoint: s.RebuildCheckpoint, Errors: errs,
+			Rebuilding: s.Rebuilding, RebuildCheckpoint: s.RebuildCheckpoint, RebuildReason: s.RebuildReason, Errors: errs,
 		}
 	}
 	h.sendValue(w, r, struct {

@@ -5,6 +5,7 @@ import { api, seg } from "./api.js";
 import { render, currentStatus, STATUSES } from "./app.js";
 
 export function projectionState(p) {
+  if (p.rebuildReason) return el("span", { class: "warn", title: p.rebuildReason }, "rebuilding after a rewind");
   if (p.rebuilding) return el("span", { class: "warn" }, "rebuilding");
   if (p.behind > 0) return el("span", { class: "warn" }, "catching up");
   return el("span", { class: "ok" }, "up to date");
@@ -89,6 +90,7 @@ export async function projectionPage(root, parts, q, signal) {
       stat(fmtNum(p.behind), "lag (positions behind)", p.behind ? "warn" : "", "lag"),
       stat(fmtNum(p.projectionsCount), "instances", "", "instances"),
       stat(fmtNum(p.errors.length), "recorded errors", p.errors.length ? "bad" : "", "error-count")));
+    if (p.rebuildReason) root.append(notice("Rebuilding: " + p.rebuildReason));
     root.append(el("section", { id: "errors" }, el("h2", {}, "Recorded errors"), table(["Position", "Event", "Instance", "Message"],
       p.errors.map(e => el("tr", { class: "projection-error" },
         td(e.position ? link("#" + e.position, "feed", "_all", { since: Math.max(0, e.position - 1), at: e.eventId }) : ""),
