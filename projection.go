@@ -239,22 +239,14 @@ type Projection struct {
 
 // Status describes a projection's progress.
 type Status struct {
-	Definition       Definition
-	Checkpoint, Head int64 // the feed position applied up to; the latest
-	Behind           int64 // at most Head - Checkpoint; 0 when no event of its feed follows
-	// Rebuilding reports a replacement (Put) being built, up to
-	// RebuildCheckpoint.
-	Rebuilding        bool
+	Definition        Definition
+	Checkpoint, Head  int64 // the feed position applied up to; the latest
+	Behind            int64 // at most Head - Checkpoint; 0 when no event of its feed follows
+	Rebuilding        bool  // a replacement (Put) is being built, up to RebuildCheckpoint
 	RebuildCheckpoint int64
-	// RebuildReason, when set, says why the projection itself is being
-	// rebuilt from the start of the feed: after a rewind (Store.Rewinds)
-	// it had applied events the storage no longer has. It is set by the
-	// Projector that reset it, and by one that had seen it applied past
-	// where the storage was found, until the projection has caught up
-	// (Checkpoint past that position, or nothing left to apply).
-	RebuildReason string
-	Instances     int64
-	Errors        []ProjectionError // the most recent, oldest first
+	RebuildReason     string // while it is rebuilt after a rewind lost events it had applied: why
+	Instances         int64
+	Errors            []ProjectionError // the most recent, oldest first
 }
 
 // NewProjector returns a Projector for the projections of st's storage.

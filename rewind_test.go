@@ -204,7 +204,7 @@ func TestRewindRebuildShownInOverview(t *testing.T) {
 	}, 10*time.Second, 10*time.Millisecond, "Status shows no rebuild after the rewind")
 	assert.Contains(t, reason, fmt.Sprintf("went back to position %d", positions[1]))
 	assert.Contains(t, reason, fmt.Sprintf("up to position %d", positions[4]))
-	all, err := p.Overview(ctx)
+	all, err := p.Statuses(ctx)
 	require.NoError(t, err)
 	shown := map[string]string{}
 	for _, st := range all {
