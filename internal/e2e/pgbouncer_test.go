@@ -126,6 +126,22 @@ func TestPgBouncerSessionMode(t *testing.T) {
 	assert.Contains(t, string(out), "ignore_startup_parameters")
 }
 
+// transactionPooled starts a cluster and PgBouncer in transaction mode
+// before it, and returns the cluster, the URL through PgBouncer and a
+// function that opens a Storage of schema through it (notifications
+// through the direct ListenURL), closed when the test ends.
+func transactionPooled(ctx context.Context, t *testing.T, schema string, writeTimeout time.Duration) (*cluster, string, func() storage.Storage) {
+	db := newCluster(t)
+	port := startPgBouncer(t, db.port, "transaction", "extra_float_digits,default_transaction_isolation")
+	url := fmt.Sprintf("postgres://postgres@127.0.0.1:%d/postgres?sslmode=disable&default_query_exec_mode=exec", port)
+	return db, url, func() storage.Storage {
+		s, err := postgres.OpenURL(ctx, url, &postgres.Options{Schema: schema, ListenURL: db.url, WriteTimeout: writeTimeout})
+		require.NoError(t, err)
+		t.Cleanup(func() { _ = s.Close() })
+		return s
+	}
+}
+
 // TestPgBouncerTransactionMode: two Storages through PgBouncer in
 // transaction mode (default_query_exec_mode=exec, notifications through a
 // direct ListenURL; without it the pooler is refused). Groups of appends
@@ -133,17 +149,9 @@ func TestPgBouncerSessionMode(t *testing.T) {
 // and both Storages go on appending; the watcher hears the other's
 // appends. (The lock leak is TestPgBouncerTransactionModeLockLeak's.)
 func TestPgBouncerTransactionMode(t *testing.T) {
-	db := newCluster(t)
-	port := startPgBouncer(t, db.port, "transaction", "extra_float_digits,default_transaction_isolation")
-	url := fmt.Sprintf("postgres://postgres@127.0.0.1:%d/postgres?sslmode=disable&default_query_exec_mode=exec", port)
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
-	open := func() storage.Storage {
-		s, err := postgres.OpenURL(ctx, url, &postgres.Options{Schema: "bouncer", ListenURL: db.url, WriteTimeout: 10 * time.Second})
-		require.NoError(t, err)
-		t.Cleanup(func() { _ = s.Close() })
-		return s
-	}
+	_, url, open := transactionPooled(ctx, t, "bouncer", 10*time.Second)
 	// Without ListenURL the transaction pooler is detected and refused.
 	_, err := postgres.OpenURL(ctx, url, &postgres.Options{Schema: "bouncer"})
 	require.ErrorIs(t, err, storage.ErrInvalid)
@@ -311,17 +319,9 @@ func TestPgBouncerTransactionModeServer(t *testing.T) {
 // the append, as TestPgBouncerTransactionMode's NUL bytes, comes after
 // reserve released the lock and never showed the leak.)
 func TestPgBouncerTransactionModeLockLeak(t *testing.T) {
-	db := newCluster(t)
-	port := startPgBouncer(t, db.port, "transaction", "extra_float_digits,default_transaction_isolation")
-	url := fmt.Sprintf("postgres://postgres@127.0.0.1:%d/postgres?sslmode=disable&default_query_exec_mode=exec", port)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	open := func() storage.Storage {
-		s, err := postgres.OpenURL(ctx, url, &postgres.Options{Schema: "leak", ListenURL: db.url, WriteTimeout: 5 * time.Second})
-		require.NoError(t, err)
-		t.Cleanup(func() { _ = s.Close() })
-		return s
-	}
+	db, _, open := transactionPooled(ctx, t, "leak", 5*time.Second)
 	a, b := open(), open()
 	admin, err := pgx.Connect(ctx, db.url)
 	require.NoError(t, err)
