@@ -9,18 +9,18 @@ import (
 )
 
 // readyWatch polls GET /readyz of a server every 100 ms, on connections of
-// its own (readyStatus), and records when its answer changes, for the
-// failover tests' timings.
+// its own (readyStatus), and records its answers, for the failover tests'
+// timings.
 type readyWatch struct {
 	s    *server
 	mu   sync.Mutex
-	seen []readyChange
+	seen []readyChange // every answer
 	stop chan struct{}
 	done chan struct{}
 }
 
-// readyChange is one change of a server's /readyz answer (0: none within
-// 3 s).
+// readyChange is one answer of a server's /readyz (0: none within 3 s),
+// at the time it came.
 type readyChange struct {
 	at     time.Time
 	status int
@@ -31,15 +31,11 @@ func watchReady(t *testing.T, s *server) *readyWatch {
 	w := &readyWatch{s: s, stop: make(chan struct{}), done: make(chan struct{})}
 	go func() {
 		defer close(w.done)
-		last := -1
 		for {
 			status := readyStatus(s)
-			if status != last {
-				w.mu.Lock()
-				w.seen = append(w.seen, readyChange{at: time.Now(), status: status})
-				w.mu.Unlock()
-				last = status
-			}
+			w.mu.Lock()
+			w.seen = append(w.seen, readyChange{at: time.Now(), status: status})
+			w.mu.Unlock()
 			select {
 			case <-w.stop:
 				return
@@ -61,17 +57,26 @@ func (w *readyWatch) end() {
 	<-w.done
 }
 
-// changes returns the changes recorded so far.
+// changes returns the first answer and each that differs from the one
+// before it.
 func (w *readyWatch) changes() []readyChange {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	return append([]readyChange(nil), w.seen...)
+	var out []readyChange
+	for i, c := range w.seen {
+		if i == 0 || c.status != w.seen[i-1].status {
+			out = append(out, c)
+		}
+	}
+	return out
 }
 
-// firstAfter returns the first change to status at or after from, and
-// whether there is one.
+// firstAfter returns when the first answer status came at or after from,
+// and whether one did.
 func (w *readyWatch) firstAfter(from time.Time, status int) (time.Time, bool) {
-	for _, c := range w.changes() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for _, c := range w.seen {
 		if !c.at.Before(from) && c.status == status {
 			return c.at, true
 		}
