@@ -150,10 +150,10 @@ postgresql:
 		n.cmd, n.logFile, n.exited = start("patroni", file)
 		nodes = append(nodes, n)
 		if name == "n1" {
-			waitREST(t, n, "/primary", 120*time.Second) // bootstrapped, leader
+			waitREST(t, n, "/primary", 5*time.Minute) // bootstrapped, leader (initdb took 2 min at a load of 55)
 		}
 	}
-	waitREST(t, nodes[1], "/sync", 120*time.Second) // the synchronous replica
+	waitREST(t, nodes[1], "/sync", 5*time.Minute) // the synchronous replica
 	leader, replica := nodes[0], nodes[1]
 	url := fmt.Sprintf("postgres://postgres@127.0.0.1:%d,127.0.0.1:%d/postgres?sslmode=disable&target_session_attrs=read-write", leader.pg, replica.pg)
 
