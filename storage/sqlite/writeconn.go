@@ -210,29 +210,8 @@ func (c *writeConn) exec(ctx context.Context, id stmtID, args ...any) error {
 // its first row into dest, a NULL as 0. It reports whether there was a
 // row.
 func (c *writeConn) queryRow(ctx context.Context, id stmtID, dest []*int64, args ...any) (bool, error) {
-	st, err := c.stmt(ctx, id)
-	if err != nil {
-		return false, err
-	}
-	q, ok := st.(driver.StmtQueryContext)
-	if !ok {
-		return false, errors.New("driver statement cannot query with a context")
-	}
-	rows, err := q.QueryContext(ctx, c.bind(args))
-	c.unbind()
-	if err != nil {
-		return false, err
-	}
-	if n := len(rows.Columns()); cap(c.dest) < n {
-		c.dest = make([]driver.Value, n)
-	}
-	row := c.dest[:len(rows.Columns())]
-	err = rows.Next(row)
-	if errors.Is(err, io.EOF) {
-		return false, rows.Close()
-	}
-	if err != nil {
-		rows.Close()
+	rows, row, found, err := c.firstRow(ctx, id, args)
+	if !found || err != nil {
 		return false, err
 	}
 	for i, d := range dest {
@@ -250,37 +229,48 @@ func (c *writeConn) queryRow(ctx context.Context, id stmtID, dest []*int64, args
 	return true, rows.Close()
 }
 
+// firstRow runs statement id with args and reads its first row into
+// c.dest. Without a row (found false) or on an error the rows are closed;
+// else the caller reads row and closes rows.
+func (c *writeConn) firstRow(ctx context.Context, id stmtID, args []any) (rows driver.Rows, row []driver.Value, found bool, err error) {
+	st, err := c.stmt(ctx, id)
+	if err != nil {
+		return nil, nil, false, err
+	}
+	q, ok := st.(driver.StmtQueryContext)
+	if !ok {
+		return nil, nil, false, errors.New("driver statement cannot query with a context")
+	}
+	rows, err = q.QueryContext(ctx, c.bind(args))
+	c.unbind()
+	if err != nil {
+		return nil, nil, false, err
+	}
+	if n := len(rows.Columns()); cap(c.dest) < n {
+		c.dest = make([]driver.Value, n)
+	}
+	row = c.dest[:len(rows.Columns())]
+	if err = rows.Next(row); err != nil {
+		clear(row)
+		cerr := rows.Close()
+		if errors.Is(err, io.EOF) {
+			return nil, nil, false, cerr
+		}
+		return nil, nil, false, err
+	}
+	return rows, row, true, nil
+}
+
 // queryEvent runs statement id with args and reads its first row, the
 // columns version, position, event_type, data, encrypted_data and
 // metadata of a stored event, into e, copying what it keeps. It reports
 // whether there was a row.
 func (c *writeConn) queryEvent(ctx context.Context, id stmtID, e *storage.Event, args ...any) (bool, error) {
-	st, err := c.stmt(ctx, id)
-	if err != nil {
+	rows, row, found, err := c.firstRow(ctx, id, args)
+	if !found || err != nil {
 		return false, err
 	}
-	q, ok := st.(driver.StmtQueryContext)
-	if !ok {
-		return false, errors.New("driver statement cannot query with a context")
-	}
-	rows, err := q.QueryContext(ctx, c.bind(args))
-	c.unbind()
-	if err != nil {
-		return false, err
-	}
-	if n := len(rows.Columns()); cap(c.dest) < n {
-		c.dest = make([]driver.Value, n)
-	}
-	row := c.dest[:len(rows.Columns())]
 	defer clear(row)
-	err = rows.Next(row)
-	if errors.Is(err, io.EOF) {
-		return false, rows.Close()
-	}
-	if err != nil {
-		rows.Close()
-		return false, err
-	}
 	r := rawRow{dest: row}
 	e.Version, e.Position, e.Type = r.int64(0), r.int64(1), r.string(2)
 	if d := r.bytes(3); d != nil {
