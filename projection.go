@@ -95,6 +95,8 @@ type Projector struct {
 	// rebuilds are the projections being rebuilt after a rewind, by
 	// name (rewind.go).
 	rebuilds map[string]rewindRebuild
+	// rebuildsNoted counts the rebuilds noted (rebuildMark).
+	rebuildsNoted uint64
 	// listed are the names of the stored definitions as Run last read
 	// them, at listedAt, when wake had been called changes times; Run
 	// reads them again after relist, or at once after wake (a definition

@@ -15,6 +15,7 @@ func (p *Projector) Status(ctx context.Context, name string) (Status, error) {
 	if err := checkProjectionName(name); err != nil {
 		return Status{}, err
 	}
+	mark := p.rebuildMark()
 	rec, err := p.storage.Definition(ctx, name)
 	if err != nil {
 		return Status{}, wrapNotFound(fmt.Sprintf("projection %q", name), err)
@@ -30,12 +31,13 @@ func (p *Projector) Status(ctx context.Context, name string) (Status, error) {
 	if err != nil {
 		return Status{}, fmt.Errorf("projection %q: %w", name, err)
 	}
-	return p.status(ctx, rec, next, head)
+	return p.status(ctx, rec, next, head, mark)
 }
 
 // status completes the Status of rec, whose replacement being rebuilt is
-// next (nil for none), with the feed's head.
-func (p *Projector) status(ctx context.Context, rec storage.DefinitionRecord, next *storage.DefinitionRecord, head int64) (Status, error) {
+// next (nil for none), with the feed's head; rec was read after mark
+// (rebuildMark).
+func (p *Projector) status(ctx context.Context, rec storage.DefinitionRecord, next *storage.DefinitionRecord, head int64, mark uint64) (Status, error) {
 	c, err := p.decodeStored(rec)
 	if err != nil {
 		return Status{}, err
@@ -57,7 +59,7 @@ func (p *Projector) status(ctx context.Context, rec storage.DefinitionRecord, ne
 		return Status{}, fmt.Errorf("projection %q: %w", rec.Name, err)
 	}
 	st.Instances = list.Total
-	st.RebuildReason = p.rebuildReason(rec.Name, rec.Checkpoint, st.Behind)
+	st.RebuildReason = p.rebuildReason(rec.Name, rec.Checkpoint, st.Behind, mark)
 	if next != nil {
 		st.Rebuilding, st.RebuildCheckpoint = true, next.Checkpoint
 	}
@@ -66,6 +68,7 @@ func (p *Projector) status(ctx context.Context, rec storage.DefinitionRecord, ne
 
 // Statuses returns the Status of every projection, by name.
 func (p *Projector) Statuses(ctx context.Context) ([]Status, error) {
+	mark := p.rebuildMark()
 	recs, err := p.storage.Definitions(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("projections: %w", err)
@@ -85,7 +88,7 @@ func (p *Projector) Statuses(ctx context.Context) ([]Status, error) {
 		if strings.HasSuffix(rec.Name, replacementSuffix) {
 			continue
 		}
-		st, err := p.status(ctx, rec, replacements[rec.Name], head)
+		st, err := p.status(ctx, rec, replacements[rec.Name], head, mark)
 		if err != nil {
 			return nil, err
 		}

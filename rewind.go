@@ -123,8 +123,9 @@ func (p *Projector) checkRewound(ctx context.Context, pr *proj, stored int64) (b
 // rewindRebuild is a projection being rebuilt because it had applied
 // events that a rewind lost (Status.RebuildReason).
 type rewindRebuild struct {
-	checkpoint int64 // how far it had been applied
-	found      int64 // where the storage was found: rebuilt once past it
+	checkpoint int64  // how far it had been applied
+	found      int64  // where the storage was found: rebuilt once past it
+	noted      uint64 // p.rebuildsNoted when it was noted
 }
 
 // noteRebuild records that projection name, applied up to checkpoint, is
@@ -135,20 +136,32 @@ func (p *Projector) noteRebuild(name string, checkpoint int64, r *storage.Rewind
 	if p.rebuilds == nil {
 		p.rebuilds = make(map[string]rewindRebuild)
 	}
-	p.rebuilds[name] = rewindRebuild{checkpoint: checkpoint, found: r.Found}
+	p.rebuildsNoted++
+	p.rebuilds[name] = rewindRebuild{checkpoint: checkpoint, found: r.Found, noted: p.rebuildsNoted}
+}
+
+// rebuildMark returns a mark to take before reading a projection's stored
+// progress for rebuildReason: a rebuild noted after it is newer than what
+// was read.
+func (p *Projector) rebuildMark() uint64 {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.rebuildsNoted
 }
 
 // rebuildReason returns Status.RebuildReason of projection name at
-// checkpoint, behind positions behind the feed's head: why it is rebuilt,
-// or "" once it has caught up (it then forgets the rebuild).
-func (p *Projector) rebuildReason(name string, checkpoint, behind int64) string {
+// checkpoint, behind positions behind the feed's head, both read after
+// mark (rebuildMark): why it is rebuilt, or "" once it has caught up (it
+// then forgets the rebuild). A rebuild noted after mark is shown whatever
+// was read: the reading may predate the reset (the old checkpoint).
+func (p *Projector) rebuildReason(name string, checkpoint, behind int64, mark uint64) string {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	rb, ok := p.rebuilds[name]
 	if !ok {
 		return ""
 	}
-	if behind == 0 || checkpoint > rb.found {
+	if rb.noted <= mark && (behind == 0 || checkpoint > rb.found) {
 		delete(p.rebuilds, name)
 		return ""
 	}
