@@ -143,17 +143,17 @@ func TestRewindNeverGivesANumberTwice(t *testing.T) {
 	if n := stA.Rewinds(); n != 1 {
 		t.Errorf("A's Store counted %d rewinds, want 1", n)
 	}
-	if n := postgres.Rewinds(sA); n != 1 {
-		t.Errorf("A's storage counted %d rewinds, want 1", n)
-	}
 
 	// B saves first: past what either process handed out.
 	res := placeOrder(t, ctx, stB)
 	if res.Position <= cursor {
 		t.Fatalf("the first save after the rewind took position %d, already handed out (the feed was at %d)", res.Position, cursor)
 	}
-	if n := postgres.Rewinds(sB); n != 0 {
-		t.Errorf("B's storage counted %d rewinds, want 0 (A moved the positions on first)", n)
+	// One of the two storages moved the positions on: A's, for the query
+	// above, or B's, whose running projector read the feed below what B
+	// had seen first (the two race); the other found them moved.
+	if a, b := postgres.Rewinds(sA), postgres.Rewinds(sB); a+b != 1 {
+		t.Errorf("the storages counted %d (A) and %d (B) rewinds, want 1 in all", a, b)
 	}
 	// A saves next: the sequence is past what A saw too.
 	resA := placeOrder(t, ctx, stA)
