@@ -37,3 +37,15 @@ func TestReadmeExample(t *testing.T) {
 		t.Errorf("the library example of docs/library.md differs from Example_readme:\ndocs/library.md:\n%s\nExample_readme:\n%s", got, want.String())
 	}
 }
+
+// TestReadmeLength: README.md stays the newcomer's page (issue 34: at most
+// 300 lines); detail belongs in docs/.
+func TestReadmeLength(t *testing.T) {
+	b, err := os.ReadFile("README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := strings.Count(string(b), "\n"); n > 300 {
+		t.Errorf("README.md has %d lines, more than 300: move detail into docs/", n)
+	}
+}
