@@ -8,9 +8,9 @@ import (
 	"slices"
 	"time"
 
+	"github.com/eventkit-go/eventstore/internal/lang"
 	"github.com/eventkit-go/eventstore/internal/names"
 	"github.com/eventkit-go/eventstore/storage"
-	"github.com/tidwall/gjson"
 	"go.opentelemetry.io/otel/trace"
 )
 
@@ -301,7 +301,7 @@ func (p *Projector) apply(ctx context.Context, pr *proj, c *compiled, from int64
 	if len(items) == 0 {
 		return commit, nil
 	}
-	insts := make(map[string]*instance, len(ids))
+	insts := make(map[string]*lang.Instance, len(ids))
 	load := ids
 	if from == 0 {
 		// At checkpoint 0 a projection has no instances (and the commit's
@@ -311,7 +311,7 @@ func (p *Projector) apply(ctx context.Context, pr *proj, c *compiled, from int64
 		load = nil
 		for _, id := range ids {
 			if st, ok := pr.recent[id]; ok {
-				insts[id] = &instance{id: id, root: parseObject(st.Data), state: st, stored: true, size: len(st.Data)}
+				insts[id] = lang.StoredInstance(id, st)
 			} else if !pr.recentAll {
 				load = append(load, id)
 			}
@@ -323,26 +323,25 @@ func (p *Projector) apply(ctx context.Context, pr *proj, c *compiled, from int64
 			return storage.ProjectionCommit{}, fmt.Errorf("projection %q: load instances: %w", name, err)
 		}
 		for _, st := range states {
-			insts[st.InstanceID] = &instance{id: st.InstanceID, root: parseObject(st.Data), state: st, stored: true, size: len(st.Data)}
+			insts[st.InstanceID] = lang.StoredInstance(st.InstanceID, st)
 		}
 	}
-	order := make([]*instance, 0, len(ids))
+	order := make([]*lang.Instance, 0, len(ids))
 	for _, id := range ids {
 		in := insts[id]
 		if in == nil {
-			in = &instance{id: id, root: &object{}, state: storage.ProjectionState{Name: name, InstanceID: id}, size: 2}
+			in = lang.NewInstance(id, storage.ProjectionState{Name: name, InstanceID: id})
 			insts[id] = in
 		}
 		order = append(order, in)
 	}
-	a := &applier{}
-	var ev eventScope
+	var a lang.Applier
 	for _, it := range items {
-		a.inst = insts[it.id]
+		in := insts[it.id]
 		if it.h.uri != "" {
 			// No storage connection is held here: the page was read and
 			// the instances loaded, and the commit comes after.
-			err := p.callFunction(ctx, c, it.h, it.e, a.inst)
+			err := p.callFunction(ctx, c, it.h, it.e, in)
 			if ctx.Err() != nil {
 				return storage.ProjectionCommit{}, fmt.Errorf("projection %q: %w", name, ctx.Err())
 			}
@@ -351,26 +350,24 @@ func (p *Projector) apply(ctx context.Context, pr *proj, c *compiled, from int64
 			}
 			continue
 		}
-		ev = eventScope{e: it.e, reads: ev.reads[:0]}
-		a.ev = &ev
-		if err := a.applyEvent(it.h, p.maxInstance); err != nil {
+		if err := a.Apply(in, it.e, it.h.ops, p.maxInstance); err != nil {
 			commit.Errors = append(commit.Errors, projectionError(it.e, it.id, err))
 		}
 	}
 	for _, in := range order {
 		switch {
-		case !in.changed:
-		case in.deleted:
-			if in.stored {
-				commit.Deletes = append(commit.Deletes, in.id)
+		case !in.Changed:
+		case in.Deleted:
+			if in.Stored {
+				commit.Deletes = append(commit.Deletes, in.ID)
 			}
 		default:
-			in.state.Data = appendJSON(make([]byte, 0, in.size), in.root)
-			in.state.SearchText = ""
+			in.State.Data = in.Encode()
+			in.State.SearchText = ""
 			if len(c.indexed) > 0 {
-				in.state.SearchText = searchText(in.root, c.indexed)
+				in.State.SearchText = in.SearchText(c.indexed)
 			}
-			commit.States = append(commit.States, in.state)
+			commit.States = append(commit.States, in.State)
 		}
 	}
 	return commit, nil
@@ -384,21 +381,9 @@ func instanceID(c *compiled, h *chandler, e *Event) (string, error) {
 	case h.idField == nil:
 		return e.AggregateID, nil
 	}
-	var r gjson.Result
-	if e.Data != nil {
-		r = gjson.GetBytes(e.Data, h.idField.gpath)
-	}
-	var id string
-	switch r.Type {
-	case gjson.String:
-		id = r.Str
-	case gjson.Number:
-		id = r.Raw
-	default:
-		if !r.Exists() {
-			return "", fmt.Errorf("idField %s is missing from the event", h.idField)
-		}
-		return "", fmt.Errorf("idField %s must be a string or a number, not %s", h.idField, clip(r.Raw))
+	id, err := h.idField.ReadID(e.Data)
+	if err != nil {
+		return "", err
 	}
 	if msg := names.Problem(id); msg != "" {
 		return "", fmt.Errorf("idField %s: the id %s", h.idField, msg)

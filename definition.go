@@ -7,6 +7,7 @@ import (
 	"unicode"
 	"unicode/utf8"
 
+	"github.com/eventkit-go/eventstore/internal/lang"
 	"github.com/eventkit-go/eventstore/internal/limits"
 	"github.com/eventkit-go/eventstore/internal/names"
 )
@@ -66,9 +67,6 @@ type Function struct {
 	RawData       json.RawMessage `json:"rawData,omitempty"` // a literal input instead (Literal)
 }
 
-// maxRawData bounds a function's rawData.
-const maxRawData = 64 << 10
-
 // compiled is a validated definition, ready to apply.
 type compiled struct {
 	def Definition
@@ -80,7 +78,7 @@ type compiled struct {
 	feeds []string
 	feed  string
 	// indexed are the compiled IndexedFields.
-	indexed []selector
+	indexed []lang.Selector
 	// ext: some handler calls an external function.
 	ext bool
 	// code is the Go code of a projection in Go (def.Code set), nil when
@@ -92,8 +90,8 @@ type handlerKey struct{ feed, eventType string }
 
 // chandler is a compiled handler.
 type chandler struct {
-	idField *selector // nil: the aggregate id
-	ops     []op
+	idField *lang.Selector // nil: the aggregate id
+	ops     []lang.Op
 	uri     string // an external function's, instead of ops
 }
 
@@ -158,12 +156,12 @@ func compile(d Definition) (*compiled, error) {
 			v.add(hf+".functions", "at most %d functions are allowed", limits.MaxFunctions)
 			h.Functions = h.Functions[:limits.MaxFunctions]
 		}
-		ch.ops = make([]op, 0, len(h.Functions))
+		ch.ops = make([]lang.Op, 0, len(h.Functions))
 		for j, f := range h.Functions {
 			if v.full() {
 				break
 			}
-			if o, ok := compileFunc(&v, fmt.Sprintf("%s.functions[%d]", hf, j), f); ok {
+			if o, ok := lang.CompileFunction(&v, fmt.Sprintf("%s.functions[%d]", hf, j), lang.Function(f)); ok {
 				ch.ops = append(ch.ops, o)
 			}
 		}
@@ -210,8 +208,9 @@ func descriptionProblem(s string) string {
 	return ""
 }
 
-// compileIDField compiles an idField: a field name or an $.event selector.
-func compileIDField(v *validation, field, s string, aggregated bool) *selector {
+// compileIDField compiles an idField (lang.IDField), which single
+// projections alone may have.
+func compileIDField(v *validation, field, s string, aggregated bool) *lang.Selector {
 	if s == "" {
 		return nil
 	}
@@ -219,20 +218,7 @@ func compileIDField(v *validation, field, s string, aggregated bool) *selector {
 		v.add(field, "applies to single projections only")
 		return nil
 	}
-	text := s
-	if len(s) < 2 || s[0] != '$' {
-		text = eventRoot + "." + s
-	}
-	sel, err := parseSelector(text, eventRoot)
-	switch {
-	case err != nil:
-		v.add(field, "%v", err)
-		return nil
-	case sel.isRoot() || sel.filterAt >= 0 || sel.steps[len(sel.steps)-1].kind == stepKeys:
-		v.add(field, "must name one field of the event, such as customerId or $.event.customer.id")
-		return nil
-	}
-	return &sel
+	return lang.IDField(v, field, s)
 }
 
 // reads reports whether the definition handles events of aggregate type

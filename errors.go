@@ -90,6 +90,9 @@ func (v *validation) add(field, format string, args ...any) {
 	v.fields = append(v.fields, FieldError{Field: field, Message: fmt.Sprintf(format, args...)})
 }
 
+// Add is add, for the compilers of package lang (lang.Problems).
+func (v *validation) Add(field, format string, args ...any) { v.add(field, format, args...) }
+
 func (v *validation) err() error {
 	if len(v.fields) == 0 {
 		return nil

@@ -10,13 +10,9 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
-	"strconv"
 	"sync"
 
-	"github.com/eventkit-go/eventstore/internal/jsonscan"
-	"github.com/eventkit-go/eventstore/internal/limits"
-	"github.com/eventkit-go/eventstore/storage"
-	"github.com/tidwall/gjson"
+	"github.com/eventkit-go/eventstore/internal/lang"
 )
 
 // FunctionCaller runs the handlers' FunctionURIs, such as package
@@ -144,129 +140,18 @@ func (p *Projector) checkFunctions(ctx context.Context, op string, c *compiled) 
 
 // callFunction applies event e to instance in through h's external
 // function, whole or not at all.
-func (p *Projector) callFunction(ctx context.Context, c *compiled, h *chandler, e *Event, in *instance) error {
+func (p *Projector) callFunction(ctx context.Context, c *compiled, h *chandler, e *Event, in *lang.Instance) error {
 	if p.functions == nil {
 		return errors.New("external functions are not enabled in this process (ProjectorOptions.Functions)")
-	}
-	saved := *in
-	if in.deleted { // deleted earlier in the page: the event starts afresh
-		in.root, in.deleted, in.size = &object{}, false, 2
-		in.state.CreatedAt, in.state.Reference = e.RecordedAt, Reference{}
 	}
 	secret := c.def.SigningSecret
 	if secret == "" {
 		secret = c.def.Name
 	}
-	call := FunctionCall{URI: h.uri, Projection: c.def.Name, Secret: secret, Event: e,
-		Body: functionBody(c, e, in)}
-	res, err := p.functions.CallFunction(ctx, call)
-	if err == nil && !res.Delete {
-		err = applyAnswer(in, res, p.maxInstance)
-	}
-	if err != nil {
-		*in = saved
-		return err
-	}
-	if res.Delete {
-		in.deleted, in.root, in.size = true, &object{}, 2
-	}
-	if in.state.CreatedAt.IsZero() {
-		in.state.CreatedAt = e.RecordedAt
-	}
-	in.changed = true
-	in.state.Position = e.Position
-	in.state.UpdatedAt = e.RecordedAt
-	return nil
-}
-
-// applyAnswer checks res and replaces in's state with it.
-func applyAnswer(in *instance, res FunctionResult, limit int) error {
-	if len(res.State) > limit {
-		return fmt.Errorf("the updated state is %d bytes, over the limit of %d: %w", len(res.State), limit, errTooLarge)
-	}
-	if err := jsonscan.Check(res.State, limits.MaxDataDepth); err != nil {
-		return fmt.Errorf("the updated state is not JSON: %v", err)
-	}
-	r := gjson.ParseBytes(res.State)
-	if !r.IsObject() {
-		return errors.New("the updated state is not a JSON object")
-	}
-	ref := in.state.Reference
-	if res.Reference != nil {
-		switch r := gjson.ParseBytes(res.Reference); r.Type {
-		case gjson.Null:
-			ref = Reference{}
-		case gjson.String:
-			ref = textOrNumberRef(r.Str)
-		case gjson.Number:
-			ref = numberRef(r.Raw)
-		default:
-			return errors.New("the reference must be a string, a number or null")
-		}
-	}
-	root, ok := fromJSON(r).(*object)
-	if !ok {
-		return errors.New("the updated state is not a JSON object")
-	}
-	in.root, in.size, in.state.Reference = root, len(res.State), ref
-	return nil
-}
-
-// functionBody encodes the JSON an external function receives.
-func functionBody(c *compiled, e *Event, in *instance) []byte {
-	b := make([]byte, 0, 256+len(e.Data)+in.size)
-	b = append(b, `{"metadata":{"aggregateId":`...)
-	b = appendString(b, e.AggregateID)
-	b = append(b, `,"aggregateType":`...)
-	b = appendString(b, e.AggregateType)
-	b = append(b, `,"feedName":`...)
-	b = appendString(b, e.AggregateType)
-	b = append(b, `,"projectionName":`...)
-	b = appendString(b, c.def.Name)
-	b = append(b, `,"projectionId":`...)
-	if c.def.Aggregated {
-		b = appendString(b, c.def.Name)
-	} else {
-		b = appendString(b, in.id)
-	}
-	created, updated := in.state.CreatedAt, in.state.UpdatedAt
-	if created.IsZero() {
-		created = e.RecordedAt
-	}
-	if updated.IsZero() {
-		updated = e.RecordedAt
-	}
-	b = append(b, `,"sequenceNumber":`...)
-	b = strconv.AppendInt(b, e.Position, 10)
-	b = append(b, `,"aggregateVersion":`...)
-	b = strconv.AppendInt(b, e.Version, 10)
-	b = append(b, `,"timestamp":`...)
-	b = strconv.AppendInt(b, e.RecordedAt.UnixMilli(), 10)
-	b = append(b, `,"createdAt":`...)
-	b = strconv.AppendInt(b, created.UnixMilli(), 10)
-	b = append(b, `,"updatedAt":`...)
-	b = strconv.AppendInt(b, updated.UnixMilli(), 10)
-	b = append(b, `},"currentState":`...)
-	b = appendJSON(b, in.root)
-	b = append(b, `,"event":{"eventId":`...)
-	b = appendString(b, e.ID)
-	b = append(b, `,"eventType":`...)
-	b = appendString(b, e.Type)
-	b = append(b, `,"data":`...)
-	if e.Data != nil {
-		b = append(b, e.Data...)
-	} else {
-		b = append(b, "{}"...)
-	}
-	if e.EncryptedData != "" {
-		b = append(b, `,"encryptedData":`...)
-		b = appendString(b, e.EncryptedData)
-	}
-	if !e.Metadata.IsZero() {
-		b = append(b, `,"metadata":`...)
-		b = storage.AppendMetadata(b, e.Metadata)
-	}
-	return append(b, "}}"...)
+	return in.CallFunction(e, c.def.Name, c.def.Aggregated, p.maxInstance, func(body []byte) (lang.Answer, error) {
+		res, err := p.functions.CallFunction(ctx, FunctionCall{URI: h.uri, Projection: c.def.Name, Secret: secret, Event: e, Body: body})
+		return lang.Answer(res), err
+	})
 }
 
 // catchUpApart starts catching up the stored definition name in a

@@ -9,6 +9,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/eventkit-go/eventstore/internal/lang"
 	"github.com/eventkit-go/eventstore/internal/names"
 	"github.com/eventkit-go/eventstore/storage"
 )
@@ -187,7 +188,7 @@ func encodeState(st CodeState, limit int) ([]byte, error) {
 	data = bytes.TrimSpace(data)
 	switch {
 	case len(data) > limit:
-		return nil, fmt.Errorf("the instance would grow to %d bytes, over the limit of %d: %w", len(data), limit, errTooLarge)
+		return nil, fmt.Errorf("the instance would grow to %d bytes, over the limit of %d: %w", len(data), limit, lang.ErrTooLarge)
 	case len(data) == 0 || data[0] != '{' || !json.Valid(data):
 		return nil, fmt.Errorf("the state must encode to a JSON object, not %s", clip(string(data)))
 	}

@@ -1,6 +1,9 @@
 package eventstore
 
-import "github.com/eventkit-go/eventstore/storage"
+import (
+	"github.com/eventkit-go/eventstore/internal/lang"
+	"github.com/eventkit-go/eventstore/storage"
+)
 
 // The values below cross the storage contract as well as this package's
 // API. They are defined in package storage, which backends import without
@@ -47,6 +50,12 @@ type FeedInfo = storage.FeedInfo
 // by setref): its Kind, Text and Number. Ascending, numbers come first,
 // then texts (by bytes), then instances without one; ParseReference makes one.
 type Reference = storage.Reference
+
+// ParseReference reads a reference given as text, as in a query: a decimal
+// number is a RefNumber, anything else a RefText.
+func ParseReference(s string) Reference {
+	return lang.ParseReference(s)
+}
 
 // ReferenceKind says what a Reference holds: RefNone, RefNumber or RefText.
 type ReferenceKind = storage.ReferenceKind

@@ -1,4 +1,4 @@
-package eventstore
+package lang
 
 import (
 	"errors"
@@ -11,29 +11,59 @@ import (
 	"github.com/tidwall/gjson"
 )
 
-// instance is a projection instance being changed by a page of events.
-type instance struct {
-	id      string
+// Instance is a projection instance being changed by a page of events:
+// its JSON object held as a tree, and its stored metadata.
+type Instance struct {
+	ID      string
+	State   storage.ProjectionState // metadata; Data is encoded at commit (Encode)
+	Stored  bool                    // the storage holds the instance
+	Deleted bool                    // deleted by the page's events
+	Changed bool                    // changed by the page's events
 	root    *object
-	state   storage.ProjectionState // metadata; Data is encoded at commit
-	stored  bool                    // the storage holds the instance
-	deleted bool
-	changed bool
 	size    int // an upper estimate of the encoded size
 }
 
-// applier applies the functions of one event to one instance.
-type applier struct {
-	inst  *instance
+// NewInstance returns the instance id that the storage does not hold: an
+// empty object, with metadata st.
+func NewInstance(id string, st storage.ProjectionState) *Instance {
+	return &Instance{ID: id, root: &object{}, State: st, size: 2}
+}
+
+// StoredInstance returns the instance id that the storage holds as st.
+func StoredInstance(id string, st storage.ProjectionState) *Instance {
+	return &Instance{ID: id, root: parseObject(st.Data), State: st, Stored: true, size: len(st.Data)}
+}
+
+// Encode returns the JSON encoding of the instance's object.
+func (in *Instance) Encode() []byte {
+	return appendJSON(make([]byte, 0, in.size), in.root)
+}
+
+// Applier applies the functions of one event to one instance. The zero
+// value is ready to use; one Applier reuses its buffers from event to
+// event, and is not safe for concurrent use.
+type Applier struct {
+	inst  *Instance
 	ev    *eventScope
+	scope eventScope // what ev points to, reset for every event (Apply)
 	undo  undoLog
 	grown int    // bytes added by this event, an estimate
 	slots []slot // reused by resolve
 }
 
+// Apply applies the functions ops of event e to instance in, whole or
+// not at all: an error (the event's, to record) leaves in as it was. An
+// instance whose encoding would grow over limit bytes is refused with an
+// error wrapping ErrTooLarge.
+func (a *Applier) Apply(in *Instance, e *storage.Event, ops []Op, limit int) error {
+	a.scope = eventScope{e: e, reads: a.scope.reads[:0]}
+	a.inst, a.ev = in, &a.scope
+	return a.applyEvent(ops, limit)
+}
+
 // eventScope is the event being applied, as functions and filters read it.
 type eventScope struct {
-	e      *Event
+	e      *storage.Event
 	parsed bool
 	whole  any // the event data as a tree, when a filter needs it
 	reads  []eventRead
@@ -42,7 +72,7 @@ type eventScope struct {
 // eventRead is a value read from the event, kept for the other functions
 // and filter evaluations of the same event.
 type eventRead struct {
-	sel *selector
+	sel *Selector
 	val any
 	ok  bool
 }
@@ -55,26 +85,26 @@ const maxEventReads = 8
 // that share its bytes are encoded (copied) at commit.
 func unsafeString(b []byte) string { return unsafe.String(unsafe.SliceData(b), len(b)) }
 
-// errTooLarge reports an instance over the size limit.
-var errTooLarge = errors.New("instance too large")
+// ErrTooLarge reports an instance over the size limit.
+var ErrTooLarge = errors.New("instance too large")
 
-// applyEvent applies h's functions for e to in, whole or not at all.
-func (a *applier) applyEvent(h *chandler, limit int) error {
+// applyEvent applies ops to a.inst for a.ev, whole or not at all.
+func (a *Applier) applyEvent(ops []Op, limit int) error {
 	in := a.inst
 	saved := *in
 	a.undo.reset()
 	a.grown = 0
-	if in.deleted {
-		in.root, in.deleted, in.size = &object{}, false, 2
-		in.state.CreatedAt, in.state.Reference = a.ev.e.RecordedAt, Reference{}
+	if in.Deleted {
+		in.root, in.Deleted, in.size = &object{}, false, 2
+		in.State.CreatedAt, in.State.Reference = a.ev.e.RecordedAt, storage.Reference{}
 	}
-	if in.state.CreatedAt.IsZero() {
-		in.state.CreatedAt = a.ev.e.RecordedAt
+	if in.State.CreatedAt.IsZero() {
+		in.State.CreatedAt = a.ev.e.RecordedAt
 	}
-	err := a.run(h)
+	err := a.run(ops)
 	if err == nil && in.size+a.grown > limit {
 		if n := encodedSize(in.root); n > limit {
-			err = fmt.Errorf("the instance would grow to %d bytes, over the limit of %d: %w", n, limit, errTooLarge)
+			err = fmt.Errorf("the instance would grow to %d bytes, over the limit of %d: %w", n, limit, ErrTooLarge)
 		} else {
 			in.size, a.grown = n, 0
 		}
@@ -85,16 +115,16 @@ func (a *applier) applyEvent(h *chandler, limit int) error {
 		return err
 	}
 	in.size += a.grown
-	in.changed = true
-	in.state.Position = a.ev.e.Position
-	in.state.UpdatedAt = a.ev.e.RecordedAt
+	in.Changed = true
+	in.State.Position = a.ev.e.Position
+	in.State.UpdatedAt = a.ev.e.RecordedAt
 	return nil
 }
 
-func (a *applier) run(h *chandler) error {
-	for i := range h.ops {
-		o := &h.ops[i]
-		if a.inst.deleted {
+func (a *Applier) run(ops []Op) error {
+	for i := range ops {
+		o := &ops[i]
+		if a.inst.Deleted {
 			return nil // delete ends the handler
 		}
 		if o.cond {
@@ -148,7 +178,7 @@ func (ev *eventScope) data() any {
 }
 
 // read returns the value an $.event selector without [?] names.
-func (ev *eventScope) read(sel *selector) (any, bool) {
+func (ev *eventScope) read(sel *Selector) (any, bool) {
 	for i := range ev.reads {
 		if ev.reads[i].sel == sel {
 			return ev.reads[i].val, ev.reads[i].ok
@@ -161,7 +191,7 @@ func (ev *eventScope) read(sel *selector) (any, bool) {
 	return v, ok
 }
 
-func (ev *eventScope) readData(sel *selector) (any, bool) {
+func (ev *eventScope) readData(sel *Selector) (any, bool) {
 	if ev.parsed || sel.isRoot() {
 		return walkKeys(ev.data(), sel.steps)
 	}
@@ -212,7 +242,7 @@ func walkKeys(v any, steps []step) (any, bool) {
 }
 
 // metadata returns the value of a $.metadata selector.
-func (ev *eventScope) metadata(sel *selector, in *instance) (any, bool) {
+func (ev *eventScope) metadata(sel *Selector, in *Instance) (any, bool) {
 	e := ev.e
 	switch sel.steps[0].key {
 	case "aggregateId":
@@ -228,15 +258,15 @@ func (ev *eventScope) metadata(sel *selector, in *instance) (any, bool) {
 	case "sequenceNumber":
 		return number(strconv.FormatInt(e.Position, 10)), true
 	case "createdAt":
-		if in == nil || in.state.CreatedAt.IsZero() {
+		if in == nil || in.State.CreatedAt.IsZero() {
 			return millis(e.RecordedAt), true
 		}
-		return millis(in.state.CreatedAt), true
+		return millis(in.State.CreatedAt), true
 	case "updatedAt":
-		if in == nil || in.state.UpdatedAt.IsZero() {
+		if in == nil || in.State.UpdatedAt.IsZero() {
 			return millis(e.RecordedAt), true
 		}
-		return millis(in.state.UpdatedAt), true
+		return millis(in.State.UpdatedAt), true
 	}
 	// A key of the event's metadata (checkMetadata allows no other).
 	if v, ok := e.Metadata.Value(sel.steps[0].key); ok {
@@ -250,7 +280,7 @@ func millis(t time.Time) number {
 }
 
 // input returns the input of o read from the event.
-func (a *applier) input(o *op) (any, bool) {
+func (a *Applier) input(o *Op) (any, bool) {
 	sel := &o.event
 	if sel.root == metadataRoot {
 		return a.ev.metadata(sel, a.inst)
@@ -291,7 +321,7 @@ type slot struct {
 	idx  int
 }
 
-func (s slot) get(a *applier) (any, bool) {
+func (s slot) get(a *Applier) (any, bool) {
 	switch {
 	case s.root:
 		return a.inst.root, true
@@ -301,7 +331,7 @@ func (s slot) get(a *applier) (any, bool) {
 	return s.arr.items[s.idx], true
 }
 
-func (s slot) set(a *applier, v any) error {
+func (s slot) set(a *Applier, v any) error {
 	switch {
 	case s.root:
 		o, ok := v.(*object)
@@ -319,7 +349,7 @@ func (s slot) set(a *applier, v any) error {
 
 // resolve returns the slots o's target names, creating missing objects on
 // the way (but not through a [?], whose missing array matches nothing).
-func (a *applier) resolve(o *op) ([]slot, error) {
+func (a *Applier) resolve(o *Op) ([]slot, error) {
 	a.slots = a.slots[:0]
 	if o.target.isRoot() {
 		a.slots = append(a.slots, slot{root: true})
@@ -329,7 +359,7 @@ func (a *applier) resolve(o *op) ([]slot, error) {
 	return a.slots, err
 }
 
-func (a *applier) descend(cur any, steps []step, o *op, out *[]slot) error {
+func (a *Applier) descend(cur any, steps []step, o *Op, out *[]slot) error {
 	st := steps[0]
 	last := len(steps) == 1
 	switch st.kind {

@@ -1,4 +1,4 @@
-package eventstore
+package lang
 
 import (
 	"fmt"
@@ -6,6 +6,9 @@ import (
 	"strings"
 	"unicode"
 	"unicode/utf8"
+
+	"github.com/eventkit-go/eventstore/internal/safetext"
+	"github.com/tidwall/gjson"
 )
 
 // Selector roots.
@@ -40,8 +43,8 @@ type step struct {
 	keys  []string
 }
 
-// selector is a compiled path such as $.projection.items[0].name.
-type selector struct {
+// Selector is a compiled path such as $.projection.items[0].name.
+type Selector struct {
 	root  string
 	steps []step
 	text  string
@@ -57,14 +60,14 @@ type selector struct {
 // step only), chained. A dot key is one or more Unicode letters, digits,
 // '_' or '-'; a quoted key is any text without quotes, backslashes or
 // control characters.
-func parseSelector(s string, roots ...string) (selector, error) {
+func parseSelector(s string, roots ...string) (Selector, error) {
 	if len(s) > maxSelectorLen {
-		return selector{}, fmt.Errorf("is longer than %d bytes", maxSelectorLen)
+		return Selector{}, fmt.Errorf("is longer than %d bytes", maxSelectorLen)
 	}
 	if !utf8.ValidString(s) {
-		return selector{}, fmt.Errorf("must be valid UTF-8")
+		return Selector{}, fmt.Errorf("must be valid UTF-8")
 	}
-	sel := selector{text: s, filterAt: -1}
+	sel := Selector{text: s, filterAt: -1}
 	rest := ""
 	for _, r := range roots {
 		if after, ok := strings.CutPrefix(s, r); ok && (after == "" || after[0] == '.' || after[0] == '[') {
@@ -73,14 +76,14 @@ func parseSelector(s string, roots ...string) (selector, error) {
 		}
 	}
 	if sel.root == "" {
-		return selector{}, fmt.Errorf("must start with %s, got %q", strings.Join(roots, " or "), clip(s))
+		return Selector{}, fmt.Errorf("must start with %s, got %q", strings.Join(roots, " or "), clip(s))
 	}
 	for rest != "" {
 		if len(sel.steps) == maxSelectorSteps {
-			return selector{}, fmt.Errorf("has more than %d steps", maxSelectorSteps)
+			return Selector{}, fmt.Errorf("has more than %d steps", maxSelectorSteps)
 		}
 		if len(sel.steps) > 0 && sel.steps[len(sel.steps)-1].kind == stepKeys {
-			return selector{}, fmt.Errorf("['a','b'] must be the last step of %q", clip(s))
+			return Selector{}, fmt.Errorf("['a','b'] must be the last step of %q", clip(s))
 		}
 		var st step
 		var err error
@@ -93,11 +96,11 @@ func parseSelector(s string, roots ...string) (selector, error) {
 			err = fmt.Errorf("unexpected %q in %q", rest[:1], clip(s))
 		}
 		if err != nil {
-			return selector{}, err
+			return Selector{}, err
 		}
 		if st.kind == stepFilter {
 			if sel.filterAt >= 0 {
-				return selector{}, fmt.Errorf("may hold at most one [?]")
+				return Selector{}, fmt.Errorf("may hold at most one [?]")
 			}
 			sel.filterAt = len(sel.steps)
 		}
@@ -213,7 +216,32 @@ func gjsonPath(steps []step, upto int) string {
 }
 
 // isRoot reports whether the selector is its root alone.
-func (s selector) isRoot() bool { return len(s.steps) == 0 }
+func (s Selector) isRoot() bool { return len(s.steps) == 0 }
 
 // String renders the selector as it was written.
-func (s selector) String() string { return s.text }
+func (s Selector) String() string { return s.text }
+
+// clip shortens s for quoting in a message: at most 64 bytes of it, cut on
+// a rune boundary and followed by "…" when cut, as valid UTF-8.
+func clip(s string) string {
+	return safetext.Clip(s, 64+len(safetext.Ellipsis))
+}
+
+// ReadID returns the id an event's data holds at s, an IDField: a string,
+// or a number's literal text.
+func (s *Selector) ReadID(data []byte) (string, error) {
+	var r gjson.Result
+	if data != nil {
+		r = gjson.GetBytes(data, s.gpath)
+	}
+	switch r.Type {
+	case gjson.String:
+		return r.Str, nil
+	case gjson.Number:
+		return r.Raw, nil
+	}
+	if !r.Exists() {
+		return "", fmt.Errorf("idField %s is missing from the event", s)
+	}
+	return "", fmt.Errorf("idField %s must be a string or a number, not %s", s, clip(r.Raw))
+}

@@ -1,4 +1,4 @@
-package eventstore
+package lang
 
 import (
 	"fmt"
@@ -39,17 +39,17 @@ const (
 )
 
 // funcSpec is one entry of the function table: what the function takes
-// and how it applies. Validation messages and the README's table are
-// built from it.
+// and how it applies. Validation messages are built from it, and the
+// table of docs/projections.md follows it.
 type funcSpec struct {
 	name   string
 	target targetRule
 	filter bool // whether the target may hold [?]
 	input  inputRule
 	raw    rawRule
-	apply  func(a *applier, o *op, s slot, in any) error
+	apply  func(a *Applier, o *Op, s slot, in any) error
 	// whole marks functions that act on the instance, not on slots.
-	whole func(a *applier, o *op) error
+	whole func(a *Applier, o *Op) error
 }
 
 // functions is the function table.
@@ -71,9 +71,9 @@ var functions = []*funcSpec{
 	{name: "clearref", whole: applyClearRef},
 }
 
-// functionNames returns the names of the projection functions, in the
-// order of the README's table.
-func functionNames() []string {
+// FunctionNames returns the names of the projection functions, in the
+// order of the table of docs/projections.md.
+func FunctionNames() []string {
 	names := make([]string, len(functions))
 	for i, f := range functions {
 		names[i] = f.name
@@ -90,14 +90,14 @@ func lookupFunction(name string) *funcSpec {
 	return nil
 }
 
-// op is a compiled Function.
-type op struct {
+// Op is a compiled Function.
+type Op struct {
 	fn      *funcSpec
-	target  selector
+	target  Selector
 	tfilter *filter
 	// input
 	hasEvent bool
-	event    selector
+	event    Selector
 	efilter  *filter // elements of event[?], or a condition when cond
 	cond     bool
 	raw      any // a tree value; cloned at each use
@@ -107,16 +107,16 @@ type op struct {
 }
 
 // compileFunc validates one function against the table.
-func compileFunc(v *validation, field string, f Function) (op, bool) {
-	n := len(v.fields)
-	var o op
+func compileFunc(v *problems, field string, f Function) (Op, bool) {
+	n := v.n
+	var o Op
 	o.target.filterAt, o.event.filterAt = -1, -1
 	o.fn = lookupFunction(f.Name)
 	if o.fn == nil {
 		if f.Name == "" {
-			v.add(field+".function", "is required (one of %s)", strings.Join(functionNames(), ", "))
+			v.add(field+".function", "is required (one of %s)", strings.Join(FunctionNames(), ", "))
 		} else {
-			v.add(field+".function", "unknown function %q (use one of %s)", clip(f.Name), strings.Join(functionNames(), ", "))
+			v.add(field+".function", "unknown function %q (use one of %s)", clip(f.Name), strings.Join(FunctionNames(), ", "))
 		}
 		return o, false
 	}
@@ -197,10 +197,10 @@ func compileFunc(v *validation, field string, f Function) (op, bool) {
 	} else if o.event.filterAt >= 0 {
 		v.add(field+".eventFilter", "is required with [?] in eventSelector")
 	}
-	return o, len(v.fields) == n
+	return o, v.n == n
 }
 
-func compileRaw(v *validation, field string, o *op, raw []byte) {
+func compileRaw(v *problems, field string, o *Op, raw []byte) {
 	if len(raw) > maxRawData {
 		v.add(field, "is longer than %d bytes", maxRawData)
 		return
@@ -264,7 +264,7 @@ var metadataFields = []string{"aggregateId", "aggregateType", "feedName", "event
 // checkMetadata validates a $.metadata selector: one step, a field of
 // metadataFields or a key of the event's own Metadata (correlationId,
 // causationId or a key of the form Store.Save accepts in Values).
-func checkMetadata(sel selector) error {
+func checkMetadata(sel Selector) error {
 	if sel.root != metadataRoot {
 		return nil
 	}
@@ -276,7 +276,7 @@ func checkMetadata(sel selector) error {
 	if lookupString(metadataFields, k) >= 0 || k == storage.MetadataCorrelationID || k == storage.MetadataCausationID {
 		return nil
 	}
-	if msg := metadataKeyProblem(k); msg != "" {
+	if msg := MetadataKeyProblem(k); msg != "" {
 		return fmt.Errorf("$.metadata[%q] is neither a field of $.metadata (%s, correlationId, causationId) nor a key an event's metadata may hold: %s",
 			clip(k), strings.Join(metadataFields, ", "), msg)
 	}

@@ -1,4 +1,4 @@
-package eventstore
+package lang
 
 // The effects of the projection functions on an instance, one apply*
 // function per row of the function table (functions.go).
@@ -9,6 +9,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/eventkit-go/eventstore/internal/decimal"
+	"github.com/eventkit-go/eventstore/storage"
 )
 
 // describe names the JSON type of v for messages.
@@ -28,7 +29,7 @@ func describe(v any) string {
 	return "null"
 }
 
-func applySet(a *applier, o *op, s slot, in any) error {
+func applySet(a *Applier, o *Op, s slot, in any) error {
 	if n, ok := in.(number); ok { // numbers are rendered as strings
 		d, err := decimal.Parse(string(n))
 		if err != nil {
@@ -39,7 +40,7 @@ func applySet(a *applier, o *op, s slot, in any) error {
 	return s.set(a, clone(in))
 }
 
-func applyUnset(a *applier, o *op, s slot, _ any) error {
+func applyUnset(a *Applier, o *Op, s slot, _ any) error {
 	switch {
 	case s.obj != nil:
 		s.obj.remove(&a.undo, s.key)
@@ -50,9 +51,9 @@ func applyUnset(a *applier, o *op, s slot, _ any) error {
 	return nil
 }
 
-func applyRemove(a *applier, o *op, s slot, _ any) error { return applyUnset(a, o, s, nil) }
+func applyRemove(a *Applier, o *Op, s slot, _ any) error { return applyUnset(a, o, s, nil) }
 
-func applyMerge(a *applier, o *op, s slot, in any) error {
+func applyMerge(a *Applier, o *Op, s slot, in any) error {
 	src, ok := in.(*object)
 	if !ok {
 		return fmt.Errorf("input is %s, not an object", describe(in))
@@ -74,7 +75,7 @@ func applyMerge(a *applier, o *op, s slot, in any) error {
 	return nil
 }
 
-func applyClear(a *applier, o *op, s slot, _ any) error {
+func applyClear(a *Applier, o *Op, s slot, _ any) error {
 	cur, ok := s.get(a)
 	if !ok {
 		return nil
@@ -104,19 +105,19 @@ func applyClear(a *applier, o *op, s slot, _ any) error {
 	return s.set(a, empty)
 }
 
-func applyDelete(a *applier, _ *op) error {
+func applyDelete(a *Applier, _ *Op) error {
 	in := a.inst
 	saved := *in
 	a.undo.pushFunc(func() { *in = saved })
-	in.deleted = true
+	in.Deleted = true
 	in.root = &object{}
 	return nil
 }
 
-func applyAppend(a *applier, o *op, s slot, in any) error  { return addToArray(a, s, in, false) }
-func applyPrepend(a *applier, o *op, s slot, in any) error { return addToArray(a, s, in, true) }
+func applyAppend(a *Applier, o *Op, s slot, in any) error  { return addToArray(a, s, in, false) }
+func applyPrepend(a *Applier, o *Op, s slot, in any) error { return addToArray(a, s, in, true) }
 
-func addToArray(a *applier, s slot, in any, front bool) error {
+func addToArray(a *Applier, s slot, in any, front bool) error {
 	cur, ok := s.get(a)
 	if !ok {
 		return s.set(a, &array{items: []any{clone(in)}})
@@ -137,8 +138,8 @@ func addToArray(a *applier, s slot, in any, front bool) error {
 	return nil
 }
 
-func applyArith(negate, unit bool) func(a *applier, o *op, s slot, in any) error {
-	return func(a *applier, o *op, s slot, in any) error {
+func applyArith(negate, unit bool) func(a *Applier, o *Op, s slot, in any) error {
+	return func(a *Applier, o *Op, s slot, in any) error {
 		delta := decimal.Int(1)
 		if !unit {
 			if o.hasRaw {
@@ -170,12 +171,12 @@ func applyArith(negate, unit bool) func(a *applier, o *op, s slot, in any) error
 	}
 }
 
-func applySetRef(a *applier, o *op, s slot, _ any) error {
+func applySetRef(a *Applier, o *Op, s slot, _ any) error {
 	v, ok := s.get(a)
 	if !ok {
 		return fmt.Errorf("the target has no value to use as reference")
 	}
-	var ref Reference
+	var ref storage.Reference
 	switch t := v.(type) {
 	case number:
 		ref = numberRef(string(t))
@@ -185,17 +186,17 @@ func applySetRef(a *applier, o *op, s slot, _ any) error {
 		return fmt.Errorf("a reference must be a string or a number, not %s", describe(v))
 	}
 	in := a.inst
-	old := in.state.Reference
-	in.state.Reference = ref
-	a.undo.pushFunc(func() { in.state.Reference = old })
+	old := in.State.Reference
+	in.State.Reference = ref
+	a.undo.pushFunc(func() { in.State.Reference = old })
 	return nil
 }
 
-func applyClearRef(a *applier, _ *op) error {
+func applyClearRef(a *Applier, _ *Op) error {
 	in := a.inst
-	old := in.state.Reference
-	in.state.Reference = Reference{}
-	a.undo.pushFunc(func() { in.state.Reference = old })
+	old := in.State.Reference
+	in.State.Reference = storage.Reference{}
+	a.undo.pushFunc(func() { in.State.Reference = old })
 	return nil
 }
 
@@ -215,24 +216,24 @@ func truncate(s string, n int) string {
 
 // textOrNumberRef makes the reference of a string: a number when it holds
 // one, else text.
-func textOrNumberRef(s string) Reference {
+func textOrNumberRef(s string) storage.Reference {
 	if d, err := decimal.Parse(s); err == nil && s != "" {
-		return Reference{Kind: RefNumber, Text: s, Number: d.Float()}
+		return storage.Reference{Kind: storage.RefNumber, Text: s, Number: d.Float()}
 	}
-	return Reference{Kind: RefText, Text: truncate(s, maxRefText)}
+	return storage.Reference{Kind: storage.RefText, Text: truncate(s, maxRefText)}
 }
 
-func numberRef(s string) Reference {
+func numberRef(s string) storage.Reference {
 	d, err := decimal.Parse(s)
 	if err != nil {
-		return Reference{Kind: RefText, Text: truncate(s, maxRefText)}
+		return storage.Reference{Kind: storage.RefText, Text: truncate(s, maxRefText)}
 	}
-	return Reference{Kind: RefNumber, Text: s, Number: d.Float()}
+	return storage.Reference{Kind: storage.RefNumber, Text: s, Number: d.Float()}
 }
 
 // ParseReference reads a reference given as text, as in a query: a decimal
-// number is a RefNumber, anything else a RefText.
-func ParseReference(s string) Reference {
+// number is a storage.RefNumber, anything else a storage.RefText.
+func ParseReference(s string) storage.Reference {
 	return textOrNumberRef(s)
 }
 

@@ -1,4 +1,4 @@
-package eventstore
+package lang
 
 import (
 	"encoding/json"
@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/eventkit-go/eventstore/storage"
 )
 
 // BenchmarkFunctions measures applying one event's functions to an
@@ -31,20 +33,16 @@ func BenchmarkFunctions(b *testing.B) {
 	}
 	for _, c := range cases {
 		b.Run(c.name, func(b *testing.B) {
-			comp, err := compile(Definition{Name: "p", Feed: "f", Handlers: []Handler{{EventType: "E", Functions: c.fns}}})
+			ops, err := compileOps(c.fns...)
 			if err != nil {
 				b.Fatal(err)
 			}
-			in := &instance{id: "i", root: parseObject([]byte(c.state)), size: len(c.state)}
-			e := &Event{ID: "e", Type: "E", AggregateType: "f", Data: json.RawMessage(c.data), RecordedAt: time.Now()}
-			h := comp.handler(e)
-			a := &applier{inst: in}
+			in := &Instance{ID: "i", root: parseObject([]byte(c.state)), size: len(c.state)}
+			e := &storage.Event{ID: "e", Type: "E", AggregateType: "f", Data: json.RawMessage(c.data), RecordedAt: time.Now()}
+			var a Applier
 			b.ReportAllocs()
-			var ev eventScope
 			for b.Loop() {
-				ev = eventScope{e: e, reads: ev.reads[:0]}
-				a.ev = &ev
-				if err := a.applyEvent(h, 1<<30); err != nil {
+				if err := a.Apply(in, e, ops, 1<<30); err != nil {
 					b.Fatal(err)
 				}
 			}

@@ -1,9 +1,11 @@
-package eventstore
+package lang
 
 import (
 	"encoding/json"
 	"testing"
 	"time"
+
+	"github.com/eventkit-go/eventstore/storage"
 )
 
 func evalFilter(t *testing.T, expr, at, data string) (bool, error) {
@@ -12,7 +14,7 @@ func evalFilter(t *testing.T, expr, at, data string) (bool, error) {
 	if err != nil {
 		return false, err
 	}
-	ev := &eventScope{e: &Event{ID: "e", Type: "T", AggregateID: "a", Data: json.RawMessage(data), RecordedAt: time.UnixMilli(5)}}
+	ev := &eventScope{e: &storage.Event{ID: "e", Type: "T", AggregateID: "a", Data: json.RawMessage(data), RecordedAt: time.UnixMilli(5)}}
 	sc := filterScope{at: parseObject([]byte(at)), ev: ev}
 	return flt.match(&sc), nil
 }
@@ -62,7 +64,7 @@ func FuzzFilter(f *testing.F) {
 		if err != nil {
 			return
 		}
-		ev := &eventScope{e: &Event{Data: json.RawMessage(`{"a":[1,{"b":"x"}],"id":"1"}`)}}
+		ev := &eventScope{e: &storage.Event{Data: json.RawMessage(`{"a":[1,{"b":"x"}],"id":"1"}`)}}
 		sc := filterScope{at: parseObject([]byte(`{"a":[{"b":2}],"x":"y","id":1}`)), ev: ev}
 		flt.match(&sc)
 	})

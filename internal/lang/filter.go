@@ -1,4 +1,4 @@
-package eventstore
+package lang
 
 import (
 	"fmt"
@@ -40,7 +40,7 @@ type fnode struct {
 
 // operand is a literal or a path read at evaluation time.
 type operand struct {
-	path    *selector // nil for a literal
+	path    *Selector // nil for a literal
 	literal any
 }
 
@@ -49,7 +49,7 @@ type operand struct {
 type filterScope struct {
 	at   any
 	ev   *eventScope
-	inst *instance
+	inst *Instance
 }
 
 // parseFilter compiles a filter expression. It accepts the bare form

@@ -1,4 +1,4 @@
-package eventstore
+package lang
 
 import (
 	"bytes"
@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/eventkit-go/eventstore/internal/decimal"
+	"github.com/eventkit-go/eventstore/storage"
 	"github.com/tidwall/gjson"
 	"github.com/tidwall/sjson"
 )
@@ -47,20 +48,16 @@ func BenchmarkTreeVsSjson(b *testing.B) {
 			func(doc, ev []byte) ([]byte, error) { return sjson.SetRawBytes(doc, "items.-1", ev) }},
 	}
 	for _, c := range cases {
-		comp, err := compile(Definition{Name: "p", Feed: "f", Handlers: []Handler{{EventType: "E", Functions: c.fns}}})
+		ops, err := compileOps(c.fns...)
 		if err != nil {
 			b.Fatal(err)
 		}
-		e := &Event{ID: "e", Type: "E", AggregateType: "f", Data: json.RawMessage(c.data), RecordedAt: time.Now()}
-		h := comp.handler(e)
+		e := &storage.Event{ID: "e", Type: "E", AggregateType: "f", Data: json.RawMessage(c.data), RecordedAt: time.Now()}
 		tree := func(page int) []byte {
-			in := &instance{id: "i", root: parseObject([]byte(c.state)), size: len(c.state)}
-			a := &applier{inst: in}
-			var ev eventScope
+			in := &Instance{ID: "i", root: parseObject([]byte(c.state)), size: len(c.state)}
+			var a Applier
 			for range page {
-				ev = eventScope{e: e, reads: ev.reads[:0]}
-				a.ev = &ev
-				if err := a.applyEvent(h, 1<<30); err != nil {
+				if err := a.Apply(in, e, ops, 1<<30); err != nil {
 					b.Fatal(err)
 				}
 			}
