@@ -178,8 +178,11 @@ func checkFinishPlan(t *testing.T, s *store, rs []storage.Reaction, claim string
 	}
 }
 
-// explainReactions runs statement sql of this package with args under
-// EXPLAIN (ANALYZE, FORMAT JSON) with plan_cache_mode mode, in s's tenant,
+// explainReactions prepares statement sql of this package and runs it with
+// args under EXPLAIN (ANALYZE, FORMAT JSON) EXECUTE with plan_cache_mode
+// mode ("auto": its first execution, planned for the arguments;
+// "force_generic_plan": the plan a prepared statement settles on after a
+// few executions; t fails unless the server ran that kind), in s's tenant,
 // in a transaction it rolls back, and returns the plan. The transaction's
 // eventstore.base is set, as an append's reserve statement sets it, for
 // the append statements.
@@ -200,9 +203,43 @@ func explainReactions(t *testing.T, s *store, mode, sql string, args ...any) jso
 	if _, err := tx.Exec(ctx, "SET LOCAL plan_cache_mode = "+mode); err != nil {
 		t.Fatal(err)
 	}
-	var plan json.RawMessage
-	if err := tx.QueryRow(ctx, "EXPLAIN (ANALYZE, FORMAT JSON) "+s.q(sql), args...).Scan(&plan); err != nil {
+	// EXPLAIN of a statement with parameters plans it for their values
+	// whatever plan_cache_mode says; only EXECUTE of a prepared statement
+	// runs the plan that mode picks. PREPARE outlives the transaction: a
+	// name of its own, deallocated on the same connection.
+	name := fmt.Sprintf("reactions_plan_%d", time.Now().UnixNano())
+	if _, err := tx.Exec(ctx, "PREPARE "+name+" AS "+s.q(sql)); err != nil {
 		t.Fatal(err)
+	}
+	defer func() { _, _ = tx.Exec(ctx, "DEALLOCATE "+name) }()
+	// EXECUTE takes no bound parameters (a utility statement declares
+	// none): each argument goes in as a literal of the parameter's type,
+	// which the server writes.
+	var types []string
+	if err := tx.QueryRow(ctx, "SELECT parameter_types::text[] FROM pg_prepared_statements WHERE name = $1", name).Scan(&types); err != nil {
+		t.Fatal(err)
+	}
+	if len(types) != len(args) {
+		t.Fatalf("statement takes %d parameters, given %d", len(types), len(args))
+	}
+	literals := make([]string, len(args))
+	for i, a := range args {
+		var lit string
+		if err := tx.QueryRow(ctx, "SELECT quote_nullable($1::"+types[i]+")", a).Scan(&lit); err != nil {
+			t.Fatal(err)
+		}
+		literals[i] = lit + "::" + types[i]
+	}
+	var plan json.RawMessage
+	if err := tx.QueryRow(ctx, "EXPLAIN (ANALYZE, FORMAT JSON) EXECUTE "+name+"("+strings.Join(literals, ", ")+")").Scan(&plan); err != nil {
+		t.Fatal(err)
+	}
+	var generic, custom int64
+	if err := tx.QueryRow(ctx, "SELECT generic_plans, custom_plans FROM pg_prepared_statements WHERE name = $1", name).Scan(&generic, &custom); err != nil {
+		t.Fatal(err)
+	}
+	if want := mode == "force_generic_plan"; (generic == 1) != want || generic+custom != 1 {
+		t.Fatalf("plan_cache_mode %s: the statement ran %d generic and %d custom plans", mode, generic, custom)
 	}
 	return plan
 }
