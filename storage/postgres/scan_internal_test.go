@@ -102,10 +102,18 @@ func TestRowDecoderMatchesScan(t *testing.T) {
 	for _, q := range queries {
 		t.Run(q.name, func(t *testing.T) {
 			// After the watermark statement, as the Storage runs them.
-			rows, br, err := s.queryWM(ctx, q.sql, q.args...)
-			if err != nil {
-				t.Fatal(err)
+			// Each batch's connection goes back to the pool even when a
+			// check fails half-way (Close is idempotent): a failure held
+			// it, and the next subtest waited for a connection forever.
+			query := func() (pgx.Rows, pgx.BatchResults) {
+				rows, br, err := s.queryWM(ctx, q.sql, q.args...)
+				if err != nil {
+					t.Fatal(err)
+				}
+				t.Cleanup(func() { rows.Close(); _ = br.Close() })
+				return rows, br
 			}
+			rows, br := query()
 			d := rowDecoder{lead: q.lead}
 			if !d.checkFormats(rows) {
 				rows.Close()
@@ -117,10 +125,7 @@ func TestRowDecoderMatchesScan(t *testing.T) {
 			if err := br.Close(); err != nil {
 				t.Fatal(err)
 			}
-			rows, br, err = s.queryWM(ctx, q.sql, q.args...)
-			if err != nil {
-				t.Fatal(err)
-			}
+			rows, br = query()
 			heads, want := scanWithPgx(t, rows, q.lead)
 			if err := br.Close(); err != nil {
 				t.Fatal(err)
