@@ -126,7 +126,7 @@ func TestRoundTrip(t *testing.T) {
 // An import stopped by a truncated archive, run again on the whole one,
 // ends with one copy of every event.
 func TestImportInterruptedAndRunAgain(t *testing.T) {
-	for _, dstb := range []backend{memoryBackend, sqliteBackend} {
+	for _, dstb := range []backend{memoryBackend, sqliteBackend, postgresBackend} {
 		t.Run(dstb.name, func(t *testing.T) {
 			ctx := context.Background()
 			src, dst := memoryBackend.open(t), dstb.open(t)

@@ -134,7 +134,14 @@ func fillProject(t *testing.T, p archive.Project) (tenants []string) {
 }
 
 func TestProjectRoundTrip(t *testing.T) {
-	for _, pair := range [][2]string{{"memory", "sqlite"}, {"sqlite", "postgres"}, {"postgres", "memory"}} {
+	// Every pair of backends, each into itself too.
+	var pairs [][2]string
+	for _, from := range []string{"memory", "sqlite", "postgres"} {
+		for _, to := range []string{"memory", "sqlite", "postgres"} {
+			pairs = append(pairs, [2]string{from, to})
+		}
+	}
+	for _, pair := range pairs {
 		t.Run(pair[0]+"_to_"+pair[1], func(t *testing.T) {
 			ctx := context.Background()
 			src, dst := projectKinds[pair[0]].open(t), projectKinds[pair[1]].open(t)
