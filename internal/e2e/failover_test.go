@@ -265,10 +265,16 @@ var probeClient = &http.Client{Transport: &http.Transport{DisableKeepAlives: tru
 // then promotes the standby 3 s later. /readyz must turn 503 while the
 // primary is frozen, and saves must be acknowledged again within seconds of
 // the promotion, with the server's defaults (no connect_timeout or
-// keepalive settings in the URL).
+// keepalive settings in the URL). A second server process, idle through
+// it, must be woken by the first one's saves afterwards (its notification
+// connection moved off the frozen primary), not by the 30 s safety poll.
 func TestFailoverFrozenPrimary(t *testing.T) {
 	primary, standby := newPair(t, false)
 	s := startServer(t, multiHost(primary, standby))
+	// A second process, idle through the failover: its notification
+	// connection, on the frozen primary, must find it hung and move to the
+	// new one by itself.
+	other := startServer(t, multiHost(primary, standby))
 	s.mustDo("POST", "/projections/definitions", definition("totals", true), http.StatusOK)
 	for range 20 {
 		r := save(context.Background(), s)
@@ -342,4 +348,17 @@ func TestFailoverFrozenPrimary(t *testing.T) {
 	assert.Less(t, firstSave, 10*time.Second, "saves came back too late after the promotion")
 	assert.NotZero(t, ready, "/readyz did not come back")
 	assert.Contains(t, s.logs.String(), "the server did not answer", "the notification connection noticed the frozen primary")
+
+	// The idle process is woken by the first one's saves again: a long
+	// poll on it answers within seconds of a save, not at the 30 s
+	// safety poll. Its waiters trust a new notification connection once
+	// it has run 2 s.
+	stop()
+	wg.Wait()
+	require.Eventually(t, func() bool {
+		return strings.Contains(other.logs.String(), "the server did not answer")
+	}, 30*time.Second, 100*time.Millisecond, "the idle process's notification connection did not notice the frozen primary\nits log:\n%s", tail(other.logs.String()))
+	_, cursor := follow(t, other, 0)
+	time.Sleep(3 * time.Second)
+	checkWokenBy(t, s, other, cursor, 3, "its notification connection still on the frozen primary?")
 }

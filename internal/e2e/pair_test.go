@@ -18,6 +18,7 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
 
@@ -307,6 +308,44 @@ func follow(t *testing.T, s *server, cursor int64) (ids map[string]bool, next in
 		if !p.HasMore || len(p.Entries) == 0 {
 			return ids, cursor
 		}
+	}
+}
+
+// checkWokenBy checks, rounds times, that a long poll on b's feed of all
+// types after cursor (b's head) answers within 5 s of a save through a:
+// b is woken by a's saves through its notification connection, not by the
+// 30 s safety poll. why says what to suspect when it is not.
+func checkWokenBy(t *testing.T, a, b *server, cursor int64, rounds int, why string) {
+	t.Helper()
+	for round := range rounds {
+		type answer struct {
+			page feedPage
+			err  error
+			at   time.Time
+		}
+		got := make(chan answer, 1)
+		go func() {
+			status, body, err := b.do(context.Background(), "GET", fmt.Sprintf("/feeds/_all?since=%d&waitTime=20000", cursor), nil)
+			ans := answer{err: err, at: time.Now()}
+			if err == nil && status != http.StatusOK {
+				ans.err = fmt.Errorf("status %d: %s", status, body)
+			}
+			if ans.err == nil {
+				ans.err = json.Unmarshal(body, &ans.page)
+			}
+			got <- ans
+		}()
+		time.Sleep(100 * time.Millisecond) // b's long poll waits
+		r := save(context.Background(), a)
+		require.Equal(t, http.StatusOK, r.status)
+		acked := time.Now()
+		ans := <-got
+		require.NoError(t, ans.err)
+		require.NotEmpty(t, ans.page.Entries, "round %d: b's long poll returned nothing", round)
+		took := max(0, ans.at.Sub(acked))
+		t.Logf("round %d: b's long poll answered %v after a's save", round, took)
+		assert.Less(t, took, 5*time.Second, "round %d: b was not woken by a's save (%s)", round, why)
+		cursor = ans.page.Entries[len(ans.page.Entries)-1].SequenceNumber
 	}
 }
 

@@ -2,7 +2,6 @@ package e2e
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"net"
@@ -273,36 +272,7 @@ func TestPgBouncerTransactionModeServer(t *testing.T) {
 	}
 	_, cursor := follow(t, b, 0)
 	time.Sleep(3 * time.Second) // b's waiters trust its watcher once it ran 2 s (watcherSettle)
-	for round := range 3 {
-		type answer struct {
-			page feedPage
-			err  error
-			at   time.Time
-		}
-		got := make(chan answer, 1)
-		go func() {
-			status, body, err := b.do(context.Background(), "GET", fmt.Sprintf("/feeds/_all?since=%d&waitTime=20000", cursor), nil)
-			ans := answer{err: err, at: time.Now()}
-			if err == nil && status != http.StatusOK {
-				ans.err = fmt.Errorf("status %d: %s", status, body)
-			}
-			if ans.err == nil {
-				ans.err = json.Unmarshal(body, &ans.page)
-			}
-			got <- ans
-		}()
-		time.Sleep(100 * time.Millisecond) // b's long poll waits
-		r := save(context.Background(), a)
-		require.Equal(t, http.StatusOK, r.status)
-		acked := time.Now()
-		ans := <-got
-		require.NoError(t, ans.err)
-		require.NotEmpty(t, ans.page.Entries, "round %d: b's long poll returned nothing", round)
-		took := max(0, ans.at.Sub(acked))
-		t.Logf("round %d: b's long poll answered %v after a's save", round, took)
-		assert.Less(t, took, 5*time.Second, "round %d: b was not woken by a's save (LISTEN through the pooler?)", round)
-		cursor = ans.page.Entries[len(ans.page.Entries)-1].SequenceNumber
-	}
+	checkWokenBy(t, a, b, cursor, 3, "LISTEN through the pooler?")
 	a.mustDo("GET", "/readyz", nil, http.StatusOK)
 }
 
