@@ -70,14 +70,16 @@ func (s *Store) appendAll(ctx context.Context, op string, reqs []storage.AppendR
 func (s *Store) prepareAll(aggregateType string, batches []Batch) ([]storage.AppendRequest, error) {
 	v := validation{op: "save"}
 	checkFeedName(&v, "aggregateType", aggregateType)
-	return s.prepareBatches(&v, batches, func(int) (string, time.Time) { return aggregateType, time.Time{} }, true)
+	return s.prepareBatches(&v, batches, func(int) (string, time.Time) { return aggregateType, time.Time{} }, true, false)
 }
 
 // prepareBatches validates batches and builds their storage requests,
 // batches[i] of the aggregate type and recorded time of of(i) (zero for
 // now). With oneType, every batch is of one type, checked by the caller
-// (its problems are reported once, not per batch).
-func (s *Store) prepareBatches(v *validation, batches []Batch, of func(i int) (string, time.Time), oneType bool) ([]storage.AppendRequest, error) {
+// (its problems are reported once, not per batch). With repeats, several
+// batches may be of one aggregate (SaveImported); otherwise a repeated
+// aggregate is refused.
+func (s *Store) prepareBatches(v *validation, batches []Batch, of func(i int) (string, time.Time), oneType, repeats bool) ([]storage.AppendRequest, error) {
 	total := 0
 	for _, b := range batches {
 		total += len(b.Events)
@@ -100,7 +102,7 @@ func (s *Store) prepareBatches(v *validation, batches []Batch, of func(i int) (s
 	for i, b := range batches {
 		prefix := func() string { return fmt.Sprintf("batches[%d].", i) } // only on errors
 		typ, at := of(i)
-		if j, ok := first[key{typ, b.AggregateID}]; ok && b.AggregateID != "" {
+		if j, ok := first[key{typ, b.AggregateID}]; ok && b.AggregateID != "" && !repeats {
 			v.add(prefix()+"aggregateId", "repeats the aggregate of batches[%d]", j)
 		} else {
 			first[key{typ, b.AggregateID}] = i

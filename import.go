@@ -23,9 +23,12 @@ type ImportedBatch struct {
 const spanSaveImported = "eventstore.SaveImported"
 
 // SaveImported is SaveAll for import tools (package archive): the
-// batches may be of several types (each aggregate once) and keep their
-// RecordedAt; positions follow the batches' order. A RecordedAt out of
-// range is a *ValidationError.
+// batches may be of several types and keep their RecordedAt; positions
+// follow the batches' order. Several batches may be of one aggregate:
+// they are saved in order, each checked against the aggregate as the
+// batches before it leave it (so the second of an aggregate expects the
+// version the first produces). A RecordedAt out of range is a
+// *ValidationError.
 func (s *Store) SaveImported(ctx context.Context, batches []ImportedBatch) (res []SaveResult, err error) {
 	var span tracing.Span
 	if s.tracer.Enabled() {
@@ -59,7 +62,7 @@ func (s *Store) SaveImported(ctx context.Context, batches []ImportedBatch) (res 
 	}
 	reqs, err := s.prepareBatches(&v, bs, func(i int) (string, time.Time) {
 		return batches[i].AggregateType, batches[i].RecordedAt
-	}, false)
+	}, false, true)
 	if err != nil {
 		return nil, err
 	}

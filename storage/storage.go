@@ -117,16 +117,19 @@ type Storage interface {
 	// Data nil or a JSON object, RecordedAt set.
 	Append(ctx context.Context, req AppendRequest) (AppendResult, error)
 
-	// AppendAll appends several batches, to distinct aggregates, in one
-	// atomic step: every batch is written, or none. Each request follows
-	// the rules of Append; a request whose events are all stored already
-	// writes nothing and its result has Duplicate set, while the others are
-	// written. When any request fails its checks, nothing at all is written
-	// and the error is a *BatchError naming that request, wrapping the
-	// request's error (ErrConflict for a version or id conflict). Batches
-	// are stored in request order: their positions rise with the request
-	// index, and so do the FeedSequences of the batches of one type.
-	// results[i] belongs to reqs[i].
+	// AppendAll appends several batches in one atomic step: every batch is
+	// written, or none. Each request follows the rules of Append, decided
+	// in request order: several requests may be for one aggregate, and
+	// each sees the writes of those before it (the second of an aggregate
+	// expects the version the first produces, and repeats of events the
+	// first writes are its duplicates). A request whose events are all
+	// stored already writes nothing and its result has Duplicate set, while
+	// the others are written. When any request fails its checks, nothing
+	// at all is written and the error is a *BatchError naming that
+	// request, wrapping the request's error (ErrConflict for a version or
+	// id conflict). Batches are stored in request order: their positions
+	// rise with the request index, and so do the FeedSequences of the
+	// batches of one type. results[i] belongs to reqs[i].
 	AppendAll(ctx context.Context, reqs []AppendRequest) ([]AppendResult, error)
 
 	// Load returns the aggregate q names with its events in Sequence

@@ -3,7 +3,6 @@ package memory
 import (
 	"cmp"
 	"context"
-	"fmt"
 	"slices"
 
 	"github.com/eventkit-go/eventstore/storage"
@@ -60,7 +59,7 @@ func (s *store) appendNew(ctx context.Context, req *storage.AppendRequest, ids [
 	if res, done, err := s.plan(req, ids, nil); done || err != nil {
 		return res, false, err
 	}
-	return s.write(req, ids, metas, nil), false, nil
+	return s.write(req, ids, metas, nil, false), false, nil
 }
 
 // appendTo stores req in agg, which was found in the directory without a
@@ -101,7 +100,7 @@ func (s *store) appendTo(ctx context.Context, agg *aggregate, req *storage.Appen
 			return res, false, err
 		}
 	}
-	res = s.write(req, ids, metas, agg)
+	res = s.write(req, ids, metas, agg, false)
 	s.mu.Unlock()
 	index(agg, first, ids)
 	return res, false, nil
@@ -109,8 +108,8 @@ func (s *store) appendTo(ctx context.Context, agg *aggregate, req *storage.Appen
 
 // AppendAll implements storage.Storage. Every request is checked before
 // the first is written, under the lock of every aggregate that exists and
-// then the Storage's. Two requests for one aggregate are refused with a
-// *BatchError wrapping ErrInvalid.
+// then the Storage's; a request for an aggregate of an earlier request is
+// checked against what the earlier ones will have written (see planAfter).
 func (s *store) AppendAll(ctx context.Context, reqs []storage.AppendRequest) ([]storage.AppendResult, error) {
 	total := 0
 	for i := range reqs {
@@ -120,6 +119,7 @@ func (s *store) AppendAll(ctx context.Context, reqs []storage.AppendRequest) ([]
 	ids := make([][]eventID, len(reqs))
 	metas := make([][][]byte, len(reqs))
 	seen := make(map[aggKey]int, len(reqs))
+	repeats := false
 	for i := range reqs {
 		req := &reqs[i]
 		start := len(all)
@@ -132,8 +132,8 @@ func (s *store) AppendAll(ctx context.Context, reqs []storage.AppendRequest) ([]
 			return nil, batchError(i, req, err)
 		}
 		k := aggKey{req.AggregateType, req.AggregateID}
-		if j, ok := seen[k]; ok {
-			return nil, batchError(i, req, fmt.Errorf("the aggregate of batch %d again: %w", j, storage.ErrInvalid))
+		if _, ok := seen[k]; ok {
+			repeats = true
 		}
 		seen[k] = i
 	}
@@ -141,17 +141,18 @@ func (s *store) AppendAll(ctx context.Context, reqs []storage.AppendRequest) ([]
 		return nil, err
 	}
 	for {
-		results, retry, err := s.appendAll(ctx, reqs, ids, metas)
+		results, retry, err := s.appendAll(ctx, reqs, ids, metas, repeats)
 		if !retry {
 			return results, err
 		}
 	}
 }
 
-// appendAll is one attempt of AppendAll. It reports retry, having done
+// appendAll is one attempt of AppendAll; repeats says whether a request
+// is for the aggregate of an earlier one. It reports retry, having done
 // nothing, when an aggregate was created or deleted between its lookup and
 // the locks.
-func (s *store) appendAll(ctx context.Context, reqs []storage.AppendRequest, ids [][]eventID, metas [][][]byte) ([]storage.AppendResult, bool, error) {
+func (s *store) appendAll(ctx context.Context, reqs []storage.AppendRequest, ids [][]eventID, metas [][][]byte, repeats bool) ([]storage.AppendResult, bool, error) {
 	aggs := make([]*aggregate, len(reqs))
 	var held []*aggregate
 	for i := range reqs {
@@ -162,6 +163,7 @@ func (s *store) appendAll(ctx context.Context, reqs []storage.AppendRequest, ids
 	}
 	// The lock order of Storage: aggregates by ascending index, then s.mu.
 	slices.SortFunc(held, func(a, b *aggregate) int { return cmp.Compare(a.index, b.index) })
+	held = slices.Compact(held) // an aggregate of several requests is locked once
 	for _, a := range held {
 		a.mu.Lock()
 	}
@@ -183,26 +185,109 @@ func (s *store) appendAll(ctx context.Context, reqs []storage.AppendRequest, ids
 	}
 	results := make([]storage.AppendResult, len(reqs))
 	written := make([]bool, len(reqs))
+	var calls map[aggKey]*callAgg // with repeats: each aggregate as the requests before leave it
+	if repeats {
+		calls = make(map[aggKey]*callAgg, len(reqs))
+	}
+	position := int64(s.log.len()) // the last, after the requests planned so far
 	for i := range reqs {
-		res, done, err := s.plan(&reqs[i], ids[i], aggs[i])
+		req := &reqs[i]
+		var res storage.AppendResult
+		var done bool
+		var err error
+		if repeats {
+			k := aggKey{req.AggregateType, req.AggregateID}
+			c := calls[k]
+			if c == nil {
+				c = &callAgg{}
+				if aggs[i] != nil {
+					c.version = int64(aggs[i].seqs.len())
+				}
+				calls[k] = c
+			}
+			res, done, err = s.planAfter(req, ids[i], aggs[i], c)
+			if err == nil && !done {
+				c.wrote(req, position)
+			}
+		} else {
+			res, done, err = s.plan(req, ids[i], aggs[i])
+		}
 		if err != nil {
-			return nil, false, batchError(i, &reqs[i], err)
+			return nil, false, batchError(i, req, err)
 		}
 		results[i], written[i] = res, done
-	}
-	for i := range reqs {
-		if !written[i] {
-			agg := aggs[i]
-			if agg == nil {
-				results[i] = s.write(&reqs[i], ids[i], metas[i], nil)
-				continue
-			}
-			first := agg.events.len()
-			results[i] = s.write(&reqs[i], ids[i], metas[i], agg)
-			index(agg, first, ids[i]) // agg.mu is held
+		if !done {
+			position += int64(len(req.Events))
 		}
 	}
+	var created map[aggKey]*aggregate // by this call, with repeats
+	for i := range reqs {
+		if written[i] {
+			continue
+		}
+		agg := aggs[i]
+		if agg == nil && repeats {
+			agg = created[aggKey{reqs[i].AggregateType, reqs[i].AggregateID}]
+		}
+		if agg == nil {
+			// A new aggregate that a later request may write to again is
+			// locked before it enters the directory, as those that exist.
+			results[i] = s.write(&reqs[i], ids[i], metas[i], nil, repeats)
+			if repeats {
+				a := s.lookup(reqs[i].AggregateType, reqs[i].AggregateID)
+				if created == nil {
+					created = make(map[aggKey]*aggregate)
+				}
+				created[aggKey{reqs[i].AggregateType, reqs[i].AggregateID}] = a
+				held = append(held, a)
+			}
+			continue
+		}
+		first := agg.events.len()
+		results[i] = s.write(&reqs[i], ids[i], metas[i], agg, false)
+		index(agg, first, ids[i]) // agg.mu is held
+	}
 	return results, false, nil
+}
+
+// callAgg is an aggregate as the requests of an AppendAll planned so far
+// will leave it: its version, and the events they write to it.
+type callAgg struct {
+	version int64
+	events  []storage.Event
+}
+
+// wrote notes that req, whose events follow position, will be written.
+func (c *callAgg) wrote(req *storage.AppendRequest, position int64) {
+	c.version++
+	for i := range req.Events {
+		e := &req.Events[i]
+		c.events = append(c.events, storage.Event{ID: e.ID, Type: e.Type, Data: e.Data, EncryptedData: e.EncryptedData,
+			Metadata: e.Metadata, Version: c.version, Position: position + int64(i) + 1})
+	}
+}
+
+// planAfter is plan for a request of an AppendAll after the requests
+// before it on its aggregate, which c sums up: its version is c's, and
+// its stored events are agg's and those of c.
+func (s *store) planAfter(req *storage.AppendRequest, ids []eventID, agg *aggregate, c *callAgg) (storage.AppendResult, bool, error) {
+	var stored []storage.Event
+	if agg != nil {
+		for _, id := range ids {
+			if i, ok := agg.ids.find(id.hash, func(i int32) bool { return s.hasID(agg.events.at(int(i)), id.text) }); ok {
+				stored = append(stored, s.storedEvent(agg.events.at(int(i))))
+			}
+		}
+	}
+	for _, id := range ids {
+		for k := range c.events {
+			if c.events[k].ID == id.text {
+				stored = append(stored, c.events[k])
+				break
+			}
+		}
+	}
+	return storage.PlanAppend(*req, c.version, stored)
 }
 
 func batchError(i int, req *storage.AppendRequest, err error) error {
@@ -249,8 +334,9 @@ func (s *store) storedEvent(r *record) storage.Event {
 // aggregate), and returns its result. s.mu is held, and agg.mu for an
 // aggregate that exists, whose id index the caller updates (index). A new
 // aggregate is built whole, id index included, before it enters the
-// directory.
-func (s *store) write(req *storage.AppendRequest, ids []eventID, metas [][]byte, agg *aggregate) storage.AppendResult {
+// directory; with lock, its agg.mu is locked before, for the caller to
+// unlock.
+func (s *store) write(req *storage.AppendRequest, ids []eventID, metas [][]byte, agg *aggregate, lock bool) storage.AppendResult {
 	created := agg == nil
 	if created {
 		f := s.byType[req.AggregateType]
@@ -288,6 +374,9 @@ func (s *store) write(req *storage.AppendRequest, ids []eventID, metas [][]byte,
 	}
 	if created {
 		index(agg, first, ids)
+		if lock {
+			agg.mu.Lock() // unpublished: nobody else holds it
+		}
 		s.dir.store(aggKey{req.AggregateType, req.AggregateID}, agg)
 	}
 	return storage.AppendResult{Version: version, Position: int64(s.log.len())}

@@ -3,7 +3,6 @@ package postgres
 import (
 	"context"
 	"errors"
-	"fmt"
 
 	"github.com/eventkit-go/eventstore/storage"
 	"github.com/jackc/pgx/v5"
@@ -13,8 +12,8 @@ import (
 
 // AppendAll implements storage.Storage. The batches are written in one
 // transaction, under the append lock until its commit (see runBatch): in the common case (every batch
-// passes its checks) by the one appendGroup statement, sent with the lock as
-// one pipeline; otherwise each request is decided by the append statement
+// passes its checks) by one appendGroup statement per run of batches on
+// distinct aggregates (orderedRounds), sent with the lock as one pipeline; otherwise each request is decided by the append statement
 // in a transaction that commits only when none is refused. AppendAll does
 // not go through the group commit of Append: its batches already share one
 // transaction.
@@ -25,16 +24,6 @@ func (s *store) AppendAll(ctx context.Context, reqs []storage.AppendRequest) ([]
 	}
 	if len(reqs) == 0 {
 		return []storage.AppendResult{}, nil
-	}
-	type key struct{ typ, id string }
-	seen := make(map[key]struct{}, len(reqs))
-	for i, r := range reqs {
-		k := key{r.AggregateType, r.AggregateID}
-		if _, dup := seen[k]; dup {
-			return nil, &storage.BatchError{Index: i, AggregateType: r.AggregateType, AggregateID: r.AggregateID,
-				Err: fmt.Errorf("postgres: append all: a second batch for the same aggregate: %w", storage.ErrInvalid)}
-		}
-		seen[k] = struct{}{}
 	}
 	parent := ctx
 	ctx, cancel := context.WithTimeout(ctx, s.writeTimeout)

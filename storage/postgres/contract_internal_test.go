@@ -90,11 +90,11 @@ func TestAppendAllOneTransaction(t *testing.T) {
 		index int
 		err   error
 	}{
-		"conflict":             {[]storage.AppendRequest{request("x", -1, a), request("v", 0, batchEvent("C")), request("y", 0, batchEvent("C"))}, 2, storage.ErrConflict},
-		"bad input":            {[]storage.AppendRequest{request("v", 0, batchEvent("C")), request("u", 0, batchEvent("Bad\x00"))}, 1, storage.ErrInvalid},
-		"lone conflict":        {[]storage.AppendRequest{request("x", 5, batchEvent("C"))}, 0, storage.ErrConflict},
-		"lone conflict, two":   {[]storage.AppendRequest{request("x", 5, batchEvent("C"), batchEvent("D"))}, 0, storage.ErrConflict},
-		"same aggregate twice": {[]storage.AppendRequest{request("v", 0, batchEvent("C")), request("v", -1, batchEvent("D"))}, 1, storage.ErrInvalid},
+		"conflict":              {[]storage.AppendRequest{request("x", -1, a), request("v", 0, batchEvent("C")), request("y", 0, batchEvent("C"))}, 2, storage.ErrConflict},
+		"bad input":             {[]storage.AppendRequest{request("v", 0, batchEvent("C")), request("u", 0, batchEvent("Bad\x00"))}, 1, storage.ErrInvalid},
+		"lone conflict":         {[]storage.AppendRequest{request("x", 5, batchEvent("C"))}, 0, storage.ErrConflict},
+		"lone conflict, two":    {[]storage.AppendRequest{request("x", 5, batchEvent("C"), batchEvent("D"))}, 0, storage.ErrConflict},
+		"same aggregate, stale": {[]storage.AppendRequest{request("v", 0, batchEvent("C")), request("v", 0, batchEvent("D"))}, 1, storage.ErrConflict},
 	} {
 		_, err := s.AppendAll(ctx, c.reqs)
 		var be *storage.BatchError

@@ -79,6 +79,39 @@ func rounds(reqs []storage.AppendRequest) (out [][]int, doomed []bool) {
 	return out, doomed
 }
 
+// orderedRounds splits the requests of an AppendAll into rounds that keep
+// their order: each round is the longest run of requests, from where the
+// round before it ends, on distinct aggregates. A request for an aggregate
+// of the round is the start of the next one, so that it sees the writes of
+// the requests before it, and positions rise with the request index. No
+// request is doomed: each is checked against its aggregate as the rounds
+// before it left it.
+func orderedRounds(reqs []storage.AppendRequest) (out [][]int, doomed []bool) {
+	doomed = make([]bool, len(reqs))
+	type key struct{ typ, id string }
+	in := make(map[key]bool, len(reqs)) // the aggregates of the round
+	start := 0
+	for i, r := range reqs {
+		k := key{r.AggregateType, r.AggregateID}
+		if in[k] {
+			out = append(out, seq(start, i))
+			start = i
+			clear(in)
+		}
+		in[k] = true
+	}
+	return append(out, seq(start, len(reqs))), doomed
+}
+
+// seq returns the indexes from start up to end, end excluded.
+func seq(start, end int) []int {
+	s := make([]int, end-start)
+	for i := range s {
+		s[i] = start + i
+	}
+	return s
+}
+
 // newGroupArgs returns the arguments of appendGroup for the requests of
 // reqs listed in round (see rounds).
 func newGroupArgs(reqs []storage.AppendRequest, args []appendArgs, round []int, doomed []bool) groupArgs {
@@ -139,7 +172,7 @@ func newGroupArgs(reqs []storage.AppendRequest, args []appendArgs, round []int, 
 }
 
 // runGroup appends reqs with one appendGroup statement per round (see
-// rounds; appendOne for a round of one request, appendSingle for one of
+// rounds, and orderedRounds under strict; appendOne for a round of one request, appendSingle for one of
 // one event), sent after reserve as one pipeline in one transaction, with
 // its COMMIT and the notification (queueCommit). appendGroup
 // decides every request itself, conflicts included, without failing, so
@@ -155,6 +188,9 @@ func newGroupArgs(reqs []storage.AppendRequest, args []appendArgs, round []int, 
 func (s *store) runGroup(ctx context.Context, conn *pgxpool.Conn, reqs []storage.AppendRequest,
 	args []appendArgs, results []appendResult, strict bool) (done bool, err error) {
 	rs, doomed := rounds(reqs)
+	if strict {
+		rs, doomed = orderedRounds(reqs) // AppendAll: in request order
+	}
 	b := &pgx.Batch{}
 	b.Queue("BEGIN")
 	n := 1 + s.queueLock(b, reqs)

@@ -1,7 +1,9 @@
 package storagetest
 
 import (
+	"errors"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -11,6 +13,7 @@ import (
 
 func importedCases() []testCase {
 	return []testCase{
+		{"AppendAllRepeatedAggregates", "AppendAll takes several requests for one aggregate, new or stored, decided in request order: each sees the writes of those before it (versions follow, positions and the type's FeedSequences rise with the request index, Load returns the batches in order); the same call again is all Duplicates with the first call's versions and positions and writes nothing; a later request expecting a version the earlier ones moved past, or reusing the id of an earlier one's event with other data, is a *BatchError naming it, wrapping ErrConflict, and nothing of the call is written; Store.SaveImported takes them too", testAppendAllRepeats},
 		{"ImportedRecordedTimes", "Append and AppendAll store each event's RecordedAt as given, also years before the events stored already and out of order (an import keeps the source's times, eventstore.Store.SaveImported): Load, ReadFeed and ListAggregates return them at microsecond precision, positions follow the order of the appends, and a feed read by date (From, To), of all types or of one, paged with After = Head, returns exactly the events recorded within the range in position order", testImportedRecordedTimes},
 	}
 }
@@ -152,5 +155,121 @@ func testImportedRecordedTimes(t *testing.T, h *harness) {
 	}
 	if len(got) != 3 || got[0].AggregateType != "gamma" || !got[0].RecordedAt.Equal(at(-7)) || !got[2].RecordedAt.Equal(at(-8)) {
 		t.Errorf("a feed read by date must return the 3 events of SaveImported with their times, gamma first, got %v", got)
+	}
+}
+
+func testAppendAllRepeats(t *testing.T, h *harness) {
+	ctx := t.Context()
+	if _, err := h.s.Append(ctx, request("order", "o1", evs("Placed", 1), storage.ExpectVersion(0))); err != nil {
+		t.Fatalf("Append: %v", err)
+	}
+	head := mustFeedHead(t, h, "")
+	// o1 is stored at version 1, o2 and c1 are new.
+	plan := []struct {
+		typ, id string
+		n       int
+		after   int64 // the version expected
+	}{
+		{"order", "o2", 2, 0}, {"order", "o1", 1, 1}, {"customer", "c1", 1, 0}, {"order", "o2", 1, 1},
+		{"order", "o1", 2, 2}, {"order", "o2", 1, 2}, {"customer", "c1", 1, 1},
+	}
+	reqs := make([]storage.AppendRequest, len(plan))
+	for i, p := range plan {
+		reqs[i] = request(p.typ, p.id, evs(p.typ+"Happened", p.n), storage.ExpectVersion(p.after))
+	}
+	res, err := h.s.AppendAll(ctx, reqs)
+	if err != nil {
+		t.Fatalf("AppendAll of %d requests, three on o2, two on o1 and c1: %v", len(reqs), err)
+	}
+	last := head
+	for i, p := range plan {
+		if res[i].Duplicate || res[i].Version != p.after+1 {
+			t.Errorf("request %d (%s/%s after version %d) must be written at version %d, got %+v", i, p.typ, p.id, p.after, p.after+1, res[i])
+		}
+		if res[i].Position <= last {
+			t.Errorf("request %d must end at a position above the request before it (%d), got %d", i, last, res[i].Position)
+		}
+		last = res[i].Position
+	}
+	feed, _ := mustReadAll(t, h, storage.FeedQuery{After: head, Limit: 100})
+	if msg := checkBatches(feed); msg != "" {
+		t.Errorf("the feed after AppendAll: %s", msg)
+	}
+	k := 0
+	for i, p := range plan {
+		for j := 0; j < p.n; j++ {
+			if k >= len(feed) {
+				t.Fatalf("the feed holds %d events after the AppendAll, want %d", len(feed), 9)
+			}
+			e := feed[k]
+			if e.AggregateType != p.typ || e.AggregateID != p.id || e.Version != p.after+1 || e.ID != reqs[i].Events[j].ID {
+				t.Errorf("feed event %d must be event %d of request %d (%s/%s version %d), got %s/%s version %d id %s",
+					k, j, i, p.typ, p.id, p.after+1, e.AggregateType, e.AggregateID, e.Version, e.ID)
+			}
+			k++
+		}
+	}
+	if agg := mustLoad(t, h, "order", "o2"); agg.Version != 3 || len(agg.Events) != 4 || agg.Events[3].ID != reqs[5].Events[0].ID {
+		t.Errorf("Load of order/o2 must return its 4 events of versions 1 to 3 in request order, got version %d, %v", agg.Version, agg.Events)
+	}
+
+	// The same call again: all Duplicates, nothing written.
+	head = mustFeedHead(t, h, "")
+	again, err := h.s.AppendAll(ctx, reqs)
+	if err != nil {
+		t.Fatalf("AppendAll again: %v", err)
+	}
+	for i := range reqs {
+		if !again[i].Duplicate || again[i].Version != res[i].Version || again[i].Position != res[i].Position {
+			t.Errorf("request %d again must be a Duplicate of version %d at position %d, got %+v", i, res[i].Version, res[i].Position, again[i])
+		}
+	}
+	if got := mustFeedHead(t, h, ""); got != head {
+		t.Errorf("AppendAll of duplicates moved FeedHead from %d to %d", head, got)
+	}
+
+	// Refused: nothing of the call is written.
+	reused := request("order", "r2", evs("Placed", 1), storage.ExpectVersion(1))
+	reused.Events[0].ID = strings.ToLower(newID())
+	first := request("order", "r2", evs("Placed", 1), storage.ExpectVersion(0))
+	first.Events[0].ID = reused.Events[0].ID
+	first.Events[0].Data = []byte(`{"other":true}`)
+	for name, c := range map[string]struct {
+		reqs  []storage.AppendRequest
+		index int
+	}{
+		"a stale version": {[]storage.AppendRequest{request("order", "r1", evs("Placed", 1), storage.ExpectVersion(0)),
+			request("customer", "c9", evs("Joined", 1), storage.ExpectVersion(0)),
+			request("order", "r1", evs("Placed", 1), storage.ExpectVersion(0))}, 2},
+		"a version skipped": {[]storage.AppendRequest{request("order", "o1", evs("Paid", 1), storage.ExpectVersion(3)),
+			request("order", "o1", evs("Paid", 1), storage.ExpectVersion(4)), request("order", "o1", evs("Paid", 1), storage.ExpectVersion(6))}, 2},
+		"a reused id": {[]storage.AppendRequest{first, reused}, 1},
+	} {
+		_, err := h.s.AppendAll(ctx, c.reqs)
+		var be *storage.BatchError
+		if !errors.As(err, &be) || be.Index != c.index || !errors.Is(err, storage.ErrConflict) {
+			t.Errorf("%s: AppendAll must fail with a *BatchError for request %d wrapping ErrConflict, got %v", name, c.index, err)
+		}
+		if got := mustFeedHead(t, h, ""); got != head {
+			t.Errorf("%s: a refused AppendAll moved FeedHead from %d to %d", name, head, got)
+		}
+	}
+	if agg := mustLoad(t, h, "order", "o1"); agg.Version != 3 {
+		t.Errorf("order/o1 must stay at version 3 after the refused calls, got %d", agg.Version)
+	}
+
+	// Through the Store.
+	st, err := eventstore.New(h.s, nil)
+	if err != nil {
+		t.Fatalf("eventstore.New: %v", err)
+	}
+	at := time.Now().Add(-time.Hour)
+	saved, err := st.SaveImported(ctx, []eventstore.ImportedBatch{
+		{AggregateType: "order", AggregateID: "s1", Events: evs("Placed", 1), ExpectedVersion: eventstore.ExpectVersion(0), RecordedAt: at},
+		{AggregateType: "customer", AggregateID: "s1", Events: evs("Joined", 1), ExpectedVersion: eventstore.ExpectVersion(0), RecordedAt: at},
+		{AggregateType: "order", AggregateID: "s1", Events: evs("Paid", 2), ExpectedVersion: eventstore.ExpectVersion(1), RecordedAt: at},
+	})
+	if err != nil || saved[2].Version != 2 || saved[2].Position <= saved[1].Position {
+		t.Errorf("SaveImported of two batches of order/s1 must save them at versions 1 and 2 in order, got %+v, %v", saved, err)
 	}
 }
