@@ -60,13 +60,14 @@ type Stats struct {
 
 // importGroup bounds the batches Import saves in one SaveImported (one
 // transaction); limits.MaxSaveAllEvents bounds their events.
-const importGroup = 500
+const importGroup = limits.MaxSaveAllBatches
 
 // Import saves every batch of r into st, in order, keeping event ids,
 // aggregate versions and recorded times (eventstore.Store.SaveImported):
 // a batch is saved only if its aggregate is at the batch's version minus
-// one. Runs of batches of distinct aggregates are saved together, each
-// run atomically, and so each batch. Batches stored already are
+// one. Runs of consecutive batches (up to 1,000 batches and 10,000
+// events, several of one aggregate included) are saved together, each run
+// atomically, and so each batch. Batches stored already are
 // Duplicates, so an import interrupted and run again on the same archive
 // ends with exactly one copy of every event. It stops at the first bad
 // line or batch with an error naming the line, leaving every batch before
@@ -80,30 +81,24 @@ func Import(ctx context.Context, st *eventstore.Store, r *Reader) (Stats, error)
 	return ImportProject(ctx, Project{Store: st}, r)
 }
 
-// importer gathers runs of batches of distinct aggregates and saves each
-// run with one SaveImported.
+// importer gathers runs of consecutive batches and saves each run with
+// one SaveImported, which takes several batches of one aggregate in order.
 type importer struct {
 	st     *eventstore.Store
 	stats  Stats
 	group  []eventstore.ImportedBatch
 	lines  []int // of group's batches
 	events int   // in group
-	keys   map[[2]string]bool
 }
 
 // add adds b, read from line, to the run, saving the run first when b
 // would not fit in it.
 func (im *importer) add(ctx context.Context, b Batch, line int) error {
-	key := [2]string{b.AggregateType, b.AggregateID}
-	if len(im.group) >= importGroup || im.events+len(b.Events) > limits.MaxSaveAllEvents || im.keys[key] {
+	if len(im.group) >= importGroup || im.events+len(b.Events) > limits.MaxSaveAllEvents {
 		if err := im.flush(ctx); err != nil {
 			return err
 		}
 	}
-	if im.keys == nil {
-		im.keys = make(map[[2]string]bool, importGroup)
-	}
-	im.keys[key] = true
 	events := make([]eventstore.NewEvent, len(b.Events))
 	for i, e := range b.Events {
 		events[i] = eventstore.NewEvent{ID: e.ID, Type: e.Type, Data: e.Data, EncryptedData: e.EncryptedData, Metadata: e.Metadata}
@@ -124,7 +119,6 @@ func (im *importer) flush(ctx context.Context) error {
 	}
 	group, lines := im.group, im.lines
 	im.group, im.lines, im.events = im.group[:0], im.lines[:0], 0
-	clear(im.keys)
 	res, err := im.st.SaveImported(ctx, group)
 	if err == nil {
 		for i := range group {
