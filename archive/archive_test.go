@@ -367,3 +367,68 @@ func saveOne(t *testing.T, st *eventstore.Store, typ, id, eventID, data string) 
 	_, err := st.Save(context.Background(), typ, id, []eventstore.NewEvent{{ID: eventID, Type: "T", Data: json.RawMessage(data)}}, nil)
 	require.NoError(t, err)
 }
+
+// TestImportStopsInALaterRun checks Import's guarantees on an archive of
+// several runs (a run is saved while the next is read): a batch whose
+// version does not follow, or a truncated line, in a later run stops the
+// import with its line, every batch before it imported and none after,
+// and the import run again ends with one copy of every batch.
+func TestImportStopsInALaterRun(t *testing.T) {
+	const aggs, versions = 250, 10 // 2,500 batches, 10 aggregates' versions interleaved as a feed is
+	at := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	build := func(gap int) []byte { // gap: the batch whose version skips one, or -1
+		var buf bytes.Buffer
+		w := archive.NewWriter(&buf)
+		for i := range aggs * versions {
+			v := int64(i/aggs + 1)
+			if i == gap {
+				v++
+			}
+			require.NoError(t, w.WriteBatch(archive.Batch{AggregateType: "order", AggregateID: fmt.Sprint("o-", i%aggs), Version: v,
+				RecordedAt: at.Add(time.Duration(i) * time.Second),
+				Events:     []archive.Event{{ID: eventstore.NewEventID(), Type: "Happened", Data: json.RawMessage(fmt.Sprintf(`{"i":%d}`, i))}}}))
+		}
+		require.NoError(t, w.Flush())
+		return buf.Bytes()
+	}
+	count := func(t *testing.T, st *eventstore.Store) int {
+		n := 0
+		for after := int64(0); ; {
+			res, err := st.ReadFeed(context.Background(), "", after, &eventstore.FeedOptions{Limit: 1000})
+			require.NoError(t, err)
+			n += len(res.Entries)
+			if !res.HasMore {
+				return n
+			}
+			after = res.Next
+		}
+	}
+	for _, dstb := range []backend{memoryBackend, sqliteBackend} {
+		t.Run(dstb.name, func(t *testing.T) {
+			ctx := context.Background()
+			dst := dstb.open(t)
+			const gap = 1700 // in the second run, with the first saved and the third read
+			stats, err := archive.Import(ctx, dst, archive.NewReader(bytes.NewReader(build(gap))))
+			require.ErrorIs(t, err, eventstore.ErrConflict)
+			require.ErrorContains(t, err, fmt.Sprintf("line %d: batch order/o-%d version %d does not follow", gap+2, gap%aggs, gap/aggs+2))
+			require.Equal(t, archive.Stats{Batches: gap, Events: gap}, stats)
+			require.Equal(t, gap, count(t, dst), "every batch before the bad one imported, none after")
+
+			data := build(-1)
+			lines := strings.SplitAfter(string(data), "\n")
+			const cut = 2300 // batches before the truncated line
+			truncated := strings.Join(lines[:1+cut], "") + lines[1+cut][:20]
+			dst = dstb.open(t)
+			stats, err = archive.Import(ctx, dst, archive.NewReader(strings.NewReader(truncated)))
+			require.ErrorIs(t, err, eventstore.ErrInvalid)
+			require.ErrorContains(t, err, fmt.Sprintf("line %d: the line is truncated", cut+2))
+			require.Equal(t, archive.Stats{Batches: cut, Events: cut}, stats)
+			require.Equal(t, cut, count(t, dst))
+
+			stats, err = archive.Import(ctx, dst, archive.NewReader(bytes.NewReader(data)))
+			require.NoError(t, err)
+			require.Equal(t, archive.Stats{Batches: aggs*versions - cut, Events: aggs*versions - cut, Duplicates: cut}, stats)
+			require.Equal(t, aggs*versions, count(t, dst))
+		})
+	}
+}

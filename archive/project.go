@@ -189,7 +189,7 @@ func ImportProject(ctx context.Context, p Project, r *Reader) (Stats, error) {
 	release := func() {}
 	defer func() { release() }()
 	done := func() error { // the data space's batches are all read
-		err := im.flush(ctx)
+		err := im.flush(ctx, true)
 		stats.Batches += im.stats.Batches
 		stats.Events += im.stats.Events
 		stats.Duplicates += im.stats.Duplicates

@@ -18,18 +18,26 @@ const exportPage = limits.MaxFeedLimit
 // feed's end when Export read it; with an error, the end of the last page
 // that reached w's underlying writer, so Export(ctx, st, w2, next) on a
 // new archive goes on without losing or repeating a batch. Deleted
-// aggregates are not in the feed, so not in the archive.
+// aggregates are not in the feed, so not in the archive. The next page is
+// read while one is written: Export holds at most three pages.
 func Export(ctx context.Context, st *eventstore.Store, w *Writer, after int64) (next int64, err error) {
+	ctx, cancel := context.WithCancel(ctx)
+	pages := make(chan exportedPage, 1)
+	go readPages(ctx, st, after, pages)
+	defer func() {
+		cancel()
+		for range pages { // wait for readPages to end
+		}
+	}()
 	next = after
-	for {
-		res, err := st.ReadFeed(ctx, "", next, &eventstore.FeedOptions{Limit: exportPage})
-		if errors.Is(err, eventstore.ErrNotFound) { // an empty store
+	for p := range pages {
+		if errors.Is(p.err, eventstore.ErrNotFound) { // an empty store
 			break
 		}
-		if err != nil {
-			return next, fmt.Errorf("archive: export after %d: %w", next, err)
+		if p.err != nil {
+			return next, fmt.Errorf("archive: export after %d: %w", next, p.err)
 		}
-		for _, e := range res.Entries {
+		for _, e := range p.res.Entries {
 			b := Batch{AggregateType: e.AggregateType, AggregateID: e.AggregateID, Version: e.Version,
 				RecordedAt: e.RecordedAt, Events: make([]Event, len(e.Events))}
 			for i := range e.Events {
@@ -43,12 +51,35 @@ func Export(ctx context.Context, st *eventstore.Store, w *Writer, after int64) (
 		if err := w.Flush(); err != nil {
 			return next, fmt.Errorf("archive: export after %d: %w", next, err)
 		}
-		next = res.Next
-		if !res.HasMore {
-			break
-		}
+		next = p.res.Next
 	}
 	return next, w.Flush()
+}
+
+// exportedPage is a page of the feed read for Export, or the error of
+// reading it.
+type exportedPage struct {
+	res eventstore.FeedResult
+	err error
+}
+
+// readPages sends the pages of st's feed of all types after after to
+// pages, up to the last or the first error, and closes it; it stops
+// early when ctx is done.
+func readPages(ctx context.Context, st *eventstore.Store, after int64, pages chan<- exportedPage) {
+	defer close(pages)
+	for {
+		res, err := st.ReadFeed(ctx, "", after, &eventstore.FeedOptions{Limit: exportPage})
+		select {
+		case pages <- exportedPage{res, err}:
+		case <-ctx.Done():
+			return
+		}
+		if err != nil || !res.HasMore {
+			return
+		}
+		after = res.Next
+	}
 }
 
 // Stats counts what Import did: Batches and Events saved, and Duplicates,
@@ -83,21 +114,34 @@ func Import(ctx context.Context, st *eventstore.Store, r *Reader) (Stats, error)
 
 // importer gathers runs of consecutive batches and saves each run with
 // one SaveImported, which takes several batches of one aggregate in order.
+// A run is saved by a goroutine while the next is read; one save at a
+// time, in order, so that a run is saved only after the one before it
+// was.
 type importer struct {
 	st     *eventstore.Store
-	stats  Stats
+	stats  Stats // of the saves waited for
 	group  []eventstore.ImportedBatch
 	lines  []int // of group's batches
 	events int   // in group
+	// saving is the outcome of the save in flight (nil when none), whose
+	// run is spare and spareLines, reused for the run after the next.
+	saving     chan error
+	spare      []eventstore.ImportedBatch
+	spareLines []int
+	// failed is set once a save failed: the batches after it are dropped.
+	failed bool
 }
 
 // add adds b, read from line, to the run, saving the run first when b
-// would not fit in it.
+// would not fit in it. An error is that of saving an earlier run.
 func (im *importer) add(ctx context.Context, b Batch, line int) error {
 	if len(im.group) >= importGroup || im.events+len(b.Events) > limits.MaxSaveAllEvents {
-		if err := im.flush(ctx); err != nil {
+		if err := im.flush(ctx, false); err != nil {
 			return err
 		}
+	}
+	if im.failed {
+		return nil
 	}
 	events := make([]eventstore.NewEvent, len(b.Events))
 	for i, e := range b.Events {
@@ -110,15 +154,43 @@ func (im *importer) add(ctx context.Context, b Batch, line int) error {
 	return nil
 }
 
-// flush saves the run. When the run is refused, it saves its batches one
-// at a time, so that those before the bad one are imported and the error
-// names the bad one's line.
-func (im *importer) flush(ctx context.Context) error {
-	if len(im.group) == 0 {
-		return nil
+// flush waits for the save in flight, then starts saving the run, and
+// with wait waits for that save too. It returns the first error of a
+// save, after which the importer drops its run and saves nothing more.
+func (im *importer) flush(ctx context.Context, wait bool) error {
+	if err := im.wait(); err != nil || im.failed || len(im.group) == 0 {
+		return err
 	}
 	group, lines := im.group, im.lines
-	im.group, im.lines, im.events = im.group[:0], im.lines[:0], 0
+	im.group, im.lines, im.events = im.spare[:0], im.spareLines[:0], 0
+	im.spare, im.spareLines = group, lines
+	done := make(chan error, 1)
+	im.saving = done
+	go func() { done <- im.save(ctx, group, lines) }()
+	if wait {
+		return im.wait()
+	}
+	return nil
+}
+
+// wait waits for the save in flight, if any, and returns its error.
+func (im *importer) wait() error {
+	if im.saving == nil {
+		return nil
+	}
+	err := <-im.saving
+	im.saving = nil
+	if err != nil {
+		im.failed = true
+		im.group, im.lines, im.events = im.group[:0], im.lines[:0], 0
+	}
+	return err
+}
+
+// save saves the run group, read from lines. When the run is refused, it
+// saves its batches one at a time, so that those before the bad one are
+// imported and the error names the bad one's line.
+func (im *importer) save(ctx context.Context, group []eventstore.ImportedBatch, lines []int) error {
 	res, err := im.st.SaveImported(ctx, group)
 	if err == nil {
 		for i := range group {
