@@ -12,73 +12,134 @@ import (
 // exportPage is the feed entries Export reads at a time.
 const exportPage = limits.MaxFeedLimit
 
+// exportChunk is the feed positions a reader of Export takes at a time
+// (two at once), by pages of exportPage entries.
+const exportChunk = 8 * exportPage
+
 // Export writes the batches of st's feed of all types after the cursor
 // after (0 for the start) to w, in feed order, page by page, and flushes
 // w. It returns the cursor to export on from: with a nil error, the
 // feed's end when Export read it; with an error, the end of the last page
 // that reached w's underlying writer, so Export(ctx, st, w2, next) on a
 // new archive goes on without losing or repeating a batch. Deleted
-// aggregates are not in the feed, so not in the archive. The next page is
-// read while one is written: Export holds at most three pages.
+// aggregates are not in the feed, so not in the archive.
+//
+// Export reads ahead while it writes: the feed up to its head when Export
+// starts is cut into chunks of 8,000 positions, read by two goroutines at
+// a time and written in order, so that Export holds at most two chunks;
+// the batches after that head are read with the last chunk.
 func Export(ctx context.Context, st *eventstore.Store, w *Writer, after int64) (next int64, err error) {
+	next = after
+	head, err := st.FeedHead(ctx, "")
+	if err != nil {
+		return next, fmt.Errorf("archive: export after %d: %w", next, err)
+	}
 	ctx, cancel := context.WithCancel(ctx)
-	pages := make(chan exportedPage, 1)
-	go readPages(ctx, st, after, pages)
-	defer func() {
-		cancel()
-		for range pages { // wait for readPages to end
+	chunks := make(chan chan exportedPage) // the one after the chunk being written
+	go func() {                            // start the chunks' readers, in order
+		defer close(chunks)
+		for start := after; ; start += exportChunk {
+			end := start + exportChunk
+			if end >= head {
+				end = -1 // the last chunk: to the feed's end
+			}
+			pages := make(chan exportedPage, exportChunk/exportPage+1)
+			go readChunk(ctx, st, start, end, pages)
+			select {
+			case chunks <- pages:
+			case <-ctx.Done():
+				for range pages { // wait for readChunk to end
+				}
+				return
+			}
+			if end < 0 {
+				return
+			}
 		}
 	}()
-	next = after
-	for p := range pages {
-		if errors.Is(p.err, eventstore.ErrNotFound) { // an empty store
-			break
-		}
-		if p.err != nil {
-			return next, fmt.Errorf("archive: export after %d: %w", next, p.err)
-		}
-		for _, e := range p.res.Entries {
-			b := Batch{AggregateType: e.AggregateType, AggregateID: e.AggregateID, Version: e.Version,
-				RecordedAt: e.RecordedAt, Events: make([]Event, len(e.Events))}
-			for i := range e.Events {
-				ev := &e.Events[i]
-				b.Events[i] = Event{ID: ev.ID, Type: ev.Type, Data: ev.Data, EncryptedData: ev.EncryptedData, Metadata: ev.Metadata}
+	var cur chan exportedPage // the chunk being written
+	defer func() {
+		cancel()
+		if cur != nil {
+			for range cur { // wait for its reader to end
 			}
-			if err := w.WriteBatch(b); err != nil {
+		}
+		for pages := range chunks { // and for the others'
+			for range pages {
+			}
+		}
+	}()
+	for cur = range chunks {
+		for p := range cur {
+			if errors.Is(p.err, eventstore.ErrNotFound) { // an empty store
+				continue
+			}
+			if p.err != nil {
+				return next, fmt.Errorf("archive: export after %d: %w", next, p.err)
+			}
+			for _, e := range p.entries {
+				b := Batch{AggregateType: e.AggregateType, AggregateID: e.AggregateID, Version: e.Version,
+					RecordedAt: e.RecordedAt, Events: make([]Event, len(e.Events))}
+				for i := range e.Events {
+					ev := &e.Events[i]
+					b.Events[i] = Event{ID: ev.ID, Type: ev.Type, Data: ev.Data, EncryptedData: ev.EncryptedData, Metadata: ev.Metadata}
+				}
+				if err := w.WriteBatch(b); err != nil {
+					return next, fmt.Errorf("archive: export after %d: %w", next, err)
+				}
+			}
+			if err := w.Flush(); err != nil {
 				return next, fmt.Errorf("archive: export after %d: %w", next, err)
 			}
+			next = max(next, p.next)
 		}
-		if err := w.Flush(); err != nil {
-			return next, fmt.Errorf("archive: export after %d: %w", next, err)
-		}
-		next = p.res.Next
 	}
 	return next, w.Flush()
 }
 
-// exportedPage is a page of the feed read for Export, or the error of
-// reading it.
+// exportedPage is a page of the feed read for Export: its entries and
+// the cursor after them, or the error of reading it.
 type exportedPage struct {
-	res eventstore.FeedResult
-	err error
+	entries []eventstore.FeedEntry
+	next    int64
+	err     error
 }
 
-// readPages sends the pages of st's feed of all types after after to
-// pages, up to the last or the first error, and closes it; it stops
-// early when ctx is done.
-func readPages(ctx context.Context, st *eventstore.Store, after int64, pages chan<- exportedPage) {
+// readChunk sends to pages the entries of st's feed of all types whose
+// cursor is after start and at most end (-1 for no end), page by page,
+// up to the first error, and closes pages. It stops early when ctx is
+// done.
+func readChunk(ctx context.Context, st *eventstore.Store, start, end int64, pages chan<- exportedPage) {
 	defer close(pages)
-	for {
-		res, err := st.ReadFeed(ctx, "", after, &eventstore.FeedOptions{Limit: exportPage})
+	for at := start; end < 0 || at < end; {
+		limit := exportPage
+		if end >= 0 {
+			// Each entry has a cursor of its own in (at, end].
+			limit = int(min(int64(exportPage), end-at))
+		}
+		res, err := st.ReadFeed(ctx, "", at, &eventstore.FeedOptions{Limit: limit})
+		p := exportedPage{entries: res.Entries, next: res.Next, err: err}
+		done := err != nil || !res.HasMore
+		if end >= 0 {
+			for i, e := range res.Entries {
+				if e.Cursor > end { // the next chunk's
+					p.entries, p.next, done = res.Entries[:i], at, true
+					if i > 0 {
+						p.next = res.Entries[i-1].Cursor
+					}
+					break
+				}
+			}
+		}
 		select {
-		case pages <- exportedPage{res, err}:
+		case pages <- p:
 		case <-ctx.Done():
 			return
 		}
-		if err != nil || !res.HasMore {
+		if done {
 			return
 		}
-		after = res.Next
+		at = res.Next
 	}
 }
 
