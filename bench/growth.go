@@ -58,7 +58,11 @@ import (
 //     which PostgreSQL serves with a generic plan after five executions);
 //   - a new single projection over "order" (count and set, an instance per
 //     aggregate) and a new aggregated one (sum and count), events/s of
-//     Sync from scratch, each deleted after;
+//     CatchUp from scratch, each deleted after, and where each rebuild's
+//     time went per page of the feed (its feed reads, instance loads and
+//     commits, timed by a timedStorage under the Projector's Store; on
+//     PostgreSQL also the rows of the states table inserted, updated,
+//     updated HOT, and dead after);
 //   - bytes on disk per stored event, against the mean payload: the
 //     database file and its WAL for SQLite, the events table with its
 //     indexes and TOAST for PostgreSQL (with each index's share).
@@ -126,6 +130,13 @@ type growthStore struct {
 	// never prepared (PostgreSQL only, else nil).
 	oneOff *eventstore.Store
 	proj   *eventstore.Projector
+	// split times the storage calls of proj's rebuilds: proj runs on a
+	// Store of its own over the same storage, wrapped by timedStorage
+	// (projection.go).
+	split *projSplit
+	// pgStats returns pg_stat_user_tables' figures of the projection
+	// states (PostgreSQL only, else nil): see pgTableStats.
+	pgStats func(ctx context.Context) ([4]int64, error)
 	// bytes returns the bytes on disk of the stored events, with a note
 	// (PostgreSQL: each index's share); nil for memory.
 	bytes   func(ctx context.Context) (int64, string, error)
@@ -290,8 +301,11 @@ type growthFigures struct {
 	// one after the other, in turn first).
 	lastVsFirst, lastVsFirstOneOff float64
 	single, aggregated             float64 // events/s of the rebuilds
-	bytesPerEvent, payload         float64
-	bytesNote                      string
+	// singleSplit and aggregatedSplit say where each rebuild's time went
+	// (see growthStore.splitNote).
+	singleSplit, aggregatedSplit string
+	bytesPerEvent, payload       float64
+	bytesNote                    string
 	// savesVsSmall are the ratios of the alternated saves, sorted (see
 	// growthAlternations).
 	savesVsSmall             []float64
@@ -301,7 +315,7 @@ type growthFigures struct {
 // openGrowth opens the store of backend b for a run whose largest size is
 // top; dir holds SQLite's file.
 func openGrowth(ctx context.Context, b string, top int, dir string, env *pgEnv) (*growthStore, error) {
-	g := &growthStore{backend: b, aggs: max(100, top/30)}
+	g := &growthStore{backend: b, aggs: max(100, top/30), split: &projSplit{}}
 	g.versions = make([]int64, g.aggs)
 	g.next = make([]int, growthWriters)
 	var s storage.Storage
@@ -344,13 +358,18 @@ func openGrowth(ctx context.Context, b string, top int, dir string, env *pgEnv) 
 			return nil, err
 		}
 		g.bytes = func(ctx context.Context) (int64, string, error) { return pgEventBytes(ctx, env, schema) }
+		g.pgStats = func(ctx context.Context) ([4]int64, error) { return pgTableStats(ctx, env, schema) }
 	default:
 		return nil, fmt.Errorf("growth: unknown backend %q", b)
 	}
 	if g.store, err = eventstore.New(s, nil); err != nil {
 		return nil, err
 	}
-	g.proj = eventstore.NewProjector(g.store, nil)
+	timed, err := eventstore.New(timedStorage{s, g.split}, nil)
+	if err != nil {
+		return nil, err
+	}
+	g.proj = eventstore.NewProjector(timed, nil)
 	// The aggregates loaded: 10 and 1,000 events, before size 0.
 	for _, n := range []int{10, 1000} {
 		for v := 0; v < n; v += 100 {
@@ -520,6 +539,13 @@ func (g *growthStore) measure(ctx context.Context, appendFor time.Duration, read
 			def.Handlers[0].Functions[1] = eventstore.Function{Name: eventstore.FuncAdd,
 				TargetSelector: "$.projection.total", EventSelector: "$.event.amount"}
 		}
+		var before [4]int64
+		if g.pgStats != nil {
+			if before, err = g.pgStats(ctx); err != nil {
+				return f, err
+			}
+		}
+		*g.split = projSplit{}
 		runtime.GC()
 		t0 := time.Now()
 		if err := g.proj.Create(ctx, def); err != nil {
@@ -528,14 +554,24 @@ func (g *growthStore) measure(ctx context.Context, appendFor time.Duration, read
 		if err := g.proj.CatchUp(ctx, name); err != nil {
 			return f, fmt.Errorf("rebuild: %w", err)
 		}
-		rate := float64(f.typeEvents) / time.Since(t0).Seconds()
+		took := time.Since(t0)
+		rate := float64(f.typeEvents) / took.Seconds()
 		if st, err := g.proj.Status(ctx, name); err != nil || len(st.Errors) > 0 {
 			return f, fmt.Errorf("rebuild status: %v %v", err, st.Errors)
 		}
+		note := g.split.note(took)
+		if g.pgStats != nil {
+			after, err := g.pgStats(ctx)
+			if err != nil {
+				return f, err
+			}
+			note += fmt.Sprintf("; states rows ins %d upd %d hot %d, dead %d after",
+				after[0]-before[0], after[1]-before[1], after[2]-before[2], after[3])
+		}
 		if aggregated {
-			f.aggregated = rate
+			f.aggregated, f.aggregatedSplit = rate, note
 		} else {
-			f.single = rate
+			f.single, f.singleSplit = rate, note
 		}
 		if err := g.proj.Delete(ctx, name); err != nil {
 			return f, err
@@ -758,6 +794,17 @@ func printGrowth(w io.Writer, b string, figs []growthFigures) {
 		if figs[len(figs)-1].bytesNote != "" {
 			fmt.Fprintf(w, "\n%s bytes per event at %d events: %s; payload %.0f bytes\n", b, figs[len(figs)-1].events,
 				figs[len(figs)-1].bytesNote, figs[len(figs)-1].payload)
+		}
+	}
+	for i, f := range figs {
+		if f.singleSplit != "" {
+			fmt.Fprintf(w, "\n%s at %d events, new single projection: %s\n", b, f.events, f.singleSplit)
+		}
+		if f.aggregatedSplit != "" {
+			fmt.Fprintf(w, "%s at %d events, new aggregated projection: %s\n", b, f.events, f.aggregatedSplit)
+		}
+		if i == len(figs)-1 {
+			fmt.Fprintln(w)
 		}
 	}
 	fmt.Fprintln(w)

@@ -44,6 +44,19 @@ type projSplit struct {
 	rows                  atomic.Int64 // states committed
 }
 
+// note says where a rebuild that took total spent it, per page.
+func (s *projSplit) note(total time.Duration) string {
+	pages := max(s.pages.Load(), 1)
+	ms := func(ns int64) float64 { return float64(ns) / float64(pages) / 1e6 }
+	read, load, commit := s.read.Load(), s.load.Load(), s.commit.Load()
+	// The Projector reads a page ahead while it applies and commits the
+	// one before: reads overlap the rest.
+	rest := int64(total) - load - commit
+	return fmt.Sprintf("%d pages, per page %.2f ms: read %.2f ms (overlaps), load %.2f ms (%d calls), commit %.2f ms (%.0f states), the rest (apply, waiting for the read) %.2f ms",
+		s.pages.Load(), ms(int64(total)), ms(read), ms(load), s.loads.Load(), ms(commit),
+		float64(s.rows.Load())/float64(pages), ms(rest))
+}
+
 // timedStorage times the calls of a rebuild.
 type timedStorage struct {
 	storage.Storage
@@ -242,17 +255,7 @@ func runProjection(ctx context.Context, cfg config, n, instances, batch int, out
 			if err != nil {
 				return fmt.Errorf("%s timed: %w", p.backend, err)
 			}
-			total := time.Since(t0)
-			s := p.split
-			pages := max(s.pages.Load(), 1)
-			ms := func(ns int64) float64 { return float64(ns) / float64(pages) / 1e6 }
-			read, load, commit := s.read.Load(), s.load.Load(), s.commit.Load()
-			// The Projector reads a page ahead while it applies and
-			// commits the one before: reads overlap the rest.
-			rest := int64(total) - load - commit
-			fmt.Fprintf(out, "rep %d %-8s %8.0f ev/s timed: %d pages, per page %.2f ms: read %.2f ms (overlaps), load %.2f ms (%d calls), commit %.2f ms (%.0f states), the rest (apply, waiting for the read) %.2f ms",
-				rep, p.backend, rate, s.pages.Load(), ms(int64(total)), ms(read), ms(load), s.loads.Load(), ms(commit),
-				float64(s.rows.Load())/float64(pages), ms(rest))
+			fmt.Fprintf(out, "rep %d %-8s %8.0f ev/s timed: %s", rep, p.backend, rate, p.split.note(time.Since(t0)))
 			if p.schema != "" {
 				if after, err = pgTableStats(ctx, env, p.schema); err != nil {
 					return err
