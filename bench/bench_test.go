@@ -289,6 +289,13 @@ func TestGrowth(t *testing.T) {
 				if len(f.savesVsSmall) != growthAlternations || f.savesVsSmall[0] <= 0 {
 					t.Errorf("alternated saves: ratios %v, want %d positive", f.savesVsSmall, growthAlternations)
 				}
+				// Each rebuild read at least a page and committed it.
+				for _, split := range []string{f.singleSplit, f.aggregatedSplit} {
+					if !strings.Contains(split, "per page") || strings.HasPrefix(split, "0 pages") ||
+						(b == "postgres") != strings.Contains(split, "states rows") {
+						t.Errorf("rebuild split on %s: %q", b, split)
+					}
+				}
 			}
 			if figs[1].events < 3000 {
 				t.Errorf("the store holds %d events at size 3000", figs[1].events)
