@@ -251,19 +251,22 @@ func (s *store) appendAll(ctx context.Context, reqs []storage.AppendRequest, ids
 }
 
 // callAgg is an aggregate as the requests of an AppendAll planned so far
-// will leave it: its version, and the events they write to it.
+// will leave it: its version, and the events they write to it, by id.
 type callAgg struct {
 	version int64
-	events  []storage.Event
+	events  map[string]storage.Event
 }
 
 // wrote notes that req, whose events follow position, will be written.
 func (c *callAgg) wrote(req *storage.AppendRequest, position int64) {
 	c.version++
+	if c.events == nil {
+		c.events = make(map[string]storage.Event, len(req.Events))
+	}
 	for i := range req.Events {
 		e := &req.Events[i]
-		c.events = append(c.events, storage.Event{ID: e.ID, Type: e.Type, Data: e.Data, EncryptedData: e.EncryptedData,
-			Metadata: e.Metadata, Version: c.version, Position: position + int64(i) + 1})
+		c.events[e.ID] = storage.Event{ID: e.ID, Type: e.Type, Data: e.Data, EncryptedData: e.EncryptedData,
+			Metadata: e.Metadata, Version: c.version, Position: position + int64(i) + 1}
 	}
 }
 
@@ -280,11 +283,8 @@ func (s *store) planAfter(req *storage.AppendRequest, ids []eventID, agg *aggreg
 		}
 	}
 	for _, id := range ids {
-		for k := range c.events {
-			if c.events[k].ID == id.text {
-				stored = append(stored, c.events[k])
-				break
-			}
+		if e, ok := c.events[id.text]; ok {
+			stored = append(stored, e)
 		}
 	}
 	return storage.PlanAppend(*req, c.version, stored)
