@@ -12,9 +12,12 @@ import (
 // exportPage is the feed entries Export reads at a time.
 const exportPage = limits.MaxFeedLimit
 
-// exportChunk is the feed positions a reader of Export takes at a time
-// (two at once), by pages of exportPage entries.
-const exportChunk = 8 * exportPage
+// Export reads the feed in chunks of exportChunk positions, by pages of
+// exportPage entries, exportReaders chunks at once (at least 2).
+const (
+	exportChunk   = 8 * exportPage
+	exportReaders = 4
+)
 
 // Export writes the batches of st's feed of all types after the cursor
 // after (0 for the start) to w, in feed order, page by page, and flushes
@@ -25,9 +28,9 @@ const exportChunk = 8 * exportPage
 // aggregates are not in the feed, so not in the archive.
 //
 // Export reads ahead while it writes: the feed up to its head when Export
-// starts is cut into chunks of 8,000 positions, read by two goroutines at
-// a time and written in order, so that Export holds at most two chunks;
-// the batches after that head are read with the last chunk.
+// starts is cut into chunks of 8,000 positions, read by four goroutines
+// at a time and written in order, so that Export holds at most four
+// chunks; the batches after that head are read with the last chunk.
 func Export(ctx context.Context, st *eventstore.Store, w *Writer, after int64) (next int64, err error) {
 	next = after
 	head, err := st.FeedHead(ctx, "")
@@ -35,8 +38,10 @@ func Export(ctx context.Context, st *eventstore.Store, w *Writer, after int64) (
 		return next, fmt.Errorf("archive: export after %d: %w", next, err)
 	}
 	ctx, cancel := context.WithCancel(ctx)
-	chunks := make(chan chan exportedPage) // the one after the chunk being written
-	go func() {                            // start the chunks' readers, in order
+	// The chunks after the one being written: exportReaders-2 of them
+	// wait here, one more for its turn to.
+	chunks := make(chan chan exportedPage, exportReaders-2)
+	go func() { // start the chunks' readers, in order
 		defer close(chunks)
 		for start := after; ; start += exportChunk {
 			end := start + exportChunk
