@@ -28,7 +28,7 @@ import (
 // path, alternating ours and the baseline in each round (docs/performance.md,
 // "Archives"):
 //
-//	ARCHIVE_BENCH_EVENTS=200000 go test -run '^$' -bench Speed -benchtime 1x -timeout 60m ./archive
+//	ARCHIVE_BENCH_EVENTS=200000 go test -run '^$' -bench Speed -benchtime 1x -timeout 80m ./archive
 //
 // (ARCHIVE_BENCH_KINDS=sqlite or postgres measures one backend.)
 //

@@ -23,9 +23,11 @@ const (
 // after (0 for the start) to w, in feed order, page by page, and flushes
 // w. It returns the cursor to export on from: with a nil error, the
 // feed's end when Export read it; with an error, the end of the last page
-// that reached w's underlying writer, so Export(ctx, st, w2, next) on a
-// new archive goes on without losing or repeating a batch. Deleted
-// aggregates are not in the feed, so not in the archive.
+// that reached w's underlying writer whole, so Export(ctx, st, w2, next)
+// on a new archive goes on without losing a batch (the batches of the page
+// that failed half-way written may be written again: Import counts them as
+// duplicates). Deleted aggregates are not in the feed, so not in the
+// archive.
 //
 // Export reads ahead while it writes: the feed up to its head when Export
 // starts is cut into chunks of 8,000 positions, read by four goroutines
