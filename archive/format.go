@@ -7,13 +7,13 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"slices"
 	"strconv"
 	"sync/atomic"
 	"time"
-	"unicode/utf8"
 
 	"github.com/eventkit-go/eventstore"
+	"github.com/eventkit-go/eventstore/internal/jsonenc"
+	"github.com/eventkit-go/eventstore/storage"
 )
 
 // Format and Version are the header's "format" and "version": the
@@ -200,9 +200,9 @@ func (w *Writer) WriteBatch(b Batch) error {
 // reflection.
 func appendBatch(dst []byte, b *Batch) ([]byte, error) {
 	dst = append(dst, `{"aggregateType":`...)
-	dst = appendString(dst, b.AggregateType)
+	dst = jsonenc.AppendString(dst, b.AggregateType)
 	dst = append(dst, `,"aggregateId":`...)
-	dst = appendString(dst, b.AggregateID)
+	dst = jsonenc.AppendString(dst, b.AggregateID)
 	dst = append(dst, `,"version":`...)
 	dst = strconv.AppendInt(dst, b.Version, 10)
 	at := b.RecordedAt.UTC()
@@ -218,9 +218,9 @@ func appendBatch(dst []byte, b *Batch) ([]byte, error) {
 			dst = append(dst, ',')
 		}
 		dst = append(dst, `{"id":`...)
-		dst = appendString(dst, e.ID)
+		dst = jsonenc.AppendString(dst, e.ID)
 		dst = append(dst, `,"type":`...)
-		dst = appendString(dst, e.Type)
+		dst = jsonenc.AppendString(dst, e.Type)
 		if len(e.Data) > 0 {
 			dst = append(dst, `,"data":`...)
 			buf := bytes.NewBuffer(dst)
@@ -231,102 +231,14 @@ func appendBatch(dst []byte, b *Batch) ([]byte, error) {
 		}
 		if e.EncryptedData != "" {
 			dst = append(dst, `,"encryptedData":`...)
-			dst = appendString(dst, e.EncryptedData)
+			dst = jsonenc.AppendString(dst, e.EncryptedData)
 		}
 		if !e.Metadata.IsZero() {
-			dst = appendMetadata(append(dst, `,"metadata":`...), e.Metadata)
+			dst = storage.AppendMetadata(append(dst, `,"metadata":`...), e.Metadata)
 		}
 		dst = append(dst, '}')
 	}
 	return append(dst, "]}\n"...), nil
-}
-
-// appendMetadata appends the metadata object of m (metadataObject), its
-// keys sorted as encoding/json sorts a map's.
-func appendMetadata(dst []byte, m eventstore.Metadata) []byte {
-	keys := make([]string, 0, len(m.Values)+2)
-	for k := range m.Values {
-		if k != keyCorrelation && k != keyCausation || k == keyCorrelation && m.CorrelationID == "" || k == keyCausation && m.CausationID == "" {
-			keys = append(keys, k)
-		}
-	}
-	if m.CorrelationID != "" {
-		keys = append(keys, keyCorrelation)
-	}
-	if m.CausationID != "" {
-		keys = append(keys, keyCausation)
-	}
-	slices.Sort(keys)
-	dst = append(dst, '{')
-	for i, k := range keys {
-		if i > 0 {
-			dst = append(dst, ',')
-		}
-		dst = append(appendString(dst, k), ':')
-		switch {
-		case k == keyCorrelation && m.CorrelationID != "":
-			dst = appendString(dst, m.CorrelationID)
-		case k == keyCausation && m.CausationID != "":
-			dst = appendString(dst, m.CausationID)
-		default:
-			dst = appendString(dst, m.Values[k])
-		}
-	}
-	return append(dst, '}')
-}
-
-// appendString appends s as a JSON string, escaped as encoding/json does
-// with SetEscapeHTML(false): '"', '\\' and control characters, invalid
-// UTF-8 as \ufffd, and U+2028 and U+2029.
-func appendString(dst []byte, s string) []byte {
-	const hex = "0123456789abcdef"
-	dst = append(dst, '"')
-	start := 0
-	for i := 0; i < len(s); {
-		if c := s[i]; c < utf8.RuneSelf {
-			if c >= 0x20 && c != '"' && c != '\\' {
-				i++
-				continue
-			}
-			dst = append(dst, s[start:i]...)
-			switch c {
-			case '\\', '"':
-				dst = append(dst, '\\', c)
-			case '\b':
-				dst = append(dst, '\\', 'b')
-			case '\f':
-				dst = append(dst, '\\', 'f')
-			case '\n':
-				dst = append(dst, '\\', 'n')
-			case '\r':
-				dst = append(dst, '\\', 'r')
-			case '\t':
-				dst = append(dst, '\\', 't')
-			default:
-				dst = append(dst, '\\', 'u', '0', '0', hex[c>>4], hex[c&0xF])
-			}
-			i++
-			start = i
-			continue
-		}
-		r, size := utf8.DecodeRuneInString(s[i:])
-		if r == utf8.RuneError && size == 1 {
-			dst = append(dst, s[start:i]...)
-			dst = append(dst, `\ufffd`...)
-			i += size
-			start = i
-			continue
-		}
-		if r == '\u2028' || r == '\u2029' {
-			dst = append(dst, s[start:i]...)
-			dst = append(dst, '\\', 'u', '2', '0', '2', hex[r&0xF])
-			i += size
-			start = i
-			continue
-		}
-		i += size
-	}
-	return append(append(dst, s[start:]...), '"')
 }
 
 // writeLine writes v as one line; what names it in errors.

@@ -10,7 +10,7 @@ import (
 )
 
 // metadataObject is the metadata of an event as the map that
-// encoding/json encodes as appendMetadata does.
+// encoding/json encodes as storage.AppendMetadata does.
 func metadataObject(m eventstore.Metadata) map[string]string {
 	if m.IsZero() {
 		return nil
