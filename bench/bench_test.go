@@ -267,7 +267,7 @@ func TestGrowth(t *testing.T) {
 				defer env.close(ctx)
 			}
 			sizes := growthSizes{0, 3000}
-			all, err := growBackends(ctx, []string{b}, sizes, 20*time.Millisecond, 2, t.TempDir(), env)
+			all, err := growBackends(ctx, []string{b}, sizes, 20*time.Millisecond, 2, t.TempDir(), env, nil)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -347,4 +347,32 @@ func TestParseGrowth(t *testing.T) {
 	if got, err := parseGrowth(""); err != nil || got != nil {
 		t.Errorf("parseGrowth(\"\"): %v, %v", got, err)
 	}
+}
+
+// TestGrowthWAL runs the phases of -growth-wal at tiny sizes on
+// PostgreSQL (skipped when the server is down) and checks their lines.
+func TestGrowthWAL(t *testing.T) {
+	ctx := context.Background()
+	env, err := newPGEnv(ctx, testPGURL(), 4, 1)
+	if err != nil {
+		t.Skipf("PostgreSQL not reachable: %v", err)
+	}
+	defer env.close(ctx)
+	defer func(d time.Duration) { walIdle = d }(walIdle)
+	walIdle = 0
+	var out bytes.Buffer
+	if _, err := growBackends(ctx, []string{"postgres"}, growthSizes{0, 300}, 20*time.Millisecond, 1, t.TempDir(), env,
+		&growthWAL{compression: "pglz", out: &out}); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"at size 0 (", "at size 300 (", "1-event saves after the fill:", "saves after CHECKPOINT:",
+		"to the same aggregates again:", "after CHECKPOINT, wal_compression=pglz:", "full-page images", "checkpoints ended"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("no %q in\n%s", want, out.String())
+		}
+	}
+	if n := strings.Count(out.String(), "\n"); n != 8 {
+		t.Errorf("%d lines, want 8:\n%s", n, out.String())
+	}
+	t.Log("\n" + out.String())
 }

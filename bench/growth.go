@@ -137,6 +137,13 @@ type growthStore struct {
 	// pgStats returns pg_stat_user_tables' figures of the projection
 	// states (PostgreSQL only, else nil): see pgTableStats.
 	pgStats func(ctx context.Context) ([4]int64, error)
+	// env and schema are PostgreSQL's (nil, "" elsewhere); walCompression
+	// is -growth-wal-compression (see growthwal.go).
+	env            *pgEnv
+	schema         string
+	walCompression string
+	// most, when set, caps each writer's saves of a saveRate (-growth-wal).
+	most []int
 	// bytes returns the bytes on disk of the stored events, with a note
 	// (PostgreSQL: each index's share); nil for memory.
 	bytes   func(ctx context.Context) (int64, string, error)
@@ -240,6 +247,10 @@ func (g *growthStore) saveRate(ctx context.Context, d time.Duration) (float64, e
 	// sizes (memory saves ~100k events a second).
 	most := max(2000, g.aggs*30/50) / growthWriters
 	err := g.writers(ctx, func(w int, stop func() bool) error {
+		most := most
+		if g.most != nil {
+			most = g.most[w]
+		}
 		for time.Now().Before(end) && !stop() && counts[w] < most {
 			if err := g.save(ctx, w, 1); err != nil {
 				return err
@@ -359,6 +370,7 @@ func openGrowth(ctx context.Context, b string, top int, dir string, env *pgEnv) 
 		}
 		g.bytes = func(ctx context.Context) (int64, string, error) { return pgEventBytes(ctx, env, schema) }
 		g.pgStats = func(ctx context.Context) ([4]int64, error) { return pgTableStats(ctx, env, schema) }
+		g.env, g.schema = env, schema
 	default:
 		return nil, fmt.Errorf("growth: unknown backend %q", b)
 	}
@@ -612,7 +624,7 @@ func median(xs []float64) float64 {
 
 // runGrowth runs the growth benchmark on every backend of cfg and prints
 // a table per backend, then the ratios between backends.
-func runGrowth(ctx context.Context, cfg config, sizes growthSizes, reads int, out io.Writer) error {
+func runGrowth(ctx context.Context, cfg config, sizes growthSizes, reads int, wal *growthWAL, out io.Writer) error {
 	var env *pgEnv
 	if has(cfg.backends, "postgres") {
 		var err error
@@ -624,7 +636,7 @@ func runGrowth(ctx context.Context, cfg config, sizes growthSizes, reads int, ou
 	if err != nil {
 		return err
 	}
-	figs, err := growBackends(ctx, cfg.backends, sizes, cfg.sizes.appendFor, reads, dir, env)
+	figs, err := growBackends(ctx, cfg.backends, sizes, cfg.sizes.appendFor, reads, dir, env, wal)
 	if rerr := os.RemoveAll(dir); err == nil {
 		err = rerr
 	}
@@ -645,7 +657,7 @@ func runGrowth(ctx context.Context, cfg config, sizes growthSizes, reads int, ou
 // backend at each size, so that the load of a shared machine falls on all
 // of them alike. It returns the figures per backend.
 func growBackends(ctx context.Context, backends []string, sizes growthSizes, appendFor time.Duration, reads int,
-	dir string, env *pgEnv) (map[string][]growthFigures, error) {
+	dir string, env *pgEnv, wal *growthWAL) (map[string][]growthFigures, error) {
 	stores := make([]*growthStore, len(backends))
 	closeAll := func() error {
 		var errs []error
@@ -684,6 +696,15 @@ func growBackends(ctx context.Context, backends []string, sizes growthSizes, app
 			}
 			if g.events > before {
 				fills[i] = float64(g.events-before) / time.Since(t0).Seconds()
+			}
+		}
+		for _, g := range stores {
+			if wal == nil || g.env == nil {
+				continue
+			}
+			g.walCompression = wal.compression
+			if err := g.walPhases(ctx, size, appendFor, wal.out); err != nil {
+				return figs, errors.Join(fmt.Errorf("%s: WAL at %d: %w", g.backend, size, err), closeAll())
 			}
 		}
 		for j := range stores {

@@ -108,6 +108,8 @@ func mainErr(args []string, out io.Writer) error {
 	projection := fs.String("projection", "", "instead of the comparison, the projection benchmark at this many events (k and M allowed), see projection.go")
 	projInstances := fs.Int("projection-instances", 50_000, "instances (aggregates) of the projection benchmark")
 	projBatch := fs.Int("projection-batch", 0, "the Projector's BatchSize in the projection benchmark (0: its default)")
+	growthWALOn := fs.Bool("growth-wal", false, "with -growth on PostgreSQL: what a 1-event save costs the server at each size (WAL bytes, full-page images, blocks read, checkpoints) right after the fill and after a CHECKPOINT, see growthwal.go")
+	growthWALCompression := fs.String("growth-wal-compression", "", "with -growth-wal: also measure after a CHECKPOINT with this wal_compression set for the session (pglz, lz4, zstd; the server's configuration is not changed)")
 	growthReads := fs.Int("growth-reads", 20, "reads per figure of the growth benchmark (loads, feed pages); the median is printed")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -202,7 +204,13 @@ func mainErr(args []string, out io.Writer) error {
 	if len(growthSizes) > 0 {
 		fmt.Fprintf(out, "# growth: sizes %v, %d writers, saves of %d events (fill) and 1 event (%v), %d reads per figure\n\n",
 			growthSizes, growthWriters, growthSave, cfg.sizes.appendFor, *growthReads)
-		return runGrowth(ctx, cfg, growthSizes, *growthReads, out)
+		var wal *growthWAL
+		if *growthWALOn {
+			wal = &growthWAL{compression: *growthWALCompression, out: out}
+		} else if *growthWALCompression != "" {
+			return fmt.Errorf("-growth-wal-compression needs -growth-wal")
+		}
+		return runGrowth(ctx, cfg, growthSizes, *growthReads, wal, out)
 	}
 	rows, err := run(ctx, cfg, func(r row) { printRow(out, cfg.subjects, r) }, func() { printHeader(out, cfg.subjects) })
 	printErrors(out, rows)
