@@ -108,7 +108,7 @@ func mainErr(args []string, out io.Writer) error {
 	projection := fs.String("projection", "", "instead of the comparison, the projection benchmark at this many events (k and M allowed), see projection.go")
 	projInstances := fs.Int("projection-instances", 50_000, "instances (aggregates) of the projection benchmark")
 	projBatch := fs.Int("projection-batch", 0, "the Projector's BatchSize in the projection benchmark (0: its default)")
-	growthWALOn := fs.Bool("growth-wal", false, "with -growth on PostgreSQL: what a 1-event save costs the server at each size (WAL bytes, full-page images, blocks read, checkpoints) right after the fill and after a CHECKPOINT, see growthwal.go")
+	growthWALOn := fs.Bool("growth-wal", false, "with -growth on PostgreSQL: what a 1-event save costs the server at each size (WAL bytes, full-page images, blocks read, checkpoints) right after the fill and after a CHECKPOINT (before the other figures of the size, which then follow its checkpoints), see growthwal.go")
 	growthWALCompression := fs.String("growth-wal-compression", "", "with -growth-wal: also measure after a CHECKPOINT with this wal_compression set for the session (pglz, lz4, zstd; the server's configuration is not changed)")
 	growthReads := fs.Int("growth-reads", 20, "reads per figure of the growth benchmark (loads, feed pages); the median is printed")
 	if err := fs.Parse(args); err != nil {
