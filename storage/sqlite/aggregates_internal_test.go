@@ -34,23 +34,7 @@ ANALYZE;`); err != nil {
 		sql  string
 		args []any
 	}{{aggregateCountSQL, []any{"a"}}, {aggregatePageSQL, []any{"a", 10, 100}}} {
-		rows, err := s.readDB.QueryContext(ctx, "EXPLAIN QUERY PLAN "+stmt.sql, stmt.args...)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var plan []string
-		for rows.Next() {
-			var id, parent, unused int
-			var detail string
-			if err := rows.Scan(&id, &parent, &unused, &detail); err != nil {
-				t.Fatal(err)
-			}
-			plan = append(plan, detail)
-		}
-		if err := closeRows(rows); err != nil {
-			t.Fatal(err)
-		}
-		text := strings.Join(plan, "\n")
+		text := explainQueryPlan(t, s, stmt.sql, stmt.args...)
 		if !strings.Contains(text, "events_aggregates") || strings.Contains(text, "TEMP B-TREE") || strings.Contains(text, "SCAN events") {
 			t.Errorf("the plan of\n%s\nmust read events_aggregates without scanning or sorting events:\n%s", stmt.sql, text)
 		}

@@ -1,7 +1,6 @@
 package sqlite
 
 import (
-	"context"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -10,7 +9,6 @@ import (
 // TestDatedReadPlans checks that the reads by date use the indexes on
 // recorded_at and the position, never a scan of the whole table.
 func TestDatedReadPlans(t *testing.T) {
-	ctx := context.Background()
 	s, err := open(filepath.Join(t.TempDir(), "es.db"), nil)
 	if err != nil {
 		t.Fatal(err)
@@ -33,23 +31,7 @@ func TestDatedReadPlans(t *testing.T) {
 		{coveredTypeQuery, []any{"t", 1, 2, 3, 4, 5}, []string{"USING INDEX events_by_feed (aggregate_type=? AND feed_sequence>?)"}},
 		{typeFirstAfterQuery, []any{"t", 1}, []string{"USING COVERING INDEX events_by_feed"}},
 	} {
-		rows, err := s.readDB.QueryContext(ctx, "EXPLAIN QUERY PLAN "+c.query, c.args...)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var plan []string
-		for rows.Next() {
-			var id, parent, unused int
-			var detail string
-			if err := rows.Scan(&id, &parent, &unused, &detail); err != nil {
-				t.Fatal(err)
-			}
-			plan = append(plan, detail)
-		}
-		if err := rows.Close(); err != nil {
-			t.Fatal(err)
-		}
-		all := strings.Join(plan, "; ")
+		all := explainQueryPlan(t, s, c.query, c.args...)
 		for _, w := range c.want {
 			if !strings.Contains(all, w) {
 				t.Errorf("plan of %s\n%s\ndoes not use %s", c.query, all, w)
@@ -58,7 +40,7 @@ func TestDatedReadPlans(t *testing.T) {
 		if (c.query == coveredQuery || c.query == coveredTypeQuery || c.query == datedSpanQuery) && strings.Contains(all, "TEMP B-TREE") {
 			t.Errorf("plan of %s sorts the rows: %s", c.query, all)
 		}
-		for _, d := range plan {
+		for _, d := range strings.Split(all, "\n") {
 			if strings.HasPrefix(d, "SCAN events") {
 				t.Errorf("plan of %s scans the table: %s", c.query, all)
 			}

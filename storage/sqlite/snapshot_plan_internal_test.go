@@ -54,23 +54,7 @@ ANALYZE;`); err != nil {
 		WHERE aggregate_type = ? AND aggregate_id = ?`, "USING INDEX sqlite_autoindex_snapshots_1 (aggregate_type=? AND aggregate_id=?)"},
 	} {
 		args := []any{"account", "long", int64(9900)}[:strings.Count(stmt.sql, "?")]
-		rows, err := s.readDB.QueryContext(ctx, "EXPLAIN QUERY PLAN "+stmt.sql, args...)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var plan []string
-		for rows.Next() {
-			var id, parent, unused int
-			var detail string
-			if err := rows.Scan(&id, &parent, &unused, &detail); err != nil {
-				t.Fatal(err)
-			}
-			plan = append(plan, detail)
-		}
-		if err := closeRows(rows); err != nil {
-			t.Fatal(err)
-		}
-		text := strings.Join(plan, "\n")
+		text := explainQueryPlan(t, s, stmt.sql, args...)
 		if !strings.Contains(text, "SEARCH") || !strings.Contains(text, stmt.want) || strings.Contains(text, "SCAN") {
 			t.Errorf("the plan of\n%s\nmust search %q:\n%s", stmt.sql, stmt.want, text)
 		}
