@@ -22,13 +22,10 @@ type ImportedBatch struct {
 // spanSaveImported is the span of a SaveImported.
 const spanSaveImported = "eventstore.SaveImported"
 
-// SaveImported is SaveAll for import tools (package archive): the
-// batches may be of several types and keep their RecordedAt; positions
-// follow the batches' order. Several batches may be of one aggregate:
-// they are saved in order, each checked against the aggregate as the
-// batches before it leave it (so the second of an aggregate expects the
-// version the first produces). A RecordedAt out of range is a
-// *ValidationError.
+// SaveImported is SaveAll for import tools (package archive): batches
+// of several types, keeping their RecordedAt, positions in their order.
+// Batches of one aggregate are checked in order, each against what the
+// ones before it leave. A RecordedAt out of range is a *ValidationError.
 func (s *Store) SaveImported(ctx context.Context, batches []ImportedBatch) (res []SaveResult, err error) {
 	var span tracing.Span
 	if s.tracer.Enabled() {
