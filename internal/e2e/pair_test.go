@@ -42,9 +42,8 @@ func freePort(t testing.TB) int {
 }
 
 // newPair makes a primary and a streaming standby of it (async unless
-// sync), started, from one initdb: the standby's data directory is a copy
-// of the primary's taken before the primary first starts, so it streams
-// from the very first WAL record (as pg_basebackup -R would set it up).
+// sync), started: initdb for the primary, pg_basebackup of the running
+// primary for the standby.
 // Both are stopped and removed when the test ends, also when it fails.
 func newPair(t testing.TB, sync bool) (primary, standby *pgNode) {
 	t.Helper()
@@ -88,13 +87,18 @@ func newPair(t testing.TB, sync bool) (primary, standby *pgNode) {
 		conf += "synchronous_standby_names = 's'\n"
 	}
 	appendFile(t, filepath.Join(primary.data(), "postgresql.conf"), conf)
-	runAsPostgres(t, "cp", "-a", primary.data(), standby.data())
+	primary.start()
+	// The standby from a base backup of the running primary, as an
+	// operator makes one (initdb's trust lines admit replication from
+	// 127.0.0.1); the configuration written here rather than by -R, for
+	// its application_name.
+	runAsPostgres(t, filepath.Join(filepath.Dir(pgCtl), "pg_basebackup"), "-D", standby.data(),
+		"-h", "127.0.0.1", "-p", strconv.Itoa(primary.port), "-U", "postgres", "-X", "stream", "--no-sync")
 	appendFile(t, filepath.Join(standby.data(), "postgresql.conf"),
 		// The standby, once promoted, has no standby of its own to wait for.
 		fmt.Sprintf("primary_conninfo = 'host=127.0.0.1 port=%d user=postgres application_name=s'\n", primary.port)+
 			"synchronous_standby_names = ''\n")
 	runAsPostgres(t, "touch", filepath.Join(standby.data(), "standby.signal"))
-	primary.start()
 	standby.start()
 	return primary, standby
 }
@@ -188,8 +192,16 @@ func (n *pgNode) exec(sql string, args ...any) {
 	require.NoError(n.t, err, sql)
 }
 
-// waitReplayed waits until standby has replayed everything primary wrote.
+// waitReplayed waits until standby has replayed everything primary wrote
+// (its WAL write position).
 func waitReplayed(t testing.TB, primary, standby *pgNode) {
+	t.Helper()
+	waitReplayedTo(t, primary, standby, "pg_current_wal_lsn()")
+}
+
+// waitReplayedTo waits until standby has replayed primary's WAL up to
+// the position that lsnFunc, a function of primary's, gives now.
+func waitReplayedTo(t testing.TB, primary, standby *pgNode, lsnFunc string) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
@@ -197,7 +209,7 @@ func waitReplayed(t testing.TB, primary, standby *pgNode) {
 	require.NoError(t, err)
 	defer pc.Close(ctx)
 	var lsn string
-	require.NoError(t, pc.QueryRow(ctx, "SELECT pg_current_wal_lsn()::text").Scan(&lsn))
+	require.NoError(t, pc.QueryRow(ctx, "SELECT "+lsnFunc+"::text").Scan(&lsn))
 	sc, err := pgx.Connect(ctx, standby.url)
 	require.NoError(t, err)
 	defer sc.Close(ctx)
