@@ -149,10 +149,18 @@ func TestReplicaServesReadsAndReadsYourWrites(t *testing.T) {
 	require.NoError(t, err)
 	waitCaughtUp(t, primary, standby)
 	reads = replicaReads(s)
+	rs, primaryReads := postgres.ReplicaStatus(s)
 	pj, err := p.Aggregated(ctx, "count")
 	require.NoError(t, err)
 	assert.JSONEq(t, `{"orders":"1"}`, string(pj.Data))
 	assert.Greater(t, replicaReads(s), reads, "the projection query was served by the replica")
+	// The projector's feed read at its checkpoint (the head): the replica,
+	// replayed as far as this process knows, is asked once and its answer
+	// declined (it cannot show an event after the head), then the primary;
+	// no second try on the replica, whose head waiting would not move.
+	rs2, primaryReads2 := postgres.ReplicaStatus(s)
+	assert.Equal(t, int64(1), rs2[0].Declined-rs[0].Declined, "replica answers declined by the caught-up query")
+	assert.Equal(t, int64(1), primaryReads2-primaryReads, "reads the primary served in the caught-up query")
 
 	waitCaughtUp(t, primary, standby)
 	standby.pauseReplay()

@@ -113,6 +113,7 @@ type replica struct {
 	checking         atomic.Bool
 	nextCheck        atomic.Int64 // Unix nanoseconds
 	reads            atomic.Int64
+	declined         atomic.Int64
 	errMu            sync.Mutex
 	lastErr          string
 }
@@ -417,6 +418,7 @@ func (w *replicated) served(r *replica, err error) bool {
 		errors.Is(err, storage.ErrInvalid), errors.Is(err, storage.ErrClosed):
 		return true
 	}
+	r.declined.Add(1)
 	return false
 }
 
@@ -436,8 +438,11 @@ type ReplicaState struct {
 	// answers, and no read failed on it since; Lagging that it was more
 	// than ReplicaMaxLag behind the primary.
 	Healthy, Lagging bool
-	// Reads counts the reads it served.
-	Reads int64
+	// Reads counts the reads it served; Declined the reads it answered
+	// whose answer was not used, the primary asked instead (the replica
+	// had not replayed far enough for the reader, or did not find what
+	// another process may have written).
+	Reads, Declined int64
 	// Replayed is how far it had replayed the primary's log when last
 	// asked (pg_last_wal_replay_lsn, in bytes).
 	Replayed int64
@@ -459,7 +464,7 @@ func ReplicaStatus(s storage.Storage) (replicas []ReplicaState, primaryReads int
 		r.errMu.Unlock()
 		replicas = append(replicas, ReplicaState{
 			Host: r.host, Healthy: r.healthy.Load(), Lagging: r.lagging.Load(),
-			Reads: r.reads.Load(), Replayed: r.replayed.Load(), LastError: last,
+			Reads: r.reads.Load(), Declined: r.declined.Load(), Replayed: r.replayed.Load(), LastError: last,
 		})
 	}
 	return replicas, w.primaryReads.Load()

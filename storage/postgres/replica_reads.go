@@ -50,7 +50,9 @@ func (w *replicated) Load(ctx context.Context, q storage.LoadQuery) (storage.Agg
 	if r := w.pick(ctx); r != nil {
 		agg, err := r.st.Load(ctx, q)
 		pastRange := err == nil && len(agg.Events) == 0 && q.AfterVersion > 0 && q.AfterVersion < math.MaxInt64
-		if !pastRange && w.served(r, err) {
+		if pastRange {
+			r.declined.Add(1)
+		} else if w.served(r, err) {
 			return agg, err
 		}
 	}
@@ -62,8 +64,9 @@ func (w *replicated) Load(ctx context.Context, q storage.LoadQuery) (storage.Agg
 // Store reads from one before a position it was given; AfterFeedSequence,
 // the first position of the batch it was given) and this Storage's last
 // append, and the replica has replayed what the primary had at the last
-// notification of an append; the replica is waited for once, then the
-// primary read.
+// notification of an append; the replica is waited for once, unless it
+// had replayed that far already (a reader at the head, a caught-up
+// projector: waiting would not move its head), then the primary read.
 func (w *replicated) ReadFeed(ctx context.Context, q storage.FeedQuery) (storage.FeedPage, error) {
 	if r := w.pick(ctx); r != nil {
 		cursor := q.AfterFeedSequence
@@ -91,7 +94,8 @@ func (w *replicated) ReadFeed(ctx context.Context, q storage.FeedQuery) (storage
 				r.reads.Add(1)
 				return page, nil
 			}
-			if try > 0 || !r.waitFor(ctx, need, w.wait) {
+			r.declined.Add(1)
+			if try > 0 || p.lsn >= need || !r.waitFor(ctx, need, w.wait) {
 				break
 			}
 		}
@@ -127,7 +131,9 @@ func (w *replicated) LoadProjection(ctx context.Context, name, instanceID string
 	if r := w.pick(ctx); r != nil {
 		p := &probe{def: name}
 		st, err := r.st.LoadProjection(withProbe(ctx, p), name, instanceID)
-		if w.projected(p, err) && w.served(r, err) {
+		if !w.projected(p, err) {
+			r.declined.Add(1)
+		} else if w.served(r, err) {
 			return st, err
 		}
 	}
@@ -139,7 +145,9 @@ func (w *replicated) ListProjections(ctx context.Context, q storage.ProjectionQu
 	if r := w.pick(ctx); r != nil {
 		p := &probe{def: q.Name}
 		list, err := r.st.ListProjections(withProbe(ctx, p), q)
-		if w.projected(p, err) && w.served(r, err) {
+		if !w.projected(p, err) {
+			r.declined.Add(1)
+		} else if w.served(r, err) {
 			return list, err
 		}
 	}
