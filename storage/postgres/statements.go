@@ -103,6 +103,33 @@ WITH cur AS MATERIALIZED (
 	stateCols = `instance_id, data, position, created_at, updated_at, ref_rank, ref_num, ref_text, ref_number`
 )
 
+// typeKeyCols are the leading columns of events_type_key (schema version
+// 16): 32-bit hashes of the tenant's text and of the aggregate type, which
+// keep a type's entries together in the tenant's; typeKeyOf is the same of
+// the transaction's tenant and a type typ given as an SQL expression of
+// type text. The first hash is the same in every entry of a store without
+// tenants, as the tenant was, so the planner sees the index's order follow
+// the table's.
+const typeKeyCols = tenantHash + `, hashtext(aggregate_type)`
+
+// tenantHash is the 32-bit hash of a row's tenant that leads
+// events_type_key and events_recorded_time (schema versions 16 and 17);
+// sameTenantHash compares it with the hash of the transaction's tenant.
+const (
+	tenantHash     = `hashtext(tenant::text)`
+	sameTenantHash = tenantHash + ` = hashtext(` + tenantText + `)`
+)
+
+// sameType is the condition of a read of the events of type typ (an SQL
+// expression of type text) through events_type_key: the row's hashes
+// equal those of the transaction's tenant and typ, and the row's type is
+// typ (the view compares the tenant), so that a collision of hashes never
+// returns another type's events.
+func sameType(typ string) string {
+	return sameTenantHash + ` AND hashtext(aggregate_type) = hashtext(` + typ +
+		`) AND aggregate_type = ` + typ
+}
+
 // eventKey returns the key of events_event_key (schema version 15) of an
 // event of the tenant, aggregate type, aggregate id and event id given as
 // SQL expressions of type text: the index's expression, so that a look-up
@@ -474,7 +501,7 @@ SELECT h.head, ` + joinedCols + `
 FROM (SELECT ` + headSQL + ` AS head) h
 LEFT JOIN LATERAL (
 	SELECT * FROM {{schema}}.events
-	WHERE aggregate_type = $3 AND position > $1 AND tx < ` + wmSQL + ` ORDER BY position LIMIT $2
+	WHERE ` + sameType("$3") + ` AND position > $1 AND tx < ` + wmSQL + ` ORDER BY position LIMIT $2
 ) e ON true
 ORDER BY e.position`),
 		// feedSeq is feedType after a FeedSequence ($1) instead of a
@@ -482,7 +509,7 @@ ORDER BY e.position`),
 		// batch's FeedSequence is its first position (since schema
 		// version 6), so the events wanted are those of the type with
 		// feed_sequence > $1 and they all have position > $1: a scan of
-		// events_type_position from there, which skips at most the rest
+		// events_type_key (sameType) from there, which skips at most the rest
 		// of batch $1. Rows older than version 6 (tx = 0) were numbered
 		// 1, 2, 3, ... per type, below their positions: the partial index
 		// events_type_feed_before_v6 gives the position of the first of
@@ -500,7 +527,7 @@ SELECT h.head, ` + joinedCols + `
 FROM (SELECT ` + headSQL + ` AS head) h
 LEFT JOIN LATERAL (
 	SELECT * FROM {{schema}}.events
-	WHERE aggregate_type = $3 AND feed_sequence > $1 AND tx < ` + wmSQL + ` AND position > $1
+	WHERE ` + sameType("$3") + ` AND feed_sequence > $1 AND tx < ` + wmSQL + ` AND position > $1
 	  AND position > greatest($4, coalesce(
 		(SELECT position - 1 FROM {{schema}}.events
 		 WHERE aggregate_type = $3 AND tx = 0 AND feed_sequence > $1 ORDER BY feed_sequence LIMIT 1),
@@ -513,29 +540,30 @@ ORDER BY e.position`),
 		// [$3, $4] (FeedQuery.From and To) after position $1, the latter
 		// with the highest visible position as feedType does (the former,
 		// like feed, leaves Head at the last event): a range scan of
-		// events_recorded (whose entries end with the position, so
-		// position > $1 is checked in the index), then a sort by position
-		// of what it found, since recorded_at need not rise with the
-		// position. For a range that holds much of the feed the planner
+		// events_recorded_time (sameTenantHash and the time; position > $1
+		// is checked in the row), then a sort by position of what it
+		// found, since recorded_at need not rise with the position. For a range that holds much of the feed the planner
 		// may instead read in position order and filter. feedTypeDated
 		// restricts to type $5 and FeedSequences after $6, filtering the
 		// window's rows of every type (schema version 11 dropped the index
 		// of each type's times, see migrations).
 		feedDated: q(`SELECT ` + selectCols + ` FROM {{schema}}.events
-WHERE recorded_at BETWEEN $3 AND $4 AND position > $1 AND tx < ` + wmSQL + ` ORDER BY position LIMIT $2`),
+WHERE ` + sameTenantHash + ` AND recorded_at BETWEEN $3 AND $4 AND position > $1 AND tx < ` + wmSQL + `
+ORDER BY position LIMIT $2`),
 		feedTypeDated: q(`
 SELECT h.head, ` + joinedCols + `
 FROM (SELECT ` + headSQL + ` AS head) h
 LEFT JOIN LATERAL (
 	SELECT * FROM {{schema}}.events
-	WHERE aggregate_type = $5 AND recorded_at BETWEEN $3 AND $4 AND position > $1 AND feed_sequence > $6
+	WHERE aggregate_type = $5 AND ` + sameTenantHash + ` AND recorded_at BETWEEN $3 AND $4 AND position > $1
+	  AND feed_sequence > $6
 	  AND tx < ` + wmSQL + `
 	ORDER BY position LIMIT $2
 ) e ON true
 ORDER BY e.position`),
 		head:    q(`SELECT ` + headSQL),
 		feedLag: q(`SELECT greatest(0, coalesce((SELECT max(position) FROM {{schema}}.events), 0) - ` + headSQL + `)`),
-		typeHead: q(`SELECT (SELECT feed_sequence FROM {{schema}}.events WHERE aggregate_type = $1 AND tx < ` + wmSQL + `
+		typeHead: q(`SELECT (SELECT feed_sequence FROM {{schema}}.events WHERE ` + sameType("$1") + ` AND tx < ` + wmSQL + `
 	ORDER BY position DESC LIMIT 1), (SELECT mark FROM {{schema}}.deleted_marks WHERE feed = $1)`),
 		feeds: q(`
 SELECT aggregate_type, count(DISTINCT aggregate_id), count(DISTINCT feed_sequence), count(*)
@@ -545,7 +573,7 @@ FROM {{schema}}.events GROUP BY aggregate_type ORDER BY aggregate_type COLLATE "
 		// the highest position and FeedSequence deleted, so that appends
 		// never reuse them. They return how many events they deleted.
 		deleteAgg:  q(deleteSQL("aggregate_type = $1 AND aggregate_id = $2")),
-		deleteType: q(deleteSQL("aggregate_type = $1")),
+		deleteType: q(deleteSQL(sameType("$1"))),
 		// deleteAggSnapshot and deleteTypeSnapshots follow deleteAgg and
 		// deleteType in their transaction, as statements of their own, so
 		// that they see a snapshot committed while the deletion waited for

@@ -18,7 +18,7 @@ const typeFeedPlanEvents = 200_000
 
 // TestTypeFeedPlansNearTheHead checks that a read of a type's feed, after
 // a position (feedType) or after a FeedSequence (feedSeq, what a Store's
-// ReadFeed of a type runs), reads the page through events_type_position in
+// ReadFeed of a type runs), reads the page through events_type_key in
 // position order, and no other rows, at the start, in the middle and near
 // the head of a store of typeFeedPlanEvents events of three types in
 // batches of 10 (statistics fresh), planned for its arguments and as the
@@ -63,9 +63,9 @@ ANALYZE {{schema}}.events_rows;`, typeFeedPlanEvents)))
 				plan := explainTypeFeed(t, s, c.sql, c.args, generic)
 				scans, read, returned := typeFeedPlanReads(t, plan)
 				if returned != float64(want) || read > float64(want+20) || len(scans) != 1 ||
-					scans[0] != "Index Scan events_type_position" {
+					scans[0] != "Index Scan events_type_key" {
 					t.Errorf("%s after batch %d (generic plan %v): returned %v events reading %v rows of the table by %v; "+
-						"want %d by an index scan of events_type_position reading at most %d:\n%s",
+						"want %d by an index scan of events_type_key reading at most %d:\n%s",
 						c.name, batch, generic, returned, read, scans, want, want+20, plan)
 				}
 			}
@@ -116,7 +116,7 @@ func explainTypeFeed(t *testing.T, s *store, sql, args string, generic bool) jso
 // those of the head (the backward scan of events_pkey and the partial
 // index of rows older than schema version 6), as "node type index name",
 // how many rows they read (returned and removed by a filter or recheck),
-// and how many of them the scans of events_type_position returned.
+// and how many of them the scans of events_type_key returned.
 func typeFeedPlanReads(t *testing.T, plan json.RawMessage) (scans []string, read, returned float64) {
 	t.Helper()
 	var tree []struct{ Plan map[string]any }
@@ -131,7 +131,7 @@ func typeFeedPlanReads(t *testing.T, plan json.RawMessage) (scans []string, read
 			loops, _ := n["Actual Loops"].(float64)
 			rows, _ := n["Actual Rows"].(float64)
 			read += rows * loops
-			if index == "events_type_position" {
+			if index == "events_type_key" {
 				returned += rows * loops
 			}
 			for _, k := range []string{"Rows Removed by Filter", "Rows Removed by Index Recheck"} {
