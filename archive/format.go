@@ -174,13 +174,20 @@ func (w *Writer) writeHeader() error {
 // and nothing is written. An error of the underlying writer is returned
 // by this and every later call.
 func (w *Writer) WriteBatch(b Batch) error {
+	return w.writeBatch(&b, false)
+}
+
+// writeBatch is WriteBatch; with stored, b was read from a Store, which
+// checked its events' data on save: data that is compact already is
+// written without being validated again (see appendBatch).
+func (w *Writer) writeBatch(b *Batch, stored bool) error {
 	if err := w.writeHeader(); err != nil {
 		return err
 	}
-	if err := checkBatch(&b); err != nil {
+	if err := checkBatch(b); err != nil {
 		return fmt.Errorf("archive: write batch: %w", err)
 	}
-	line, err := appendBatch(w.line[:0], &b)
+	line, err := appendBatch(w.line[:0], b, stored)
 	if err != nil {
 		return fmt.Errorf("archive: write batch %s/%s: %v: %w", b.AggregateType, b.AggregateID, err, eventstore.ErrInvalid)
 	}
@@ -197,8 +204,10 @@ func (w *Writer) WriteBatch(b Batch) error {
 
 // appendBatch appends b as a line, "\n" included, to dst: what
 // encoding/json makes of its batchLine with SetEscapeHTML(false), without
-// reflection.
-func appendBatch(dst []byte, b *Batch) ([]byte, error) {
+// reflection. Event data goes through json.Compact, which also validates
+// it, unless stored (data read from a Store, which is valid JSON: see
+// jsonenc.AppendRaw) and compact already: then it is appended as it is.
+func appendBatch(dst []byte, b *Batch, stored bool) ([]byte, error) {
 	dst = append(dst, `{"aggregateType":`...)
 	dst = jsonenc.AppendString(dst, b.AggregateType)
 	dst = append(dst, `,"aggregateId":`...)
@@ -223,11 +232,18 @@ func appendBatch(dst []byte, b *Batch) ([]byte, error) {
 		dst = jsonenc.AppendString(dst, e.Type)
 		if len(e.Data) > 0 {
 			dst = append(dst, `,"data":`...)
-			buf := bytes.NewBuffer(dst)
-			if err := json.Compact(buf, e.Data); err != nil {
-				return dst, fmt.Errorf("event %d: data: %v", i, err)
+			if stored {
+				var err error
+				if dst, err = jsonenc.AppendRaw(dst, e.Data); err != nil {
+					return dst, fmt.Errorf("event %d: data: %v", i, err)
+				}
+			} else {
+				buf := bytes.NewBuffer(dst)
+				if err := json.Compact(buf, e.Data); err != nil {
+					return dst, fmt.Errorf("event %d: data: %v", i, err)
+				}
+				dst = buf.Bytes()
 			}
-			dst = buf.Bytes()
 		}
 		if e.EncryptedData != "" {
 			dst = append(dst, `,"encryptedData":`...)

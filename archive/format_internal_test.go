@@ -30,8 +30,9 @@ func metadataObject(m eventstore.Metadata) map[string]string {
 
 // TestAppendBatchIsEncodingJSON checks that appendBatch writes, byte for
 // byte, what encoding/json makes of the batch's batchLine with
-// SetEscapeHTML(false): escapes, invalid UTF-8, data with space, metadata
-// keys in order, fractional seconds and time zones.
+// SetEscapeHTML(false): escapes, invalid UTF-8, data with space (inside
+// strings too), metadata keys in order, fractional seconds and time zones,
+// for a batch given to WriteBatch and one read from a Store.
 func TestAppendBatchIsEncodingJSON(t *testing.T) {
 	odd := "q\"b\\s/<>&\b\f\n\r\t\x00\x1f\x7f é \u2028\u2029 \xff\xfe 😀"
 	at := time.Date(2026, 12, 6, 22, 0, 0, 123_456_000, time.FixedZone("x", 3600))
@@ -46,7 +47,8 @@ func TestAppendBatchIsEncodingJSON(t *testing.T) {
 				{ID: "3", Type: "t", Data: json.RawMessage("{}"), Metadata: eventstore.Metadata{CausationID: "only"}},
 			}},
 		{AggregateType: "a", AggregateID: "b", Version: 7, RecordedAt: time.Date(9999, 12, 31, 23, 59, 59, 999_999_999, time.UTC),
-			Events: []Event{{ID: "x", Type: "y", Data: json.RawMessage("\n{ \"n\" :\t1.50e3 }\n")}}},
+			Events: []Event{{ID: "x", Type: "y", Data: json.RawMessage("\n{ \"n\" :\t1.50e3 }\n")},
+				{ID: "z", Type: "y", Data: json.RawMessage(`{"s":"a b \" c\\","n":[1,{"x":" y\u0020z "}],"<":"&"}`)}}},
 	}
 	for i, b := range batches {
 		l := batchLine{AggregateType: b.AggregateType, AggregateID: b.AggregateID, Version: b.Version,
@@ -61,13 +63,22 @@ func TestAppendBatchIsEncodingJSON(t *testing.T) {
 		if err := enc.Encode(&l); err != nil {
 			t.Fatal(err)
 		}
-		got, err := appendBatch(nil, &b)
-		if err != nil || string(got) != want.String() {
-			t.Errorf("batch %d: appendBatch =\n%s, %v; encoding/json:\n%s", i, got, err, want.Bytes())
+		for _, stored := range []bool{false, true} {
+			got, err := appendBatch(nil, &b, stored)
+			if err != nil || string(got) != want.String() {
+				t.Errorf("batch %d, stored %v: appendBatch =\n%s, %v; encoding/json:\n%s", i, stored, got, err, want.Bytes())
+			}
 		}
 	}
-	if _, err := appendBatch(nil, &Batch{AggregateType: "a", AggregateID: "b", Version: 1, RecordedAt: at,
-		Events: []Event{{ID: "x", Type: "y", Data: json.RawMessage(`{"a":`)}}}); err == nil {
+	bad := func(data string) *Batch {
+		return &Batch{AggregateType: "a", AggregateID: "b", Version: 1, RecordedAt: at,
+			Events: []Event{{ID: "x", Type: "y", Data: json.RawMessage(data)}}}
+	}
+	if _, err := appendBatch(nil, bad(`{"a":`), false); err == nil {
 		t.Error("appendBatch of data that is not JSON must fail")
+	}
+	// Data from a Store is valid JSON: only data with space is checked.
+	if _, err := appendBatch(nil, bad(`{"a": }`), true); err == nil {
+		t.Error("appendBatch of stored data with space that is not JSON must fail")
 	}
 }

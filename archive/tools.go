@@ -91,7 +91,7 @@ func Export(ctx context.Context, st *eventstore.Store, w *Writer, after int64) (
 					ev := &e.Events[i]
 					b.Events[i] = Event{ID: ev.ID, Type: ev.Type, Data: ev.Data, EncryptedData: ev.EncryptedData, Metadata: ev.Metadata}
 				}
-				if err := w.WriteBatch(b); err != nil {
+				if err := w.writeBatch(&b, true); err != nil {
 					return next, fmt.Errorf("archive: export after %d: %w", next, err)
 				}
 			}

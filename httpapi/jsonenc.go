@@ -1,8 +1,6 @@
 package httpapi
 
 import (
-	"bytes"
-	"encoding/json"
 	"strconv"
 
 	"github.com/eventkit-go/eventstore"
@@ -20,40 +18,11 @@ import (
 // with HTML escaping off.
 func appendJSONString(dst []byte, s string) []byte { return jsonenc.AppendString(dst, s) }
 
-// appendRawJSON appends JSON text as encoding/json encodes a
-// json.RawMessage with HTML escaping off: compacted, every other byte
-// kept. Event data is valid JSON (the Store checks it on save) and
-// usually compact already, which one pass over it finds; only data with
-// whitespace between tokens goes through json.Compact, which also
-// validates it. Compact data is not validated again.
-func appendRawJSON(dst, raw []byte) ([]byte, error) {
-	if isCompact(raw) {
-		return append(dst, raw...), nil
-	}
-	buf := bytes.NewBuffer(dst)
-	if err := json.Compact(buf, raw); err != nil {
-		return dst, err
-	}
-	return buf.Bytes(), nil
-}
-
-// isCompact reports whether raw holds no whitespace outside strings.
-func isCompact(raw []byte) bool {
-	for i := 0; i < len(raw); i++ {
-		switch raw[i] {
-		case ' ', '\t', '\n', '\r':
-			return false
-		case '"':
-			// Skip the string: to its closing quote, past escapes.
-			for i++; i < len(raw) && raw[i] != '"'; i++ {
-				if raw[i] == '\\' {
-					i++
-				}
-			}
-		}
-	}
-	return true
-}
+// appendRawJSON appends event data as encoding/json encodes a
+// json.RawMessage with HTML escaping off (jsonenc.AppendRaw): compact data
+// is appended as it is, without validating it again (the Store checks
+// data on save); other data goes through json.Compact.
+func appendRawJSON(dst, raw []byte) ([]byte, error) { return jsonenc.AppendRaw(dst, raw) }
 
 // appendEventJSON appends e in the form of eventJSON.
 func appendEventJSON(dst []byte, e *eventstore.Event) ([]byte, error) {

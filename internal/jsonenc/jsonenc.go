@@ -1,10 +1,15 @@
 // Package jsonenc appends JSON strings to byte slices exactly as
 // encoding/json writes them with HTML escaping off, without reflection or
-// allocation. The event store's projection states and the HTTP adapter's
-// bodies both use it, so a string reads the same in both.
+// allocation. The event store's projection states, the HTTP adapter's
+// bodies and archives use it, so a string reads the same in all of them;
+// AppendRaw appends event data as encoding/json does.
 package jsonenc
 
-import "unicode/utf8"
+import (
+	"bytes"
+	"encoding/json"
+	"unicode/utf8"
+)
 
 // hexDigits are the digits of \u escapes, lower case as encoding/json's.
 const hexDigits = "0123456789abcdef"
@@ -71,4 +76,40 @@ func AppendString(dst []byte, s string) []byte {
 	}
 	dst = append(dst, s[start:]...)
 	return append(dst, '"')
+}
+
+// AppendRaw appends the JSON text raw as encoding/json encodes a
+// json.RawMessage with HTML escaping off: compacted, every other byte
+// kept. raw must be valid JSON, as event data is (the Store checks it on
+// save), and is usually compact already, which one pass over it finds and
+// appends as it is, without validating it again; only text with
+// whitespace between tokens goes through json.Compact, which also
+// validates it.
+func AppendRaw(dst, raw []byte) ([]byte, error) {
+	if IsCompact(raw) {
+		return append(dst, raw...), nil
+	}
+	buf := bytes.NewBuffer(dst)
+	if err := json.Compact(buf, raw); err != nil {
+		return dst, err
+	}
+	return buf.Bytes(), nil
+}
+
+// IsCompact reports whether raw holds no whitespace outside strings.
+func IsCompact(raw []byte) bool {
+	for i := 0; i < len(raw); i++ {
+		switch raw[i] {
+		case ' ', '\t', '\n', '\r':
+			return false
+		case '"':
+			// Skip the string: to its closing quote, past escapes.
+			for i++; i < len(raw) && raw[i] != '"'; i++ {
+				if raw[i] == '\\' {
+					i++
+				}
+			}
+		}
+	}
+	return true
 }

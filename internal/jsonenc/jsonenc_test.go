@@ -3,6 +3,7 @@ package jsonenc
 import (
 	"bytes"
 	"encoding/json"
+	"strings"
 	"testing"
 )
 
@@ -41,4 +42,29 @@ func FuzzAppendString(f *testing.F) {
 			t.Fatalf("AppendString(%q) = %s, encoding/json gives %s", s, got, want)
 		}
 	})
+}
+
+// TestAppendRaw checks AppendRaw against encoding/json's encoding of a
+// json.RawMessage with HTML escaping off, for compact data (spaces and
+// escaped quotes inside strings) and data with space between tokens, and
+// that data with space that is not JSON is refused.
+func TestAppendRaw(t *testing.T) {
+	for _, d := range []string{`{}`, `{"a":1}`, `{"s":"a b \" c\\","n":[1,{"x":" y\u0020z "}],"<":"&"}`,
+		` { "a" : [ 1 , "b c" ] } `, "{\n\t\"a\":\r\n1}", `{"q":"\\"}`, `{"q":"\\" }`} {
+		var want bytes.Buffer
+		enc := json.NewEncoder(&want)
+		enc.SetEscapeHTML(false)
+		if err := enc.Encode(json.RawMessage(d)); err != nil {
+			t.Fatal(err)
+		}
+		got, err := AppendRaw([]byte("prefix"), []byte(d))
+		if err != nil || string(got) != "prefix"+strings.TrimSuffix(want.String(), "\n") {
+			t.Errorf("AppendRaw(%q) = %s, %v; encoding/json gives %s", d, got, err, want.Bytes())
+		}
+	}
+	for _, d := range []string{`{"a": }`, `{ "a"`, ` `} {
+		if got, err := AppendRaw([]byte("prefix"), []byte(d)); err == nil || string(got) != "prefix" {
+			t.Errorf("AppendRaw(%q) = %s, %v: want an error and dst unchanged", d, got, err)
+		}
+	}
 }
