@@ -13,7 +13,8 @@ import (
 // stores: enough for the planner to have preferred a bitmap of a third of
 // the type, sorted (a scan of the table at 3,000,000), to the reading of
 // a type's feed after a FeedSequence near the head through
-// events_type_position (seen at 200,000 and 600,000).
+// events_type_position, the index of schema versions 8 to 15 (seen at
+// 200,000 and 600,000).
 const typeFeedPlanEvents = 200_000
 
 // TestTypeFeedPlansNearTheHead checks that a read of a type's feed, after
