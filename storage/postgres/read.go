@@ -175,7 +175,7 @@ func (s *store) ReadFeed(ctx context.Context, q storage.FeedQuery) (storage.Feed
 		if err != nil {
 			return storage.FeedPage{}, s.fail(ctx, "read feed", err)
 		}
-		b := budget{max: q.MaxBytes}
+		b := budget{max: q.MaxBytes, rows: limit}
 		events, err := scanEvents(rows, &b)
 		if cerr := br.Close(); err == nil {
 			err = cerr
@@ -209,7 +209,7 @@ func (s *store) ReadFeed(ctx context.Context, q storage.FeedQuery) (storage.Feed
 		return storage.FeedPage{}, s.fail(ctx, "read feed", err)
 	}
 	var head int64
-	b := budget{max: q.MaxBytes}
+	b := budget{max: q.MaxBytes, rows: limit}
 	events, err := scanHeadEvents(rows, func(h int64) { head = h }, &b)
 	if cerr := br.Close(); err == nil {
 		err = cerr
