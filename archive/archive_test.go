@@ -457,7 +457,7 @@ func (f *failAfter) Write(p []byte) (int, error) {
 // the cursor it returned.
 func TestExportChunks(t *testing.T) {
 	ctx := context.Background()
-	for _, b := range []backend{memoryBackend, sqliteBackend} {
+	for _, b := range []backend{memoryBackend, sqliteBackend, postgresBackend} {
 		t.Run(b.name, func(t *testing.T) {
 			src := b.open(t)
 			at := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)

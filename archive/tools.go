@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/eventkit-go/eventstore"
+	"github.com/eventkit-go/eventstore/internal/hooks"
 	"github.com/eventkit-go/eventstore/internal/limits"
 )
 
@@ -30,9 +31,11 @@ const (
 // archive.
 //
 // Export reads ahead while it writes: the feed up to its head when Export
-// starts is cut into chunks of 8,000 positions, read by four goroutines
-// at a time and written in order, so that Export holds at most four
-// chunks; the batches after that head are read with the last chunk.
+// starts is cut into chunks of 8,000 positions, each read whole with as
+// few storage reads as its events allow (not in pages of ReadFeed, each
+// with the feed's head), by four goroutines at a time and written in
+// order, so that Export holds at most four chunks; the batches after that
+// head are read with ReadFeed after the last chunk.
 func Export(ctx context.Context, st *eventstore.Store, w *Writer, after int64) (next int64, err error) {
 	next = after
 	head, err := st.FeedHead(ctx, "")
@@ -45,10 +48,10 @@ func Export(ctx context.Context, st *eventstore.Store, w *Writer, after int64) (
 	chunks := make(chan chan exportedPage, exportReaders-2)
 	go func() { // start the chunks' readers, in order
 		defer close(chunks)
-		for start := after; ; start += exportChunk {
-			end := start + exportChunk
-			if end >= head {
-				end = -1 // the last chunk: to the feed's end
+		for start := after; ; {
+			end := min(start+exportChunk, head)
+			if start >= head {
+				end = -1 // the last chunk: after the head, to the feed's end
 			}
 			pages := make(chan exportedPage, exportChunk/exportPage+1)
 			go readChunk(ctx, st, start, end, pages)
@@ -62,6 +65,7 @@ func Export(ctx context.Context, st *eventstore.Store, w *Writer, after int64) (
 			if end < 0 {
 				return
 			}
+			start = end
 		}
 	}()
 	var cur chan exportedPage // the chunk being written
@@ -115,38 +119,49 @@ type exportedPage struct {
 // readChunk sends to pages the entries of st's feed of all types whose
 // cursor is after start and at most end (-1 for no end), page by page,
 // up to the first error, and closes pages. It stops early when ctx is
-// done.
+// done. A chunk with an end (at most the head Export started at) is read
+// as one range (hooks.ReadFeedRange), the rest of the feed with ReadFeed.
 func readChunk(ctx context.Context, st *eventstore.Store, start, end int64, pages chan<- exportedPage) {
 	defer close(pages)
-	for at := start; end < 0 || at < end; {
-		limit := exportPage
-		if end >= 0 {
-			// Each entry has a cursor of its own in (at, end].
-			limit = int(min(int64(exportPage), end-at))
+	if end >= 0 {
+		readRange(ctx, st, start, end, pages)
+		return
+	}
+	for at := start; ; {
+		res, err := st.ReadFeed(ctx, "", at, &eventstore.FeedOptions{Limit: exportPage})
+		select {
+		case pages <- exportedPage{entries: res.Entries, next: res.Next, err: err}:
+		case <-ctx.Done():
+			return
 		}
-		res, err := st.ReadFeed(ctx, "", at, &eventstore.FeedOptions{Limit: limit})
-		p := exportedPage{entries: res.Entries, next: res.Next, err: err}
-		done := err != nil || !res.HasMore
-		if end >= 0 {
-			for i, e := range res.Entries {
-				if e.Cursor > end { // the next chunk's
-					p.entries, p.next, done = res.Entries[:i], at, true
-					if i > 0 {
-						p.next = res.Entries[i-1].Cursor
-					}
-					break
-				}
-			}
+		if err != nil || !res.HasMore {
+			return
+		}
+		at = res.Next
+	}
+}
+
+// readRange sends to pages the entries of st's feed of all types whose
+// cursor is in (start, end], end at most the feed's head, read at once,
+// in pages of exportPage entries: the last one's cursor to go on from is
+// end.
+func readRange(ctx context.Context, st *eventstore.Store, start, end int64, pages chan<- exportedPage) {
+	v, err := hooks.ReadFeedRange(ctx, st, start, end)
+	entries, _ := v.([]eventstore.FeedEntry)
+	for {
+		p := exportedPage{entries: entries[:min(exportPage, len(entries))], next: end, err: err}
+		entries = entries[len(p.entries):]
+		if len(entries) > 0 {
+			p.next = p.entries[len(p.entries)-1].Cursor
 		}
 		select {
 		case pages <- p:
 		case <-ctx.Done():
 			return
 		}
-		if done {
+		if len(entries) == 0 {
 			return
 		}
-		at = res.Next
 	}
 }
 

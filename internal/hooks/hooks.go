@@ -1,13 +1,16 @@
 // Package hooks reaches the parts of package eventstore that are this
 // module's plumbing rather than its users' API: package tenancy passes a
 // project's resets and definitions on to its tenants, httpapi and the
-// server report whether a Projector runs. Package eventstore sets the
-// functions in its init, before any other package can call them; each
-// takes a pointer to the eventstore type its comment names, and panics on
-// another.
+// server report whether a Projector runs, package archive reads the feed
+// in ranges. Package eventstore sets the functions in its init, before
+// any other package can call them; each takes a pointer to the eventstore
+// type its comment names, and panics on another.
 package hooks
 
-import "time"
+import (
+	"context"
+	"time"
+)
 
 var (
 	// DefinitionResets returns the reset count of d, an
@@ -38,4 +41,12 @@ var (
 	// ProjectorRunning reports whether Run is running for p, an
 	// *eventstore.Projector, in some goroutine.
 	ProjectorRunning func(p any) bool
+
+	// ReadFeedRange returns, as a []eventstore.FeedEntry, the entries of
+	// the feed of all types of st, an *eventstore.Store, whose cursor is in
+	// (after, upTo], where upTo is at most a head FeedHead(ctx, "")
+	// returned: package archive's Export reads the feed up to the head it
+	// started at in such ranges, with fewer storage calls than ReadFeed's
+	// pages (see Store.readFeedRange).
+	ReadFeedRange func(ctx context.Context, st any, after, upTo int64) (any, error)
 )
