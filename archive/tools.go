@@ -69,6 +69,7 @@ func Export(ctx context.Context, st *eventstore.Store, w *Writer, after int64) (
 		}
 	}()
 	var cur chan exportedPage // the chunk being written
+	var events []Event        // of the batch being written
 	defer func() {
 		cancel()
 		if cur != nil {
@@ -90,11 +91,12 @@ func Export(ctx context.Context, st *eventstore.Store, w *Writer, after int64) (
 			}
 			for _, e := range p.entries {
 				b := Batch{AggregateType: e.AggregateType, AggregateID: e.AggregateID, Version: e.Version,
-					RecordedAt: e.RecordedAt, Events: make([]Event, len(e.Events))}
+					RecordedAt: e.RecordedAt, Events: events[:0]}
 				for i := range e.Events {
 					ev := &e.Events[i]
-					b.Events[i] = Event{ID: ev.ID, Type: ev.Type, Data: ev.Data, EncryptedData: ev.EncryptedData, Metadata: ev.Metadata}
+					b.Events = append(b.Events, Event{ID: ev.ID, Type: ev.Type, Data: ev.Data, EncryptedData: ev.EncryptedData, Metadata: ev.Metadata})
 				}
+				events = b.Events // writeBatch keeps nothing of b: reused
 				if err := w.writeBatch(&b, true); err != nil {
 					return next, fmt.Errorf("archive: export after %d: %w", next, err)
 				}
