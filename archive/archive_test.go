@@ -450,11 +450,11 @@ func (f *failAfter) Write(p []byte) (int, error) {
 }
 
 // TestExportChunks checks an export of several chunks (Export reads
-// chunks of feed positions ahead, two at a time) against the feed read
-// page by page: the same batches in the same order, none lost or repeated
-// where batches of 1 to 3 events and deleted aggregates straddle the
-// chunks' ends, also when the export fails midway and is resumed from
-// the cursor it returned.
+// chunks of feed positions ahead, four at a time, each as one range of
+// the feed) against the feed read page by page: the same batches in the
+// same order, none lost or repeated where batches of 1 to 3 events and
+// deleted aggregates straddle the chunks' ends, also when the export
+// fails midway and is resumed from the cursor it returned.
 func TestExportChunks(t *testing.T) {
 	ctx := context.Background()
 	for _, b := range []backend{memoryBackend, sqliteBackend, postgresBackend} {
