@@ -333,6 +333,9 @@ type batchReader struct {
 	cur      []Event // the batch peek returned, until taken
 	skipTo   int64   // position mode: the first read started one event early, to see whether the cursor is mid-batch
 	start    int64   // the cursor read from
+	// cutLen, position mode: the length of the batch the last page ended
+	// in, read on to find the rest; 0 when the last page ended no batch.
+	cutLen int
 }
 
 func newBatchReader(s *Store, fq *feedQuery, typ string, byFS bool, pageSize int) *batchReader {
@@ -397,6 +400,22 @@ func (r *batchReader) peek(ctx context.Context) ([]Event, error) {
 		}
 		k := batchLen(r.buf)
 		cut := k == len(r.buf) && !r.done // may go on past the page
+		if cutLen := r.cutLen; cutLen > 0 {
+			r.cutLen = 0
+			if k == cutLen && !cut {
+				// The page read on brought none of the batch: it ended
+				// with the last page, or its aggregate was deleted in
+				// between and the rest is gone. Load it whole, or drop
+				// it: never a part of a batch as if it were whole.
+				b, err := r.complete(ctx, r.buf[:k])
+				if err != nil {
+					return nil, err
+				}
+				r.buf = r.buf[k:]
+				r.cur = b
+				continue
+			}
+		}
 		if r.skipTo > 0 {
 			// The first read started at the event at position after-1:
 			// only a batch that holds after and goes on past it is
@@ -431,6 +450,7 @@ func (r *batchReader) peek(ctx context.Context) ([]Event, error) {
 			}
 			// By position the rest of the batch comes next: read on.
 			r.buf = slices.Clip(r.buf)
+			r.cutLen = k
 			if err := r.read(ctx); err != nil {
 				return nil, err
 			}
