@@ -3,6 +3,7 @@ package eventstore
 import (
 	"context"
 	"fmt"
+	"slices"
 
 	"github.com/eventkit-go/eventstore/storage"
 )
@@ -35,7 +36,11 @@ func (s *Store) readFeedRange(ctx context.Context, after, upTo int64) ([]FeedEnt
 	// the batches at the range's ends go on past them.
 	from, to := max(after-1, 0), upTo+1
 	var events []Event
+	var cuts []int // where each read after the first began in events
 	for at := from; at < to; {
+		if at > from {
+			cuts = append(cuts, len(events))
+		}
 		q := storage.FeedQuery{After: at, Limit: int(min(to-at, maxRangeRead)), MaxBytes: s.readBytes}
 		page, err := s.storage.ReadFeed(ctx, q)
 		if err != nil {
@@ -54,6 +59,10 @@ func (s *Store) readFeedRange(ctx context.Context, after, upTo int64) ([]FeedEnt
 			break // every visible event after at
 		}
 		at = page.Events[n-1].Position
+	}
+	events, err := s.dropCutBatches(ctx, events, cuts)
+	if err != nil {
+		return nil, fmt.Errorf("read feed of all types: %w", err)
 	}
 	for len(events) > 0 && events[len(events)-1].Position > to {
 		events = events[:len(events)-1] // past the range, after a gap
@@ -96,6 +105,34 @@ func (s *Store) readFeedRange(ctx context.Context, after, upTo int64) ([]FeedEnt
 		events = events[k:]
 	}
 	return entries, nil
+}
+
+// dropCutBatches removes from events, read by Storage.ReadFeed calls the
+// later of which began at the indexes cuts, each batch that a read ended
+// in and the next read did not go on with, when its aggregate no longer
+// has it: the batch either ended with the read (kept) or its aggregate
+// was deleted between the reads and the rest is gone (dropped, never
+// handed out cut).
+func (s *Store) dropCutBatches(ctx context.Context, events []Event, cuts []int) ([]Event, error) {
+	for i := len(cuts) - 1; i >= 0; i-- {
+		b := cuts[i]
+		if b == 0 || b > len(events) || (b < len(events) && sameBatch(&events[b-1], &events[b])) {
+			continue
+		}
+		j := b - 1
+		for j > 0 && sameBatch(&events[j-1], &events[b-1]) {
+			j--
+		}
+		r := batchReader{s: s}
+		whole, err := r.complete(ctx, events[j:b])
+		if err != nil {
+			return nil, err
+		}
+		if whole == nil {
+			events = slices.Delete(events, j, b)
+		}
+	}
+	return events, nil
 }
 
 // entryOf returns the feed entry of the events of one batch.
