@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/eventkit-go/eventstore"
+	"github.com/eventkit-go/eventstore/internal/hooks"
 	"github.com/eventkit-go/eventstore/storage"
 	"github.com/eventkit-go/eventstore/storage/memory"
 )
@@ -59,4 +60,36 @@ func TestFeedBatchDeletedBetweenReads(t *testing.T) {
 		got = append(got, fmt.Sprintf("%s: %d events", e.AggregateID, len(e.Events)))
 	}
 	assert.Equal(t, []string{"b: 1 events"}, got, "the deleted aggregate's batch is gone, not cut")
+}
+
+// TestReadFeedRangeBatchDeletedBetweenReads: a storage read of a range
+// of the feed (package archive's Export, hooks.ReadFeedRange)
+// ends inside a batch (a byte budget of one event a read) whose aggregate
+// is deleted before the next read. The range must not hold the part read
+// as if it were the batch: the batch is gone, so is its entry.
+func TestReadFeedRangeBatchDeletedBetweenReads(t *testing.T) {
+	ctx := context.Background()
+	ds := &deleteBetweenReads{Storage: memory.New(), typ: "order", id: "a"}
+	st, err := eventstore.New(ds, &eventstore.Options{MaxReadBytes: 1})
+	require.NoError(t, err)
+	defer st.Close()
+	for _, b := range []struct {
+		id string
+		n  int
+	}{{"a", 3}, {"b", 1}} {
+		events := make([]eventstore.NewEvent, b.n)
+		for j := range events {
+			events[j] = eventstore.NewEvent{ID: eventstore.NewEventID(), Type: "Happened", Data: []byte(`{"i":1}`)}
+		}
+		_, err := st.Save(ctx, "order", b.id, events, nil)
+		require.NoError(t, err)
+	}
+	v, err := hooks.ReadFeedRange(ctx, st, 0, 4)
+	require.NoError(t, err)
+	require.True(t, ds.deleted, "the range was read in more than one storage read")
+	var got []string
+	for _, e := range v.([]eventstore.FeedEntry) {
+		got = append(got, fmt.Sprintf("%s: %d events", e.AggregateID, len(e.Events)))
+	}
+	require.Equal(t, []string{"b: 1 events"}, got, "the deleted aggregate's batch is gone, not cut")
 }

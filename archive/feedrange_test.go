@@ -3,7 +3,6 @@ package archive_test
 import (
 	"context"
 	"fmt"
-	"os"
 	"path/filepath"
 	"testing"
 	"time"
@@ -12,9 +11,7 @@ import (
 	"github.com/eventkit-go/eventstore/internal/hooks"
 	"github.com/eventkit-go/eventstore/storage"
 	"github.com/eventkit-go/eventstore/storage/memory"
-	"github.com/eventkit-go/eventstore/storage/postgres"
 	"github.com/eventkit-go/eventstore/storage/sqlite"
-	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/require"
 )
 
@@ -109,69 +106,5 @@ func openStorage(t *testing.T, kind string) storage.Storage {
 		require.NoError(t, err)
 		return s
 	}
-	url := postgresURL()
-	schema := fmt.Sprintf("es_archive_test_%d_%d", os.Getpid(), schemas.Add(1))
-	t.Cleanup(func() {
-		if conn, err := pgx.Connect(context.Background(), url); err == nil {
-			_, _ = conn.Exec(context.Background(), "DROP SCHEMA IF EXISTS "+schema+" CASCADE")
-			_ = conn.Close(context.Background())
-		}
-	})
-	s, err := postgres.OpenURL(context.Background(), url, &postgres.Options{Schema: schema})
-	if err != nil {
-		if os.Getenv("EVENTSTORE_POSTGRES_REQUIRED") == "1" {
-			t.Fatal(err)
-		}
-		t.Skipf("PostgreSQL unreachable: %v", err)
-	}
-	return s
-}
-
-// deleteBetweenReads deletes one aggregate, as another process would,
-// just before the first feed read that continues after a position.
-type deleteBetweenReads struct {
-	storage.Storage
-	typ, id string
-	deleted bool
-}
-
-func (s *deleteBetweenReads) ReadFeed(ctx context.Context, q storage.FeedQuery) (storage.FeedPage, error) {
-	if q.After > 0 && !s.deleted {
-		s.deleted = true
-		if err := s.Storage.DeleteAggregate(ctx, s.typ, s.id); err != nil {
-			return storage.FeedPage{}, err
-		}
-	}
-	return s.Storage.ReadFeed(ctx, q)
-}
-
-// TestReadFeedRangeBatchDeletedBetweenReads: a storage read of a range
-// ends inside a batch (a byte budget of one event a read) whose aggregate
-// is deleted before the next read. The range must not hold the part read
-// as if it were the batch: the batch is gone, so is its entry.
-func TestReadFeedRangeBatchDeletedBetweenReads(t *testing.T) {
-	ctx := context.Background()
-	ds := &deleteBetweenReads{Storage: memory.New(), typ: "order", id: "a"}
-	st, err := eventstore.New(ds, &eventstore.Options{MaxReadBytes: 1})
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = st.Close() })
-	for _, b := range []struct {
-		id string
-		n  int
-	}{{"a", 3}, {"b", 1}} {
-		events := make([]eventstore.NewEvent, b.n)
-		for j := range events {
-			events[j] = eventstore.NewEvent{ID: eventstore.NewEventID(), Type: "Happened", Data: []byte(`{"i":1}`)}
-		}
-		_, err := st.Save(ctx, "order", b.id, events, nil)
-		require.NoError(t, err)
-	}
-	v, err := hooks.ReadFeedRange(ctx, st, 0, 4)
-	require.NoError(t, err)
-	require.True(t, ds.deleted, "the range was read in more than one storage read")
-	var got []string
-	for _, e := range v.([]eventstore.FeedEntry) {
-		got = append(got, fmt.Sprintf("%s: %d events", e.AggregateID, len(e.Events)))
-	}
-	require.Equal(t, []string{"b: 1 events"}, got, "the deleted aggregate's batch is gone, not cut")
+	return openPostgresStorage(t)
 }

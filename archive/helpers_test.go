@@ -47,10 +47,13 @@ var schemas atomic.Int64
 // (default the local test database), dropped at the end; it skips when
 // PostgreSQL is unreachable, unless EVENTSTORE_POSTGRES_REQUIRED=1.
 func openPostgres(t *testing.T) *eventstore.Store {
-	url := os.Getenv("EVENTSTORE_POSTGRES_URL")
-	if url == "" {
-		url = "postgres://postgres@127.0.0.1:5432/test?sslmode=disable"
-	}
+	return mustStore(t, openPostgresStorage(t))
+}
+
+// openPostgresStorage is openPostgres's Storage, closed by the Store
+// given it.
+func openPostgresStorage(t *testing.T) storage.Storage {
+	url := postgresURL()
 	schema := fmt.Sprintf("es_archive_test_%d_%d", os.Getpid(), schemas.Add(1))
 	t.Cleanup(func() {
 		if conn, err := pgx.Connect(context.Background(), url); err == nil {
@@ -65,5 +68,5 @@ func openPostgres(t *testing.T) *eventstore.Store {
 		}
 		t.Skipf("PostgreSQL unreachable: %v", err)
 	}
-	return mustStore(t, s)
+	return s
 }
