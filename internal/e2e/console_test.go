@@ -73,7 +73,7 @@ func TestConsole(t *testing.T) {
 			"sqlite:"+filepath.Join(t.TempDir(), "projects.db"), "-keys", keys, "-log-requests=false")
 		cmd := exec.Command(node, "projects.mjs", s.base, "ak-alpha", "sk-alpha", "ak-beta", "sk-beta", shots)
 		cmd.Dir = consoleDir
-		cmd.Env = append(os.Environ(), "CHROMIUM="+chromium)
+		cmd.Env = append(os.Environ(), "CHROMIUM="+chromium, "TMPDIR="+browserTemp(t))
 		out, err := cmd.CombinedOutput()
 		require.NoError(t, err, "%s\nserver log:\n%s", out, tail(s.logs.String()))
 		require.Contains(t, string(out), "all checks passed")
@@ -87,7 +87,7 @@ func TestConsole(t *testing.T) {
 			s := startServer(t, storage, "-outbound-allow", "127.0.0.1", "-log-requests=false")
 			cmd := exec.Command(node, "console.mjs", s.base, accessKey, secretKey, shots, b.name)
 			cmd.Dir = consoleDir
-			cmd.Env = append(os.Environ(), "CHROMIUM="+chromium)
+			cmd.Env = append(os.Environ(), "CHROMIUM="+chromium, "TMPDIR="+browserTemp(t))
 			out, err := cmd.CombinedOutput()
 			require.NoError(t, err, "%s\nserver log:\n%s", out, tail(s.logs.String()))
 			require.Contains(t, string(out), "all checks passed")
@@ -112,4 +112,16 @@ func playwrightInstalled() bool {
 		return false
 	}
 	return strings.Contains(string(lock), `"playwright-core": "`+pkg.Version+`"`)
+}
+
+// browserTemp returns a directory for the browser script's temporary
+// files (TMPDIR: the browser profile it makes each run), removed when the
+// test ends; a file the exiting browser still writes does not fail the
+// test, as t.TempDir's check would.
+func browserTemp(t *testing.T) string {
+	t.Helper()
+	dir, err := os.MkdirTemp("", "eventstore-console-")
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = os.RemoveAll(dir) })
+	return dir
 }
