@@ -34,6 +34,16 @@ var (
 	buildErr  error
 )
 
+// TestMain runs the tests, then removes the server binary they built (39
+// MB a run, left in the temporary directory before).
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if binary != "" {
+		_ = os.RemoveAll(filepath.Dir(binary))
+	}
+	os.Exit(code)
+}
+
 // serverBinary builds examples/server once per test binary.
 func serverBinary(t *testing.T) string {
 	t.Helper()
