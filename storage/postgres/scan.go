@@ -3,7 +3,6 @@ package postgres
 import (
 	"encoding/binary"
 	"fmt"
-	"slices"
 	"time"
 
 	"github.com/eventkit-go/eventstore/storage"
@@ -68,7 +67,7 @@ type budget struct {
 	last      int64 // the version of the last event taken
 	cut       bool  // an event was refused
 	// rows, when positive, is the most rows the query returns (its
-	// LIMIT): the decoder sizes its events for them (see growEvents).
+	// LIMIT): the decoder sizes its events for them (storage.AppendEvent).
 	rows int
 }
 
@@ -182,38 +181,8 @@ func (d *rowDecoder) row(vals [][]byte) error {
 		d.ids, d.idEnds = d.ids[:len(d.ids)-len(vals[3])], d.idEnds[:len(d.idEnds)-1]
 		return nil
 	}
-	if len(d.events) == cap(d.events) {
-		d.events = growEvents(d.events, d.budget.rows)
-	}
-	d.events = append(d.events, e)
+	d.events = storage.AppendEvent(d.events, e, d.budget.rows)
 	return nil
-}
-
-// firstEvents is the room growEvents makes for a page's first events,
-// maxGrowEvents the most it makes at once.
-const (
-	firstEvents   = 256
-	maxGrowEvents = 16 << 10
-)
-
-// growEvents returns events with room for more, for a read of at most
-// rows rows (0: unknown): room for firstEvents at first, then for all the
-// rows at once (up to maxGrowEvents, append doubling after), instead of append's doubling from one, which copies the
-// events (about 200 bytes each) read so far every time: it was ~12 % of
-// the CPU of a read of the feed in pages of 1,000 events. A read that
-// returns few events still allocates little.
-func growEvents(events []storage.Event, rows int) []storage.Event {
-	n := min(rows, maxGrowEvents)
-	switch {
-	case rows <= 0:
-		n = firstEvents
-	case len(events) == 0:
-		n = min(rows, firstEvents)
-	}
-	if n <= len(events) {
-		return events // append doubles
-	}
-	return slices.Grow(events, n-len(events))
 }
 
 // finishIDs sets the events' ids, cut from one string.
