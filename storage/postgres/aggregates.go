@@ -15,8 +15,8 @@ import (
 // first event (sequence 1) of each aggregate in id byte order (COLLATE
 // "C"), with its recorded_at: the total counts the type's entries of it,
 // and a page skips and reads entries of it. Each aggregate of the page
-// then finds its last event through the (aggregate_type, aggregate_id,
-// sequence) index.
+// then finds its last event through events_aggregate_key (the key, then
+// the sequence).
 const listAggregatesSQL = `
 SELECT t.total, p.aggregate_id, coalesce(p.version, 0), coalesce(p.created_at, 'epoch'), coalesce(p.updated_at, 'epoch')
 FROM (SELECT count(*) AS total FROM {{schema}}.events WHERE aggregate_type = $1 AND sequence = 1) t
@@ -29,7 +29,8 @@ LEFT JOIN LATERAL (
 	) f
 	CROSS JOIN LATERAL (
 		SELECT version, recorded_at FROM {{schema}}.events e
-		WHERE e.aggregate_type = $1 AND e.aggregate_id = f.aggregate_id
+		WHERE ` + aggKeyOfRow + ` = md5(` + tenantText + ` || length($1::text)::text || ':' || $1::text || f.aggregate_id)::uuid
+		  AND e.aggregate_type = $1 AND e.aggregate_id = f.aggregate_id
 		ORDER BY e.sequence DESC LIMIT 1
 	) l
 ) p ON true

@@ -60,7 +60,7 @@ WHERE relid = to_regclass($1)`, s.schema+".events_rows").Scan(&at); err != nil {
 	if err := rows.Err(); err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(plan, "events_aggregate_sequence_key") {
+	if !strings.Contains(plan, "events_aggregate_key") {
 		t.Errorf("the load of an aggregate does not plan on an aggregate's index:\n%s", plan)
 	}
 }

@@ -76,7 +76,7 @@ WITH cur AS MATERIALIZED (
 	       (NOT $10::bool AND ($3::bigint IS NULL OR $3::bigint = coalesce(max(version), 0))) AS go
 	FROM (
 		SELECT version, sequence FROM {{schema}}.events
-		WHERE aggregate_type = $1 AND aggregate_id = $2
+		WHERE ` + sameAggregate12 + `
 		ORDER BY sequence DESC LIMIT 1
 	) last
 ), `
@@ -140,6 +140,38 @@ func eventKey(tenant, typ, id, eventID string) string {
 	return fmt.Sprintf(`(left(md5(%[1]s || length(%[2]s)::text || ':' || %[2]s || %[3]s), 12) ||
 	right(md5(%[1]s || length(%[2]s)::text || ':' || %[2]s || length(%[3]s)::text || ':' || %[3]s || %[4]s), 20))::uuid`,
 		tenant, typ, id, eventID)
+}
+
+// aggKeyOfRow is aggKey of a row's tenant, type and id: the expression
+// that events_aggregate_key (schema version 18) indexes.
+const aggKeyOfRow = `md5(tenant::text || length(aggregate_type)::text || ':' || aggregate_type || aggregate_id)::uuid`
+
+// sameAggregate12 is sameAggregate("", "$1::text", "$2::text"), as a
+// constant for the statements built of constants (loneCurrent); a test
+// checks that the two agree.
+const sameAggregate12 = aggKeyOfRow + ` = md5(` + tenantText + ` || length($1::text)::text || ':' || $1::text || $2::text)::uuid` +
+	` AND aggregate_type = $1::text AND aggregate_id = $2::text`
+
+// aggKey returns the key of events_aggregate_key (schema version 18) of
+// the aggregate of the tenant, aggregate type and aggregate id given as SQL
+// expressions of type text: the MD5 of the three as a uuid, in the
+// injective encoding of eventKey (whose first 48 bits are this key's).
+func aggKey(tenant, typ, id string) string {
+	return fmt.Sprintf(`md5(%[1]s || length(%[2]s)::text || ':' || %[2]s || %[3]s)::uuid`, tenant, typ, id)
+}
+
+// sameAggregate is the condition of a read of the events of the aggregate
+// of type typ and id id (SQL expressions of type text) through
+// events_aggregate_key, for the rows of table alias e ("" for none): the
+// row's key equals that of the transaction's tenant, typ and id, and the
+// row's type and id are typ and id (the view compares the tenant), so that
+// a collision of keys never returns another aggregate's events.
+func sameAggregate(e, typ, id string) string {
+	if e != "" {
+		e += "."
+	}
+	return aggKey(e+"tenant::text", e+"aggregate_type", e+"aggregate_id") + ` = ` + aggKey(tenantText, typ, id) +
+		` AND ` + e + `aggregate_type = ` + typ + ` AND ` + e + `aggregate_id = ` + id
 }
 
 // newStatements returns the statements for the quoted schema name; channel
@@ -260,13 +292,13 @@ WHERE w.tenant <> ''`),
 		append: q(`
 WITH cur AS (
 	SELECT version, sequence FROM {{schema}}.events
-	WHERE aggregate_type = $1 AND aggregate_id = $2
+	WHERE ` + sameAggregate12 + `
 	ORDER BY sequence DESC LIMIT 1
 ), stored AS (
 	SELECT e.event_id, e.version, e.position, ` + storedCols + ` FROM {{schema}}.events e
 	WHERE ` + eventKey("e.tenant::text", "e.aggregate_type", "e.aggregate_id", "e.event_id") + ` = ANY(ARRAY(SELECT ` + eventKey(tenantText, "$1::text", "$2::text", "u.id") + `
 		FROM unnest($3::text[]) AS u(id)))
-	  AND e.aggregate_type = $1 AND e.aggregate_id = $2 AND e.event_id = ANY($3::text[])
+	  AND ` + sameAggregate("e", "$1::text", "$2::text") + ` AND e.event_id = ANY($3::text[])
 ), ok AS (
 	SELECT coalesce((SELECT version FROM cur), 0) AS v,
 	       coalesce((SELECT sequence FROM cur), 0) AS s,
@@ -323,7 +355,7 @@ WITH req AS MATERIALIZED (
 		(SELECT $14::bool[])) WITH ORDINALITY AS r(atype, aid, expected, n, doomed, ri)
 	LEFT JOIN LATERAL (
 		SELECT version, sequence FROM {{schema}}.events
-		WHERE aggregate_type = r.atype AND aggregate_id = r.aid
+		WHERE ` + sameAggregate("", "r.atype", "r.aid") + `
 		ORDER BY sequence DESC LIMIT 1
 	) l ON true
 ), head AS MATERIALIZED (
@@ -349,7 +381,7 @@ WITH req AS MATERIALIZED (
 		SELECT * FROM {{schema}}.events
 		WHERE ` + eventKey("tenant::text", "aggregate_type", "aggregate_id", "event_id") + ` =
 		      ` + eventKey(tenantText, "req.atype", "req.aid", "u.id") + `
-		  AND aggregate_type = req.atype AND aggregate_id = req.aid AND event_id = u.id
+		  AND ` + sameAggregate("", "req.atype", "req.aid") + ` AND event_id = u.id
 		LIMIT 1 -- one at most (unique); keeps the look-up a probe per id
 	) e
 	WHERE NOT req.go
@@ -394,7 +426,7 @@ ORDER BY 2, 1`),
 		SELECT * FROM {{schema}}.events
 		WHERE ` + eventKey("tenant::text", "aggregate_type", "aggregate_id", "event_id") + ` =
 		      ` + eventKey(tenantText, "$1::text", "$2::text", "u.id") + `
-		  AND aggregate_type = $1 AND aggregate_id = $2 AND event_id = u.id
+		  AND ` + sameAggregate12 + ` AND event_id = u.id
 		LIMIT 1
 	) e
 	WHERE NOT cur.go
@@ -431,7 +463,7 @@ UNION ALL
 SELECT 2, 1, e.version, e.position, e.event_id, ` + storedCols + `
 FROM cur, {{schema}}.events e
 WHERE NOT cur.go AND ` + eventKey("e.tenant::text", "e.aggregate_type", "e.aggregate_id", "e.event_id") + ` = ` + eventKey(tenantText, "$1::text", "$2::text", "$4::text") + `
-  AND e.aggregate_type = $1 AND e.aggregate_id = $2 AND e.event_id = $4`),
+  AND ` + sameAggregate("e", "$1::text", "$2::text") + ` AND e.event_id = $4`),
 		// appendLean writes a request of one event when its expected
 		// version ($7, NULL for none) matches, and returns its position and
 		// version; it returns no row when it does not match, and fails
@@ -450,7 +482,7 @@ SELECT ` + baseSQL + ` + 1, $1, $2, $3, $4, $5, cur.v + 1, cur.s + 1, $6, ` + ba
 FROM (
 	SELECT coalesce(max(version), 0) AS v, coalesce(max(sequence), 0) AS s FROM (
 		SELECT version, sequence FROM {{schema}}.events
-		WHERE aggregate_type = $1 AND aggregate_id = $2
+		WHERE ` + sameAggregate12 + `
 		ORDER BY sequence DESC LIMIT 1
 	) last
 ) cur
@@ -459,7 +491,7 @@ RETURNING position, version
 ), ` + notify + `
 SELECT position, version FROM ins, (SELECT count(*) FROM notify) n`),
 		load: q(`SELECT ` + selectCols + ` FROM {{schema}}.events
-WHERE aggregate_type = $1 AND aggregate_id = $2 ORDER BY sequence`),
+WHERE ` + sameAggregate12 + ` ORDER BY sequence`),
 		// loadRange reads the versions in ($3, $4] of an aggregate with its
 		// current version, in one snapshot. A row with position 0 stands
 		// for no event; no row at all for no aggregate. The scan of the
@@ -475,18 +507,18 @@ WHERE aggregate_type = $1 AND aggregate_id = $2 ORDER BY sequence`),
 SELECT c.version, ` + joinedCols + `
 FROM (
 	SELECT version FROM {{schema}}.events
-	WHERE aggregate_type = $1 AND aggregate_id = $2 ORDER BY sequence DESC LIMIT 1
+	WHERE ` + sameAggregate12 + ` ORDER BY sequence DESC LIMIT 1
 ) c
 LEFT JOIN LATERAL (
 	SELECT * FROM {{schema}}.events
-	WHERE aggregate_type = $1 AND aggregate_id = $2 AND version > $3 AND version <= $4
+	WHERE ` + sameAggregate12 + ` AND version > $3 AND version <= $4
 	  AND sequence > (CASE WHEN $5::boolean THEN coalesce((
 		SELECT sequence FROM {{schema}}.events
-		WHERE aggregate_type = $1 AND aggregate_id = $2 AND version <= $3
+		WHERE ` + sameAggregate12 + ` AND version <= $3
 		ORDER BY sequence DESC LIMIT 1), 0) ELSE $3::bigint END)
 	  AND sequence < (CASE WHEN $5::boolean THEN 9223372036854775807 ELSE coalesce((
 		SELECT sequence FROM {{schema}}.events
-		WHERE aggregate_type = $1 AND aggregate_id = $2 AND sequence > $3::bigint AND version > $4
+		WHERE ` + sameAggregate12 + ` AND sequence > $3::bigint AND version > $4
 		ORDER BY sequence LIMIT 1), 9223372036854775807) END)
 	ORDER BY sequence
 ) e ON true
@@ -572,7 +604,7 @@ FROM {{schema}}.events GROUP BY aggregate_type ORDER BY aggregate_type COLLATE "
 		// aggregate id) and raise the marks of feed '' and of the type to
 		// the highest position and FeedSequence deleted, so that appends
 		// never reuse them. They return how many events they deleted.
-		deleteAgg:  q(deleteSQL("aggregate_type = $1 AND aggregate_id = $2")),
+		deleteAgg:  q(deleteSQL(sameAggregate12)),
 		deleteType: q(deleteSQL(sameType("$1"))),
 		// deleteAggSnapshot and deleteTypeSnapshots follow deleteAgg and
 		// deleteType in their transaction, as statements of their own, so
@@ -590,7 +622,7 @@ FROM {{schema}}.events GROUP BY aggregate_type ORDER BY aggregate_type COLLATE "
 		saveSnapshot: q(`
 WITH agg AS (
 	SELECT version FROM {{schema}}.events
-	WHERE aggregate_type = $1 AND aggregate_id = $2
+	WHERE ` + sameAggregate12 + `
 	ORDER BY sequence DESC LIMIT 1 FOR SHARE
 ), up AS (
 	INSERT INTO {{schema}}.snapshots (aggregate_type, aggregate_id, version, state_version, data, recorded_at)

@@ -1,0 +1,82 @@
+package postgres
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestAggregateKeyExpressions checks that the constant forms of the
+// aggregate's key and condition (aggKeyOfRow, sameAggregate12) are those
+// aggKey and sameAggregate build, so that every statement compares the
+// expression events_aggregate_key indexes.
+func TestAggregateKeyExpressions(t *testing.T) {
+	if got := aggKey("tenant::text", "aggregate_type", "aggregate_id"); got != aggKeyOfRow {
+		t.Errorf("aggKey of a row = %s; aggKeyOfRow = %s", got, aggKeyOfRow)
+	}
+	if got := sameAggregate("", "$1::text", "$2::text"); got != sameAggregate12 {
+		t.Errorf("sameAggregate of $1, $2 = %s; sameAggregate12 = %s", got, sameAggregate12)
+	}
+	if !strings.Contains(migrations[17].sql, aggKeyOfRow) {
+		t.Errorf("migration 18 does not index aggKeyOfRow:\n%s", migrations[17].sql)
+	}
+}
+
+// TestAggregateReadsUseAggregateKey checks that every statement that reads
+// one aggregate (schema version 18: events_aggregate_key, the aggregate's
+// key and the sequence) finds its rows through that index, reading about
+// the rows it needs of events_rows, not the 25,000 of the table, planned
+// for its arguments and as a generic plan.
+func TestAggregateReadsUseAggregateKey(t *testing.T) {
+	s := openBatchTest(t)
+	ctx := context.Background()
+	_, err := s.pool.Exec(ctx, qualify(s.schema, inDefaultTenant+`
+INSERT INTO {{schema}}.events (position, aggregate_type, aggregate_id, event_id, event_type, data, version, sequence,
+	recorded_at, feed_sequence, tx)
+SELECT g, 'account', 'long', 'e' || g, 'Deposited', '{"cents":100}', g, g, now(), g, 0
+FROM generate_series(1, 20000) g;
+INSERT INTO {{schema}}.events (position, aggregate_type, aggregate_id, event_id, event_type, data, version, sequence,
+	recorded_at, feed_sequence, tx)
+SELECT 20000 + g, 'account', 'other-' || g % 50, gen_random_uuid()::text, 'Deposited', '{}', g / 50 + 1, g / 50 + 1,
+	now(), 20000 + g, 0
+FROM generate_series(1, 5000) g;
+ANALYZE {{schema}}.events_rows;`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	at := time.Now().UTC()
+	stale := int64(1)
+	cases := []struct {
+		name string
+		sql  string
+		most float64 // rows of events_rows it may read
+		args []any
+	}{
+		// the 100 events of other-7
+		{"load", s.sql.load, 150, []any{"account", "other-7"}},
+		// versions (19990, 20000] of long, and its head
+		{"loadRange", s.sql.loadRange, 100, []any{"account", "long", int64(19990), int64(20000), false}},
+		{"loadRange to the end", s.sql.loadRange, 100, []any{"account", "long", int64(19990), int64(20000), true}},
+		// refused: long is at version 20,000
+		{"appendLean", s.sql.appendLean, 100, []any{"account", "long", "new", "Deposited", []byte(`{}`), at, &stale, nil, nil}},
+		{"appendSingle", s.sql.appendSingle, 100, []any{"account", "long", &stale, "new", "Deposited", []byte(`{}`), at,
+			nil, false, false, int64(0), nil}},
+		// the 100 events of other-7, counted twice (scanned, then deleted)
+		{"deleteAgg", s.sql.deleteAgg, 250, []any{"account", "other-7"}},
+		{"saveSnapshot", s.sql.saveSnapshot, 100, []any{"account", "long", int64(5), int64(1), []byte(`{}`), at}},
+		// a page of 10 aggregates: their first events, then each one's last
+		{"listAggregates", listAggregatesSQL, 100, []any{"account", int64(0), int64(10)}},
+	}
+	for _, c := range cases {
+		for _, mode := range []string{"auto", "force_generic_plan"} {
+			plan := explainReactions(t, s, mode, c.sql, c.args...)
+			read := eventRowsRead(t, plan)
+			t.Logf("%s, plan_cache_mode %s: %v rows of events_rows read", c.name, mode, read)
+			if read > c.most || !strings.Contains(string(plan), "events_aggregate_key") {
+				t.Errorf("%s, plan_cache_mode %s: read %v rows of events_rows (want at most %v) through events_aggregate_key:\n%s",
+					c.name, mode, read, c.most, plan)
+			}
+		}
+	}
+}
