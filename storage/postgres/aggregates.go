@@ -6,7 +6,7 @@ import (
 	"github.com/eventkit-go/eventstore/storage"
 )
 
-// listAggregatesSQL answers ListAggregates in one statement, so the page
+// listAggregatesSQL returns the statement that answers ListAggregates, so the page
 // and the total come from one snapshot: one row per aggregate of the page,
 // each with the total, or a single row with the total and a NULL id when
 // the page is empty. $1 is the type, $2 the skip, $3 the limit.
@@ -17,7 +17,8 @@ import (
 // and a page skips and reads entries of it. Each aggregate of the page
 // then finds its last event through events_aggregate_key (the key, then
 // the sequence).
-const listAggregatesSQL = `
+func listAggregatesSQL() string {
+	return `
 SELECT t.total, p.aggregate_id, coalesce(p.version, 0), coalesce(p.created_at, 'epoch'), coalesce(p.updated_at, 'epoch')
 FROM (SELECT count(*) AS total FROM {{schema}}.events WHERE aggregate_type = $1 AND sequence = 1) t
 LEFT JOIN LATERAL (
@@ -27,14 +28,10 @@ LEFT JOIN LATERAL (
 		WHERE aggregate_type = $1 AND sequence = 1
 		ORDER BY aggregate_id COLLATE "C" OFFSET $2 LIMIT $3
 	) f
-	CROSS JOIN LATERAL (
-		SELECT version, recorded_at FROM {{schema}}.events e
-		WHERE ` + aggKeyOfRow + ` = md5(` + tenantText + ` || length($1::text)::text || ':' || $1::text || f.aggregate_id)::uuid
-		  AND e.aggregate_type = $1 AND e.aggregate_id = f.aggregate_id
-		ORDER BY e.sequence DESC LIMIT 1
-	) l
+	CROSS JOIN LATERAL (` + lastOfAggregate("version, recorded_at", "$1::text", "f.aggregate_id", "") + `) l
 ) p ON true
 ORDER BY p.aggregate_id COLLATE "C"`
+}
 
 // ListAggregates implements storage.Storage with listAggregatesSQL: a
 // page costs about Skip + Limit entries of an index with one entry per
@@ -46,7 +43,7 @@ func (s *store) ListAggregates(ctx context.Context, q storage.AggregateQuery) (s
 	}
 	ctx, cancel := s.readCtx(ctx)
 	defer cancel()
-	rows, err := s.query(ctx, qualify(s.schema, listAggregatesSQL), q.AggregateType, int64(max(q.Skip, 0)), int64(max(q.Limit, 0)))
+	rows, err := s.query(ctx, qualify(s.schema, listAggregatesSQL()), q.AggregateType, int64(max(q.Skip, 0)), int64(max(q.Limit, 0)))
 	if err != nil {
 		return storage.AggregateList{}, s.fail(ctx, "list aggregates", err)
 	}

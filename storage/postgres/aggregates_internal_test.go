@@ -30,7 +30,7 @@ FROM generate_series(0, 119999) g`))
 	if _, err := s.pool.Exec(ctx, qualify(s.schema, `VACUUM (ANALYZE) {{schema}}.events_rows`)); err != nil {
 		t.Fatal(err)
 	}
-	rows, err := s.query(ctx, "EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF, SUMMARY OFF) "+qualify(s.schema, listAggregatesSQL), "a", int64(100), int64(10))
+	rows, err := s.query(ctx, "EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF, SUMMARY OFF) "+qualify(s.schema, listAggregatesSQL()), "a", int64(100), int64(10))
 	if err != nil {
 		t.Fatal(err)
 	}

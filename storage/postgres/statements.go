@@ -66,20 +66,6 @@ const (
 	headSQL = `greatest((SELECT position FROM {{schema}}.events WHERE tx < ` + wmSQL + `
 	ORDER BY position DESC LIMIT 1),
 	(SELECT mark FROM {{schema}}.deleted_marks WHERE feed = ''), 0)`
-	// loneCurrent starts the statements for one request (appendOne,
-	// appendSingle): the aggregate's current version and last sequence,
-	// and whether the request may write (not doomed, $10, and its
-	// expected version, $3, matches), for an aggregate $1, $2.
-	loneCurrent = `
-WITH cur AS MATERIALIZED (
-	SELECT coalesce(max(version), 0) AS v, coalesce(max(sequence), 0) AS s,
-	       (NOT $10::bool AND ($3::bigint IS NULL OR $3::bigint = coalesce(max(version), 0))) AS go
-	FROM (
-		SELECT version, sequence FROM {{schema}}.events
-		WHERE ` + sameAggregate12 + `
-		ORDER BY sequence DESC LIMIT 1
-	) last
-), `
 	// joinedCols are selectCols of an event e outer-joined to a row that
 	// leads them (a version or a head): with no event, position 0 and
 	// empty values, which rowDecoder and scanHeadEvents skip.
@@ -146,10 +132,14 @@ func eventKey(tenant, typ, id, eventID string) string {
 // that events_aggregate_key (schema version 18) indexes.
 const aggKeyOfRow = `md5(tenant::text || length(aggregate_type)::text || ':' || aggregate_type || aggregate_id)::uuid`
 
-// sameAggregate12 is sameAggregate("", "$1::text", "$2::text"), as a
-// constant for the statements built of constants (loneCurrent); a test
-// checks that the two agree.
-const sameAggregate12 = aggKeyOfRow + ` = md5(` + tenantText + ` || length($1::text)::text || ':' || $1::text || $2::text)::uuid` +
+// sameAggregate is the condition of a read of the events of the
+// aggregate $1, $2 (type and id) through events_aggregate_key, for
+// statements that read all of them (loads, deletions): the row's key
+// equals that of the transaction's tenant, $1 and $2, and the row's type
+// and id are $1 and $2 (the view compares the tenant), so that a collision
+// of keys never returns another aggregate's events. A read of the last or
+// first event of an aggregate goes through lastOfAggregate instead.
+const sameAggregate = aggKeyOfRow + ` = md5(` + tenantText + ` || length($1::text)::text || ':' || $1::text || $2::text)::uuid` +
 	` AND aggregate_type = $1::text AND aggregate_id = $2::text`
 
 // aggKey returns the key of events_aggregate_key (schema version 18) of
@@ -160,18 +150,57 @@ func aggKey(tenant, typ, id string) string {
 	return fmt.Sprintf(`md5(%[1]s || length(%[2]s)::text || ':' || %[2]s || %[3]s)::uuid`, tenant, typ, id)
 }
 
-// sameAggregate is the condition of a read of the events of the aggregate
-// of type typ and id id (SQL expressions of type text) through
-// events_aggregate_key, for the rows of table alias e ("" for none): the
-// row's key equals that of the transaction's tenant, typ and id, and the
-// row's type and id are typ and id (the view compares the tenant), so that
-// a collision of keys never returns another aggregate's events.
-func sameAggregate(e, typ, id string) string {
-	if e != "" {
-		e += "."
+// loneCurrent starts the statements for one request (appendOne,
+// appendSingle): the aggregate's current version and last sequence, and
+// whether the request may write (not doomed, $10, and its expected
+// version, $3, matches), for an aggregate $1, $2.
+func loneCurrent() string {
+	return `
+WITH cur AS MATERIALIZED (
+	SELECT coalesce(max(version), 0) AS v, coalesce(max(sequence), 0) AS s,
+	       (NOT $10::bool AND ($3::bigint IS NULL OR $3::bigint = coalesce(max(version), 0))) AS go
+	FROM (` + lastOfAggregate("version, sequence", "$1::text", "$2::text", "") + `) last
+), `
+}
+
+// lastOfAggregate returns a query of the columns cols of the last event
+// (the highest sequence) of the aggregate of type typ and id id (SQL
+// expressions of type text) that meets cond (a condition on columns of
+// events_rows, "" for every event, or a locking clause such as "FOR
+// SHARE" for the last event), or of none. It scans
+// events_aggregate_key back from the end of the aggregate's key and
+// compares the tenant, type and id in the one row it keeps, outside the
+// LIMIT: a comparison inside it is a filter whose selectivity the planner
+// multiplies with the key's, and then, expecting a single row of the
+// aggregate, it read every entry of the key and sorted them (a bitmap
+// scan: a save read every event of its aggregate). The table, not the
+// view: the view's comparison of the tenant is such a filter too.
+func lastOfAggregate(cols, typ, id, cond string) string {
+	return endOfAggregate(cols, typ, id, cond, " DESC")
+}
+
+// firstOfAggregate is lastOfAggregate for the first event (the lowest
+// sequence) that meets cond.
+func firstOfAggregate(cols, typ, id, cond string) string {
+	return endOfAggregate(cols, typ, id, cond, "")
+}
+
+// endOfAggregate is lastOfAggregate (order " DESC") and firstOfAggregate
+// (order "").
+func endOfAggregate(cols, typ, id, cond, order string) string {
+	where, lock := cond, ""
+	if strings.HasPrefix(cond, "FOR ") {
+		where, lock = "", " "+cond
 	}
-	return aggKey(e+"tenant::text", e+"aggregate_type", e+"aggregate_id") + ` = ` + aggKey(tenantText, typ, id) +
-		` AND ` + e + `aggregate_type = ` + typ + ` AND ` + e + `aggregate_id = ` + id
+	if where != "" {
+		where = " AND " + where
+	}
+	return `SELECT ` + cols + ` FROM (
+		SELECT ` + cols + `, tenant AS k_tenant, aggregate_type AS k_type, aggregate_id AS k_id
+		FROM {{schema}}.events_rows
+		WHERE ` + aggKeyOfRow + ` = ` + aggKey(tenantText, typ, id) + where + `
+		ORDER BY sequence` + order + ` LIMIT 1` + lock + `
+	) h WHERE h.k_tenant = ` + tenantSQL + ` AND h.k_type = ` + typ + ` AND h.k_id = ` + id
 }
 
 // newStatements returns the statements for the quoted schema name; channel
@@ -291,14 +320,12 @@ WHERE w.tenant <> ''`),
 		// aggregate's entries).
 		append: q(`
 WITH cur AS (
-	SELECT version, sequence FROM {{schema}}.events
-	WHERE ` + sameAggregate12 + `
-	ORDER BY sequence DESC LIMIT 1
+	` + lastOfAggregate("version, sequence", "$1::text", "$2::text", "") + `
 ), stored AS (
 	SELECT e.event_id, e.version, e.position, ` + storedCols + ` FROM {{schema}}.events e
 	WHERE ` + eventKey("e.tenant::text", "e.aggregate_type", "e.aggregate_id", "e.event_id") + ` = ANY(ARRAY(SELECT ` + eventKey(tenantText, "$1::text", "$2::text", "u.id") + `
 		FROM unnest($3::text[]) AS u(id)))
-	  AND ` + sameAggregate("e", "$1::text", "$2::text") + ` AND e.event_id = ANY($3::text[])
+	  AND e.aggregate_type = $1 AND e.aggregate_id = $2 AND e.event_id = ANY($3::text[])
 ), ok AS (
 	SELECT coalesce((SELECT version FROM cur), 0) AS v,
 	       coalesce((SELECT sequence FROM cur), 0) AS s,
@@ -354,9 +381,7 @@ WITH req AS MATERIALIZED (
 	FROM unnest((SELECT $1::text[]), (SELECT $2::text[]), (SELECT $3::bigint[]), (SELECT $4::bigint[]),
 		(SELECT $14::bool[])) WITH ORDINALITY AS r(atype, aid, expected, n, doomed, ri)
 	LEFT JOIN LATERAL (
-		SELECT version, sequence FROM {{schema}}.events
-		WHERE ` + sameAggregate("", "r.atype", "r.aid") + `
-		ORDER BY sequence DESC LIMIT 1
+		` + lastOfAggregate("version, sequence", "r.atype", "r.aid", "") + `
 	) l ON true
 ), head AS MATERIALIZED (
 	SELECT ` + baseSQL + ` + $12::bigint AS p
@@ -381,7 +406,7 @@ WITH req AS MATERIALIZED (
 		SELECT * FROM {{schema}}.events
 		WHERE ` + eventKey("tenant::text", "aggregate_type", "aggregate_id", "event_id") + ` =
 		      ` + eventKey(tenantText, "req.atype", "req.aid", "u.id") + `
-		  AND ` + sameAggregate("", "req.atype", "req.aid") + ` AND event_id = u.id
+		  AND aggregate_type = req.atype AND aggregate_id = req.aid AND event_id = u.id
 		LIMIT 1 -- one at most (unique); keeps the look-up a probe per id
 	) e
 	WHERE NOT req.go
@@ -411,7 +436,7 @@ ORDER BY 2, 1`),
 		// before the stored ids without a sort: a statement that writes
 		// runs no parallel plan, so UNION ALL returns its branches in
 		// order (readGroup checks the order).
-		appendOne: q(loneCurrent + `ins AS (
+		appendOne: q(loneCurrent() + `ins AS (
 	INSERT INTO {{schema}}.events (` + eventCols + `)
 	SELECT ` + baseSQL + ` + $11::bigint + t.ord, $1, $2, t.id, t.typ, t.data,
 	       cur.v + 1, cur.s + t.ord, t.at, ` + baseSQL + ` + $11::bigint + 1, t.enc, ` + txSQL + `, nullif(t.meta, '')
@@ -426,7 +451,7 @@ ORDER BY 2, 1`),
 		SELECT * FROM {{schema}}.events
 		WHERE ` + eventKey("tenant::text", "aggregate_type", "aggregate_id", "event_id") + ` =
 		      ` + eventKey(tenantText, "$1::text", "$2::text", "u.id") + `
-		  AND ` + sameAggregate12 + ` AND event_id = u.id
+		  AND aggregate_type = $1 AND aggregate_id = $2 AND event_id = u.id
 		LIMIT 1
 	) e
 	WHERE NOT cur.go
@@ -447,7 +472,7 @@ SELECT 2, 1, version, position, event_id, ` + storedNames + ` FROM stored`),
 		// server spends about a fifth less CPU on it than on appendOne
 		// (no arrays to decode and unnest, no ordinality, no lateral
 		// look-up per id).
-		appendSingle: q(loneCurrent + `ins AS (
+		appendSingle: q(loneCurrent() + `ins AS (
 	INSERT INTO {{schema}}.events (` + eventCols + `)
 	SELECT ` + baseSQL + ` + $11::bigint + 1, $1, $2, $4, $5, $6, cur.v + 1, cur.s + 1, $7,
 	       ` + baseSQL + ` + $11::bigint + 1, $8, ` + txSQL + `, $12::text
@@ -463,7 +488,7 @@ UNION ALL
 SELECT 2, 1, e.version, e.position, e.event_id, ` + storedCols + `
 FROM cur, {{schema}}.events e
 WHERE NOT cur.go AND ` + eventKey("e.tenant::text", "e.aggregate_type", "e.aggregate_id", "e.event_id") + ` = ` + eventKey(tenantText, "$1::text", "$2::text", "$4::text") + `
-  AND ` + sameAggregate("e", "$1::text", "$2::text") + ` AND e.event_id = $4`),
+  AND e.aggregate_type = $1 AND e.aggregate_id = $2 AND e.event_id = $4`),
 		// appendLean writes a request of one event when its expected
 		// version ($7, NULL for none) matches, and returns its position and
 		// version; it returns no row when it does not match, and fails
@@ -481,9 +506,7 @@ INSERT INTO {{schema}}.events (` + eventCols + `)
 SELECT ` + baseSQL + ` + 1, $1, $2, $3, $4, $5, cur.v + 1, cur.s + 1, $6, ` + baseSQL + ` + 1, $8, ` + txSQL + `, $9::text
 FROM (
 	SELECT coalesce(max(version), 0) AS v, coalesce(max(sequence), 0) AS s FROM (
-		SELECT version, sequence FROM {{schema}}.events
-		WHERE ` + sameAggregate12 + `
-		ORDER BY sequence DESC LIMIT 1
+		` + lastOfAggregate("version, sequence", "$1::text", "$2::text", "") + `
 	) last
 ) cur
 WHERE $7::bigint IS NULL OR $7::bigint = cur.v
@@ -491,7 +514,7 @@ RETURNING position, version
 ), ` + notify + `
 SELECT position, version FROM ins, (SELECT count(*) FROM notify) n`),
 		load: q(`SELECT ` + selectCols + ` FROM {{schema}}.events
-WHERE ` + sameAggregate12 + ` ORDER BY sequence`),
+WHERE ` + sameAggregate + ` ORDER BY sequence`),
 		// loadRange reads the versions in ($3, $4] of an aggregate with its
 		// current version, in one snapshot. A row with position 0 stands
 		// for no event; no row at all for no aggregate. The scan of the
@@ -506,20 +529,15 @@ WHERE ` + sameAggregate12 + ` ORDER BY sequence`),
 		loadRange: q(`
 SELECT c.version, ` + joinedCols + `
 FROM (
-	SELECT version FROM {{schema}}.events
-	WHERE ` + sameAggregate12 + ` ORDER BY sequence DESC LIMIT 1
+	` + lastOfAggregate("version", "$1::text", "$2::text", "") + `
 ) c
 LEFT JOIN LATERAL (
 	SELECT * FROM {{schema}}.events
-	WHERE ` + sameAggregate12 + ` AND version > $3 AND version <= $4
+	WHERE ` + sameAggregate + ` AND version > $3 AND version <= $4
 	  AND sequence > (CASE WHEN $5::boolean THEN coalesce((
-		SELECT sequence FROM {{schema}}.events
-		WHERE ` + sameAggregate12 + ` AND version <= $3
-		ORDER BY sequence DESC LIMIT 1), 0) ELSE $3::bigint END)
+		` + lastOfAggregate("sequence", "$1::text", "$2::text", "version <= $3") + `), 0) ELSE $3::bigint END)
 	  AND sequence < (CASE WHEN $5::boolean THEN 9223372036854775807 ELSE coalesce((
-		SELECT sequence FROM {{schema}}.events
-		WHERE ` + sameAggregate12 + ` AND sequence > $3::bigint AND version > $4
-		ORDER BY sequence LIMIT 1), 9223372036854775807) END)
+		` + firstOfAggregate("sequence", "$1::text", "$2::text", "sequence > $3::bigint AND version > $4") + `), 9223372036854775807) END)
 	ORDER BY sequence
 ) e ON true
 ORDER BY e.sequence`),
@@ -604,7 +622,7 @@ FROM {{schema}}.events GROUP BY aggregate_type ORDER BY aggregate_type COLLATE "
 		// aggregate id) and raise the marks of feed '' and of the type to
 		// the highest position and FeedSequence deleted, so that appends
 		// never reuse them. They return how many events they deleted.
-		deleteAgg:  q(deleteSQL(sameAggregate12)),
+		deleteAgg:  q(deleteSQL(sameAggregate)),
 		deleteType: q(deleteSQL(sameType("$1"))),
 		// deleteAggSnapshot and deleteTypeSnapshots follow deleteAgg and
 		// deleteType in their transaction, as statements of their own, so
@@ -621,9 +639,7 @@ FROM {{schema}}.events GROUP BY aggregate_type ORDER BY aggregate_type COLLATE "
 		// then deletes the snapshot.
 		saveSnapshot: q(`
 WITH agg AS (
-	SELECT version FROM {{schema}}.events
-	WHERE ` + sameAggregate12 + `
-	ORDER BY sequence DESC LIMIT 1 FOR SHARE
+	` + lastOfAggregate("version", "$1::text", "$2::text", "FOR SHARE") + `
 ), up AS (
 	INSERT INTO {{schema}}.snapshots (aggregate_type, aggregate_id, version, state_version, data, recorded_at)
 	SELECT $1, $2, $3, $4, $5, $6 FROM agg WHERE agg.version >= $3
