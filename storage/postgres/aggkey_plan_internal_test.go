@@ -30,21 +30,7 @@ func TestAggregateKeyExpressions(t *testing.T) {
 // for its arguments and as a generic plan.
 func TestAggregateReadsUseAggregateKey(t *testing.T) {
 	s := openBatchTest(t)
-	ctx := context.Background()
-	_, err := s.pool.Exec(ctx, qualify(s.schema, inDefaultTenant+`
-INSERT INTO {{schema}}.events (position, aggregate_type, aggregate_id, event_id, event_type, data, version, sequence,
-	recorded_at, feed_sequence, tx)
-SELECT g, 'account', 'long', 'e' || g, 'Deposited', '{"cents":100}', g, g, now(), g, 0
-FROM generate_series(1, 20000) g;
-INSERT INTO {{schema}}.events (position, aggregate_type, aggregate_id, event_id, event_type, data, version, sequence,
-	recorded_at, feed_sequence, tx)
-SELECT 20000 + g, 'account', 'other-' || g % 50, gen_random_uuid()::text, 'Deposited', '{}', g / 50 + 1, g / 50 + 1,
-	now(), 20000 + g, 0
-FROM generate_series(1, 5000) g;
-ANALYZE {{schema}}.events_rows;`))
-	if err != nil {
-		t.Fatal(err)
-	}
+	insertLongAggregate(t, s)
 	at := time.Now().UTC()
 	stale := int64(1)
 	cases := []struct {
@@ -138,5 +124,26 @@ FROM generate_series(1, 20000) g;`))
 					c.name, mode, read, plan)
 			}
 		}
+	}
+}
+
+// insertLongAggregate stores the events of the plan tests of one
+// aggregate: account "long" of 20,000 events (ids e1 to e20000) and
+// accounts other-0 to other-49 of 100 events each, and analyzes the table.
+func insertLongAggregate(t *testing.T, s *store) {
+	t.Helper()
+	_, err := s.pool.Exec(context.Background(), qualify(s.schema, inDefaultTenant+`
+INSERT INTO {{schema}}.events (position, aggregate_type, aggregate_id, event_id, event_type, data, version, sequence,
+	recorded_at, feed_sequence, tx)
+SELECT g, 'account', 'long', 'e' || g, 'Deposited', '{"cents":100}', g, g, now(), g, 0
+FROM generate_series(1, 20000) g;
+INSERT INTO {{schema}}.events (position, aggregate_type, aggregate_id, event_id, event_type, data, version, sequence,
+	recorded_at, feed_sequence, tx)
+SELECT 20000 + g, 'account', 'other-' || g % 50, gen_random_uuid()::text, 'Deposited', '{}', g / 50 + 1, g / 50 + 1,
+	now(), 20000 + g, 0
+FROM generate_series(1, 5000) g;
+ANALYZE {{schema}}.events_rows;`))
+	if err != nil {
+		t.Fatal(err)
 	}
 }

@@ -1,7 +1,6 @@
 package postgres
 
 import (
-	"context"
 	"testing"
 	"time"
 )
@@ -14,21 +13,7 @@ import (
 // (eventKey) is the index's.
 func TestStoredIDLookupsUseEventKey(t *testing.T) {
 	s := openBatchTest(t)
-	ctx := context.Background()
-	_, err := s.pool.Exec(ctx, qualify(s.schema, inDefaultTenant+`
-INSERT INTO {{schema}}.events (position, aggregate_type, aggregate_id, event_id, event_type, data, version, sequence,
-	recorded_at, feed_sequence, tx)
-SELECT g, 'account', 'long', 'e' || g, 'Deposited', '{"cents":100}', g, g, now(), g, 0
-FROM generate_series(1, 20000) g;
-INSERT INTO {{schema}}.events (position, aggregate_type, aggregate_id, event_id, event_type, data, version, sequence,
-	recorded_at, feed_sequence, tx)
-SELECT 20000 + g, 'account', 'other-' || g % 50, gen_random_uuid()::text, 'Deposited', '{}', g / 50 + 1, g / 50 + 1,
-	now(), 20000 + g, 0
-FROM generate_series(1, 5000) g;
-ANALYZE {{schema}}.events_rows;`))
-	if err != nil {
-		t.Fatal(err)
-	}
+	insertLongAggregate(t, s)
 	at := time.Now().UTC()
 	stale := int64(1) // the aggregate is at version 20,000: every request is refused
 	ids := []string{"e10", "e15000", "new"}
