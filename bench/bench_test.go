@@ -371,8 +371,25 @@ func TestGrowthWAL(t *testing.T) {
 			t.Errorf("no %q in\n%s", want, out.String())
 		}
 	}
-	if n := strings.Count(out.String(), "\n"); n != 8 {
-		t.Errorf("%d lines, want 8:\n%s", n, out.String())
+	// With pg_walinspect, each phase's line is followed by its WAL by
+	// relation, in which every save's entry of events_event_key shows.
+	var walinspect bool
+	if err := env.admin.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM pg_available_extensions WHERE name = 'pg_walinspect')`).
+		Scan(&walinspect); err != nil {
+		t.Fatal(err)
+	}
+	lines := 8
+	if walinspect {
+		lines = 16
+		if n := strings.Count(out.String(), "WAL per save by relation (pg_walinspect): "); n != 8 {
+			t.Errorf("%d lines of WAL by relation, want 8:\n%s", n, out.String())
+		}
+		if n := strings.Count(out.String(), "event_key "); n != 8 {
+			t.Errorf("events_event_key in %d lines, want 8:\n%s", n, out.String())
+		}
+	}
+	if n := strings.Count(out.String(), "\n"); n != lines {
+		t.Errorf("%d lines, want %d:\n%s", n, lines, out.String())
 	}
 	t.Log("\n" + out.String())
 }

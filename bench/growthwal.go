@@ -28,10 +28,14 @@ import (
 // with the indexes of the events table that read at least 0.05 a save;
 // the store's own ANALYZE counts too), and the checkpoints that ended and
 // the buffers the checkpointer wrote meanwhile (pg_stat_bgwriter). The
-// WAL figures are cluster-wide: they hold while nothing else writes much
-// (pg_waldump over the printed range attributes the records to relations).
-// Backends report their counts when idle for 10 s, so each phase waits
-// 11 s before and after.
+// WAL figures are cluster-wide; where the server has pg_walinspect (a
+// contrib extension, which -growth-wal creates in the database if it can),
+// a second line per phase attributes the phase's WAL records to the
+// events table and each of its indexes (bytes and full-page images a
+// save), the rest of the store's schema and the rest of the cluster
+// (other databases, commits), so that the figures hold while other
+// clients write. Backends report their counts when idle for 10 s, so each
+// phase waits 11 s before and after.
 
 // walStats is one snapshot of the server's counters.
 type walStats struct {
@@ -190,5 +194,49 @@ func (g *growthStore) walPhase(ctx context.Context, size int, st *eventstore.Sto
 		per(before.heapHit+before.idxHit, after.heapHit+after.idxHit),
 		after.ckptTimed+after.ckptReq-before.ckptTimed-before.ckptReq, after.ckptBuf-before.ckptBuf,
 		before.lsnText, afterLSN)
+	return g.walByRelation(ctx, before.lsnText, afterLSN, saves, out)
+}
+
+// walByRelation prints the WAL records between two positions by relation
+// of the store's schema, per save, when the server has pg_walinspect; it
+// prints nothing without it.
+func (g *growthStore) walByRelation(ctx context.Context, from, to string, saves float64, out io.Writer) error {
+	if _, err := g.env.admin.Exec(ctx, `CREATE EXTENSION IF NOT EXISTS pg_walinspect`); err != nil {
+		return nil // not installed, or not allowed: the cluster-wide figures stand alone
+	}
+	rows, err := g.env.admin.Query(ctx, `
+SELECT CASE WHEN c.relname IS NOT NULL THEN c.relname
+            WHEN n.nspname IS NOT NULL THEN 'the rest of the schema'
+            ELSE 'the rest of the cluster' END AS rel,
+       sum(w.record_length)::bigint, count(*) FILTER (WHERE w.block_ref LIKE '%(FPW)%')
+FROM pg_get_wal_records_info($1::pg_lsn, $2::pg_lsn) w
+LEFT JOIN pg_class c ON c.relfilenode = nullif(substring(w.block_ref FROM 'rel \d+/\d+/(\d+)'), '')::oid
+	AND c.relnamespace = $3::regnamespace AND (c.relname = 'events_rows' OR c.relname LIKE 'events\_%')
+LEFT JOIN pg_class r ON c.relname IS NULL AND r.relfilenode = nullif(substring(w.block_ref FROM 'rel \d+/\d+/(\d+)'), '')::oid
+	AND r.relnamespace = $3::regnamespace
+LEFT JOIN pg_namespace n ON n.oid = r.relnamespace
+GROUP BY 1 ORDER BY 2 DESC`, from, to, g.schema)
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	var parts []string
+	for rows.Next() {
+		var rel string
+		var bytes, fpi int64
+		if err := rows.Scan(&rel, &bytes, &fpi); err != nil {
+			return err
+		}
+		if rel == "events_rows" {
+			rel = "table"
+		}
+		if b, f := float64(bytes)/saves, float64(fpi)/saves; b >= 50 || f >= 0.01 {
+			parts = append(parts, fmt.Sprintf("%s %.0f bytes, %.2f images", strings.TrimPrefix(rel, "events_"), b, f))
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return err
+	}
+	fmt.Fprintf(out, "  WAL per save by relation (pg_walinspect): %s\n", strings.Join(parts, "; "))
 	return nil
 }
