@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"github.com/google/uuid"
 	"os"
 	"slices"
 	"strings"
@@ -252,8 +253,9 @@ func checkProcResults(t *testing.T, name string, o procOutcome, procs, writers i
 }
 
 // TestGrowth runs the growth benchmark at tiny sizes on every backend
-// (PostgreSQL skipped when the server is down) and checks that every
-// figure was measured at every size.
+// (PostgreSQL skipped when the server is down; its aggregate ids are UUIDs,
+// as -growth-uuid-ids makes them) and checks that every figure was
+// measured at every size.
 func TestGrowth(t *testing.T) {
 	for _, b := range allBackends {
 		t.Run(b, func(t *testing.T) {
@@ -267,7 +269,7 @@ func TestGrowth(t *testing.T) {
 				defer env.close(ctx)
 			}
 			sizes := growthSizes{0, 3000}
-			all, err := growBackends(ctx, []string{b}, sizes, 20*time.Millisecond, 2, t.TempDir(), env, nil)
+			all, err := growBackends(ctx, []string{b}, sizes, 20*time.Millisecond, 2, t.TempDir(), env, nil, b == "postgres")
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -362,7 +364,7 @@ func TestGrowthWAL(t *testing.T) {
 	walIdle = 0
 	var out bytes.Buffer
 	if _, err := growBackends(ctx, []string{"postgres"}, growthSizes{0, 300}, 20*time.Millisecond, 1, t.TempDir(), env,
-		&growthWAL{compression: "pglz", out: &out}); err != nil {
+		&growthWAL{compression: "pglz", out: &out}, false); err != nil {
 		t.Fatal(err)
 	}
 	for _, want := range []string{"at size 0 (", "at size 300 (", "1-event saves after the fill:", "saves after CHECKPOINT:",
@@ -392,4 +394,35 @@ func TestGrowthWAL(t *testing.T) {
 		t.Errorf("%d lines, want %d:\n%s", n, lines, out.String())
 	}
 	t.Log("\n" + out.String())
+}
+
+// TestGrowthUUIDIDs checks the aggregate ids of -growth-uuid-ids: UUIDs,
+// the same for an aggregate each time, distinct between aggregates, and
+// not in the aggregates' order.
+func TestGrowthUUIDIDs(t *testing.T) {
+	g := &growthStore{uuidIDs: true}
+	seen := map[string]int{}
+	var prev string
+	ordered := true
+	for i := range 1000 {
+		typ, id := g.aggID(i)
+		if _, again := g.aggID(i); again != id || typ != growthTypes[i%len(growthTypes)] {
+			t.Fatalf("aggregate %d: %s %s, then %s", i, typ, id, again)
+		}
+		if _, err := uuid.Parse(id); err != nil {
+			t.Fatalf("aggregate %d: id %q: %v", i, id, err)
+		}
+		if j, dup := seen[id]; dup {
+			t.Fatalf("aggregates %d and %d share id %s", j, i, id)
+		}
+		seen[id] = i
+		ordered = ordered && id > prev
+		prev = id
+	}
+	if ordered {
+		t.Error("the UUID ids of 1,000 aggregates rise with the aggregates' numbers")
+	}
+	if _, id := (&growthStore{}).aggID(7); id != "a0000007" {
+		t.Errorf("the default id of aggregate 7 is %q, want a0000007", id)
+	}
 }

@@ -160,9 +160,16 @@ type growthStore struct {
 	// small is the small store of the same backend that the saves are
 	// alternated with (nil in the small store itself).
 	small *growthStore
+	// uuidIDs makes the aggregate ids UUIDs (-growth-uuid-ids), in no
+	// order, instead of a0000000, a0000001, ..., which the writers save to
+	// in order.
+	uuidIDs bool
 }
 
 func (g *growthStore) aggID(i int) (typ, id string) {
+	if g.uuidIDs {
+		return growthTypes[i%len(growthTypes)], uuid.NewSHA1(uuid.NameSpaceOID, fmt.Appendf(nil, "a%07d", i)).String()
+	}
 	return growthTypes[i%len(growthTypes)], fmt.Sprintf("a%07d", i)
 }
 
@@ -624,7 +631,7 @@ func median(xs []float64) float64 {
 
 // runGrowth runs the growth benchmark on every backend of cfg and prints
 // a table per backend, then the ratios between backends.
-func runGrowth(ctx context.Context, cfg config, sizes growthSizes, reads int, wal *growthWAL, out io.Writer) error {
+func runGrowth(ctx context.Context, cfg config, sizes growthSizes, reads int, wal *growthWAL, uuidIDs bool, out io.Writer) error {
 	var env *pgEnv
 	if has(cfg.backends, "postgres") {
 		var err error
@@ -636,7 +643,7 @@ func runGrowth(ctx context.Context, cfg config, sizes growthSizes, reads int, wa
 	if err != nil {
 		return err
 	}
-	figs, err := growBackends(ctx, cfg.backends, sizes, cfg.sizes.appendFor, reads, dir, env, wal)
+	figs, err := growBackends(ctx, cfg.backends, sizes, cfg.sizes.appendFor, reads, dir, env, wal, uuidIDs)
 	if rerr := os.RemoveAll(dir); err == nil {
 		err = rerr
 	}
@@ -657,7 +664,7 @@ func runGrowth(ctx context.Context, cfg config, sizes growthSizes, reads int, wa
 // backend at each size, so that the load of a shared machine falls on all
 // of them alike. It returns the figures per backend.
 func growBackends(ctx context.Context, backends []string, sizes growthSizes, appendFor time.Duration, reads int,
-	dir string, env *pgEnv, wal *growthWAL) (map[string][]growthFigures, error) {
+	dir string, env *pgEnv, wal *growthWAL, uuidIDs bool) (map[string][]growthFigures, error) {
 	stores := make([]*growthStore, len(backends))
 	closeAll := func() error {
 		var errs []error
@@ -678,6 +685,7 @@ func growBackends(ctx context.Context, backends []string, sizes growthSizes, app
 			return nil, errors.Join(fmt.Errorf("%s: %w", b, err), closeAll())
 		}
 		stores[i] = g
+		g.uuidIDs = uuidIDs
 		ds := filepath.Join(dir, b+"-small")
 		if err := os.MkdirAll(ds, 0o755); err != nil {
 			return nil, errors.Join(err, closeAll())
@@ -685,6 +693,7 @@ func growBackends(ctx context.Context, backends []string, sizes growthSizes, app
 		if g.small, err = openGrowth(ctx, b, 0, ds, env); err != nil {
 			return nil, errors.Join(fmt.Errorf("%s, small store: %w", b, err), closeAll())
 		}
+		g.small.uuidIDs = uuidIDs
 	}
 	figs := make(map[string][]growthFigures)
 	for k, size := range sizes {

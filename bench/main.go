@@ -110,6 +110,7 @@ func mainErr(args []string, out io.Writer) error {
 	projBatch := fs.Int("projection-batch", 0, "the Projector's BatchSize in the projection benchmark (0: its default)")
 	growthWALOn := fs.Bool("growth-wal", false, "with -growth on PostgreSQL: what a 1-event save costs the server at each size (WAL bytes, full-page images, blocks read, checkpoints) right after the fill and after a CHECKPOINT (before the other figures of the size, which then follow its checkpoints), see growthwal.go")
 	growthWALCompression := fs.String("growth-wal-compression", "", "with -growth-wal: also measure after a CHECKPOINT with this wal_compression set for the session (pglz, lz4, zstd; the server's configuration is not changed)")
+	growthUUIDs := fs.Bool("growth-uuid-ids", false, "with -growth: aggregate ids that are UUIDs in no order, instead of a0000000, a0000001, ... (which the writers save to in order)")
 	growthReads := fs.Int("growth-reads", 20, "reads per figure of the growth benchmark (loads, feed pages); the median is printed")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -210,7 +211,7 @@ func mainErr(args []string, out io.Writer) error {
 		} else if *growthWALCompression != "" {
 			return fmt.Errorf("-growth-wal-compression needs -growth-wal")
 		}
-		return runGrowth(ctx, cfg, growthSizes, *growthReads, wal, out)
+		return runGrowth(ctx, cfg, growthSizes, *growthReads, wal, *growthUUIDs, out)
 	}
 	rows, err := run(ctx, cfg, func(r row) { printRow(out, cfg.subjects, r) }, func() { printHeader(out, cfg.subjects) })
 	printErrors(out, rows)
