@@ -171,6 +171,11 @@ func (g *growthStore) walPhase(ctx context.Context, size int, st *eventstore.Sto
 	if err := g.env.admin.QueryRow(ctx, `SELECT pg_current_wal_lsn()::text, pg_current_wal_lsn() - '0/0'`).Scan(&afterLSN, &lsn); err != nil {
 		return err
 	}
+	// Read at once, before a checkpoint could remove the range's WAL.
+	byRelation, err := g.walByRelation(ctx, before.lsnText, afterLSN, saves)
+	if err != nil {
+		return err
+	}
 	time.Sleep(walIdle)
 	after, err := pgWALStats(ctx, g.env, g.schema)
 	if err != nil {
@@ -194,15 +199,18 @@ func (g *growthStore) walPhase(ctx context.Context, size int, st *eventstore.Sto
 		per(before.heapHit+before.idxHit, after.heapHit+after.idxHit),
 		after.ckptTimed+after.ckptReq-before.ckptTimed-before.ckptReq, after.ckptBuf-before.ckptBuf,
 		before.lsnText, afterLSN)
-	return g.walByRelation(ctx, before.lsnText, afterLSN, saves, out)
+	if byRelation != "" {
+		fmt.Fprintf(out, "  WAL per save by relation (pg_walinspect): %s\n", byRelation)
+	}
+	return nil
 }
 
-// walByRelation prints the WAL records between two positions by relation
-// of the store's schema, per save, when the server has pg_walinspect; it
-// prints nothing without it.
-func (g *growthStore) walByRelation(ctx context.Context, from, to string, saves float64, out io.Writer) error {
+// walByRelation returns the WAL records between two positions by relation
+// of the store's schema, per save, when the server has pg_walinspect, and
+// "" without it.
+func (g *growthStore) walByRelation(ctx context.Context, from, to string, saves float64) (string, error) {
 	if _, err := g.env.admin.Exec(ctx, `CREATE EXTENSION IF NOT EXISTS pg_walinspect`); err != nil {
-		return nil // not installed, or not allowed: the cluster-wide figures stand alone
+		return "", nil // not installed, or not allowed: the cluster-wide figures stand alone
 	}
 	rows, err := g.env.admin.Query(ctx, `
 SELECT CASE WHEN c.relname IS NOT NULL THEN c.relname
@@ -217,7 +225,7 @@ LEFT JOIN pg_class r ON c.relname IS NULL AND r.relfilenode = nullif(substring(w
 LEFT JOIN pg_namespace n ON n.oid = r.relnamespace
 GROUP BY 1 ORDER BY 2 DESC`, from, to, g.schema)
 	if err != nil {
-		return err
+		return "", err
 	}
 	defer rows.Close()
 	var parts []string
@@ -225,7 +233,7 @@ GROUP BY 1 ORDER BY 2 DESC`, from, to, g.schema)
 		var rel string
 		var bytes, fpi int64
 		if err := rows.Scan(&rel, &bytes, &fpi); err != nil {
-			return err
+			return "", err
 		}
 		if rel == "events_rows" {
 			rel = "table"
@@ -234,9 +242,5 @@ GROUP BY 1 ORDER BY 2 DESC`, from, to, g.schema)
 			parts = append(parts, fmt.Sprintf("%s %.0f bytes, %.2f images", strings.TrimPrefix(rel, "events_"), b, f))
 		}
 	}
-	if err := rows.Err(); err != nil {
-		return err
-	}
-	fmt.Fprintf(out, "  WAL per save by relation (pg_walinspect): %s\n", strings.Join(parts, "; "))
-	return nil
+	return strings.Join(parts, "; "), rows.Err()
 }
